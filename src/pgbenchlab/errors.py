@@ -1,0 +1,36 @@
+"""The one error family for user mistakes.
+
+A `UserError` is something the user can fix (a plan key, a path, an option). The CLI prints its
+message as one line and exits with code 2. Anything else is a bug or an environment failure and
+shows a traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message says what to fix."""
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class PlanError(UserError):
+    """The plan file cannot run as written."""
+
+
+class InstallError(UserError):
+    """A PostgreSQL installation named by the user cannot be found or used."""
+
+
+class ServerError(UserError):
+    """A server cannot be prepared or reached for a reason the user can act on."""
+
+
+class StoreError(UserError):
+    """The results database cannot be used (locked by another campaign, newer schema, ...)."""
+
+
+class PgbenchParseError(Exception):
+    """pgbench wrote something the parser cannot turn into a result (not a user mistake)."""
