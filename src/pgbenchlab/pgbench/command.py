@@ -1,0 +1,156 @@
+"""Build pgbench's argv for a run and execute it (never through a shell).
+
+Connection details reach pgbench through libpq's environment variables, so a password never
+appears in argv, a process listing or a stored command line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgbenchlab.pgbench.version import PgVersion
+from pgbenchlab.plan import RunOptions, Workload
+
+LOG_PREFIX = "pgbench_log"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What to run: the measured run, or its warmup (same workload, no log)."""
+
+    workload: Workload
+    scale: int
+    clients: int
+    options: RunOptions
+    seconds: int | None  # -T; None with -t
+    log_dir: Path | None = None  # write a per-transaction log here
+    sampling_rate: float = 1.0
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    cpu_s: float  # pgbench's own user + system CPU time
+    interrupted: bool
+
+
+def build_argv(binary: Path, version: PgVersion, run: Invocation, dbname: str) -> list[str]:
+    opts = run.options
+    argv = [str(binary), "-n", "-c", str(run.clients), "-j", str(opts.threads)]
+    argv += ["-M", opts.protocol]
+    if run.seconds is not None:
+        argv += ["-T", str(run.seconds)]
+    else:
+        argv += ["-t", str(opts.transactions)]
+    if run.progress:
+        argv += ["-P", "1"]
+    for script in run.workload.scripts:
+        flag = "-b" if script.kind == "builtin" else "-f"
+        argv += [flag, f"{script.name}@{script.weight}"]  # explicit weight: paths may hold '@'
+    if all(s.kind == "file" for s in run.workload.scripts):
+        argv += ["-s", str(run.scale)]  # custom scripts see :scale = 1 otherwise
+    for name, value in run.workload.defines:
+        argv += ["-D", f"{name}={value}"]
+    if opts.rate:
+        argv += ["-R", f"{opts.rate:g}"]
+    if opts.latency_limit_ms:
+        argv += ["-L", f"{opts.latency_limit_ms:g}"]
+    if opts.connect:
+        argv.append("-C")
+    if run.log_dir is not None:
+        argv.append("-l")
+        if version.major >= (10,):  # 9.6 writes into the working directory, which we set
+            argv.append(f"--log-prefix={run.log_dir / LOG_PREFIX}")
+        if run.sampling_rate < 1.0:
+            argv.append(f"--sampling-rate={run.sampling_rate:.6g}")
+    argv.append(dbname)
+    return argv
+
+
+def execute(
+    argv: list[str],
+    env: dict[str, str],
+    *,
+    cwd: Path,
+    on_stderr_line: Callable[[str], None] | None = None,
+    timeout_s: float | None = None,
+) -> Completed:
+    """Run pgbench, streaming stderr lines to the callback; measure its CPU time."""
+    started = time.monotonic()
+    full_env = {**_base_env(), **env, "PG_COLOR": "never"}
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=full_env,
+        cwd=cwd,
+        text=True,
+        errors="replace",
+    )
+    stdout_parts: list[str] = []
+    assert proc.stdout is not None and proc.stderr is not None
+    reader = threading.Thread(target=lambda: stdout_parts.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    stderr_lines: list[str] = []
+    interrupted = False
+    killer = _start_watchdog(proc, timeout_s) if timeout_s else None
+    try:
+        for line in proc.stderr:
+            stderr_lines.append(line)
+            if on_stderr_line:
+                on_stderr_line(line.rstrip("\n"))
+    except KeyboardInterrupt:
+        interrupted = True
+        _stop(proc)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if killer:
+        killer.cancel()
+    reader.join()
+    return Completed(
+        tuple(argv),
+        proc.returncode,
+        "".join(stdout_parts),
+        "".join(stderr_lines),
+        time.monotonic() - started,
+        usage.ru_utime + usage.ru_stime,
+        interrupted,
+    )
+
+
+def _base_env() -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TZ")
+    return {k: v for k, v in os.environ.items() if k in keep}
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Ask pgbench to stop; kill it if it has not within 10 s (the caller reaps it)."""
+    proc.send_signal(signal.SIGINT)
+    _start_watchdog(proc, 10)
+
+
+def _start_watchdog(proc: subprocess.Popen[str], timeout_s: float) -> threading.Timer:
+    # returncode is set only once we reaped the process, so kill() never hits a reused pid.
+    timer = threading.Timer(timeout_s, lambda: proc.returncode is None and proc.kill())
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def version_of(binary: Path) -> str:
+    return subprocess.run(
+        [str(binary), "-V"], capture_output=True, text=True, check=True, timeout=20
+    ).stdout.strip()

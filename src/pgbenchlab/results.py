@@ -1,0 +1,92 @@
+"""Immutable result records, as the runner hands them to the store.
+
+Every number says how it was obtained (`LatencySource`). A field pgbench or the server did not
+produce is None, never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RESULT_SCHEMA_VERSION = 1
+
+# Run statuses.
+OK = "ok"  # pgbench exited 0 with a complete report
+ABORTED = "aborted"  # some clients aborted: the report is partial, numbers are incomplete
+FAILED = "failed"  # no usable report (pgbench or the server failed)
+INTERRUPTED = "interrupted"  # stopped by the user
+
+
+@dataclass(frozen=True)
+class Second:
+    """One second of a run (offset from the measured start), from pgbench's -P 1 lines and,
+    where a per-transaction log was kept, the log (min/max come only from the log)."""
+
+    t: int
+    tps: float
+    latency_mean_ms: float | None
+    latency_stddev_ms: float | None
+    latency_min_ms: float | None = None
+    latency_max_ms: float | None = None
+    lag_ms: float | None = None
+    skipped: int | None = None
+    failed: int | None = None
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Latency distribution of a run from its per-transaction log."""
+
+    source: str  # "full log" | "sampled log (rate 0.05)"
+    samples: int
+    percentiles_ms: dict[str, float]  # "50", "90", "95", "99", "99.9"
+    min_ms: float
+    max_ms: float
+    mean_ms: float
+    stddev_ms: float
+    histogram_json: str
+    # Under -R pgbench's latency counts from the scheduled start; service time = latency − lag.
+    service_percentiles_ms: dict[str, float] | None = None
+    service_histogram_json: str | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything stored about one run."""
+
+    run_key: str
+    cell_id: str
+    sequence: int
+    repeat: int
+    status: str
+    spec: dict[str, Any]
+    argv: tuple[str, ...]
+    started_at: float
+    finished_at: float
+    pgbench_version: str
+    error: str | None = None
+    tps: float | None = None
+    transactions: int | None = None
+    failed: int | None = None
+    skipped: int | None = None
+    late: int | None = None
+    latency_avg_ms: float | None = None
+    latency_stddev_ms: float | None = None
+    lag_avg_ms: float | None = None
+    lag_max_ms: float | None = None
+    connection_time_ms: float | None = None
+    warmup_tps: float | None = None
+    client_cpu_s: float | None = None
+    latency: LatencySummary | None = None
+    seconds: tuple[Second, ...] = ()
+    report: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    artifacts: tuple[str, ...] = ()
+    schema_version: int = RESULT_SCHEMA_VERSION
+
+    @property
+    def client_cpu_us_per_tx(self) -> float | None:
+        if self.client_cpu_s is None or not self.transactions:
+            return None
+        return self.client_cpu_s * 1e6 / self.transactions

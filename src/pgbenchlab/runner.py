@@ -1,0 +1,657 @@
+"""Execute a campaign: every run spec end to end, each result stored as soon as it finishes.
+
+Per run: the server (with the run's setting variant), the dataset, hygiene (vacuum as asked,
+CHECKPOINT), the warmup (same workload, not counted; its TPS sets the log sampling rate), the
+measured pgbench with ``-P 1`` and a per-transaction log, then parsing and storing. A failure
+in one run is recorded with its reason and the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import shutil
+import signal
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+from typing import Protocol
+
+import zstandard
+
+from pgbenchlab import __version__, dataset, installs, osuser
+from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
+from pgbenchlab.installs import Installation
+from pgbenchlab.pgbench import command
+from pgbenchlab.pgbench.logs import analyse_transaction_logs
+from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line, parse_stderr
+from pgbenchlab.pgbench.report import PgbenchReport, parse_report
+from pgbenchlab.pgbench.version import PgVersion, parse_version
+from pgbenchlab.plan import Plan, RunSpec, ServerPlan
+from pgbenchlab.results import ABORTED, FAILED, INTERRUPTED, OK, LatencySummary, RunResult, Second
+from pgbenchlab.server import ExternalServer, ManagedServer, Server
+from pgbenchlab.stats import STANDARD_PERCENTILES
+from pgbenchlab.store import Store
+from pgbenchlab.telemetry import machine_facts
+
+# Per-transaction log lines per second that keep the observer effect well under 1 %
+# (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
+LOG_LINES_PER_SECOND = 10_000
+RESULTS_DB = "results.db"
+
+
+class Reporter(Protocol):
+    """Progress events for a display; the runner never prints."""
+
+    def campaign_started(self, plan: Plan, todo: list[RunSpec], done: int) -> None: ...
+
+    def run_started(self, spec: RunSpec, index: int, total: int) -> None: ...
+
+    def phase(self, spec: RunSpec, text: str) -> None: ...
+
+    def progress(self, spec: RunSpec, line: ProgressLine) -> None: ...
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+@dataclass
+class Outcome:
+    campaign_id: int
+    results_dir: Path
+    ran: int = 0
+    skipped_done: int = 0
+    failed: int = 0
+    interrupted: bool = False
+    results: list[RunResult] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PgbenchClient:
+    install: Installation
+    version: PgVersion
+    version_text: str
+
+    @property
+    def binary(self) -> Path:
+        return self.install.binary("pgbench")
+
+
+def choose_pgbench(plan: Plan, found: list[Installation]) -> PgbenchClient:
+    if plan.pgbench_install == "newest":
+        install = installs.newest_pgbench(found)
+    else:
+        install = installs.resolve(plan.pgbench_install, found, need_server=False)
+    text = command.version_of(install.binary("pgbench"))
+    version = parse_version(text)
+    return PgbenchClient(install, version, text)
+
+
+def cluster_root(results_dir: Path, account: osuser.OsAccount) -> Path:
+    """Where managed clusters live: beside the results, or (as root) where the account reaches."""
+    if not account.is_switch:
+        return results_dir / "clusters"
+    key = hashlib.sha256(str(results_dir.resolve()).encode()).hexdigest()[:10]
+    root = osuser.ROOT_STATE_DIR / "clusters" / key
+    osuser.ROOT_STATE_DIR.mkdir(mode=0o755, exist_ok=True)
+    account.make_dir(osuser.ROOT_STATE_DIR / "clusters", 0o755)
+    account.make_dir(root)
+    return root
+
+
+class Servers:
+    """The campaign's servers, started on first use, restarted for another setting variant."""
+
+    def __init__(self, plan: Plan, results_dir: Path, found: list[Installation]) -> None:
+        self.plan = plan
+        self.results_dir = results_dir
+        self.found = found
+        self.account = osuser.server_account() if any(s.managed for s in plan.servers) else None
+        self.live: dict[str, Server] = {}
+        self.variants: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def validate(self) -> None:
+        """Resolve every installation and setting name now, before anything starts."""
+        for server in self.plan.servers:
+            if server.managed:
+                install = installs.resolve(server.install or "embedded", self.found)
+                check_setting_names(server, self.plan, install)
+
+    def get(self, spec: RunSpec) -> tuple[Server, bool]:
+        """The running server for spec, and whether it was (re)started for it."""
+        plan = self.plan.server(spec.server)
+        server = self.live.get(plan.name)
+        if server is None:
+            server = self._create(plan)
+            self.live[plan.name] = server
+            self._configure(server, plan, spec.server_settings)
+            server.prepare()
+            return server, True
+        if isinstance(server, ManagedServer) and (
+            self.variants.get(plan.name) != spec.server_settings or not server.is_alive()
+        ):
+            self._configure(server, plan, spec.server_settings)
+            server.restart()
+            return server, True
+        return server, False
+
+    def _configure(
+        self, server: Server, plan: ServerPlan, variant: tuple[tuple[str, str], ...]
+    ) -> None:
+        if isinstance(server, ManagedServer):
+            server.settings = dict(plan.settings) | dict(variant)
+        self.variants[plan.name] = variant
+
+    def _create(self, plan: ServerPlan) -> Server:
+        if not plan.managed:
+            assert plan.dsn is not None
+            return ExternalServer(plan.name, plan.dsn, init_allowed=plan.init)
+        assert self.account is not None
+        install = installs.resolve(plan.install or "embedded", self.found)
+        install = osuser.reachable_install(install, self.account)
+        data_dir = (
+            Path(plan.data_dir)
+            if plan.data_dir
+            else cluster_root(self.results_dir, self.account) / self.plan.name / plan.name / "data"
+        )
+        if not plan.data_dir:
+            self.account.make_dir(data_dir.parent.parent, 0o700)
+            self.account.make_dir(data_dir.parent, 0o700)
+        return ManagedServer(plan.name, install, data_dir, self.account, dict(plan.settings))
+
+    def stop_all(self) -> None:
+        for server in self.live.values():
+            server.stop()
+        self.live.clear()
+
+
+def check_setting_names(server: ServerPlan, plan: Plan, install: Installation) -> None:
+    known = installs.describe_settings(install)
+    names = {k for k, _ in server.settings} | {
+        k for spec in plan.specs if spec.server == server.name for k, _ in spec.server_settings
+    }
+    for name in sorted(names):
+        if name not in known and "." not in name:  # dotted names belong to extensions
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f'; did you mean "{close[0]}"?' if close else ""
+            raise UserError(
+                f"PostgreSQL {install.version.major_text} has no setting {name!r}{hint}",
+                where=f"{plan.path}: server {server.name}",
+            )
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C, so a killed campaign still stops its servers cleanly."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_campaign(
+    plan: Plan,
+    results_dir: Path,
+    reporter: Reporter,
+    *,
+    fresh: bool = False,
+) -> Outcome:
+    results_dir = results_dir.resolve()
+    found = installs.discover()
+    pgbench = choose_pgbench(plan, found)
+    servers = Servers(plan, results_dir, found)
+    servers.validate()
+    store = Store(results_dir / RESULTS_DB)
+    try:
+        store.acquire()
+        campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
+        outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
+        todo = [s for s in plan.specs if s.run_key not in done]
+        reporter.campaign_started(plan, todo, len(done))
+        with sigterm_as_interrupt():
+            try:
+                Campaign(plan, store, campaign_id, results_dir, servers, pgbench, reporter).run(
+                    todo, outcome
+                )
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+            finally:
+                servers.stop_all()
+        status = "interrupted" if outcome.interrupted else "finished"
+        store.finish_campaign(campaign_id, status)
+        return outcome
+    finally:
+        store.close()
+
+
+def open_campaign(
+    store: Store, plan: Plan, pgbench: PgbenchClient, *, fresh: bool
+) -> tuple[int, set[str]]:
+    """Continue the campaign of the same name (same plan), or start a new one."""
+    existing = store.campaign(plan.name)
+    if existing is not None and not fresh:
+        if existing["plan_digest"] != plan.digest:
+            raise StoreError(
+                f'campaign "{plan.name}" in this results database was run with a different plan '
+                f"({plan_difference(str(existing['plan_text']), plan.text)}); run with --fresh to "
+                "start it anew (earlier results are kept) or rename the campaign",
+            )
+        store.reopen_campaign(int(existing["id"]))
+        return int(existing["id"]), store.done_run_keys(int(existing["id"]))
+    versions = {"pgbenchlab": __version__, "pgbench": pgbench.version_text}
+    campaign_id = store.start_campaign(
+        plan.name, plan.path, plan.text, plan.digest, versions, machine_facts()
+    )
+    return campaign_id, set()
+
+
+def plan_difference(old: str, new: str) -> str:
+    changed = [
+        line[1:].strip()
+        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
+    ]
+    shown = "; ".join(changed[:4])
+    return f"changed lines: {shown}" + (" …" if len(changed) > 4 else "")
+
+
+class Campaign:
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        campaign_id: int,
+        results_dir: Path,
+        servers: Servers,
+        pgbench: PgbenchClient,
+        reporter: Reporter,
+    ) -> None:
+        self.plan = plan
+        self.store = store
+        self.campaign_id = campaign_id
+        self.results_dir = results_dir
+        self.servers = servers
+        self.pgbench = pgbench
+        self.reporter = reporter
+        self.initialised: set[tuple[str, int]] = set()
+        self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+
+    def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
+        for index, spec in enumerate(todo, start=1):
+            self.reporter.run_started(spec, index, len(todo))
+            result = self.run_one(spec)
+            self.store.record_run(self.campaign_id, result)
+            self.reporter.run_finished(spec, result)
+            outcome.results.append(result)
+            outcome.ran += 1
+            outcome.failed += result.status == FAILED
+            if result.status == INTERRUPTED:
+                raise KeyboardInterrupt
+
+    def run_one(self, spec: RunSpec) -> RunResult:
+        started = time.time()
+        artifacts = self.artifact_dir(spec)
+        server: Server | None = None
+        try:
+            server = self.prepare_server(spec)
+            endpoint = self.prepare_dataset(server, spec)
+            return self.measure(spec, endpoint, artifacts, started)
+        except KeyboardInterrupt:
+            return self.failure(spec, started, INTERRUPTED, "interrupted by the user", ())
+        except (UserError, PgbenchParseError, OSError, RuntimeError) as exc:
+            return self.failure(spec, started, FAILED, self.describe(exc, server), ())
+        except Exception as exc:  # a run's failure must never lose the campaign's other runs
+            detail = "".join(traceback.format_exception_only(exc)).strip()
+            return self.failure(spec, started, FAILED, self.describe(detail, server), ())
+
+    def describe(self, error: object, server: Server | None) -> str:
+        text = str(error)
+        if server is not None and server.managed and not server.is_alive():
+            tail = " | ".join(server.log_tail(5))
+            text += f" [server {server.name} was down; last log lines: {tail}]"
+            try:
+                server.restart()
+                self.reporter.note(f"restarted server {server.name} after a failed run")
+            except UserError as exc:
+                text += f" [restart failed: {exc}]"
+        return text
+
+    def failure(
+        self, spec: RunSpec, started: float, status: str, error: str, argv: tuple[str, ...]
+    ) -> RunResult:
+        return RunResult(
+            run_key=spec.run_key,
+            cell_id=spec.cell_id,
+            sequence=spec.sequence,
+            repeat=spec.repeat,
+            status=status,
+            spec=spec.cell,
+            argv=argv,
+            started_at=started,
+            finished_at=time.time(),
+            pgbench_version=self.pgbench.version_text,
+            error=error,
+        )
+
+    def artifact_dir(self, spec: RunSpec) -> Path:
+        base = self.results_dir / "artifacts" / f"{self.plan.name}-{self.campaign_id}"
+        path = base / f"{spec.sequence:04d}-{spec.run_key}"
+        shutil.rmtree(path, ignore_errors=True)  # an interrupted earlier attempt's leftovers
+        path.mkdir(parents=True)
+        return path
+
+    def prepare_server(self, spec: RunSpec) -> Server:
+        self.reporter.phase(spec, "server")
+        server, _ = self.servers.get(spec)
+        key = (server.name, spec.server_settings)
+        if key not in self.recorded_variants:
+            self.store.record_server(self.campaign_id, server.facts(), dict(spec.server_settings))
+            self.recorded_variants.add(key)
+        return server
+
+    def prepare_dataset(self, server: Server, spec: RunSpec) -> dataset.Endpoint:
+        reinit = spec.options.reinit
+        key = (server.name, spec.scale)
+        force = reinit == "per-run" or (reinit == "per-scale" and key not in self.initialised)
+        self.reporter.phase(spec, "dataset")
+        prepared = dataset.ensure(
+            server, spec.scale, pgbench=self.pgbench.binary, work_dir=self.results_dir, force=force
+        )
+        if key not in self.initialised or prepared.init_seconds is not None:
+            self.store.record_dataset(
+                self.campaign_id,
+                server.name,
+                spec.scale,
+                prepared.endpoint.dbname,
+                prepared.init_seconds,
+            )
+        self.initialised.add(key)
+        return prepared.endpoint
+
+    def hygiene(self, spec: RunSpec, endpoint: dataset.Endpoint) -> list[str]:
+        self.reporter.phase(spec, "vacuum")
+        dataset.vacuum(endpoint, spec.options.vacuum)
+        if not spec.options.checkpoint:
+            return []
+        self.reporter.phase(spec, "checkpoint")
+        warning = dataset.checkpoint(endpoint)
+        return [warning] if warning else []
+
+    def invoke(
+        self, spec: RunSpec, endpoint: dataset.Endpoint, run: command.Invocation, cwd: Path
+    ) -> command.Completed:
+        argv = command.build_argv(self.pgbench.binary, self.pgbench.version, run, endpoint.dbname)
+
+        def on_line(line: str) -> None:
+            parsed = parse_progress_line(line)
+            if parsed is not None:
+                self.reporter.progress(spec, parsed)
+
+        seconds = run.seconds or 0
+        # -T is checked between transactions only; allow generous slack before killing.
+        timeout = None if run.seconds is None else seconds * 2 + 120
+        return command.execute(
+            argv, endpoint.libpq_env(), cwd=cwd, on_stderr_line=on_line, timeout_s=timeout
+        )
+
+    def measure(
+        self, spec: RunSpec, endpoint: dataset.Endpoint, artifacts: Path, started: float
+    ) -> RunResult:
+        warnings = self.hygiene(spec, endpoint)
+        warmup_tps = self.warmup(spec, endpoint, artifacts)
+        sampling = sampling_rate(spec, warmup_tps)
+        self.reporter.phase(spec, "measuring")
+        run = command.Invocation(
+            spec.workload,
+            spec.scale,
+            spec.clients,
+            spec.options,
+            spec.options.duration_s,
+            log_dir=artifacts if sampling else None,
+            sampling_rate=sampling or 1.0,
+        )
+        done = self.invoke(spec, endpoint, run, artifacts)
+        sanitized = sanitize_argv(done.argv, self.results_dir)
+        if done.interrupted:
+            return self.failure(spec, started, INTERRUPTED, "interrupted by the user", sanitized)
+        self.reporter.phase(spec, "analysing")
+        result = self.build_result(spec, done, sanitized, artifacts, started, warmup_tps, sampling)
+        archive(artifacts, done, sanitized)
+        return _with(result, warnings=(*warnings, *result.warnings))
+
+    def warmup(self, spec: RunSpec, endpoint: dataset.Endpoint, artifacts: Path) -> float | None:
+        if spec.options.warmup_s == 0:
+            return None
+        self.reporter.phase(spec, "warmup")
+        run = command.Invocation(
+            spec.workload, spec.scale, spec.clients, spec.options, spec.options.warmup_s
+        )
+        done = self.invoke(spec, endpoint, run, artifacts)
+        if done.interrupted:
+            raise KeyboardInterrupt
+        if done.returncode != 0:
+            raise RuntimeError(f"warmup failed (exit {done.returncode}): {last_lines(done.stderr)}")
+        try:
+            return parse_report(done.stdout).tps
+        except PgbenchParseError:
+            return None
+
+    def build_result(
+        self,
+        spec: RunSpec,
+        done: command.Completed,
+        argv: tuple[str, ...],
+        artifacts: Path,
+        started: float,
+        warmup_tps: float | None,
+        sampling: float | None,
+    ) -> RunResult:
+        stderr = parse_stderr(done.stderr)
+        try:
+            report: PgbenchReport | None = parse_report(done.stdout)
+        except PgbenchParseError:
+            report = None
+        if report is None:
+            message = (
+                f"pgbench exited {done.returncode} without a report: {last_lines(done.stderr)}"
+            )
+            return _with(
+                self.failure(spec, started, FAILED, message, argv), client_cpu_s=done.cpu_s
+            )
+        aborted = done.returncode != 0 or stderr.aborted
+        latency, log_seconds = self.analyse_log(spec, artifacts, sampling)
+        seconds = log_seconds or seconds_from_progress(stderr.progress)
+        warnings = run_warnings(spec, report, done)
+        return RunResult(
+            run_key=spec.run_key,
+            cell_id=spec.cell_id,
+            sequence=spec.sequence,
+            repeat=spec.repeat,
+            status=ABORTED if aborted else OK,
+            spec=spec.cell,
+            argv=argv,
+            started_at=started,
+            finished_at=time.time(),
+            pgbench_version=self.pgbench.version_text,
+            error=last_lines(done.stderr) if aborted else None,
+            tps=report.tps,
+            transactions=report.transactions,
+            failed=report.failed,
+            skipped=report.skipped,
+            late=report.late,
+            latency_avg_ms=report.latency_avg_ms if report.latency_avg_measured else None,
+            latency_stddev_ms=report.latency_stddev_ms,
+            lag_avg_ms=report.lag_avg_ms,
+            lag_max_ms=report.lag_max_ms,
+            connection_time_ms=report.initial_connection_time_ms
+            if report.initial_connection_time_ms is not None
+            else report.average_connection_time_ms,
+            warmup_tps=warmup_tps,
+            client_cpu_s=done.cpu_s,
+            latency=latency,
+            seconds=seconds,
+            report=asdict(report),
+            warnings=tuple(warnings),
+            artifacts=tuple(sorted(p.name for p in artifacts.iterdir())),
+        )
+
+    def analyse_log(
+        self, spec: RunSpec, artifacts: Path, sampling: float | None
+    ) -> tuple[LatencySummary | None, tuple[Second, ...]]:
+        files = sorted(artifacts.glob(f"{command.LOG_PREFIX}.*"))
+        if sampling is None or not files:
+            return None, ()
+        summary = analyse_transaction_logs(
+            files,
+            pg_major=self.pgbench.version.major,
+            rate_limited=spec.options.rate is not None,
+            has_retries_column=False,
+            sampling_rate=sampling,
+        )
+        return latency_summary(summary, sampling), log_series(summary, sampling)
+
+
+def sampling_rate(spec: RunSpec, warmup_tps: float | None) -> float | None:
+    """The per-transaction log sampling rate (None: no log), from the plan and warmup TPS."""
+    mode = spec.options.latency_log
+    if mode == "off":
+        return None
+    if mode == "full":
+        return 1.0
+    if mode != "auto":
+        return float(mode)
+    expected = spec.options.rate or warmup_tps
+    if not expected or expected <= LOG_LINES_PER_SECOND:
+        return 1.0
+    rate = LOG_LINES_PER_SECOND / expected
+    return float(f"{rate:.2g}")  # a readable rate such as 0.15
+
+
+def sanitize_argv(argv: tuple[str, ...], results_dir: Path) -> tuple[str, ...]:
+    """argv as stored: the binary by name and paths relative to the results directory."""
+    prefix = str(results_dir) + "/"
+    cleaned = [Path(argv[0]).name, *(a.replace(prefix, "") for a in argv[1:])]
+    return tuple(cleaned)
+
+
+def last_lines(text: str, n: int = 3) -> str:
+    lines = [line for line in text.strip().splitlines() if not line.startswith("progress:")]
+    return " | ".join(lines[-n:])
+
+
+def seconds_from_progress(lines: list[ProgressLine]) -> tuple[Second, ...]:
+    return tuple(
+        Second(
+            t=round(p.elapsed_s) if p.elapsed_s is not None else i + 1,
+            tps=p.tps,
+            latency_mean_ms=p.latency_avg_ms,
+            latency_stddev_ms=p.latency_stddev_ms,
+            lag_ms=p.lag_ms,
+            skipped=p.skipped,
+            failed=p.failed,
+        )
+        for i, p in enumerate(lines)
+    )
+
+
+def run_warnings(spec: RunSpec, report: PgbenchReport, done: command.Completed) -> list[str]:
+    warnings = []
+    if spec.workload.updates and spec.scale < spec.clients:
+        warnings.append(
+            f"scale {spec.scale} < {spec.clients} clients on an updating workload: "
+            "branch-row contention limits TPS; use scale ≥ clients"
+        )
+    if report.threads < spec.options.threads:
+        warnings.append(f"pgbench used {report.threads} threads, not {spec.options.threads}")
+    if spec.options.duration_s and done.wall_s > spec.options.duration_s * 1.5 + 5:
+        warnings.append(
+            f"the run took {done.wall_s:.0f} s for -T {spec.options.duration_s}: "
+            "transactions stalled (-T is only checked between transactions)"
+        )
+    if done.cpu_s and spec.options.duration_s:
+        busy = done.cpu_s / (spec.options.duration_s * max(1, spec.options.threads))
+        if busy > 0.9:
+            warnings.append(
+                f"pgbench used {busy:.0%} of its {spec.options.threads} threads' CPU: "
+                "the load generator may be the bottleneck; give it more threads or cores"
+            )
+    return warnings
+
+
+def latency_summary(summary: object, sampling: float) -> LatencySummary | None:
+    """The run's latency distribution from the log analysis."""
+    s = summary  # TransactionLogSummary: fields named by pgbench/logs.py
+    latency = getattr(s, "latency", None)
+    if latency is None or not getattr(latency, "count", 0):
+        return None
+    source = "full log" if sampling >= 1.0 else f"sampled log (rate {sampling:g})"
+    service = getattr(s, "service_time", None)
+    return LatencySummary(
+        source=source,
+        samples=int(latency.count),
+        percentiles_ms={p: float(latency.percentiles_ms[p]) for p in STANDARD_PERCENTILES},
+        min_ms=float(latency.min_ms),
+        max_ms=float(latency.max_ms),
+        mean_ms=float(latency.mean_ms),
+        stddev_ms=float(latency.stddev_ms),
+        histogram_json=s.latency_histogram.to_json(),  # type: ignore[attr-defined]
+        service_percentiles_ms=(
+            {p: float(service.percentiles_ms[p]) for p in STANDARD_PERCENTILES} if service else None
+        ),
+        service_histogram_json=(
+            s.service_time_histogram.to_json() if service else None  # type: ignore[attr-defined]
+        ),
+    )
+
+
+def log_series(summary: object, sampling: float) -> tuple[Second, ...]:
+    """Per-second series from a full log (exact); a sampled log leaves it to -P 1."""
+    if sampling < 1.0:
+        return ()
+    per_second = getattr(summary, "per_second", ())
+    if not per_second:
+        return ()
+    first = per_second[0].epoch_s
+    return tuple(
+        Second(
+            t=row.epoch_s - first,
+            tps=float(row.transactions),
+            latency_mean_ms=row.latency_mean_ms,
+            latency_stddev_ms=row.latency_stddev_ms,
+            latency_min_ms=row.latency_min_ms,
+            latency_max_ms=row.latency_max_ms,
+            lag_ms=row.lag_mean_ms,
+            skipped=row.skipped,
+            failed=row.failed,
+        )
+        for row in per_second
+    )
+
+
+def archive(artifacts: Path, done: command.Completed, argv: tuple[str, ...]) -> None:
+    """Keep pgbench's raw output and logs, zstd-compressed, beside the results database."""
+    compressor = zstandard.ZstdCompressor(level=3)
+    (artifacts / "stdout.txt.zst").write_bytes(compressor.compress(done.stdout.encode()))
+    (artifacts / "stderr.txt.zst").write_bytes(compressor.compress(done.stderr.encode()))
+    (artifacts / "argv.json").write_text(json.dumps(list(argv)))
+    for log in artifacts.glob(f"{command.LOG_PREFIX}.*"):
+        if log.suffix == ".zst":
+            continue
+        with log.open("rb") as source, open(f"{log}.zst", "wb") as target:
+            compressor.copy_stream(source, target)
+        log.unlink()
+
+
+def _with(result: RunResult, **changes: object) -> RunResult:
+    return replace(result, **changes)  # type: ignore[arg-type]

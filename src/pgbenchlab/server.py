@@ -1,0 +1,412 @@
+"""PostgreSQL servers: managed clusters (initdb, settings, start, stop) and external servers.
+
+Runners and samplers see a server only through `Server`: a name, an `Endpoint` to connect to,
+and lifecycle calls that an external server answers without touching anything. A remote
+implementation fills the same interface.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import psycopg
+from psycopg import conninfo as pg_conninfo
+
+from pgbenchlab.errors import ServerError
+from pgbenchlab.installs import Installation
+from pgbenchlab.osuser import OsAccount
+
+MARKER = "pgbenchlab-cluster.json"
+SETTINGS_FILE = "pgbenchlab.conf"
+LOG_FILE = "pgbenchlab-server.log"
+SUPERUSER = "pgbenchlab"
+# Settings pgbenchlab owns: where and how the server listens, and what it logs.
+RESERVED_SETTINGS = frozenset(
+    {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
+)
+BASE_SETTINGS: dict[str, str] = {
+    "log_checkpoints": "on",
+    "log_autovacuum_min_duration": "0",
+    "log_line_prefix": "%m [%p] ",
+    "log_timezone": "UTC",
+    "lc_messages": "C",
+    "logging_collector": "off",
+}
+SECRET_KEYS = frozenset({"password", "passfile", "sslpassword"})
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How a client reaches a server. The password is never printed, stored or put in argv."""
+
+    host: str
+    port: int
+    user: str
+    dbname: str
+    options: dict[str, str] = field(default_factory=dict)
+    password: str | None = field(default=None, repr=False)
+
+    def with_dbname(self, dbname: str) -> Endpoint:
+        return Endpoint(self.host, self.port, self.user, dbname, self.options, self.password)
+
+    def connect(self, *, autocommit: bool = True, timeout: int = 10) -> psycopg.Connection[Any]:
+        params: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "dbname": self.dbname,
+            "connect_timeout": timeout,
+            **self.options,
+        }
+        if self.password is not None:
+            params["password"] = self.password
+        return psycopg.connect(**params, autocommit=autocommit)
+
+    def libpq_env(self) -> dict[str, str]:
+        """Environment for libpq clients such as pgbench (keeps secrets out of argv)."""
+        env = {
+            "PGHOST": self.host,
+            "PGPORT": str(self.port),
+            "PGUSER": self.user,
+            "PGDATABASE": self.dbname,
+        }
+        libpq_names = {"sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT"}
+        env |= {libpq_names[k]: v for k, v in self.options.items() if k in libpq_names}
+        if self.password is not None:
+            env["PGPASSWORD"] = self.password
+        return env
+
+    def public(self) -> dict[str, str]:
+        """What may be recorded about this endpoint: no password, no local socket path."""
+        host = "local socket" if self.host.startswith("/") else self.host
+        return {"host": host, "port": str(self.port), "user": self.user, "dbname": self.dbname}
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """What a server is, as recorded with every campaign."""
+
+    name: str
+    kind: str  # managed | external
+    version: str  # server_version
+    version_num: int
+    settings: dict[str, str]  # every setting not at its default, as SHOW prints it
+    requested: dict[str, str]  # what the plan asked for
+    install: str | None  # installation name (managed)
+    data_dir: str | None
+
+
+class Server(Protocol):
+    name: str
+
+    @property
+    def endpoint(self) -> Endpoint: ...
+
+    @property
+    def managed(self) -> bool: ...
+
+    @property
+    def init_allowed(self) -> bool: ...
+
+    def prepare(self) -> None: ...
+
+    def restart(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def is_alive(self) -> bool: ...
+
+    def facts(self) -> ServerFacts: ...
+
+    def log_tail(self, lines: int = 20) -> list[str]: ...
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _quote_setting(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def query_facts(endpoint: Endpoint) -> tuple[str, int, dict[str, str]]:
+    """server_version, server_version_num and every non-default setting."""
+    with endpoint.connect() as conn:
+        version = conn.execute("SHOW server_version").fetchone()
+        number = conn.execute("SHOW server_version_num").fetchone()
+        rows = conn.execute(
+            "SELECT name, current_setting(name) FROM pg_settings "
+            "WHERE source NOT IN ('default', 'override') ORDER BY name"
+        ).fetchall()
+    assert version is not None and number is not None
+    hidden = RESERVED_SETTINGS | {"data_directory", "config_file", "hba_file", "ident_file"}
+    settings = {str(name): str(value) for name, value in rows if name not in hidden}
+    return str(version[0]), int(number[0]), settings
+
+
+class ManagedServer:
+    """A cluster pgbenchlab creates, configures, starts and stops, owned by `account`."""
+
+    managed = True
+    init_allowed = True
+
+    def __init__(
+        self,
+        name: str,
+        install: Installation,
+        data_dir: Path,
+        account: OsAccount,
+        settings: dict[str, str] | None = None,
+        *,
+        owner_tag: str = "",
+    ) -> None:
+        self.name = name
+        self.install = install
+        self.data_dir = data_dir
+        self.account = account
+        self.settings = dict(settings or {})
+        self.owner_tag = owner_tag
+        self.port = 0
+        self.socket_dir: Path | None = None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        if self.socket_dir is None:
+            raise RuntimeError(f"server {self.name} is not started")
+        return Endpoint(str(self.socket_dir), self.port, SUPERUSER, "postgres")
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / LOG_FILE
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """initdb when needed (only into an empty directory or one pgbenchlab made), then start."""
+        if self._is_ours():
+            if self._pg_major_on_disk() != self.install.version.major_text:
+                self._stop_if_running()
+                self._remove_cluster()
+                self._initdb()
+            else:
+                self._stop_if_running()
+        else:
+            self._initdb()
+        self.start()
+
+    def start(self) -> None:
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="pgbl-", dir="/tmp"))
+        if self.account.is_switch:
+            os.chown(self.socket_dir, self.account.uid, self.account.gid)
+        for _attempt in range(3):
+            self.port = free_port()
+            self._write_settings()
+            result = self._pg_ctl("start", "-w", "-t", "120", "-l", str(self.log_path))
+            if result.returncode == 0:
+                self._check_settings()
+                return
+            if "could not bind" not in "\n".join(self.log_tail(10)):
+                break
+        raise ServerError(
+            f"server {self.name} did not start: " + " | ".join(self.log_tail(5)),
+            where=str(self.data_dir),
+        )
+
+    def stop(self) -> None:
+        self._stop_if_running()
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def is_alive(self) -> bool:
+        return self._pg_ctl("status").returncode == 0
+
+    def facts(self) -> ServerFacts:
+        version, number, settings = query_facts(self.endpoint)
+        return ServerFacts(
+            self.name,
+            "managed",
+            version,
+            number,
+            settings,
+            dict(self.settings),
+            self.install.name,
+            str(self.data_dir),
+        )
+
+    def log_tail(self, lines: int = 20) -> list[str]:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return []
+        return text.splitlines()[-lines:]
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        argv = [str(self.install.binary("pg_ctl")), "-D", str(self.data_dir), *args]
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PG_COLOR": "never"}
+        # A new session keeps a terminal's Ctrl-C away from the postmaster: we stop it ourselves.
+        return self.account.run(argv, env=env, cwd="/", start_new_session=True, timeout=300)
+
+    def _is_ours(self) -> bool:
+        if not self.data_dir.exists():
+            return False
+        if (self.data_dir / MARKER).is_file():
+            return True
+        if any(self.data_dir.iterdir()):
+            raise ServerError(
+                "data directory is not empty and was not created by pgbenchlab; "
+                "choose an empty or new directory",
+                where=str(self.data_dir),
+            )
+        return False
+
+    def _pg_major_on_disk(self) -> str:
+        try:
+            return (self.data_dir / "PG_VERSION").read_text().strip()
+        except OSError:
+            return ""
+
+    def _stop_if_running(self) -> None:
+        if self.is_alive():
+            self._pg_ctl("stop", "-m", "fast", "-w", "-t", "120")
+
+    def _remove_cluster(self) -> None:
+        for child in self.data_dir.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    def _initdb(self) -> None:
+        self.account.make_dir(self.data_dir)
+        argv = [
+            str(self.install.binary("initdb")),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",  # no password is ever set: TCP logins are refused
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PG_COLOR": "never"}
+        result = self.account.run(argv, env=env, cwd="/", timeout=600)
+        if result.returncode != 0:
+            raise ServerError(f"initdb failed: {result.stderr.strip()[-500:]}")
+        marker = {"created_by": "pgbenchlab", "server": self.name, "owner": self.owner_tag}
+        self._write_owned(self.data_dir / MARKER, json.dumps(marker) + "\n")
+        conf = self.data_dir / "postgresql.conf"
+        self._write_owned(conf, conf.read_text() + f"\ninclude_if_exists = '{SETTINGS_FILE}'\n")
+
+    def _write_settings(self) -> None:
+        assert self.socket_dir is not None
+        ours = {
+            "port": str(self.port),
+            "listen_addresses": "127.0.0.1",
+            "unix_socket_directories": str(self.socket_dir),
+            "unix_socket_permissions": "0700",
+        }
+        merged = BASE_SETTINGS | self.settings | ours
+        lines = [f"{key} = {_quote_setting(value)}" for key, value in merged.items()]
+        self._write_owned(self.data_dir / SETTINGS_FILE, "\n".join(lines) + "\n")
+
+    def _write_owned(self, path: Path, text: str) -> None:
+        path.write_text(text)
+        path.chmod(0o600)
+        if self.account.is_switch:
+            os.chown(path, self.account.uid, self.account.gid)
+
+    def _check_settings(self) -> None:
+        """Every setting the plan asked for was accepted by the server."""
+        if not self.settings:
+            return
+        with self.endpoint.connect() as conn:
+            rows = conn.execute(
+                "SELECT name, error FROM pg_file_settings "
+                "WHERE sourcefile LIKE %s AND (error IS NOT NULL OR NOT applied)",
+                (f"%/{SETTINGS_FILE}",),
+            ).fetchall()
+        bad = {str(name): str(error) for name, error in rows if name in self.settings}
+        if bad:
+            self.stop()
+            detail = "; ".join(f"{k} = {self.settings[k]!r}: {v}" for k, v in bad.items())
+            raise ServerError(f"server {self.name} rejected settings: {detail}")
+
+
+class ExternalServer:
+    """A server pgbenchlab only connects to: never started, stopped or reconfigured."""
+
+    managed = False
+    init_allowed: bool
+
+    def __init__(self, name: str, dsn: str, *, init_allowed: bool = False) -> None:
+        self.name = name
+        self.init_allowed = init_allowed
+        try:
+            params = pg_conninfo.conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as exc:
+            raise ServerError(f"invalid connection string for server {name}: {exc}") from None
+        env = os.environ
+        self._endpoint = Endpoint(
+            host=str(params.pop("host", env.get("PGHOST", "/var/run/postgresql"))),
+            port=int(str(params.pop("port", env.get("PGPORT", "5432")))),
+            user=str(params.pop("user", env.get("PGUSER", "postgres"))),
+            dbname=str(params.pop("dbname", env.get("PGDATABASE", "postgres"))),
+            password=_pop_password(params),
+            options={k: str(v) for k, v in params.items() if k not in SECRET_KEYS},
+        )
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._endpoint
+
+    def prepare(self) -> None:
+        try:
+            with self._endpoint.connect() as conn:
+                conn.execute("SELECT 1")
+        except psycopg.OperationalError as exc:
+            message = str(exc).strip().splitlines()[0]
+            raise ServerError(f"cannot connect to external server {self.name}: {message}") from None
+
+    def restart(self) -> None:
+        self.prepare()
+
+    def stop(self) -> None:
+        """Nothing to do: pgbenchlab never manages an external server's lifecycle."""
+
+    def is_alive(self) -> bool:
+        try:
+            self.prepare()
+        except ServerError:
+            return False
+        return True
+
+    def facts(self) -> ServerFacts:
+        version, number, settings = query_facts(self._endpoint)
+        return ServerFacts(self.name, "external", version, number, settings, {}, None, None)
+
+    def log_tail(self, lines: int = 20) -> list[str]:
+        return []
+
+
+def _pop_password(params: dict[str, Any]) -> str | None:
+    password = params.pop("password", None) or os.environ.get("PGPASSWORD")
+    return str(password) if password else None

@@ -1,0 +1,236 @@
+"""Plan parsing, validation and expansion (no server needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab import plan
+from pgbenchlab.errors import PlanError
+
+BASE = """
+[campaign]
+name = "versions"
+repeats = 2
+order = "interleaved"
+
+[defaults]
+duration = "30s"
+warmup = "5s"
+
+[[server]]
+name = "pg15"
+install = "15"
+settings = { shared_buffers = "1GB" }
+
+[[server]]
+name = "pg18"
+install = "18"
+
+[matrix]
+scale = [10, 100]
+workload = ["select-only", "tpcb-like"]
+clients = [1, 4, 16]
+"""
+
+
+def parse(text: str, tmp_path: Path | None = None, cpus: int = 2) -> plan.Plan:
+    return plan.parse(text, "plan.toml", base=tmp_path or Path("/nonexistent"), cpu_count=cpus)
+
+
+def test_expands_full_matrix_interleaved() -> None:
+    p = parse(BASE)
+    assert len(p.specs) == 2 * 2 * 2 * 3 * 2
+    first_round = p.specs[:24]
+    assert {s.repeat for s in first_round} == {1}
+    assert {(s.server, s.scale, s.workload.name, s.clients) for s in first_round} == {
+        (s.server, s.scale, s.workload.name, s.clients) for s in p.specs[24:]
+    }
+    assert [s.sequence for s in p.specs] == list(range(48))
+    # Same cell, different repeat: same cell id, different run key.
+    twins = [
+        s
+        for s in p.specs
+        if (s.server, s.scale, s.workload.name, s.clients) == ("pg15", 10, "select-only", 1)
+    ]
+    assert len({s.cell_id for s in twins}) == 1
+    assert len({s.run_key for s in twins}) == 2
+
+
+def test_threads_auto_is_min_of_clients_and_cpus() -> None:
+    p = parse(BASE, cpus=2)
+    assert {(s.clients, s.options.threads) for s in p.specs} == {(1, 1), (4, 2), (16, 2)}
+
+
+def test_sequential_keeps_repeats_together_and_random_is_seeded() -> None:
+    seq = parse(BASE.replace('"interleaved"', '"sequential"'))
+    assert [s.repeat for s in seq.specs[:4]] == [1, 2, 1, 2]
+    rnd_a = parse(BASE.replace('"interleaved"', '"random"\nseed = 7'))
+    rnd_b = parse(BASE.replace('"interleaved"', '"random"\nseed = 7'))
+    rnd_c = parse(BASE.replace('"interleaved"', '"random"\nseed = 8'))
+    assert [s.run_key for s in rnd_a.specs] == [s.run_key for s in rnd_b.specs]
+    assert [s.run_key for s in rnd_a.specs] != [s.run_key for s in rnd_c.specs]
+    # Random order still runs each repeat round completely before the next.
+    assert [s.repeat for s in rnd_a.specs] == [1] * 24 + [2] * 24
+
+
+def test_per_server_and_per_workload_axes_override_matrix() -> None:
+    text = BASE.replace(
+        'name = "pg18"\ninstall = "18"', 'name = "pg18"\ninstall = "18"\nclients = [8]'
+    ).replace(
+        'workload = ["select-only", "tpcb-like"]',
+        'workload = ["select-only", { builtin = "tpcb-like", clients = [2], vacuum = "all" }]',
+    )
+    p = parse(text)
+    pg18 = {(s.workload.name, s.clients) for s in p.specs if s.server == "pg18"}
+    assert pg18 == {("select-only", 8), ("tpcb-like", 2)}
+    tpcb = [s for s in p.specs if s.workload.name == "tpcb-like"]
+    assert {s.options.vacuum for s in tpcb} == {"all"}
+
+
+def test_optional_axes_and_setting_variants() -> None:
+    text = BASE + 'rate = [100, 200]\nlatency_limit = "10ms"\nconnect = [false, true]\n'
+    text += '[matrix.setting]\ncheckpoint_timeout = ["30s", "5min"]\n'
+    p = parse(text)
+    assert len(p.specs) == 48 * 2 * 2 * 2
+    spec = p.specs[0]
+    assert spec.options.latency_limit_ms == 10.0
+    assert {s.options.rate for s in p.specs} == {100.0, 200.0}
+    assert {s.server_settings for s in p.specs} == {
+        (("checkpoint_timeout", "30s"),),
+        (("checkpoint_timeout", "5min"),),
+    }
+
+
+def test_custom_script_workload(tmp_path: Path) -> None:
+    (tmp_path / "mine.sql").write_text(
+        "\\set aid random(1, 100000 * :scale)\nUPDATE t SET x = 1;\n"
+    )
+    text = BASE.replace(
+        'workload = ["select-only", "tpcb-like"]',
+        'workload = [{ script = "mine.sql", weight = 2 }, { name = "mix", scripts = '
+        '[{ builtin = "select-only", weight = 9 }, { script = "mine.sql" }] }]',
+    )
+    p = parse(text, tmp_path)
+    names = {s.workload.name for s in p.specs}
+    assert names == {"mine", "mix"}
+    mine = next(s for s in p.specs if s.workload.name == "mine")
+    assert mine.workload.scripts[0].weight == 2
+    assert mine.workload.updates
+    assert str(tmp_path) in mine.workload.scripts[0].name
+
+
+def test_scale_below_clients_warns_for_updating_workloads() -> None:
+    p = parse(BASE)
+    assert any("scale 10 < 16 clients" in w for w in p.warnings)
+    assert not any("select-only" in w for w in p.warnings)
+
+
+def test_external_server_keeps_password_out_of_repr() -> None:
+    text = BASE + '\n[[server]]\nname = "ext"\ndsn = "host=db1 user=u password=hunter2"\n'
+    p = parse(text)
+    assert "hunter2" not in repr(p.servers)
+
+
+def test_cell_identity_ignores_repeat_and_order_but_not_options() -> None:
+    a = parse(BASE)
+    b = parse(BASE.replace('"interleaved"', '"sequential"'))
+    assert {s.run_key for s in a.specs} == {s.run_key for s in b.specs}
+    c = parse(BASE.replace('duration = "30s"', 'duration = "31s"'))
+    assert not {s.cell_id for s in a.specs} & {s.cell_id for s in c.specs}
+
+
+def test_dry_run_estimate_counts_warmups() -> None:
+    p = parse(BASE)
+    assert p.estimated_seconds(per_run_overhead=0) == 48 * 35
+
+
+BAD_PLANS = [
+    ("[campain]\nname = 'x'", "campain", 'did you mean "campaign"'),
+    ("[campaign]\nrepeats = 0", "campaign.repeats", "positive whole number"),
+    ("[campaign]\nrepeats = 'three'", "campaign.repeats", "positive whole number"),
+    ("[campaign]\norder = 'interleave'", "campaign.order", 'did you mean "interleaved"'),
+    ("[campaign]\nname = 'a b'", "campaign.name", "letters"),
+    ("[defaults]\nduration = '0s'", "duration", "> 0"),
+    ("[defaults]\nduration = '-5s'", "duration", "whole number of seconds"),
+    ("[defaults]\nduration = '1.5s'", "duration", "whole number of seconds"),
+    ("[defaults]\nduration = '10s'\ntransactions = 100", "transactions", "not both"),
+    ("[defaults]\nwarmup = 'soon'", "warmup", "whole number of seconds"),
+    ("[defaults]\nprotocol = 'pipeline'", "protocol", "one of simple, extended, prepared"),
+    ("[defaults]\nthreads = 8\n[matrix]\nclients = [4]", "threads", "at most one per client"),
+    ("[defaults]\nthreads = 0", "threads", "positive whole number"),
+    ("[defaults]\nvacuum = 'full'", "vacuum", "one of pgbench, all, none"),
+    ("[defaults]\nlatency_log = 2.0", "latency_log", "(0, 1]"),
+    ("[defaults]\nreinit = 'always'", "reinit", "one of never"),
+    ("[defaults]\ncheckpoint = 'yes'", "checkpoint", "true or false"),
+    ("[defaults]\nduraton = '10s'", "defaults.duraton", 'did you mean "duration"'),
+    ("[matrix]\nclients = [0]", "clients", "positive whole number"),
+    ("[matrix]\nclients = []", "clients", "empty"),
+    ("[matrix]\nscale = [-1]", "scale", "positive whole number"),
+    ("[matrix]\nworkload = ['select-onyl']", "matrix.workload[0]", 'did you mean "select-only"'),
+    ("[matrix]\nworkload = [{ script = 'missing.sql' }]", "script", "cannot read script file"),
+    (
+        "[matrix]\nworkload = [{ builtin = 'select-only', script = 'x.sql' }]",
+        "workload",
+        "exactly one",
+    ),
+    (
+        "[matrix]\nworkload = [{ scripts = [{ builtin = 'select-only', weight = 0 }] }]",
+        "workload",
+        "must not be zero",
+    ),
+    ("[matrix]\nworkload = [{ builtin = 'select-only', weight = -1 }]", "weight", "≥ 0"),
+    ("[matrix]\nrate = [-5]", "rate", "positive number"),
+    ("[matrix]\nlatency_limit = ['fast']", "latency_limit", "latency"),
+    ("[matrix]\nconnect = ['no']", "connect", "true or false"),
+    ("[matrix]\nfoo = [1]", "matrix.foo", "unknown key"),
+    ("[[server]]\nname = 'a'\ninstall = '15'\nport = 5432", "server[0].port", "unknown key"),
+    (
+        "[[server]]\nname = 'a'\ninstall = '15'\nsettings = { port = '5432' }",
+        "settings.port",
+        "managed by pgbenchlab",
+    ),
+    ("[[server]]\nname = 'a'\ndsn = 'host=x'\ninstall = '15'", "server[0]", "not both"),
+    (
+        "[[server]]\nname = 'a'\ndsn = 'host=x'\nsettings = { work_mem = '4MB' }",
+        "settings",
+        "managed servers only",
+    ),
+    (
+        "[[server]]\nname = 'a'\ndsn = 'host=x'\nsetting = { work_mem = ['4MB'] }",
+        "setting",
+        "managed server",
+    ),
+    ("[[server]]\nname = 'a'\n[[server]]\nname = 'a'", "server[1].name", "used twice"),
+    ("[[server]]\ninstall = '15'", "server[0].name", "needs a name"),
+    ("[[server]]\nname = 'a'\ninit = 'yes'", "server[0].init", "true or false"),
+    ("server = 'x'", "server", "[[server]]"),
+    ("[matrix.setting]\nport = ['1']", "setting.port", "managed by pgbenchlab"),
+    ("[pgbench]\nbinary = 'x'", "pgbench.binary", "unknown key"),
+    ("not toml at all [", "plan.toml", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("text", "where", "message"), BAD_PLANS)
+def test_bad_plans_name_the_key_and_the_fix(text: str, where: str, message: str) -> None:
+    with pytest.raises(PlanError) as caught:
+        parse(text)
+    line = str(caught.value)
+    assert "\n" not in line
+    assert line.startswith("plan.toml")
+    assert where in line, line
+    assert message in line, line
+
+
+def test_missing_plan_file_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="cannot read the plan file"):
+        plan.load(tmp_path / "nope.toml")
+
+
+def test_example_plans_are_valid() -> None:
+    examples = Path(__file__).parent.parent / "examples"
+    files = sorted(examples.glob("*.toml"))
+    assert files, "examples/ has plan files"
+    for file in files:
+        assert plan.load(file).specs
