@@ -1,0 +1,9 @@
+"""Parsers for what the real pgbench prints (PostgreSQL 9.6 to 18).
+
+* :mod:`.report` — the final report on stdout,
+* :mod:`.progress` — ``-P`` progress lines and the error/abort messages on stderr,
+* :mod:`.version` — ``pgbench -V`` / ``postgres -V``.
+
+Every parser either returns a frozen dataclass or raises
+:class:`pgbenchlab.errors.PgbenchParseError`; no other exception escapes for any input text.
+"""

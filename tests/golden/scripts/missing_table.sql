@@ -1,0 +1,1 @@
+SELECT count(*) FROM no_such_table;
