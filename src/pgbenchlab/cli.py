@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("campaigns", cmd_campaigns, "list the campaigns in a results database")
     results_option(p)
+
+    p = command("clean", cmd_clean, "stop and delete the PostgreSQL clusters campaigns created")
+    results_option(p)
     return parser
 
 
@@ -245,7 +248,7 @@ class TerminalReporter:
     def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
         self.spent_expected += run_seconds(spec)
         if result.status == FAILED or result.tps is None:
-            text = f"{result.status.upper()}: {result.error}"
+            text = f"{result.status.upper()}: {runner.first_line(result.error)}"
         else:
             p99 = result.latency.percentiles_ms.get("99") if result.latency else None
             text = f"{result.tps:,.0f} tps" + (f", p99 {p99:.3f} ms" if p99 is not None else "")
@@ -435,6 +438,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_store(args.results) as store:
         detail = exporting.run_detail(store, args.run_id)
     print(json.dumps(detail, indent=2))
+    return EXIT_OK
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    removed = runner.remove_clusters(args.results)
+    for data_dir in removed:
+        print(f"removed cluster {data_dir}")
+    print(f"{len(removed)} clusters removed; the results database and raw outputs are kept")
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ import shutil
 import signal
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -25,16 +25,17 @@ from typing import Protocol
 import zstandard
 
 from pgbenchlab import __version__, dataset, installs, osuser
+from pgbenchlab import server as server_module
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
-from pgbenchlab.pgbench.logs import analyse_transaction_logs
+from pgbenchlab.pgbench.logs import TransactionLogSummary, analyse_transaction_logs
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line, parse_stderr
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
 from pgbenchlab.pgbench.version import PgVersion, parse_version
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
 from pgbenchlab.results import ABORTED, FAILED, INTERRUPTED, OK, LatencySummary, RunResult, Second
-from pgbenchlab.server import ExternalServer, ManagedServer, Server
+from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
 from pgbenchlab.stats import STANDARD_PERCENTILES
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry import machine_facts
@@ -103,6 +104,17 @@ def cluster_root(results_dir: Path, account: osuser.OsAccount) -> Path:
     account.make_dir(osuser.ROOT_STATE_DIR / "clusters", 0o755)
     account.make_dir(root)
     return root
+
+
+def remove_clusters(results_dir: Path) -> list[Path]:
+    """Stop and delete the managed clusters a results directory's campaigns created."""
+    account = osuser.server_account()
+    root = cluster_root(results_dir.resolve(), account)
+    data_dirs = sorted(p.parent for p in root.glob(f"*/*/data/{server_module.MARKER}"))
+    for data_dir in data_dirs:
+        server_module.stop_leftover(data_dir)
+    shutil.rmtree(root, ignore_errors=True)
+    return data_dirs
 
 
 class Servers:
@@ -360,7 +372,7 @@ class Campaign:
             self.recorded_variants.add(key)
         return server
 
-    def prepare_dataset(self, server: Server, spec: RunSpec) -> dataset.Endpoint:
+    def prepare_dataset(self, server: Server, spec: RunSpec) -> Endpoint:
         reinit = spec.options.reinit
         key = (server.name, spec.scale)
         force = reinit == "per-run" or (reinit == "per-scale" and key not in self.initialised)
@@ -379,7 +391,7 @@ class Campaign:
         self.initialised.add(key)
         return prepared.endpoint
 
-    def hygiene(self, spec: RunSpec, endpoint: dataset.Endpoint) -> list[str]:
+    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> list[str]:
         self.reporter.phase(spec, "vacuum")
         dataset.vacuum(endpoint, spec.options.vacuum)
         if not spec.options.checkpoint:
@@ -389,7 +401,7 @@ class Campaign:
         return [warning] if warning else []
 
     def invoke(
-        self, spec: RunSpec, endpoint: dataset.Endpoint, run: command.Invocation, cwd: Path
+        self, spec: RunSpec, endpoint: Endpoint, run: command.Invocation, cwd: Path
     ) -> command.Completed:
         argv = command.build_argv(self.pgbench.binary, self.pgbench.version, run, endpoint.dbname)
 
@@ -406,7 +418,7 @@ class Campaign:
         )
 
     def measure(
-        self, spec: RunSpec, endpoint: dataset.Endpoint, artifacts: Path, started: float
+        self, spec: RunSpec, endpoint: Endpoint, artifacts: Path, started: float
     ) -> RunResult:
         warnings = self.hygiene(spec, endpoint)
         warmup_tps = self.warmup(spec, endpoint, artifacts)
@@ -430,7 +442,7 @@ class Campaign:
         archive(artifacts, done, sanitized)
         return _with(result, warnings=(*warnings, *result.warnings))
 
-    def warmup(self, spec: RunSpec, endpoint: dataset.Endpoint, artifacts: Path) -> float | None:
+    def warmup(self, spec: RunSpec, endpoint: Endpoint, artifacts: Path) -> float | None:
         if spec.options.warmup_s == 0:
             return None
         self.reporter.phase(spec, "warmup")
@@ -470,9 +482,13 @@ class Campaign:
                 self.failure(spec, started, FAILED, message, argv), client_cpu_s=done.cpu_s
             )
         aborted = done.returncode != 0 or stderr.aborted
-        latency, log_seconds = self.analyse_log(spec, artifacts, sampling)
-        seconds = log_seconds or seconds_from_progress(stderr.progress)
         warnings = run_warnings(spec, report, done)
+        try:
+            latency, log_seconds = self.analyse_log(spec, artifacts, sampling)
+        except PgbenchParseError as exc:  # the report's figures stand without the log
+            latency, log_seconds = None, ()
+            warnings.append(f"the per-transaction log could not be analysed: {first_line(exc)}")
+        seconds = log_seconds or seconds_from_progress(stderr.progress)
         return RunResult(
             run_key=spec.run_key,
             cell_id=spec.cell_id,
@@ -514,7 +530,7 @@ class Campaign:
             return None, ()
         summary = analyse_transaction_logs(
             files,
-            pg_major=self.pgbench.version.major,
+            pg_major=self.pgbench.version.major[0],
             rate_limited=spec.options.rate is not None,
             has_retries_column=False,
             sampling_rate=sampling,
@@ -545,12 +561,16 @@ def sanitize_argv(argv: tuple[str, ...], results_dir: Path) -> tuple[str, ...]:
     return tuple(cleaned)
 
 
+def first_line(error: object) -> str:
+    return str(error).strip().split("\n", 1)[0]
+
+
 def last_lines(text: str, n: int = 3) -> str:
     lines = [line for line in text.strip().splitlines() if not line.startswith("progress:")]
     return " | ".join(lines[-n:])
 
 
-def seconds_from_progress(lines: list[ProgressLine]) -> tuple[Second, ...]:
+def seconds_from_progress(lines: Sequence[ProgressLine]) -> tuple[Second, ...]:
     return tuple(
         Second(
             t=round(p.elapsed_s) if p.elapsed_s is not None else i + 1,
@@ -589,44 +609,39 @@ def run_warnings(spec: RunSpec, report: PgbenchReport, done: command.Completed) 
     return warnings
 
 
-def latency_summary(summary: object, sampling: float) -> LatencySummary | None:
-    """The run's latency distribution from the log analysis."""
-    s = summary  # TransactionLogSummary: fields named by pgbench/logs.py
-    latency = getattr(s, "latency", None)
-    if latency is None or not getattr(latency, "count", 0):
+def latency_summary(summary: TransactionLogSummary, sampling: float) -> LatencySummary | None:
+    """The run's latency distribution from the log analysis (exact on the logged sample)."""
+    latency = summary.latency
+    if latency is None or not latency.count:
         return None
     source = "full log" if sampling >= 1.0 else f"sampled log (rate {sampling:g})"
-    service = getattr(s, "service_time", None)
+    service = summary.service_time
+    service_histogram = summary.service_time_histogram
     return LatencySummary(
         source=source,
-        samples=int(latency.count),
-        percentiles_ms={p: float(latency.percentiles_ms[p]) for p in STANDARD_PERCENTILES},
-        min_ms=float(latency.min_ms),
-        max_ms=float(latency.max_ms),
-        mean_ms=float(latency.mean_ms),
-        stddev_ms=float(latency.stddev_ms),
-        histogram_json=s.latency_histogram.to_json(),  # type: ignore[attr-defined]
+        samples=latency.count,
+        percentiles_ms={p: latency.percentile_ms(p) for p in STANDARD_PERCENTILES},
+        min_ms=latency.min_ms,
+        max_ms=latency.max_ms,
+        mean_ms=latency.mean_ms,
+        stddev_ms=latency.stddev_ms,
+        histogram_json=summary.latency_histogram.to_json(),
         service_percentiles_ms=(
-            {p: float(service.percentiles_ms[p]) for p in STANDARD_PERCENTILES} if service else None
+            {p: service.percentile_ms(p) for p in STANDARD_PERCENTILES} if service else None
         ),
-        service_histogram_json=(
-            s.service_time_histogram.to_json() if service else None  # type: ignore[attr-defined]
-        ),
+        service_histogram_json=service_histogram.to_json() if service_histogram else None,
     )
 
 
-def log_series(summary: object, sampling: float) -> tuple[Second, ...]:
+def log_series(summary: TransactionLogSummary, sampling: float) -> tuple[Second, ...]:
     """Per-second series from a full log (exact); a sampled log leaves it to -P 1."""
-    if sampling < 1.0:
+    if sampling < 1.0 or not summary.per_second:
         return ()
-    per_second = getattr(summary, "per_second", ())
-    if not per_second:
-        return ()
-    first = per_second[0].epoch_s
+    first = summary.per_second[0].start_s
     return tuple(
         Second(
-            t=row.epoch_s - first,
-            tps=float(row.transactions),
+            t=row.start_s - first,
+            tps=float(row.successful),
             latency_mean_ms=row.latency_mean_ms,
             latency_stddev_ms=row.latency_stddev_ms,
             latency_min_ms=row.latency_min_ms,
@@ -635,7 +650,7 @@ def log_series(summary: object, sampling: float) -> tuple[Second, ...]:
             skipped=row.skipped,
             failed=row.failed,
         )
-        for row in per_second
+        for row in summary.per_second
     )
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -410,3 +412,25 @@ class ExternalServer:
 def _pop_password(params: dict[str, Any]) -> str | None:
     password = params.pop("password", None) or os.environ.get("PGPASSWORD")
     return str(password) if password else None
+
+
+def stop_leftover(data_dir: Path, timeout: float = 60) -> bool:
+    """Stop a postmaster a killed campaign left running on a cluster pgbenchlab created.
+
+    Needs no installation: a fast shutdown is SIGINT to the pid in postmaster.pid.
+    """
+    if not (data_dir / MARKER).is_file():
+        return False
+    try:
+        pid = int((data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+        os.kill(pid, signal.SIGINT)
+    except (OSError, ValueError):
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False

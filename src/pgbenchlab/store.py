@@ -188,9 +188,10 @@ class Store:
                 where=str(self.path),
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            with self.transaction():
-                self.db.executescript(MIGRATIONS[target])
-                self.db.execute(f"PRAGMA user_version = {target}")
+            # executescript commits first, so the migration carries its own transaction.
+            self.db.executescript(
+                f"BEGIN IMMEDIATE;\n{MIGRATIONS[target]}\nPRAGMA user_version = {target};\nCOMMIT;"
+            )
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

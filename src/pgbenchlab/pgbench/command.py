@@ -144,7 +144,11 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 def _start_watchdog(proc: subprocess.Popen[str], timeout_s: float) -> threading.Timer:
     # returncode is set only once we reaped the process, so kill() never hits a reused pid.
-    timer = threading.Timer(timeout_s, lambda: proc.returncode is None and proc.kill())
+    def kill_if_running() -> None:
+        if proc.returncode is None:
+            proc.kill()
+
+    timer = threading.Timer(timeout_s, kill_if_running)
     timer.daemon = True
     timer.start()
     return timer
