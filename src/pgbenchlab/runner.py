@@ -440,7 +440,8 @@ class Campaign:
         self.reporter.phase(spec, "analysing")
         result = self.build_result(spec, done, sanitized, artifacts, started, warmup_tps, sampling)
         archive(artifacts, done, sanitized)
-        return _with(result, warnings=(*warnings, *result.warnings))
+        kept = tuple(sorted(p.name for p in artifacts.iterdir()))
+        return _with(result, warnings=(*warnings, *result.warnings), artifacts=kept)
 
     def warmup(self, spec: RunSpec, endpoint: Endpoint, artifacts: Path) -> float | None:
         if spec.options.warmup_s == 0:
@@ -519,7 +520,6 @@ class Campaign:
             seconds=seconds,
             report=asdict(report),
             warnings=tuple(warnings),
-            artifacts=tuple(sorted(p.name for p in artifacts.iterdir())),
         )
 
     def analyse_log(

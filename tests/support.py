@@ -1,0 +1,81 @@
+"""Helpers shared by tests: the tiny real campaign plan, a quiet reporter, skips."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab import installs, runner
+from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.results import RunResult
+
+TINY_TWO_VERSIONS = """
+[campaign]
+name = "tiny"
+repeats = 2
+
+[defaults]
+duration = "2s"
+warmup = "1s"
+
+[[server]]
+name = "pg15"
+install = "15"
+settings = { shared_buffers = "64MB" }
+
+[[server]]
+name = "pg18"
+install = "embedded"
+settings = { shared_buffers = "96MB" }
+
+[matrix]
+scale = [1, 2]
+# select-only runs fast enough for "auto" to sample its log; tpcb-like logs every transaction.
+workload = ["select-only", { builtin = "tpcb-like", latency_log = "full" }]
+clients = [1, 2, 4]
+"""
+
+
+class QuietReporter:
+    """Collects runner events instead of printing them."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+
+    def campaign_started(self, plan: Plan, todo: list[RunSpec], done: int) -> None:
+        self.events.append(("campaign", (len(todo), done)))
+
+    def run_started(self, spec: RunSpec, index: int, total: int) -> None:
+        self.events.append(("run", spec.run_key))
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        self.events.append(("phase", text))
+
+    def progress(self, spec: RunSpec, line: ProgressLine) -> None:
+        self.events.append(("progress", line))
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
+        self.events.append(("finished", result.status))
+
+    def note(self, text: str) -> None:
+        self.events.append(("note", text))
+
+
+def require_installs(*specs: str) -> None:
+    found = installs.discover()
+    for spec in specs:
+        try:
+            installs.resolve(spec, found)
+        except Exception:
+            pytest.skip(f"PostgreSQL {spec} is not installed here: real-server test NOT run")
+
+
+@dataclass(frozen=True)
+class Campaign:
+    results_dir: Path
+    plan: Plan
+    outcome: runner.Outcome
+    reporter: QuietReporter
