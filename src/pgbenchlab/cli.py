@@ -148,9 +148,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     the_plan = plan.load(args.plan)
-    for warning in the_plan.warnings:
-        print(f"pgbenchlab: warning: {warning}", file=sys.stderr)
     if args.dry_run:
+        print_plan_warnings(the_plan, sys.stderr)
         print_dry_run(the_plan)
         return EXIT_OK
     reporter = make_reporter(args)
@@ -162,6 +161,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("pgbenchlab: interrupted; run the same command again to continue", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_RUNS_FAILED if outcome.failed else EXIT_OK
+
+
+def print_plan_warnings(the_plan: plan.Plan, stream: TextIO) -> None:
+    for warning in the_plan.warnings:
+        print(f"pgbenchlab: warning: {warning}", file=stream)
 
 
 def print_dry_run(the_plan: plan.Plan) -> None:
@@ -225,6 +229,7 @@ class TerminalReporter:
         self.total = len(todo)
         self.expected = sum(run_seconds(s) for s in todo)
         resumed = f", {done} already done" if done else ""
+        print_plan_warnings(the_plan, self.stream)
         self.say(f"campaign {the_plan.name}: {len(todo)} runs to do{resumed}")
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
@@ -284,7 +289,13 @@ class JsonReporter:
         print(json.dumps({"event": event, "time": time.time(), **fields}), flush=True)
 
     def campaign_started(self, the_plan: plan.Plan, todo: list[plan.RunSpec], done: int) -> None:
-        self.emit("campaign_started", campaign=the_plan.name, todo=len(todo), done=done)
+        self.emit(
+            "campaign_started",
+            campaign=the_plan.name,
+            todo=len(todo),
+            done=done,
+            warnings=list(the_plan.warnings),
+        )
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
         self.emit("run_started", run=spec.run_key, index=index, total=total, cell=spec.cell)

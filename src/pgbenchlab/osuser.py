@@ -54,6 +54,17 @@ class OsAccount:
         path.chmod(mode)
         return path
 
+    def can_create(self, path: Path) -> bool:
+        """Whether this account can create path (its nearest existing ancestor is writable)."""
+        existing = path
+        while not existing.exists():
+            existing = existing.parent
+        try:
+            check = self.run(["test", "-w", str(existing), "-a", "-x", str(existing)], timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return check.returncode == 0
+
     def can_run(self, program: Path) -> bool:
         try:
             return self.run([str(program), "-V"], timeout=20, cwd="/").returncode == 0

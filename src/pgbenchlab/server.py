@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -235,7 +236,16 @@ class ManagedServer:
         self.start()
 
     def is_alive(self) -> bool:
-        return self._pg_ctl("status").returncode == 0
+        """Accepting connections. (pg_ctl status alone is fooled for a moment after a crash:
+        the dead postmaster lingers as a zombie until it is reaped.)"""
+        if self.socket_dir is None:
+            return False
+        try:
+            with self.endpoint.connect(timeout=5) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error:
+            return False
+        return True
 
     def facts(self) -> ServerFacts:
         version, number, settings = query_facts(self.endpoint)
@@ -266,17 +276,8 @@ class ManagedServer:
         return self.account.run(argv, env=env, cwd="/", start_new_session=True, timeout=300)
 
     def _is_ours(self) -> bool:
-        if not self.data_dir.exists():
-            return False
-        if (self.data_dir / MARKER).is_file():
-            return True
-        if any(self.data_dir.iterdir()):
-            raise ServerError(
-                "data directory is not empty and was not created by pgbenchlab; "
-                "choose an empty or new directory",
-                where=str(self.data_dir),
-            )
-        return False
+        check_data_dir(self.data_dir)
+        return (self.data_dir / MARKER).is_file()
 
     def _pg_major_on_disk(self) -> str:
         try:
@@ -285,8 +286,12 @@ class ManagedServer:
             return ""
 
     def _stop_if_running(self) -> None:
-        if self.is_alive():
+        if self._pg_ctl("status").returncode == 0:
+            leftover_socket_dir = postmaster_socket_dir(self.data_dir)
             self._pg_ctl("stop", "-m", "fast", "-w", "-t", "120")
+            # A killed campaign's server: its private socket directory goes with it.
+            if leftover_socket_dir and leftover_socket_dir != self.socket_dir:
+                shutil.rmtree(leftover_socket_dir, ignore_errors=True)
 
     def _remove_cluster(self) -> None:
         for child in self.data_dir.iterdir():
@@ -351,6 +356,47 @@ class ManagedServer:
             self.stop()
             detail = "; ".join(f"{k} = {self.settings[k]!r}: {v}" for k, v in bad.items())
             raise ServerError(f"server {self.name} rejected settings: {detail}")
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """A data directory pgbenchlab may use: absent, empty, or one it created."""
+    if not data_dir.exists() or (data_dir / MARKER).is_file():
+        return
+    if not data_dir.is_dir() or any(data_dir.iterdir()):
+        raise ServerError(
+            "data directory is not empty and was not created by pgbenchlab; "
+            "choose an empty or new directory",
+            where=str(data_dir),
+        )
+
+
+def postmaster_socket_dir(data_dir: Path) -> Path | None:
+    """The private socket directory named in postmaster.pid, when it is one of ours."""
+    try:
+        lines = (data_dir / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return None
+    if len(lines) > 4 and Path(lines[4]).name.startswith("pgbl-"):
+        return Path(lines[4])
+    return None
+
+
+_SECRET_IN_TEXT = re.compile(
+    r"(?P<key>\b(?:password|sslpassword)\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'|[^\s'\"]+)"
+    r"|(?P<uri>postgres(?:ql)?://[^:/@\s]*:)(?P<secret>[^@\s]*)@",
+    re.IGNORECASE,
+)
+
+
+def redact_secrets(text: str) -> str:
+    """text with passwords in connection strings (key=value and URI forms) replaced."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group("key"):
+            return match.group("key") + "********"
+        return match.group("uri") + "********@"
+
+    return _SECRET_IN_TEXT.sub(replace, text)
 
 
 class ExternalServer:
