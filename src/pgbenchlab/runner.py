@@ -26,7 +26,7 @@ import zstandard
 
 from pgbenchlab import __version__, dataset, installs, osuser
 from pgbenchlab import server as server_module
-from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
+from pgbenchlab.errors import PgbenchParseError, ServerError, StoreError, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.logs import TransactionLogSummary, analyse_transaction_logs
@@ -129,11 +129,28 @@ class Servers:
         self.variants: dict[str, tuple[tuple[str, str], ...]] = {}
 
     def validate(self) -> None:
-        """Resolve every installation and setting name now, before anything starts."""
+        """Everything a user can get wrong about servers, checked before anything starts:
+        installations, setting names, data directories, external servers' reachability."""
         for server in self.plan.servers:
             if server.managed:
                 install = installs.resolve(server.install or "embedded", self.found)
                 check_setting_names(server, self.plan, install)
+                if server.data_dir:
+                    self.check_data_dir(Path(server.data_dir))
+            else:
+                assert server.dsn is not None
+                ExternalServer(server.name, server.dsn).prepare()
+
+    def check_data_dir(self, data_dir: Path) -> None:
+        server_module.check_data_dir(data_dir)
+        assert self.account is not None
+        if not data_dir.exists() and not self.account.can_create(data_dir):
+            raise ServerError(
+                f"the server account {self.account.name} cannot create this directory: "
+                "make its parent writable (and every ancestor traversable) for it, "
+                "or choose another data_dir",
+                where=str(data_dir),
+            )
 
     def get(self, spec: RunSpec) -> tuple[Server, bool]:
         """The running server for spec, and whether it was (re)started for it."""
@@ -252,18 +269,24 @@ def open_campaign(
 ) -> tuple[int, set[str]]:
     """Continue the campaign of the same name (same plan), or start a new one."""
     existing = store.campaign(plan.name)
+    redacted = server_module.redact_secrets(plan.text)
     if existing is not None and not fresh:
         if existing["plan_digest"] != plan.digest:
             raise StoreError(
                 f'campaign "{plan.name}" in this results database was run with a different plan '
-                f"({plan_difference(str(existing['plan_text']), plan.text)}); run with --fresh to "
+                f"({plan_difference(str(existing['plan_text']), redacted)}); run with --fresh to "
                 "start it anew (earlier results are kept) or rename the campaign",
             )
         store.reopen_campaign(int(existing["id"]))
         return int(existing["id"]), store.done_run_keys(int(existing["id"]))
     versions = {"pgbenchlab": __version__, "pgbench": pgbench.version_text}
     campaign_id = store.start_campaign(
-        plan.name, plan.path, plan.text, plan.digest, versions, machine_facts()
+        plan.name,
+        plan.path,
+        redacted,
+        plan.digest,
+        versions,
+        machine_facts(),
     )
     return campaign_id, set()
 
@@ -318,7 +341,10 @@ class Campaign:
         try:
             server = self.prepare_server(spec)
             endpoint = self.prepare_dataset(server, spec)
-            return self.measure(spec, endpoint, artifacts, started)
+            result = self.measure(spec, endpoint, artifacts, started)
+            if result.status in (FAILED, ABORTED) and result.error is not None:
+                result = _with(result, error=self.describe(result.error, server))
+            return result
         except KeyboardInterrupt:
             return self.failure(spec, started, INTERRUPTED, "interrupted by the user", ())
         except (UserError, PgbenchParseError, OSError, RuntimeError) as exc:
