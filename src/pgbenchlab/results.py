@@ -7,7 +7,11 @@ produce is None, never zero.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pgbenchlab.diagnosis import Diagnosis
+    from pgbenchlab.telemetry.records import RunTelemetry
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -84,6 +88,8 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     artifacts: tuple[str, ...] = ()
     schema_version: int = RESULT_SCHEMA_VERSION
+    telemetry: RunTelemetry | None = None  # what the server and the OS did meanwhile
+    diagnosis: Diagnosis | None = None  # what limited the run, with its evidence
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

@@ -17,13 +17,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import ServerFacts
+from pgbenchlab.telemetry import storage as telemetry_store
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
+    from pgbenchlab.telemetry.fsync import FsyncFigure
+
+SCHEMA_VERSION = 2
 DONE_STATUSES = ("ok", "aborted")
 
 MIGRATIONS: dict[int, str] = {
@@ -141,6 +146,93 @@ MIGRATIONS: dict[int, str] = {
         SELECT r.* FROM runs r
         WHERE r.id = (SELECT max(id) FROM runs x
                       WHERE x.campaign_id = r.campaign_id AND x.run_key = r.run_key);
+    """,
+    # 2: telemetry. Per-second series and totals in a long format (one row per value, so a
+    # new view or column needs no migration); a source a server version lacks has a
+    # run_telemetry_sources row with available = 0 and no values: absent, never zero.
+    2: """
+    CREATE TABLE server_facts (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        fs_type TEXT,
+        mount_options TEXT,
+        device TEXT,
+        storage_json TEXT,
+        pg_config_json TEXT,
+        fsync_ops_per_s REAL,
+        fsync_json TEXT,
+        recorded_at REAL NOT NULL,
+        PRIMARY KEY (campaign_id, server)
+    );
+    CREATE TABLE run_telemetry (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        started_at REAL NOT NULL,
+        duration_s REAL NOT NULL,
+        server_version_num INTEGER,
+        activity_rounds INTEGER NOT NULL,
+        counter_rounds INTEGER NOT NULL,
+        pgbench_threads INTEGER,
+        host_cpus INTEGER,
+        server_settings_json TEXT NOT NULL,
+        errors_json TEXT NOT NULL
+    );
+    CREATE TABLE run_telemetry_sources (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        source TEXT NOT NULL,
+        available INTEGER NOT NULL,
+        note TEXT NOT NULL,
+        PRIMARY KEY (run_id, source)
+    );
+    CREATE TABLE run_telemetry_seconds (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        source TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        t INTEGER NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (run_id, source, metric, t)
+    ) WITHOUT ROWID;
+    CREATE TABLE run_telemetry_totals (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        source TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (run_id, source, metric)
+    ) WITHOUT ROWID;
+    CREATE TABLE run_wait_events (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        wait_event_type TEXT NOT NULL,
+        wait_event TEXT NOT NULL,
+        samples INTEGER NOT NULL,
+        PRIMARY KEY (run_id, wait_event_type, wait_event)
+    );
+    CREATE TABLE run_events (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        t REAL NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        detail_json TEXT NOT NULL
+    );
+    CREATE INDEX run_events_run ON run_events (run_id, t);
+    CREATE TABLE run_statements (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        rank INTEGER NOT NULL,
+        queryid INTEGER NOT NULL,
+        query TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        total_time_ms REAL NOT NULL,
+        rows INTEGER NOT NULL,
+        shared_blks_hit INTEGER NOT NULL,
+        shared_blks_read INTEGER NOT NULL,
+        shared_blks_written INTEGER NOT NULL,
+        wal_bytes REAL,
+        PRIMARY KEY (run_id, rank)
+    );
+    CREATE TABLE run_diagnosis (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        verdict TEXT NOT NULL,
+        evidence_json TEXT NOT NULL,
+        details_json TEXT NOT NULL
+    );
     """,
 }
 
@@ -321,7 +413,18 @@ class Store:
                     "INSERT INTO run_histograms VALUES (?,?,?)",
                     [(run_id, kind, text) for kind, text in histograms.items()],
                 )
+            if result.telemetry is not None:
+                telemetry_store.write_telemetry(self.db, run_id, result.telemetry)
+            if result.diagnosis is not None:
+                telemetry_store.write_diagnosis(self.db, run_id, result.diagnosis)
         return run_id
+
+    def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None:
+        with self.transaction():
+            telemetry_store.write_server_facts(self.db, campaign_id, facts)
+
+    def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None:
+        return telemetry_store.read_fsync_figure(self.db, campaign_id, device)
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -86,8 +86,11 @@ def execute(
     cwd: Path,
     on_stderr_line: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Completed:
-    """Run pgbench, streaming stderr lines to the callback; measure its CPU time."""
+    """Run pgbench, streaming stderr lines to the callback; measure its CPU time.
+
+    `on_start` receives pgbench's pid as soon as it is started (a sampler watches it)."""
     started = time.monotonic()
     full_env = {**_base_env(), **env, "PG_COLOR": "never"}
     proc = subprocess.Popen(
@@ -100,6 +103,8 @@ def execute(
         text=True,
         errors="replace",
     )
+    if on_start is not None:
+        on_start(proc.pid)
     stdout_parts: list[str] = []
     assert proc.stdout is not None and proc.stderr is not None
     reader = threading.Thread(target=lambda: stdout_parts.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]

@@ -1,0 +1,391 @@
+"""What limited a run: a short verdict with its evidence, from the run's telemetry.
+
+Pure functions over `Figures` (numbers taken from a `RunTelemetry`, pgbench's per-second TPS and
+the storage's pg_test_fsync figure). Each rule answers on its own; the verdict is the first
+match in this order, the others are kept as ``also``:
+
+1. client_bound — pgbench's threads were on a CPU or waiting for one ≥ 90 % of the run
+   (schedstat: CPU time + run-queue wait ÷ (duration × threads)): the load generator, not
+   the server, set the pace.
+2. checkpoint_disturbed — a checkpoint ran during the run and the worst second inside its
+   window (widened by 1 s each side) had ≤ 65 % of the median TPS of the other seconds (first
+   and last seconds left out).
+3. lock_bound, wal_flush_bound, io_bound — whichever matches with the largest share of
+   benchmark-backend samples (pg_stat_activity, 5×/s) in its wait-event group:
+   lock_bound: heavyweight locks, LWLocks (other than WAL and buffer-I/O ones) and buffer pins
+   ≥ 30 %; wal_flush_bound: WAL write/flush waits ≥ 30 %, or WAL flushes per second ≥ 70 % of
+   what pg_test_fsync measured for the server's wal_sync_method, or WAL syncs busy ≥ 70 % of
+   the run (where timed); io_bound: data-file I/O waits ≥ 30 %, or iowait ≥ 20 % of the host's
+   CPU with the data directory's disk ≥ 80 % busy.
+4. server_cpu_bound — the host's CPUs were ≥ 90 % busy and either server processes wanted at
+   least half of them (CPU time + run-queue wait), or backends were running (no wait event) in
+   ≥ 50 % of samples.
+5. unclear — none of the above.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pgbenchlab.telemetry.records import RunTelemetry
+
+RULES_VERSION = 1
+CLIENT_SATURATION = 0.90
+CHECKPOINT_DIP = 0.65
+WAIT_SHARE = 0.30
+FSYNC_RATIO = 0.70
+WAL_SYNC_BUSY = 0.70
+IOWAIT_PCT, DISK_UTIL_PCT = 20.0, 80.0
+HOST_BUSY_PCT = 90.0
+SERVER_DEMAND = 0.5  # of the host's CPUs
+CPU_SHARE = 0.50
+CHECKPOINT_MARGIN_S = 1.0
+
+
+class Verdict(StrEnum):
+    CLIENT_BOUND = "client_bound"
+    CHECKPOINT_DISTURBED = "checkpoint_disturbed"
+    LOCK_BOUND = "lock_bound"
+    WAL_FLUSH_BOUND = "wal_flush_bound"
+    IO_BOUND = "io_bound"
+    SERVER_CPU_BOUND = "server_cpu_bound"
+    UNCLEAR = "unclear"
+
+
+@dataclass(frozen=True)
+class Finding:
+    verdict: Verdict
+    strength: float  # the share or ratio that decided it (orders the wait-based rules)
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    verdict: Verdict
+    evidence: tuple[str, ...]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+# -- wait-event groups ---------------------------------------------------------------------------
+
+WAL_WAITS = frozenset(
+    {
+        ("IO", "WALSync"),
+        ("IO", "WALWrite"),
+        ("IO", "WALInitSync"),
+        ("IO", "WALInitWrite"),
+        ("LWLock", "WALWrite"),
+        ("LWLock", "WALBufMapping"),
+        ("LWLock", "WALBufMappingLock"),
+        ("LWLock", "WALWriteLock"),
+    }
+)
+BUFFER_IO_WAITS = frozenset({("IPC", "BufferIO"), ("LWLock", "BufferIO"), ("LWLock", "buffer_io")})
+
+
+def wait_group(kind: str, event: str) -> str:
+    if (kind, event) in WAL_WAITS:
+        return "wal"
+    if kind == "IO" or (kind, event) in BUFFER_IO_WAITS:
+        return "io"
+    if kind in ("Lock", "LWLock", "BufferPin"):
+        return "lock"
+    if kind == "CPU":
+        return "cpu"
+    if kind == "Client":
+        return "client"
+    return "other"
+
+
+# -- the figures the rules read ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    start: float
+    end: float
+    summary: str
+
+
+@dataclass(frozen=True)
+class Figures:
+    duration_s: float
+    tps: tuple[tuple[int, float], ...] = ()  # (t, tps): second t covers (t − 1, t]
+    waits: dict[tuple[str, str], int] = field(default_factory=dict)
+    pgbench_threads: int | None = None
+    pgbench_cpu_s: float | None = None
+    pgbench_wait_s: float | None = None
+    server_cpu_s: float | None = None
+    server_wait_s: float | None = None
+    host_cpus: int | None = None
+    cpu_pct: dict[str, float] = field(default_factory=dict)  # user, system, iowait, steal, idle
+    disk_util_pct: float | None = None
+    disk_await_ms: float | None = None
+    commits: float | None = None
+    blocks_read: float | None = None
+    blocks_hit: float | None = None
+    wal_syncs: float | None = None
+    wal_sync_time_ms: float | None = None
+    fsync_per_s: float | None = None
+    fsync_method: str | None = None
+    checkpoints: tuple[Checkpoint, ...] = ()
+    rate_limited: bool = False
+
+    def share(self, group: str) -> float:
+        total = sum(self.waits.values())
+        if not total:
+            return 0.0
+        return sum(n for (k, e), n in self.waits.items() if wait_group(k, e) == group) / total
+
+    def top_waits(self, group: str, n: int = 3) -> list[tuple[str, float]]:
+        total = sum(self.waits.values()) or 1
+        found = [
+            (f"{k}:{e}", c / total) for (k, e), c in self.waits.items() if wait_group(k, e) == group
+        ]
+        return sorted(found, key=lambda x: -x[1])[:n]
+
+    def per_s(self, value: float | None) -> float | None:
+        return None if value is None or self.duration_s <= 0 else value / self.duration_s
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def _waits_text(figures: Figures, group: str) -> str:
+    return ", ".join(f"{name} {_pct(share)}" for name, share in figures.top_waits(group))
+
+
+# -- the rules -------------------------------------------------------------------------------------
+
+
+def client_bound(f: Figures) -> Finding | None:
+    if not f.pgbench_threads or f.pgbench_cpu_s is None or f.duration_s <= 0:
+        return None
+    busy = f.pgbench_cpu_s + (f.pgbench_wait_s or 0.0)
+    saturation = busy / (f.duration_s * f.pgbench_threads)
+    if saturation < CLIENT_SATURATION:
+        return None
+    return Finding(
+        Verdict.CLIENT_BOUND,
+        saturation,
+        (
+            f"pgbench's {f.pgbench_threads} thread(s) were on a CPU or waiting for one "
+            f"{_pct(saturation)} of the run (CPU {f.pgbench_cpu_s / f.duration_s:.2f} cores)",
+            f"benchmark backends waited for the client in {_pct(f.share('client'))} of samples",
+        ),
+    )
+
+
+def _dip(f: Figures) -> tuple[float, int, float, Checkpoint] | None:
+    """(ratio, second, baseline TPS, checkpoint) of the worst second inside a checkpoint."""
+    seconds = list(f.tps[1:-1])  # the first and last seconds are partial
+    if not f.checkpoints or len(seconds) < 3:
+        return None
+
+    def near(t: int, c: Checkpoint) -> bool:
+        return t - 1 < c.end + CHECKPOINT_MARGIN_S and t > c.start - CHECKPOINT_MARGIN_S
+
+    inside = [(t, v, c) for t, v in seconds for c in f.checkpoints if near(t, c)]
+    outside = [v for t, v in seconds if not any(near(t, c) for c in f.checkpoints)]
+    if not inside:
+        return None
+    baseline = statistics.median(outside if len(outside) >= 2 else [v for _, v in seconds])
+    if baseline <= 0:
+        return None
+    t, worst, checkpoint = min(inside, key=lambda x: x[1])
+    return worst / baseline, t, baseline, checkpoint
+
+
+def checkpoint_disturbed(f: Figures) -> Finding | None:
+    found = _dip(f)
+    if found is None or found[0] > CHECKPOINT_DIP:
+        return None
+    ratio, t, baseline, checkpoint = found
+    worst = ratio * baseline
+    return Finding(
+        Verdict.CHECKPOINT_DISTURBED,
+        1 - ratio,
+        (
+            f"TPS fell to {worst:.0f}/s in second {t} during a checkpoint "
+            f"({checkpoint.start:.1f}–{checkpoint.end:.1f} s: {checkpoint.summary}), "
+            f"{_pct(1 - ratio)} below the median {baseline:.0f}/s of the other seconds",
+        ),
+    )
+
+
+def lock_bound(f: Figures) -> Finding | None:
+    share = f.share("lock")
+    if share < WAIT_SHARE:
+        return None
+    return Finding(
+        Verdict.LOCK_BOUND,
+        share,
+        (
+            f"benchmark backends waited for locks in {_pct(share)} of samples",
+            f"dominant: {_waits_text(f, 'lock')}",
+        ),
+    )
+
+
+def wal_flush_bound(f: Figures) -> Finding | None:
+    share = f.share("wal")
+    syncs = f.per_s(f.wal_syncs)
+    ratio = syncs / f.fsync_per_s if syncs is not None and f.fsync_per_s else None
+    busy = f.wal_sync_time_ms / 1000 / f.duration_s if f.wal_sync_time_ms and f.duration_s else None
+    if share < WAIT_SHARE and (ratio or 0) < FSYNC_RATIO and (busy or 0) < WAL_SYNC_BUSY:
+        return None
+    evidence = [f"benchmark backends waited on WAL writes/flushes in {_pct(share)} of samples"]
+    if share:
+        evidence.append(f"dominant: {_waits_text(f, 'wal')}")
+    if syncs is not None:
+        commits = f.per_s(f.commits)
+        fsync = (
+            f" = {_pct(ratio)} of pg_test_fsync's {f.fsync_per_s:.0f} {f.fsync_method}/s"
+            if ratio is not None and f.fsync_per_s
+            else ""
+        )
+        commit_text = f" for {commits:.0f} commits/s" if commits is not None else ""
+        evidence.append(f"WAL flushes {syncs:.0f}/s{commit_text}{fsync}")
+    if busy is not None:
+        evidence.append(f"WAL syncs took {_pct(busy)} of the run's time")
+    return Finding(Verdict.WAL_FLUSH_BOUND, max(share, ratio or 0, busy or 0), tuple(evidence))
+
+
+def io_bound(f: Figures) -> Finding | None:
+    share = f.share("io")
+    iowait = f.cpu_pct.get("iowait", 0.0)
+    device_busy = (f.disk_util_pct or 0.0) >= DISK_UTIL_PCT and iowait >= IOWAIT_PCT
+    if share < WAIT_SHARE and not device_busy:
+        return None
+    evidence = [f"benchmark backends waited on data-file I/O in {_pct(share)} of samples"]
+    if share:
+        evidence.append(f"dominant: {_waits_text(f, 'io')}")
+    read, hit = f.blocks_read, f.blocks_hit
+    if read is not None and hit is not None and read + hit > 0:
+        ratio = _pct(hit / (read + hit))
+        evidence.append(f"{read / f.duration_s:.0f} blocks read/s; shared-buffer hit ratio {ratio}")
+    if f.disk_util_pct is not None:
+        wait = f", await {f.disk_await_ms:.2f} ms" if f.disk_await_ms is not None else ""
+        evidence.append(f"data disk {f.disk_util_pct:.0f} % busy{wait}; iowait {iowait:.0f} %")
+    return Finding(Verdict.IO_BOUND, max(share, 0.5 if device_busy else 0.0), tuple(evidence))
+
+
+def server_cpu_bound(f: Figures) -> Finding | None:
+    if not f.cpu_pct or not f.host_cpus or f.duration_s <= 0:
+        return None
+    busy = 100.0 - f.cpu_pct.get("idle", 0.0) - f.cpu_pct.get("iowait", 0.0)
+    server = (f.server_cpu_s or 0.0) / f.duration_s
+    demand = server + (f.server_wait_s or 0.0) / f.duration_s
+    running = f.share("cpu")
+    wants = f.server_cpu_s is not None and demand >= SERVER_DEMAND * f.host_cpus
+    if busy < HOST_BUSY_PCT or not (wants or running >= CPU_SHARE):
+        return None
+    pgbench = (f.pgbench_cpu_s or 0.0) / f.duration_s
+    others = max(0.0, busy / 100 * f.host_cpus - server - pgbench)
+    evidence = [
+        f"host CPUs {busy:.0f} % busy (user {f.cpu_pct.get('user', 0):.0f} %, "
+        f"system {f.cpu_pct.get('system', 0):.0f} %, steal {f.cpu_pct.get('steal', 0):.0f} %)",
+        f"server processes used {server:.2f} of {f.host_cpus} CPUs and wanted {demand:.2f}; "
+        f"pgbench {pgbench:.2f}; other processes {others:.2f}",
+        f"backends running on a CPU in {_pct(running)} of samples",
+    ]
+    return Finding(Verdict.SERVER_CPU_BOUND, busy / 100, tuple(evidence))
+
+
+FIRST: tuple[Callable[[Figures], Finding | None], ...] = (client_bound, checkpoint_disturbed)
+BY_SHARE: tuple[Callable[[Figures], Finding | None], ...] = (lock_bound, wal_flush_bound, io_bound)
+LAST: tuple[Callable[[Figures], Finding | None], ...] = (server_cpu_bound,)
+
+
+def findings(f: Figures) -> list[Finding]:
+    """Every rule that matched, in the order that picks the verdict."""
+    first = [x for rule in FIRST if (x := rule(f))]
+    by_share = sorted((x for rule in BY_SHARE if (x := rule(f))), key=lambda x: -x.strength)
+    last = [x for rule in LAST if (x := rule(f))]
+    return [*first, *by_share, *last]
+
+
+def diagnose(f: Figures) -> Diagnosis:
+    found = findings(f)
+    details: dict[str, Any] = {
+        "rules_version": RULES_VERSION,
+        "wait_shares": {
+            g: round(f.share(g), 3) for g in ("cpu", "client", "lock", "wal", "io", "other")
+        },
+        "wait_samples": sum(f.waits.values()),
+    }
+    if not found:
+        why = "no rule matched"
+        if f.rate_limited:
+            why += "; a rate-limited run (-R): the schedule, not a resource, sets its throughput"
+        return Diagnosis(Verdict.UNCLEAR, (why,), details)
+    details["also"] = [x.verdict.value for x in found[1:]]
+    details["also_evidence"] = {x.verdict.value: list(x.evidence) for x in found[1:]}
+    return Diagnosis(found[0].verdict, found[0].evidence, details)
+
+
+# -- from a run's telemetry ------------------------------------------------------------------------
+
+
+def checkpoints(telemetry: RunTelemetry) -> tuple[Checkpoint, ...]:
+    """Checkpoint windows from the server log (a start without an end lasts to the run's end)."""
+    found, open_start = [], None
+    for event in telemetry.events:
+        if event.kind == "checkpoint_start":
+            open_start = event.t
+        elif event.kind == "checkpoint_end":
+            total = event.detail.get("total_s")
+            start = open_start if open_start is not None else event.t - float(total or 0)  # type: ignore[arg-type]
+            found.append(Checkpoint(max(start, 0.0), event.t, event.summary))
+            open_start = None
+    if open_start is not None:
+        found.append(Checkpoint(open_start, telemetry.duration_s, "still running at the end"))
+    return tuple(found)
+
+
+def figures(
+    telemetry: RunTelemetry,
+    tps: Sequence[tuple[int, float]],
+    *,
+    fsync_per_s: float | None = None,
+    fsync_method: str | None = None,
+    rate_limited: bool = False,
+) -> Figures:
+    total = telemetry.total
+    wal_syncs = total("pg_stat_wal", "wal_sync")
+    if wal_syncs is None:  # 18: WAL syncs are in pg_stat_io
+        wal_syncs = total("pg_stat_io", "wal.fsyncs")
+    sync_time = total("pg_stat_wal", "wal_sync_time") or total("pg_stat_io", "wal.fsync_time")
+    cpu = {
+        k: v
+        for k in ("user", "system", "iowait", "steal", "idle")
+        if (v := total("cpu", f"{k}_pct")) is not None
+    }
+    return Figures(
+        duration_s=telemetry.duration_s,
+        tps=tuple(tps),
+        waits={(w.wait_event_type, w.wait_event): w.samples for w in telemetry.waits},
+        pgbench_threads=telemetry.pgbench_threads,
+        pgbench_cpu_s=total("processes", "pgbench_cpu_s"),
+        pgbench_wait_s=total("processes", "pgbench_wait_s"),
+        server_cpu_s=total("processes", "server_cpu_s"),
+        server_wait_s=total("processes", "server_wait_s"),
+        host_cpus=telemetry.host_cpus,
+        cpu_pct=cpu,
+        disk_util_pct=total("disk", "util_pct"),
+        disk_await_ms=total("disk", "await_ms"),
+        commits=total("pg_stat_database", "xact_commit"),
+        blocks_read=total("pg_stat_database", "blks_read"),
+        blocks_hit=total("pg_stat_database", "blks_hit"),
+        wal_syncs=wal_syncs,
+        wal_sync_time_ms=sync_time,
+        fsync_per_s=fsync_per_s,
+        fsync_method=fsync_method,
+        checkpoints=checkpoints(telemetry),
+        rate_limited=rate_limited,
+    )

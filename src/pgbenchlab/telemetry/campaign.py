@@ -1,0 +1,181 @@
+"""Telemetry as a campaign uses it: once per server (storage, pg_config, pg_test_fsync once per
+device), and per run a `Capture` configured for that server and a diagnosis of the result.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from pgbenchlab import diagnosis
+from pgbenchlab.server import Endpoint, ManagedServer, Server
+from pgbenchlab.telemetry.capture import Capture, CaptureConfig
+from pgbenchlab.telemetry.fsync import FsyncFigure, run_pg_test_fsync
+from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
+
+if TYPE_CHECKING:
+    from pgbenchlab.results import RunResult
+    from pgbenchlab.store import Store
+
+
+@dataclass(frozen=True)
+class ServerTelemetryFacts:
+    """Recorded once per campaign and server, beside the server's settings."""
+
+    server: str
+    storage: dict[str, Any] | None  # file system, mount options and device of the data dir
+    pg_config: dict[str, str] | None  # build options
+    fsync: FsyncFigure | None
+
+
+def read_pg_config(endpoint: Endpoint, server: Server) -> dict[str, str] | None:
+    """The running server's build options (the pg_config view needs a superuser; a managed
+    server's own pg_config program says the same)."""
+    try:
+        with endpoint.connect() as conn:
+            rows = conn.execute("SELECT name, setting FROM pg_config").fetchall()
+        return {str(k): str(v) for k, v in rows}
+    except psycopg.Error:
+        pass
+    if isinstance(server, ManagedServer):
+        try:
+            done = subprocess.run(
+                [str(server.install.binary("pg_config"))],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return parse_pg_config(done.stdout) or None
+    return None
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    try:
+        return int((data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def device_of(path: Path) -> str:
+    st = os.stat(path)
+    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+
+
+class CampaignTelemetry:
+    def __init__(
+        self,
+        store: Store | None = None,
+        campaign_id: int | None = None,
+        *,
+        fsync_test: bool = True,
+        on_phase: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.campaign_id = campaign_id
+        self.fsync_test = fsync_test
+        self.on_phase = on_phase or (lambda text: None)
+        self.facts: dict[str, ServerTelemetryFacts] = {}
+        self.fsync_by_device: dict[str, FsyncFigure | None] = {}
+        self.extension_checked: set[tuple[str, str]] = set()
+
+    def capture(self, server: Server, endpoint: Endpoint, threads: int | None) -> Capture:
+        """A capture for the next measured run on server (not started yet)."""
+        self._prepare(server, endpoint)
+        managed = isinstance(server, ManagedServer)
+        data_dir = server.data_dir if isinstance(server, ManagedServer) else None
+        return Capture(
+            CaptureConfig(
+                endpoint,
+                log_path=server.log_path if isinstance(server, ManagedServer) else None,
+                postmaster_pid=postmaster_pid(data_dir) if data_dir else None,
+                disk_device=self._block_device(server.name) if managed else None,
+                pgbench_threads=threads,
+                host_cpus=os.cpu_count(),
+            )
+        )
+
+    def diagnose(self, server: str, result: RunResult) -> diagnosis.Diagnosis | None:
+        telemetry = result.telemetry
+        if telemetry is None or result.tps is None:
+            return None
+        method = telemetry.server_settings.get("wal_sync_method", "fdatasync")
+        facts = self.facts.get(server)
+        fsync = facts.fsync.for_method(method) if facts and facts.fsync else None
+        figures = diagnosis.figures(
+            telemetry,
+            tps_series(result),
+            fsync_per_s=fsync,
+            fsync_method=method,
+            rate_limited=result.spec.get("rate") is not None,
+        )
+        return diagnosis.diagnose(figures)
+
+    # -- once per server -----------------------------------------------------------------------
+
+    def _prepare(self, server: Server, endpoint: Endpoint) -> None:
+        if isinstance(server, ManagedServer):
+            self._statements_extension(server, endpoint)
+        if server.name in self.facts:
+            return
+        storage = fsync = None
+        if isinstance(server, ManagedServer):
+            storage = storage_facts(server.data_dir)
+            fsync = self._fsync(server, str(storage["device"]))
+        facts = ServerTelemetryFacts(server.name, storage, read_pg_config(endpoint, server), fsync)
+        self.facts[server.name] = facts
+        if self.store is not None and self.campaign_id is not None:
+            self.store.record_server_facts(self.campaign_id, facts)
+
+    def _block_device(self, name: str) -> str | None:
+        facts = self.facts.get(name)
+        if facts is None or not facts.storage or not facts.storage.get("block_device"):
+            return None
+        return str(facts.storage["device"])
+
+    def _fsync(self, server: ManagedServer, device: str) -> FsyncFigure | None:
+        if not self.fsync_test:
+            return None
+        if device not in self.fsync_by_device:
+            stored = self._stored_fsync(device)
+            if stored is None:
+                self.on_phase("pg_test_fsync")
+                binary = server.install.binary("pg_test_fsync")
+                stored = run_pg_test_fsync(binary, server.account, server.data_dir.parent, device)
+                if stored is None:  # the parent may not be the account's: try the data dir
+                    stored = run_pg_test_fsync(binary, server.account, server.data_dir, device)
+            self.fsync_by_device[device] = stored
+        return self.fsync_by_device[device]
+
+    def _stored_fsync(self, device: str) -> FsyncFigure | None:
+        """A figure this campaign already measured on device (a resumed campaign)."""
+        if self.store is None or self.campaign_id is None:
+            return None
+        return self.store.fsync_figure(self.campaign_id, device)
+
+    def _statements_extension(self, server: ManagedServer, endpoint: Endpoint) -> None:
+        """Create pg_stat_statements in the benchmark database when the plan loads it."""
+        key = (server.name, endpoint.dbname)
+        libraries = server.settings.get("shared_preload_libraries", "")
+        if key in self.extension_checked or "pg_stat_statements" not in libraries:
+            return
+        self.extension_checked.add(key)
+        try:
+            with endpoint.connect() as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        except psycopg.Error:
+            pass  # the capture then records the source as absent, with its reason
+
+
+def tps_series(result: RunResult) -> list[tuple[int, float]]:
+    """(t, TPS) with second t covering (t − 1, t] like -P 1; a log's series starts at t = 0."""
+    seconds = result.seconds
+    shift = 1 if seconds and seconds[0].t == 0 else 0
+    return [(s.t + shift, s.tps) for s in seconds]

@@ -1,0 +1,351 @@
+"""The sampler beside one measured pgbench run.
+
+`Capture.start()` takes a baseline just before pgbench starts; `pgbench_started(pid)` sets
+t = 0 and wakes the sampler thread; `stop()`, right after pgbench exits, takes the final sample
+and returns a `RunTelemetry`. The thread uses one connection for all SQL: pg_stat_activity
+five times a second, the cumulative views and /proc once a second, on a schedule anchored at
+t = 0 (a late sample never makes the next ones pile up). Sampling trouble is recorded in the
+result's errors; it never fails the run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pgbenchlab.server import Endpoint
+from pgbenchlab.telemetry import osstats, pgstats
+from pgbenchlab.telemetry.records import (
+    LogEvent,
+    Point,
+    RunTelemetry,
+    SourceStatus,
+    Statement,
+    Total,
+    WaitCount,
+)
+from pgbenchlab.telemetry.serverlog import LogTail, parse_events
+from pgbenchlab.telemetry.statements import StatementsProbe
+
+ACTIVITY_HZ = 5
+COUNTER_PERIOD_S = 1.0
+MIN_LAST_INTERVAL_S = 0.5  # a shorter final interval counts in the totals, not as a second
+OS_SOURCES = ("cpu", "memory", "disk", "processes")
+GAUGE_SOURCES = ("memory",)
+MAX_ERRORS = 5
+
+
+@dataclass
+class Sample:
+    t: int | None  # the second it closes; None for the baseline
+    mono: float
+    values: osstats.Snapshot
+
+
+@dataclass
+class CaptureConfig:
+    """What to watch. Only what is given is sampled: a remote server passes no data_dir."""
+
+    endpoint: Endpoint
+    log_path: Path | None = None
+    postmaster_pid: int | None = None
+    disk_device: str | None = None
+    pgbench_threads: int | None = None
+    host_cpus: int | None = None
+    proc: Path = Path("/proc")
+    activity_hz: int = ACTIVITY_HZ
+
+
+@dataclass
+class _State:
+    samples: list[Sample] = field(default_factory=list)
+    waits: Counter[tuple[str, str]] = field(default_factory=Counter)
+    second_waits: Counter[tuple[int, str, str]] = field(default_factory=Counter)
+    second_rounds: Counter[int] = field(default_factory=Counter)
+    rounds: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class Capture:
+    def __init__(self, config: CaptureConfig) -> None:
+        self.config = config
+        self.os = osstats.OsSampler(config.proc, config.postmaster_pid, config.disk_device)
+        self.state = _State()
+        self.conn: psycopg.Connection[Any] | None = None
+        self.settings: pgstats.ServerSettings | None = None
+        self.query: pgstats.CounterQuery | None = None
+        self.statements: StatementsProbe | None = None
+        self.log: LogTail | None = None
+        self.t0_mono = 0.0
+        self.t0_epoch = 0.0
+        self._go = threading.Event()
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
+        self._connect_error = ""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> Capture:
+        self._connect()
+        if self.config.log_path is not None:
+            self.log = LogTail(self.config.log_path)
+        if self.conn is not None and self.settings is not None:
+            self.statements = StatementsProbe.open(self.conn, self.settings, self._error)
+        self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
+        self.state.samples.append(Sample(None, self.t0_mono, self._counters()))
+        self._thread.start()
+        return self
+
+    def pgbench_started(self, pid: int) -> None:
+        self.os.pgbench_pid = pid
+        self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
+        self._go.set()
+
+    def stop(self) -> RunTelemetry:
+        self._halt.set()
+        self._go.set()
+        self._thread.join()
+        now = time.monotonic()
+        elapsed = now - self.t0_mono
+        last = self.state.samples[-1]
+        t = math.ceil(elapsed) if now - last.mono >= MIN_LAST_INTERVAL_S else None
+        final = Sample(t, now, self._counters())
+        statements = self.statements.finish(self.conn) if self.statements and self.conn else ()
+        events = self._events()
+        if self.conn is not None:
+            self.conn.close()
+        return self._result(final, elapsed, statements, events)
+
+    def __enter__(self) -> Capture:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._halt.is_set():
+            self.stop()
+
+    # -- sampling ----------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        try:
+            conn = self.config.endpoint.connect(timeout=5)
+            conn.execute("SET application_name = 'pgbenchlab-telemetry'")
+            conn.execute("SET statement_timeout = '2s'")
+            self.settings = pgstats.read_settings(conn)
+            self.query = pgstats.CounterQuery.build(self.settings.version_num)
+            self.conn = conn
+        except psycopg.Error as exc:
+            self._connect_error = _first_line(exc)
+            self._error(f"telemetry connection: {self._connect_error}")
+
+    def _loop(self) -> None:
+        self._go.wait()
+        period = 1.0 / self.config.activity_hz
+        tick, last_second = 0, 0
+        while True:
+            tick += 1
+            wait = self.t0_mono + tick * period - time.monotonic()
+            if wait < -period:  # fell behind (a stalled query): skip, never pile up
+                tick = int((time.monotonic() - self.t0_mono) / period) + 1
+                wait = self.t0_mono + tick * period - time.monotonic()
+            if self._halt.wait(max(wait, 0.0)):
+                return
+            second = int(tick * period + 1e-9)
+            self._activity(math.ceil(tick * period - 1e-9))
+            if second > last_second:
+                last_second = second
+                self.state.samples.append(Sample(second, time.monotonic(), self._counters()))
+
+    def _activity(self, second: int) -> None:
+        if self.conn is None:
+            return
+        try:
+            rows = self.conn.execute(pgstats.ACTIVITY_SQL, (self.conn.info.backend_pid,)).fetchall()
+        except psycopg.Error as exc:
+            self._sql_failed(exc)
+            return
+        state = self.state
+        state.rounds += 1
+        state.second_rounds[second] += 1
+        for kind, event, count in rows:
+            state.waits[(str(kind), str(event))] += int(count)
+            state.second_waits[(second, str(kind), str(event))] += int(count)
+
+    def _counters(self) -> osstats.Snapshot:
+        values = self.os.sample()
+        if self.conn is not None and self.query is not None and self.settings is not None:
+            try:
+                values |= self.query.read(self.conn, self.settings)
+            except psycopg.Error as exc:
+                self._sql_failed(exc)
+        return values
+
+    def _sql_failed(self, exc: psycopg.Error) -> None:
+        self._error(f"telemetry query: {_first_line(exc)}")
+        if self.conn is not None and self.conn.closed:
+            self.conn = None  # the connection is gone: keep sampling the OS
+
+    def _error(self, text: str) -> None:
+        if len(self.state.errors) < MAX_ERRORS and text not in self.state.errors:
+            self.state.errors.append(text)
+
+    def _events(self) -> tuple[LogEvent, ...]:
+        if self.log is None:
+            return ()
+        try:
+            return tuple(parse_events(self.log.read(), self.t0_epoch))
+        except OSError as exc:
+            self._error(f"server log: {exc}")
+            return ()
+
+    # -- the result --------------------------------------------------------------------------
+
+    def _result(
+        self,
+        final: Sample,
+        elapsed: float,
+        statements: tuple[Statement, ...],
+        events: tuple[LogEvent, ...],
+    ) -> RunTelemetry:
+        samples = [*self.state.samples, final]
+        series = [
+            point
+            for prev, cur in itertools.pairwise(samples)
+            if cur.t is not None
+            for point in _points(prev, cur)
+        ]
+        totals = _totals(samples[0], final)
+        series = _changing(series, totals) + self._wait_series()
+        return RunTelemetry(
+            started_at=self.t0_epoch,
+            duration_s=round(elapsed, 3),
+            server_version_num=self.settings.version_num if self.settings else None,
+            activity_rounds=self.state.rounds,
+            counter_rounds=len(samples),
+            sources=self._sources(samples, statements),
+            series=tuple(series),
+            totals=tuple(totals),
+            waits=tuple(
+                WaitCount(k, e, n) for (k, e), n in sorted(self.state.waits.items(), key=_by_count)
+            ),
+            events=events,
+            statements=statements,
+            pgbench_threads=self.config.pgbench_threads,
+            host_cpus=self.config.host_cpus,
+            server_settings=dict(self.settings.values) if self.settings else {},
+            errors=tuple(self.state.errors),
+        )
+
+    def _wait_series(self) -> list[Point]:
+        """Average benchmark backends per wait event in each second."""
+        rounds = self.state.second_rounds
+        return [
+            Point("pg_stat_activity", f"{kind}:{event}", second, count / rounds[second])
+            for (second, kind, event), count in sorted(self.state.second_waits.items())
+        ]
+
+    def _sources(
+        self, samples: list[Sample], statements: tuple[Statement, ...]
+    ) -> tuple[SourceStatus, ...]:
+        seen = {source for s in samples for source in s.values}
+        found: list[SourceStatus] = []
+        if self.query is None or self.settings is None:
+            reason = f"no connection to the server: {self._connect_error}"
+            found += [SourceStatus(v, False, reason) for v in pgstats.VIEWS]
+        else:
+            notes = self.query.notes(self.settings)
+            found += [SourceStatus(v, v in seen, notes.get(v, "")) for v in self.query.columns]
+            found += [SourceStatus(v, False, why) for v, why in self.query.absent.items()]
+        found.append(SourceStatus("pg_stat_activity", self.state.rounds > 0))
+        probe = self.statements
+        found.append(
+            SourceStatus(
+                "pg_stat_statements",
+                probe is not None and probe.ok,
+                probe.note if probe else "no connection",
+            )
+        )
+        found.append(
+            SourceStatus(
+                "server_log",
+                self.log is not None,
+                "" if self.log else "no access to the server's log",
+            )
+        )
+        for source in OS_SOURCES:
+            found.append(SourceStatus(source, source in seen, self._os_note(source, seen)))
+        return tuple(found)
+
+    def _os_note(self, source: str, seen: set[str]) -> str:
+        if source == "disk" and self.config.disk_device is None:
+            return "the data directory's block device is unknown (remote server or no device)"
+        if source == "processes" and self.config.postmaster_pid is None:
+            return "server processes unknown (remote server): pgbench only"
+        return "" if source in seen else f"could not read {source} from {self.config.proc}"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().split("\n", 1)[0]
+
+
+def _by_count(item: tuple[tuple[str, str], int]) -> tuple[int, str, str]:
+    (kind, event), count = item
+    return -count, kind, event
+
+
+def _figures(
+    source: str, prev: dict[str, float], cur: dict[str, float], dt: float, *, whole: bool
+) -> dict[str, float]:
+    """The stored figures of a source between two samples: rates per second of counters
+    (deltas when whole), CPU shares, disk rates; gauges as read (none over the whole run)."""
+    if source == "cpu":
+        return osstats.derive_cpu(prev, cur)
+    if source == "disk":
+        return osstats.derive_disk(prev, cur, dt)
+    if source in GAUGE_SOURCES:
+        return {} if whole else dict(cur)
+    scale = 1.0 if whole else 1.0 / dt
+    return {
+        metric: (value - prev[metric]) * scale
+        for metric, value in cur.items()
+        if metric in prev and value >= prev[metric]  # a reset in between leaves a gap
+    }
+
+
+def _changing(series: list[Point], totals: list[Total]) -> list[Point]:
+    """The series of metrics that changed during the run: one whose total is 0 was 0 every
+    second (all are non-negative), and has no points; gauges have no total and are kept."""
+    still = {(t.source, t.metric) for t in totals if t.value == 0}
+    return [p for p in series if (p.source, p.metric) not in still]
+
+
+def _points(prev: Sample, cur: Sample) -> list[Point]:
+    dt = cur.mono - prev.mono
+    assert cur.t is not None
+    if dt <= 0:
+        return []
+    return [
+        Point(source, metric, cur.t, value)
+        for source, values in cur.values.items()
+        for metric, value in _figures(
+            source, prev.values.get(source, {}), values, dt, whole=False
+        ).items()
+    ]
+
+
+def _totals(first: Sample, final: Sample) -> list[Total]:
+    dt = final.mono - first.mono
+    return [
+        Total(source, metric, value)
+        for source, values in final.values.items()
+        for metric, value in _figures(
+            source, first.values.get(source, {}), values, dt, whole=True
+        ).items()
+    ]

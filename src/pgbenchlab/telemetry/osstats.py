@@ -1,0 +1,215 @@
+"""Operating-system counters from /proc: CPU, memory, the data directory's disk, and the CPU
+of the server's processes and of pgbench.
+
+The sampler is told everything it watches (the postmaster's pid, pgbench's pid, a block device
+"major:minor" and the /proc root), so an agent on another host can run it against that host's
+server while pgbench runs elsewhere. Each read is a few small files: the per-sample cost is
+tens of microseconds, plus one small read per server process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's sector size
+MB = 1024 * 1024
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+MEMINFO_GAUGES = {  # /proc/meminfo name → metric (MiB)
+    "Dirty": "dirty_mb",
+    "Writeback": "writeback_mb",
+    "Cached": "cached_mb",
+    "MemAvailable": "available_mb",
+}
+# /proc/diskstats columns (after major, minor, name) we keep.
+DISK_FIELDS = {
+    0: "reads",
+    2: "read_sectors",
+    3: "read_ms",
+    4: "writes",
+    6: "write_sectors",
+    7: "write_ms",
+    9: "io_ms",
+}
+
+Snapshot = dict[str, dict[str, float]]  # source → metric → raw value
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def read_cpu(proc: Path) -> dict[str, float] | None:
+    """Host CPU time by state (ticks, all CPUs) from the first line of /proc/stat."""
+    text = _read(proc / "stat")
+    if not text or not text.startswith("cpu "):
+        return None
+    values = text.split("\n", 1)[0].split()[1:]
+    return {name: float(v) for name, v in zip(CPU_FIELDS, values, strict=False)}
+
+
+def read_memory(proc: Path) -> dict[str, float] | None:
+    text = _read(proc / "meminfo")
+    if text is None:
+        return None
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name in MEMINFO_GAUGES:
+            found[MEMINFO_GAUGES[name]] = int(rest.split()[0]) / 1024  # kB → MiB
+    return found
+
+
+def read_disk(proc: Path, device: str) -> dict[str, float] | None:
+    """Cumulative I/O counters of one block device ("major:minor") from /proc/diskstats."""
+    major, _, minor = device.partition(":")
+    for line in (_read(proc / "diskstats") or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 14 and fields[0] == major and fields[1] == minor:
+            return {name: float(fields[3 + i]) for i, name in DISK_FIELDS.items()}
+    return None
+
+
+def schedstat(proc: Path, task: str) -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds waiting for one) of a task ("pid" or "pid/task/tid")."""
+    text = _read(proc / task / "schedstat")
+    if not text:
+        return None
+    fields = text.split()
+    return int(fields[0]) / 1e9, int(fields[1]) / 1e9
+
+
+def reaped_children_s(proc: Path, pid: int) -> float | None:
+    """CPU of the children a process has waited for (cutime + cstime), in seconds."""
+    text = _read(proc / str(pid) / "stat")
+    if text is None:
+        return None
+    # The command name is in parentheses and may hold spaces: fields follow the last ')'.
+    fields = text[text.rfind(")") + 2 :].split()
+    return (int(fields[13]) + int(fields[14])) / TICKS_PER_S
+
+
+def child_pids(proc: Path, pid: int) -> list[int]:
+    text = _read(proc / str(pid) / "task" / str(pid) / "children")
+    if text is not None:
+        return [int(p) for p in text.split()]
+    found = []  # kernels without CONFIG_PROC_CHILDREN: scan every process's parent
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            stat = _read(entry / "stat")
+            if stat and int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def server_times(proc: Path, postmaster: int) -> tuple[float, float] | None:
+    """(CPU seconds, run-queue wait seconds) of a PostgreSQL server: the postmaster, its live
+    children, and the CPU of the children it reaped (backends that came and went between two
+    samples still count). Server processes are single-threaded."""
+    own = schedstat(proc, str(postmaster))
+    reaped = reaped_children_s(proc, postmaster)
+    if own is None or reaped is None:
+        return None
+    cpu, wait = own[0] + reaped, own[1]
+    for pid in child_pids(proc, postmaster):
+        child = schedstat(proc, str(pid))
+        if child is not None:
+            cpu, wait = cpu + child[0], wait + child[1]
+    return cpu, wait
+
+
+def process_times(proc: Path, pid: int) -> tuple[float, float] | None:
+    """(CPU seconds, run-queue wait seconds) of a process, summed over its threads."""
+    try:
+        tids = [t.name for t in (proc / str(pid) / "task").iterdir()]
+    except OSError:
+        return None
+    found = [t for tid in tids if (t := schedstat(proc, f"{pid}/task/{tid}")) is not None]
+    if not found:
+        return None  # exited meanwhile
+    return sum(t[0] for t in found), sum(t[1] for t in found)
+
+
+@dataclass
+class OsSampler:
+    """Samples one host. pgbench's pid arrives once pgbench has started.
+
+    Process figures come from /proc/<pid>/schedstat: time on a CPU and time runnable but
+    waiting for one (nanosecond clocks). A thread that is on a CPU or waiting for one all the
+    time is saturated, whether or not other load let it run.
+    """
+
+    proc: Path = Path("/proc")
+    postmaster_pid: int | None = None
+    disk_device: str | None = None
+    pgbench_pid: int | None = None
+    _pgbench_last: tuple[float, float] = field(default=(0.0, 0.0), init=False)
+
+    def sample(self) -> Snapshot:
+        snap: Snapshot = {}
+        cpu = read_cpu(self.proc)
+        if cpu is not None:
+            snap["cpu"] = cpu
+        memory = read_memory(self.proc)
+        if memory:
+            snap["memory"] = memory
+        if self.disk_device is not None:
+            disk = read_disk(self.proc, self.disk_device)
+            if disk is not None:
+                snap["disk"] = disk
+        snap["processes"] = self._processes()
+        return snap
+
+    def _processes(self) -> dict[str, float]:
+        found: dict[str, float] = {}
+        if self.postmaster_pid is not None:
+            server = server_times(self.proc, self.postmaster_pid)
+            if server is not None:
+                found["server_cpu_s"], found["server_wait_s"] = server
+        # pgbench's times are 0 before it starts; after it exits its last values stand.
+        if self.pgbench_pid is not None:
+            self._pgbench_last = process_times(self.proc, self.pgbench_pid) or self._pgbench_last
+        found["pgbench_cpu_s"], found["pgbench_wait_s"] = self._pgbench_last
+        return found
+
+
+def derive_cpu(prev: dict[str, float], cur: dict[str, float]) -> dict[str, float]:
+    """Shares of all CPUs' time by state, in percent, over the interval."""
+    delta = {k: cur[k] - prev.get(k, 0.0) for k in cur}
+    total = sum(delta.values())
+    if total <= 0:
+        return {}
+
+    def pct(*names: str) -> float:
+        return 100.0 * sum(delta.get(n, 0.0) for n in names) / total
+
+    return {
+        "user_pct": pct("user", "nice"),
+        "system_pct": pct("system", "irq", "softirq"),
+        "iowait_pct": pct("iowait"),
+        "steal_pct": pct("steal"),
+        "idle_pct": pct("idle"),
+    }
+
+
+def derive_disk(prev: dict[str, float], cur: dict[str, float], dt: float) -> dict[str, float]:
+    """iostat's figures over the interval: IOPS, MB/s, utilisation, average wait."""
+    d = {k: cur[k] - prev[k] for k in cur if k in prev}
+    if dt <= 0 or len(d) < len(DISK_FIELDS):
+        return {}
+    ios = d["reads"] + d["writes"]
+    figures = {
+        "reads_per_s": d["reads"] / dt,
+        "writes_per_s": d["writes"] / dt,
+        "read_mb_per_s": d["read_sectors"] * SECTOR_BYTES / MB / dt,
+        "write_mb_per_s": d["write_sectors"] * SECTOR_BYTES / MB / dt,
+        "util_pct": min(100.0, d["io_ms"] / (dt * 10.0)),  # ms busy per 1000 ms, in percent
+    }
+    if ios > 0:
+        figures["await_ms"] = (d["read_ms"] + d["write_ms"]) / ios
+    return figures

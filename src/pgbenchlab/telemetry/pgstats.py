@@ -1,0 +1,247 @@
+"""Server statistics, version-aware: which columns each view has in which server version, and
+the few queries the sampler sends (all over one connection).
+
+The cumulative views are read in one round trip per second: one row per source (and per
+pg_stat_io object) with an array of numbers. A column a version lacks is not asked for, and a
+timing column whose setting is off (it would read zero) is dropped: both are absent, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+VersionRange = tuple[int, int | None]  # server_version_num: from (inclusive), until (exclusive)
+
+DATABASE_COLUMNS: dict[VersionRange, tuple[str, ...]] = {
+    (90600, None): (
+        "xact_commit",
+        "xact_rollback",
+        "blks_read",
+        "blks_hit",
+        "tup_returned",
+        "tup_fetched",
+        "tup_inserted",
+        "tup_updated",
+        "tup_deleted",
+        "temp_files",
+        "temp_bytes",
+        "deadlocks",
+        "blk_read_time",
+        "blk_write_time",
+    ),
+}
+# Checkpoints moved from pg_stat_bgwriter to pg_stat_checkpointer in 17; backend writes to
+# pg_stat_io.
+BGWRITER_COLUMNS: dict[VersionRange, tuple[str, ...]] = {
+    (90600, 170000): (
+        "checkpoints_timed",
+        "checkpoints_req",
+        "checkpoint_write_time",
+        "checkpoint_sync_time",
+        "buffers_checkpoint",
+        "buffers_clean",
+        "maxwritten_clean",
+        "buffers_backend",
+        "buffers_backend_fsync",
+        "buffers_alloc",
+    ),
+    (170000, None): ("buffers_clean", "maxwritten_clean", "buffers_alloc"),
+}
+_CHECKPOINTER_17 = (
+    "num_timed",
+    "num_requested",
+    "restartpoints_timed",
+    "restartpoints_req",
+    "restartpoints_done",
+    "write_time",
+    "sync_time",
+    "buffers_written",
+)
+CHECKPOINTER_COLUMNS: dict[VersionRange, tuple[str, ...]] = {
+    (170000, 180000): _CHECKPOINTER_17,
+    (180000, None): (*_CHECKPOINTER_17, "num_done", "slru_written"),
+}
+# pg_stat_wal appeared in 14; in 18 its write/sync counts and times moved to pg_stat_io.
+_WAL_14 = ("wal_records", "wal_fpi", "wal_bytes", "wal_buffers_full")
+WAL_COLUMNS: dict[VersionRange, tuple[str, ...]] = {
+    (140000, 180000): (*_WAL_14, "wal_write", "wal_sync", "wal_write_time", "wal_sync_time"),
+    (180000, None): _WAL_14,
+}
+_IO_16 = (
+    "reads",
+    "read_time",
+    "writes",
+    "write_time",
+    "writebacks",
+    "writeback_time",
+    "extends",
+    "extend_time",
+    "hits",
+    "evictions",
+    "reuses",
+    "fsyncs",
+    "fsync_time",
+)
+IO_COLUMNS: dict[VersionRange, tuple[str, ...]] = {
+    (160000, 180000): _IO_16,
+    (180000, None): (*_IO_16, "read_bytes", "write_bytes", "extend_bytes"),
+}
+VIEWS: dict[str, tuple[dict[VersionRange, tuple[str, ...]], str]] = {
+    # source: (columns by version, FROM clause)
+    "pg_stat_database": (DATABASE_COLUMNS, "pg_stat_database WHERE datname = current_database()"),
+    "pg_stat_bgwriter": (BGWRITER_COLUMNS, "pg_stat_bgwriter"),
+    "pg_stat_checkpointer": (CHECKPOINTER_COLUMNS, "pg_stat_checkpointer"),
+    "pg_stat_wal": (WAL_COLUMNS, "pg_stat_wal"),
+    "pg_stat_io": (IO_COLUMNS, "pg_stat_io GROUP BY object"),
+}
+FIRST_VERSION = {"pg_stat_checkpointer": 17, "pg_stat_wal": 14, "pg_stat_io": 16}
+IO_TIMES = ("read_time", "write_time", "writeback_time", "extend_time", "fsync_time")
+SETTINGS = (
+    "track_io_timing",
+    "track_wal_io_timing",
+    "shared_preload_libraries",
+    "wal_sync_method",
+    "synchronous_commit",
+    "fsync",
+)
+
+ACTIVITY_SQL = """
+SELECT coalesce(wait_event_type, 'CPU'), coalesce(wait_event, 'CPU'), count(*)
+FROM pg_stat_activity
+WHERE datname = current_database() AND backend_type = 'client backend'
+  AND application_name = 'pgbench' AND pid <> %s
+  AND (wait_event_type IS NOT NULL OR state = 'active')
+GROUP BY 1, 2
+"""
+STATEMENTS_SQL = """
+SELECT userid, queryid, {toplevel}, calls, {total_time}, rows, shared_blks_hit,
+       shared_blks_read, shared_blks_written, {wal_bytes}{query}
+FROM {schema}.pg_stat_statements(%s)
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+"""
+
+
+def major_text(version: int) -> str:
+    return (
+        str(version // 10000) if version >= 100000 else f"{version // 10000}.{version // 100 % 100}"
+    )
+
+
+def absence(source: str, version: int) -> str:
+    first = FIRST_VERSION.get(source, 0)
+    return f"PostgreSQL {major_text(version)} has no {source} (it came in {first})"
+
+
+def columns_for(table: Mapping[VersionRange, tuple[str, ...]], version: int) -> tuple[str, ...]:
+    for (since, until), columns in table.items():
+        if version >= since and (until is None or version < until):
+            return columns
+    return ()
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    version_num: int
+    values: dict[str, str]
+
+    def on(self, name: str) -> bool:
+        return self.values.get(name) == "on"
+
+    def timing_setting(self, source: str, column: str, key: str = "") -> str | None:
+        """The setting a timing column needs (None: always measured, or not a timing)."""
+        if column in ("blk_read_time", "blk_write_time"):
+            return "track_io_timing"
+        if column in ("wal_write_time", "wal_sync_time"):
+            return "track_wal_io_timing"
+        if source == "pg_stat_io" and column in IO_TIMES:
+            return "track_wal_io_timing" if key == "wal" else "track_io_timing"
+        return None
+
+
+def read_settings(conn: psycopg.Connection[Any]) -> ServerSettings:
+    rows = conn.execute(
+        "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)", (list(SETTINGS),)
+    ).fetchall()
+    version = int(conn.info.server_version)
+    return ServerSettings(version, {str(n): str(v) for n, v in rows})
+
+
+@dataclass(frozen=True)
+class CounterQuery:
+    """The one-round-trip query of every cumulative view this server has."""
+
+    sql: str
+    columns: dict[str, tuple[str, ...]]  # source → columns, in array order
+    absent: dict[str, str]  # source → why it is absent
+
+    @staticmethod
+    def build(version: int) -> CounterQuery:
+        parts, columns, absent = [], {}, {}
+        for source, (table, from_clause) in VIEWS.items():
+            cols = columns_for(table, version)
+            if not cols:
+                absent[source] = absence(source, version)
+                continue
+            columns[source] = cols
+            grouped = "GROUP BY" in from_clause
+            values = ", ".join(f"sum({c})" if grouped else c for c in cols)
+            key = "object" if grouped else "''"
+            parts.append(f"SELECT '{source}', {key}, ARRAY[{values}]::float8[] FROM {from_clause}")
+        return CounterQuery("\nUNION ALL ".join(parts), columns, absent)
+
+    def read(
+        self, conn: psycopg.Connection[Any], settings: ServerSettings
+    ) -> dict[str, dict[str, float]]:
+        """source → metric → cumulative value; pg_stat_io metrics are "object.column"."""
+        found: dict[str, dict[str, float]] = {}
+        for source, key, values in conn.execute(self.sql).fetchall():
+            metrics = found.setdefault(str(source), {})
+            prefix = f"{str(key).replace(' ', '_')}." if key else ""
+            for column, value in zip(self.columns[source], values, strict=True):
+                needs = settings.timing_setting(source, column, str(key))
+                if value is not None and (needs is None or settings.on(needs)):
+                    metrics[prefix + column] = float(value)
+        return found
+
+    def notes(self, settings: ServerSettings) -> dict[str, str]:
+        """What part of an available source is absent because a timing setting is off."""
+        notes = {}
+        for source, cols in self.columns.items():
+            off = sorted(
+                {
+                    f"{c} (needs {s})"
+                    for c in cols
+                    for key in ("", "wal")
+                    if (s := settings.timing_setting(source, c, key)) and not settings.on(s)
+                }
+            )
+            if off:
+                notes[source] = "absent: " + ", ".join(off)
+        return notes
+
+
+def statements_sql(version: int, schema: str, *, with_text: bool) -> str | None:
+    if version < 130000:
+        return None  # before 13 the columns had other names; not supported
+    return STATEMENTS_SQL.format(
+        toplevel="toplevel" if version >= 140000 else "true",
+        total_time="total_exec_time",
+        wal_bytes="wal_bytes",
+        query=", query" if with_text else "",
+        schema=schema,
+    )
+
+
+def statements_schema(conn: psycopg.Connection[Any], settings: ServerSettings) -> str | None:
+    """The schema of pg_stat_statements in this database, or None when it cannot be read."""
+    if "pg_stat_statements" not in settings.values.get("shared_preload_libraries", ""):
+        return None
+    row = conn.execute(
+        "SELECT quote_ident(n.nspname) FROM pg_extension e "
+        "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_stat_statements'"
+    ).fetchone()
+    return str(row[0]) if row else None

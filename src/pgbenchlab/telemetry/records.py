@@ -1,0 +1,116 @@
+"""Immutable telemetry records: what the server and the OS did during one measured run.
+
+Time axis: ``t`` is seconds since the measured pgbench was started. A per-second point at
+``t = 3`` covers the interval (2, 3], like pgbench's ``-P 1`` lines. Counters are stored as
+rates (per second) in the series and as deltas over the whole run in the totals; gauges
+(memory) appear in the series only. A metric the server version or the platform lacks is
+absent — no point, no total — and its source's `SourceStatus` says why; it is never zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """Whether a telemetry source was captured for a run, and if not (or partly), why."""
+
+    source: str  # pg_stat_wal, pg_stat_io, cpu, disk, server_log, ...
+    available: bool
+    note: str = ""  # why absent, or what part is absent (e.g. times without track_io_timing)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One value of a per-second series."""
+
+    source: str
+    metric: str
+    t: int
+    value: float
+
+
+@dataclass(frozen=True)
+class Total:
+    """A counter's delta over the whole measured run, or a figure derived over it."""
+
+    source: str
+    metric: str
+    value: float
+
+
+@dataclass(frozen=True)
+class WaitCount:
+    """How many pg_stat_activity samples saw a benchmark backend in this state.
+
+    ``CPU/CPU`` is an active backend with no wait event (running or runnable); ``Client/
+    ClientRead`` is a backend waiting for pgbench.
+    """
+
+    wait_event_type: str
+    wait_event: str
+    samples: int
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """An event from the server log, on the run's time axis."""
+
+    t: float
+    kind: str  # checkpoint_start, checkpoint_end, autovacuum, autoanalyze, error, ...
+    summary: str  # one readable line
+    detail: dict[str, object]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement's pg_stat_statements activity during the run (deltas)."""
+
+    rank: int
+    queryid: int
+    query: str
+    calls: int
+    total_time_ms: float
+    rows: int
+    shared_blks_hit: int
+    shared_blks_read: int
+    shared_blks_written: int
+    wal_bytes: float | None
+
+
+@dataclass(frozen=True)
+class RunTelemetry:
+    """Everything sampled beside one measured pgbench run."""
+
+    started_at: float  # epoch seconds of t = 0 (pgbench started)
+    duration_s: float  # from t = 0 to the final sample (right after pgbench exited)
+    server_version_num: int | None
+    activity_rounds: int  # pg_stat_activity samples taken
+    counter_rounds: int  # cumulative-view and OS samples taken (baseline and final included)
+    sources: tuple[SourceStatus, ...]
+    series: tuple[Point, ...]
+    totals: tuple[Total, ...]
+    waits: tuple[WaitCount, ...]
+    events: tuple[LogEvent, ...]
+    statements: tuple[Statement, ...]
+    pgbench_threads: int | None = None
+    host_cpus: int | None = None
+    server_settings: dict[str, str] = field(default_factory=dict)  # the few that matter here
+    errors: tuple[str, ...] = ()  # what went wrong while sampling (the run itself stands)
+
+    def total(self, source: str, metric: str) -> float | None:
+        for item in self.totals:
+            if item.source == source and item.metric == metric:
+                return item.value
+        return None
+
+    def points(self, source: str, metric: str) -> list[tuple[int, float]]:
+        return [(p.t, p.value) for p in self.series if p.source == source and p.metric == metric]
+
+    def available(self, source: str) -> bool:
+        return any(s.source == source and s.available for s in self.sources)
+
+    def events_of(self, *kinds: str) -> Iterator[LogEvent]:
+        return (e for e in self.events if e.kind in kinds)

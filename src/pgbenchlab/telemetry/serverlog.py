@@ -1,0 +1,171 @@
+"""Events from a managed server's log: checkpoints (with their write/sync times and buffers),
+autovacuum and autoanalyze runs, lock waits, errors — each on the run's time axis.
+
+The log is written with ``log_line_prefix = '%m [%p] '`` and ``log_timezone = UTC``, so every
+record starts with a UTC timestamp in milliseconds and the process id. A record's following
+lines (tab-indented autovacuum figures) carry no prefix; DETAIL, HINT, CONTEXT and STATEMENT
+lines carry one and belong to the previous record of the same process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pgbenchlab.telemetry.records import LogEvent
+
+PREFIX = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (UTC|GMT) \[(\d+)\] ([A-Z]+):  (.*)$"
+)
+ATTACHED = ("DETAIL", "HINT", "CONTEXT", "STATEMENT")
+ERRORS = ("ERROR", "FATAL", "PANIC")
+CHECKPOINT_FIGURES = {  # checkpoint complete: pattern → field names (seconds, buffers, kB)
+    r"wrote (\d+) buffers \(([\d.]+)%\)": ("buffers", "buffers_pct"),
+    r"wrote (\d+) SLRU buffers": ("slru_buffers",),
+    r"(\d+) WAL file\(s\) added, (\d+) removed, (\d+) recycled": (
+        "wal_added",
+        "wal_removed",
+        "wal_recycled",
+    ),
+    r"write=([\d.]+) s, sync=([\d.]+) s, total=([\d.]+) s": ("write_s", "sync_s", "total_s"),
+    r"sync files=(\d+), longest=([\d.]+) s, average=([\d.]+) s": (
+        "sync_files",
+        "sync_longest_s",
+        "sync_average_s",
+    ),
+    r"distance=(\d+) kB, estimate=(\d+) kB": ("distance_kb", "estimate_kb"),
+}
+VACUUM = re.compile(
+    r'^automatic (?:aggressive )?(vacuum|analyze)(?: to prevent wraparound)? of table "([^"]+)"'
+)
+ELAPSED = re.compile(r"elapsed: ([\d.]+) s")
+
+
+@dataclass
+class Record:
+    at: float  # epoch seconds
+    pid: int
+    severity: str
+    message: str
+    attached: dict[str, str] = field(default_factory=dict)
+
+
+def _epoch(stamp: str) -> float:
+    fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in stamp else "%Y-%m-%d %H:%M:%S"
+    return datetime.strptime(stamp, fmt).replace(tzinfo=UTC).timestamp()
+
+
+def records(text: str) -> Iterator[Record]:
+    """Log records with their continuation lines and attached DETAIL/STATEMENT lines."""
+    last: dict[int, Record] = {}
+    current: Record | None = None
+    attached: tuple[Record, str] | None = None  # where an unprefixed line continues
+    for line in text.splitlines():
+        match = PREFIX.match(line)
+        if match is None:
+            if attached is not None:
+                rec, key = attached
+                rec.attached[key] += "\n" + line
+            elif current is not None:
+                current.message += "\n" + line
+            continue
+        stamp, _, pid_text, severity, message = match.groups()
+        pid = int(pid_text)
+        if severity in ATTACHED:
+            if pid in last:
+                last[pid].attached[severity.lower()] = message
+                attached = (last[pid], severity.lower())
+            continue
+        if current is not None:
+            yield current
+        current = Record(_epoch(stamp), pid, severity, message)
+        last[pid], attached = current, None
+    if current is not None:
+        yield current
+
+
+def _number(text: str) -> float | int:
+    return float(text) if "." in text else int(text)
+
+
+def checkpoint_figures(message: str) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for pattern, names in CHECKPOINT_FIGURES.items():
+        match = re.search(pattern, message)
+        if match:
+            found |= {n: _number(v) for n, v in zip(names, match.groups(), strict=True)}
+    return found
+
+
+def classify(rec: Record) -> tuple[str, str, dict[str, object]] | None:
+    """(kind, summary, detail) of a record worth keeping, or None."""
+    msg = rec.message
+    first = msg.split("\n", 1)[0]
+    if rec.severity in ERRORS:
+        detail: dict[str, object] = {"severity": rec.severity, "message": msg, **rec.attached}
+        return "error", f"{rec.severity}: {first}", detail
+    if rec.severity != "LOG":
+        return None
+    for what in ("checkpoint", "restartpoint"):
+        if first.startswith(f"{what} starting: "):
+            flags = first.removeprefix(f"{what} starting: ").split()
+            return (
+                "checkpoint_start",
+                f"{what} starts ({' '.join(flags)})",
+                {"flags": flags, "what": what},
+            )
+        if first.startswith(f"{what} complete: "):
+            figures = checkpoint_figures(first)
+            summary = (
+                f"{what} done: {figures.get('buffers', '?')} buffers, write "
+                f"{figures.get('write_s', '?')} s, sync {figures.get('sync_s', '?')} s"
+            )
+            return "checkpoint_end", summary, {"what": what, **figures}
+    if first.startswith("checkpoints are occurring too frequently"):
+        return "checkpoint_warning", first, {"hint": rec.attached.get("hint", "")}
+    vacuum = VACUUM.match(first)
+    if vacuum:
+        kind = "autovacuum" if vacuum.group(1) == "vacuum" else "autoanalyze"
+        elapsed = ELAPSED.search(msg)
+        found: dict[str, object] = {"table": vacuum.group(2), "text": msg}
+        if elapsed:
+            found["elapsed_s"] = float(elapsed.group(1))
+        table = vacuum.group(2).rsplit(".", 1)[-1]
+        return kind, f"{kind} {table}" + (f" ({elapsed.group(1)} s)" if elapsed else ""), found
+    if re.match(r"process \d+ (still waiting|detected deadlock while waiting) for ", first):
+        return "lock_wait", first, {"detail": rec.attached.get("detail", "")}
+    return None
+
+
+def parse_events(text: str, t0: float) -> list[LogEvent]:
+    """The events in a piece of server log, with t in seconds relative to epoch t0."""
+    events = []
+    for rec in records(text):
+        found = classify(rec)
+        if found is not None:
+            kind, summary, detail = found
+            events.append(
+                LogEvent(round(rec.at - t0, 3), kind, summary, {"pid": rec.pid, **detail})
+            )
+    return events
+
+
+class LogTail:
+    """The part of a log file written between `__init__` and `read()` (whole lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.offset = path.stat().st_size
+        except OSError:
+            self.offset = 0
+
+    def read(self, limit: int = 16 << 20) -> str:
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            data = f.read(limit)
+        end = data.rfind(b"\n") + 1
+        return data[:end].decode(errors="replace")

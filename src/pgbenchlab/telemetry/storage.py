@@ -1,0 +1,135 @@
+"""Writing and reading telemetry in the results database (tables of schema migration 2).
+
+Plain SQL stays pleasant: one row per value in run_telemetry_seconds (run_id, source, metric,
+t, value) and run_telemetry_totals, so a chart of one metric is a WHERE clause and a
+comparison a GROUP BY. See docs/telemetry.md for every source and metric.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any
+
+from pgbenchlab.telemetry.fsync import FsyncFigure
+from pgbenchlab.telemetry.records import RunTelemetry
+
+if TYPE_CHECKING:
+    from pgbenchlab.diagnosis import Diagnosis
+    from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
+
+
+def write_telemetry(db: sqlite3.Connection, run_id: int, tel: RunTelemetry) -> None:
+    db.execute(
+        "INSERT INTO run_telemetry VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            run_id,
+            tel.started_at,
+            tel.duration_s,
+            tel.server_version_num,
+            tel.activity_rounds,
+            tel.counter_rounds,
+            tel.pgbench_threads,
+            tel.host_cpus,
+            json.dumps(tel.server_settings, sort_keys=True),
+            json.dumps(list(tel.errors)),
+        ),
+    )
+    db.executemany(
+        "INSERT INTO run_telemetry_sources VALUES (?,?,?,?)",
+        [(run_id, s.source, int(s.available), s.note) for s in tel.sources],
+    )
+    db.executemany(
+        "INSERT INTO run_telemetry_seconds VALUES (?,?,?,?,?)",
+        [(run_id, p.source, p.metric, p.t, p.value) for p in tel.series],
+    )
+    db.executemany(
+        "INSERT INTO run_telemetry_totals VALUES (?,?,?,?)",
+        [(run_id, t.source, t.metric, t.value) for t in tel.totals],
+    )
+    db.executemany(
+        "INSERT INTO run_wait_events VALUES (?,?,?,?)",
+        [(run_id, w.wait_event_type, w.wait_event, w.samples) for w in tel.waits],
+    )
+    db.executemany(
+        "INSERT INTO run_events VALUES (?,?,?,?,?)",
+        [
+            (run_id, e.t, e.kind, e.summary, json.dumps(e.detail, sort_keys=True))
+            for e in tel.events
+        ],
+    )
+    db.executemany(
+        "INSERT INTO run_statements VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                run_id,
+                s.rank,
+                s.queryid,
+                s.query,
+                s.calls,
+                s.total_time_ms,
+                s.rows,
+                s.shared_blks_hit,
+                s.shared_blks_read,
+                s.shared_blks_written,
+                s.wal_bytes,
+            )
+            for s in tel.statements
+        ],
+    )
+
+
+def write_diagnosis(db: sqlite3.Connection, run_id: int, diagnosis: Diagnosis) -> None:
+    db.execute(
+        "INSERT INTO run_diagnosis VALUES (?,?,?,?)",
+        (
+            run_id,
+            diagnosis.verdict.value,
+            json.dumps(list(diagnosis.evidence)),
+            json.dumps(diagnosis.details, sort_keys=True),
+        ),
+    )
+
+
+def write_server_facts(
+    db: sqlite3.Connection, campaign_id: int, facts: ServerTelemetryFacts
+) -> None:
+    storage: dict[str, Any] = facts.storage or {}
+    fsync = facts.fsync
+    db.execute(
+        "INSERT OR REPLACE INTO server_facts VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            campaign_id,
+            facts.server,
+            storage.get("fs_type"),
+            storage.get("super_options")
+            and f"{storage.get('mount_options')} ({storage.get('super_options')})",
+            storage.get("device"),
+            json.dumps(storage, sort_keys=True) if facts.storage else None,
+            json.dumps(facts.pg_config, sort_keys=True) if facts.pg_config else None,
+            fsync.for_method("fdatasync") if fsync else None,
+            json.dumps(
+                {"device": fsync.device, "ops_per_s": fsync.ops_per_s, "output": fsync.output}
+            )
+            if fsync
+            else None,
+            time.time(),
+        ),
+    )
+
+
+def read_fsync_figure(db: sqlite3.Connection, campaign_id: int, device: str) -> FsyncFigure | None:
+    row = db.execute(
+        "SELECT fsync_json FROM server_facts WHERE campaign_id = ? AND device = ? "
+        "AND fsync_json IS NOT NULL LIMIT 1",
+        (campaign_id, device),
+    ).fetchone()
+    if row is None:
+        return None
+    data = json.loads(row[0])
+    return FsyncFigure(
+        str(data["device"]),
+        {str(k): float(v) for k, v in data["ops_per_s"].items()},
+        str(data["output"]),
+    )
