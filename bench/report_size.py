@@ -1,0 +1,159 @@
+"""Size and speed of the HTML report for a campaign of 1,000 runs.
+
+    .venv/bin/python bench/report_size.py [--runs-per-cell 5] [--rounds 3] [--dir /tmp/x]
+
+Writes a synthetic results database through the real Store (5 servers x 2 scales x 2
+workloads x 10 client counts x 5 repeats = 1,000 runs of 60 s: per-second series, stored
+latency histograms of 20,000 transactions each, kept pgbench output), then measures, in
+interleaved rounds: the time to write the report (a fresh process each round, the Vega bundle
+already cached), its size, and the time Chromium takes from navigation to every chart drawn
+(measured in the page; network disabled). The cold-cache bundle build is measured once.
+Medians go to stdout and to bench/report_size.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from conftest_report import FakeServer, SyntheticPlan, run_count, write_synthetic  # noqa: E402
+from report_browser import chromium, open_report  # noqa: E402
+
+SIZE_LIMIT = 5_000_000
+TIME_LIMIT_S = 5.0
+WRITE = (
+    "import sys, time; from pathlib import Path; from pgbenchlab.report import write_report; "
+    "t = time.perf_counter(); write_report(Path(sys.argv[1]), output=Path(sys.argv[2]), "
+    "fmt=sys.argv[3]); print(time.perf_counter() - t)"
+)
+
+
+def thousand_runs(repeats: int) -> SyntheticPlan:
+    servers = tuple(
+        FakeServer(f"pg{v}", f"{v}.4", 1 + 0.03 * i, {"shared_buffers": f"{i + 1}GB"})
+        for i, v in enumerate((14, 15, 16, 17, 18))
+    )
+    return SyntheticPlan(
+        name="thousand",
+        servers=servers,
+        scales=(10, 100),
+        workloads=("select-only", "tpcb-like"),
+        clients=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+        repeats=repeats,
+        duration_s=60,
+    )
+
+
+def write_time(
+    db: Path, out: Path, fmt: str, env: dict[str, str] | None = None
+) -> tuple[float, float]:
+    """(seconds in write_report, seconds for the whole process with Python's start)."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", WRITE, str(db), str(out), fmt],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return float(done.stdout.strip()), time.perf_counter() - started
+
+
+def cold_bundle_time(db: Path, out: Path) -> float:
+    with tempfile.TemporaryDirectory() as cache:
+        return write_time(db, out, "html", {**os.environ, "XDG_CACHE_HOME": cache})[1]
+
+
+def measure(db: Path, work: Path, rounds: int) -> dict[str, list[float]]:
+    html, md = work / "report.html", work / "report.md"
+    results: dict[str, list[float]] = {"write": [], "process": [], "markdown": [], "render": []}
+    write_time(db, html, "html")  # warm the bundle cache and the page cache
+    for _ in range(rounds):
+        call, whole = write_time(db, html, "html")
+        results["write"].append(call)
+        results["process"].append(whole)
+        results["markdown"].append(write_time(db, md, "markdown")[1])
+        if chromium():
+            page = open_report(html)
+            if page.console or page.render_ms is None:
+                raise SystemExit(f"the report did not load cleanly: {page.console}")
+            results["render"].append(page.render_ms / 1000)
+    results["size"] = [float(html.stat().st_size)]
+    return results
+
+
+def report(results: dict[str, list[float]], runs: int, cold: float, db_size: int) -> str:
+    def median(key: str) -> str:
+        values = results[key]
+        return f"{statistics.median(values):.2f} s" if values else "not measured (no chromium)"
+
+    size = results["size"][0]
+    write = statistics.median(results["process"])
+    render = statistics.median(results["render"]) if results["render"] else None
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    verdict_size = "within" if size <= SIZE_LIMIT else "OVER"
+    within_time = write <= TIME_LIMIT_S and (render is None or render <= TIME_LIMIT_S)
+    verdict_time = "within" if within_time else "OVER"
+    return "\n".join(
+        [
+            "# HTML report: size and speed for 1,000 runs",
+            "",
+            f"Measured {now} on {platform.node()} ({os.cpu_count()} CPUs, load "
+            f"{os.getloadavg()[0]:.2f}) with `bench/report_size.py`; medians of "
+            f"{len(results['write'])} interleaved rounds.",
+            "",
+            f"Campaign: {runs} runs (5 servers x 2 scales x 2 workloads x 10 client counts x "
+            "5 repeats), 60 s each with a per-second series, a stored latency histogram "
+            "(20,000 transactions) and pgbench's kept output per run; results database "
+            f"{db_size / 1e6:.1f} MB.",
+            "",
+            "| measure | value | budget |",
+            "|---|---:|---:|",
+            f"| report file size | {size / 1e6:.2f} MB | ≤ 5 MB ({verdict_size}) |",
+            f"| write the HTML report: whole command | {median('process')} | ≤ 5 s |",
+            f"| of which `write_report()` itself | {median('write')} | |",
+            f"| Chromium: navigation to every chart drawn | {median('render')} | ≤ 5 s |",
+            f"| write the Markdown summary: whole command | {median('markdown')} | |",
+            f"| first report on a machine (builds the Vega bundle cache) | {cold:.2f} s | |",
+            "",
+            f"Both time bars: {verdict_time}. Of the file, about 0.9 MB is the inlined Vega, "
+            "Vega-Lite and vega-embed bundle; the rest is data: per-second series, histograms "
+            "regrouped to 8 bins per power of two (exact sums), one row per run.",
+            "",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs-per-cell", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    work = args.dir or Path(tempfile.mkdtemp(prefix="pgbenchlab-report-bench-"))
+    plan = thousand_runs(args.runs_per_cell)
+    db = work / "results" / "results.db"
+    if not db.exists():
+        started = time.perf_counter()
+        write_synthetic(work / "results", plan)
+        print(f"wrote {db} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    cold = cold_bundle_time(db, work / "cold.html")
+    results = measure(db, work, args.rounds)
+    text = report(results, run_count(plan), cold, db.stat().st_size)
+    print(text)
+    (HERE / "report_size.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

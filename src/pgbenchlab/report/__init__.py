@@ -1,0 +1,70 @@
+"""Reports: the results database turned into something to send as it is.
+
+`write_report` writes the self-contained HTML report (or the Markdown summary, or every chart
+as images); `summary_text` is the terminal summary at the end of a campaign. All of them render
+one view model (`viewmodel.load_view`), so every output shows the same numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pgbenchlab.errors import UserError
+from pgbenchlab.report import html, images, markdown
+from pgbenchlab.report.summary import SummaryRow, summary_rows, summary_text
+from pgbenchlab.report.viewmodel import campaign_id, load_view, open_store
+
+FORMATS = ("html", "markdown")
+DEFAULT_HTML = "report.html"
+
+__all__ = [
+    "FORMATS",
+    "SummaryRow",
+    "load_view",
+    "summary_rows",
+    "summary_text",
+    "write_report",
+]
+
+
+def write_report(
+    store_path: Path,
+    campaign: str | None = None,
+    output: Path | None = None,
+    fmt: str = "html",
+    images_dir: Path | None = None,
+    baseline: str | None = None,
+) -> Path | str:
+    """Write the report of a campaign (the latest by default) and return where it went.
+
+    HTML goes to ``output`` or report.html beside the results database. Markdown goes to
+    ``output`` if given, else it is returned as text. ``images_dir`` also receives every chart
+    as SVG and PNG. ``baseline`` names the server the others are compared with (default: the
+    first one).
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"unknown report format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    with open_store(store_path) as store:
+        # Markdown alone needs no per-second series or histograms.
+        detail = fmt == "html" or images_dir is not None
+        view = load_view(store, campaign_id(store, campaign), baseline=baseline, detail=detail)
+    if images_dir is not None:
+        images.export(view, images_dir)
+    if fmt == "markdown":
+        text = markdown.render(view)
+        if output is None:
+            return text
+        _write(output, text)
+        return output
+    target = output or store_path.parent / DEFAULT_HTML
+    _write(target, html.render(view, source=store_path.name))
+    return target
+
+
+def _write(path: Path, text: str) -> None:
+    """Write whole or not at all: a reader never opens half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)

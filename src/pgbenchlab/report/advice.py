@@ -1,0 +1,161 @@
+"""Warnings as data, each with what to do: the report shows them where they matter.
+
+Runs with the same problem are grouped into one piece of advice naming them all, so a campaign
+of a thousand short runs gives one line, not a thousand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pgbenchlab.report.labels import cell_title
+from pgbenchlab.report.model import Advice, Axis, CellView, RunView
+from pgbenchlab.stats import DEFAULT_CV_LIMIT, high_variation_warning
+
+# Below a minute a run measures warm-up, cache state and whether a checkpoint fell inside it
+# more than steady state; pgbench-tools and most published results use 60 s or more.
+MIN_DURATION_S = 60
+# pgbench using this share of its threads' CPU is measuring itself, not the server.
+LOAD_GENERATOR_BUSY = 0.9
+UPDATING_BUILTINS = frozenset({"tpcb-like", "simple-update"})
+MAX_NAMED = 5  # cells named in one piece of advice; the rest are counted
+
+REMEDIES = {
+    "failed": "nothing was measured: read the error (and the server log), fix the cause and run "
+    "the same command again; failed runs are retried, finished ones kept",
+    "aborted": "clients stopped early, so TPS and latency cover part of the run: read "
+    "pgbench's error in the run's detail (lost connection, deadlock, serialization failure); "
+    "allow retries with --max-tries or fix the script",
+    "short-run": f"use runs of {MIN_DURATION_S} s or more (minutes for read-write, so that "
+    "checkpoints and autovacuum happen inside every run rather than by chance)",
+    "high-variation": "the interval is wide: add repeats, interleave configurations, and "
+    "quieten the host before reading a difference from this cell",
+    "scale-below-clients": "with fewer branch rows than clients, updates queue on row locks and "
+    "TPS measures that contention: initialise with scale ≥ clients",
+    "load-generator": "TPS measures pgbench, not the server: give pgbench more threads (-j) or "
+    "cores, or run it on another machine",
+    "run-warning": "see the run's detail",
+}
+
+
+def collect(
+    runs: Sequence[RunView], cells: Sequence[CellView], axes: Sequence[Axis]
+) -> tuple[Advice, ...]:
+    found: list[Advice] = []
+    found += _failed(runs)
+    found += _grouped(runs, "aborted", "error", _is_aborted, "run(s) aborted")
+    found += _grouped(runs, "short-run", "warning", _is_short, _short_text(runs))
+    found += _grouped(
+        runs, "scale-below-clients", "warning", _scale_below_clients, _scale_text(runs)
+    )
+    found += _grouped(
+        runs, "load-generator", "warning", _load_generator_busy, "run(s) saturated pgbench"
+    )
+    found += _variation(runs, cells, axes)
+    found += _other_stored(runs)
+    return tuple(found)
+
+
+def _advice(kind: str, severity: str, message: str, runs: Sequence[RunView]) -> Advice:
+    return Advice(kind, severity, message, REMEDIES[kind], tuple(r.id for r in runs))
+
+
+def _grouped(
+    runs: Sequence[RunView],
+    kind: str,
+    severity: str,
+    test: Callable[[RunView], bool],
+    text: str,
+) -> list[Advice]:
+    hit = [r for r in runs if test(r)]
+    return [_advice(kind, severity, f"{len(hit)} {text}", hit)] if hit else []
+
+
+def _failed(runs: Sequence[RunView]) -> list[Advice]:
+    by_error: dict[str, list[RunView]] = {}
+    for r in runs:
+        if r.status not in ("ok", "aborted"):
+            by_error.setdefault(f"{r.status}: {r.error or 'no error recorded'}", []).append(r)
+    return [
+        _advice("failed", "error", f"{len(group)} run(s) {error}", group)
+        for error, group in by_error.items()
+    ]
+
+
+def _is_aborted(r: RunView) -> bool:
+    return r.status == "aborted"
+
+
+def _is_short(r: RunView) -> bool:
+    return r.status != "failed" and r.duration_s is not None and r.duration_s < MIN_DURATION_S
+
+
+def _short_text(runs: Sequence[RunView]) -> str:
+    shortest = min((r.duration_s for r in runs if _is_short(r) and r.duration_s), default=0)
+    return f"run(s) shorter than {MIN_DURATION_S} s (the shortest: {shortest} s)"
+
+
+def _stored(r: RunView, words: str) -> bool:
+    return any(words in w for w in r.stored_warnings)
+
+
+def _scale_below_clients(r: RunView) -> bool:
+    builtin = r.workload in UPDATING_BUILTINS and r.scale < r.clients
+    return builtin or _stored(r, "updating workload")
+
+
+def _scale_text(runs: Sequence[RunView]) -> str:
+    return "run(s) of an updating workload with scale < clients"
+
+
+def _load_generator_busy(r: RunView) -> bool:
+    if _stored(r, "load generator"):
+        return True
+    if r.client_cpu_s is None or not r.duration_s or r.status == "failed":
+        return False
+    return r.client_cpu_s / (r.duration_s * max(1, r.threads)) > LOAD_GENERATOR_BUSY
+
+
+def _variation(
+    runs: Sequence[RunView], cells: Sequence[CellView], axes: Sequence[Axis]
+) -> list[Advice]:
+    """One piece of advice for all cells whose repeats vary too much, the worst named first."""
+    by_id = {r.id: r for r in runs}
+    noisy: list[tuple[float, CellView]] = []
+    for cell in cells:
+        values = [by_id[i].tps for i in cell.run_ids if by_id[i].ok]
+        warning = (
+            high_variation_warning([v for v in values if v is not None])
+            if len(values) > 1
+            else None
+        )
+        if warning is not None:
+            noisy.append((warning.cv, cell))
+    if not noisy:
+        return []
+    noisy.sort(key=lambda item: -item[0])
+    worst = "; ".join(f"{cell_title(c, axes)}: CV {cv:.0%}" for cv, c in noisy[:MAX_NAMED])
+    more = f"; and {len(noisy) - MAX_NAMED} more" if len(noisy) > MAX_NAMED else ""
+    message = (
+        f"{len(noisy)} cell(s) vary by more than {DEFAULT_CV_LIMIT:.0%} (CV of TPS) between "
+        f"repeats: {worst}{more}"
+    )
+    run_ids = tuple(i for _, c in noisy for i in c.run_ids)
+    cell_id = noisy[0][1].cell_id if len(noisy) == 1 else None
+    return [
+        Advice("high-variation", "warning", message, REMEDIES["high-variation"], run_ids, cell_id)
+    ]
+
+
+def _other_stored(runs: Sequence[RunView]) -> list[Advice]:
+    """Warnings the runner stored that no check above already covers, grouped by text."""
+    covered = ("updating workload", "load generator")
+    by_text: dict[str, list[RunView]] = {}
+    for r in runs:
+        for w in r.stored_warnings:
+            if not any(c in w for c in covered):
+                by_text.setdefault(w, []).append(r)
+    return [
+        _advice("run-warning", "warning", f"{len(group)} run(s): {text}", group)
+        for text, group in by_text.items()
+    ]

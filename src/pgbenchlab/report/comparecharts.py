@@ -1,0 +1,150 @@
+"""Charts that put servers and runs side by side: the change heatmap against the baseline,
+and every run's latency CDF. Same conventions as `charts`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pgbenchlab.report.charts import (
+    FADE,
+    Spec,
+    base_spec,
+    faceted,
+    legend_toggle,
+    series_channel,
+)
+
+
+def heatmap_chart(metric: str, baseline: str, limit: float, confidence: float) -> Spec:
+    """Relative change of every cell against the baseline server, one column per candidate."""
+    name = "TPS" if metric == "tps" else "p99 latency"
+    better = "higher" if metric == "tps" else "lower"
+    # Blue means better for both metrics: reverse the scheme where higher is better.
+    color: Spec = {
+        "field": "change",
+        "type": "quantitative",
+        "title": f"{name} change",
+        "legend": {"format": "+.0%"},
+        "scale": {
+            "scheme": "blueorange",
+            "domain": [-limit, limit],
+            "domainMid": 0,
+            "clamp": True,
+            "reverse": metric == "tps",
+        },
+    }
+    tooltip = [
+        {"field": "candidate", "title": "server"},
+        {"field": "panel"},
+        {"field": "clients"},
+        {"field": "change", "title": "relative change", "format": "+.1%"},
+        {"field": "verdict"},
+        {"field": "reason", "title": "how sure"},
+    ]
+    x: Spec = {
+        "field": "clients",
+        "type": "ordinal",
+        "title": "clients",
+        "sort": "ascending",
+        "axis": {"labelAngle": 0},
+    }
+    y: Spec = {"field": "panel", "type": "nominal", "title": None}
+    spec = base_spec(
+        f"{name}: relative change against {baseline}",
+        f"Ratio of geometric means over repeats, minus one; {better} is better, blue is better. "
+        f"↑ improved, ↓ regressed, ≈ within noise, ? not enough data ({confidence:.0%} "
+        "confidence, Welch's t on log values).",
+        "changes",
+    )
+    spec["transform"] = [{"filter": {"field": "metric", "equal": metric}}]
+    spec["facet"] = {"field": "candidate", "type": "nominal", "title": None}
+    spec["columns"] = 2
+    spec["spec"] = {
+        "width": {"step": 62},
+        "height": {"step": 30},
+        "layer": [
+            {
+                "mark": {"type": "rect", "cursor": "pointer"},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": color,
+                    "tooltip": tooltip,
+                    "href": {"field": "link"},
+                },
+            },
+            {
+                "mark": {"type": "text", "fontSize": 11},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "text": {"field": "label"},
+                    "color": {
+                        "condition": {
+                            "test": f"abs(datum.change) > {limit * 0.6}",
+                            "value": "white",
+                        },
+                        "value": "black",
+                    },
+                    "tooltip": tooltip,
+                },
+            },
+        ],
+    }
+    return spec
+
+
+def distribution_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
+    """Every run's latency CDF, one panel per other axis, for one chosen client count."""
+    values = sorted(set(clients))
+    x: Spec = {
+        "field": "upper_ms",
+        "type": "quantitative",
+        "title": "transaction latency (ms, log scale)",
+        "scale": {"type": "log"},
+    }
+    y: Spec = {
+        "field": "cum",
+        "type": "quantitative",
+        "title": "transactions at or below (%)",
+        "axis": {"format": ".0%"},
+    }
+    color = series_channel(series, title)
+    tooltip = [
+        {"field": f"s_{series}", "title": title},
+        {"field": "run", "title": "run id"},
+        {"field": "repeat"},
+        {"field": "upper_ms", "title": "latency below (ms)", "format": ",.3f"},
+        {"field": "cum", "title": "share at or below", "format": ".2%"},
+    ]
+    pick_clients = {
+        "name": "clients_shown",
+        "value": values[-1] if values else 1,
+        "bind": {"input": "select", "options": values, "name": "clients: "},
+    }
+    spec = faceted(
+        "Latency distribution per run (CDF)",
+        f"Each line is one run's per-transaction latencies (one colour per {title}); choose the "
+        "client count below. Same axes in every panel, so runs compare directly.",
+        "dist",
+        f"p_{series}",
+        [
+            {
+                "params": [legend_toggle(series)],
+                "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.5},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": color,
+                    "detail": {"field": "run", "type": "nominal"},
+                    "opacity": FADE,
+                    "tooltip": tooltip,
+                    "href": {"field": "link"},
+                },
+            }
+        ],
+    )
+    spec["params"] = [pick_clients]
+    spec["transform"] = [{"filter": "datum.clients == clients_shown"}]
+    spec["resolve"] = {"scale": {"y": "shared"}}
+    return spec

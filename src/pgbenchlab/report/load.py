@@ -1,0 +1,252 @@
+"""Read a campaign from the results database (and the kept raw files) into view-model records.
+
+This is the only part of the report that does I/O on the results; everything downstream is a
+pure function of the records read here, so a report can be regenerated at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from pgbenchlab.histogram import LatencyHistogram
+from pgbenchlab.report.bins import display_histogram
+from pgbenchlab.report.model import (
+    CampaignView,
+    EventView,
+    HistogramView,
+    Pairs,
+    RunView,
+    SecondView,
+    ServerView,
+)
+from pgbenchlab.store import Store
+
+# Spec keys shown as axes of their own or implied by others; the rest tell cells apart as
+# "options" when they differ (threads, vacuum, warmup, ...).
+AXIS_SPEC_KEYS = frozenset(
+    {
+        "server",
+        "server_settings",
+        "scale",
+        "workload",
+        "clients",
+        "protocol",
+        "rate",
+        "latency_limit_ms",
+        "connect",
+        "duration_s",
+        "transactions",
+    }
+)
+RAW_STDOUT = "stdout.txt.zst"
+MAX_RAW_OUTPUT = 64_000  # characters of pgbench's report kept per run: it is short unless -r
+
+
+def server_label(name: str, variant: Mapping[str, Any]) -> str:
+    """A server's name with its setting variant, the value of the report's "server" axis."""
+    return name + "".join(f" {k}={v}" for k, v in sorted(variant.items()))
+
+
+def load_campaign(store: Store, campaign_id: int) -> CampaignView:
+    row = store.db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+    machine = json.loads(row["machine_json"] or "{}")
+    return CampaignView(
+        id=int(row["id"]),
+        name=str(row["name"]),
+        status=str(row["status"]),
+        plan_path=str(row["plan_path"]),
+        plan_text=str(row["plan_text"]),
+        started_at=float(row["started_at"]),
+        finished_at=_float(row["finished_at"]),
+        pgbenchlab_version=str(row["pgbenchlab_version"]),
+        pgbench_version=row["pgbench_version"],
+        machine=flatten(machine),
+    )
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> Pairs:
+    """Nested facts as ("vm.swappiness", "60") pairs, absent values left out."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in mapping.items():
+        if isinstance(value, Mapping):
+            pairs.extend(flatten(value, f"{prefix}{key}."))
+        elif value is not None:
+            pairs.append((f"{prefix}{key}", str(value)))
+    return tuple(pairs)
+
+
+def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
+    servers = []
+    for row in store.servers(campaign_id):
+        variant = json.loads(row["variant_json"])
+        settings = json.loads(row["settings_json"])
+        servers.append(
+            ServerView(
+                label=server_label(str(row["name"]), variant),
+                name=str(row["name"]),
+                variant=tuple((str(k), str(v)) for k, v in sorted(variant.items())),
+                kind=str(row["kind"]),
+                version=str(row["version"]),
+                version_num=int(row["version_num"]),
+                install=row["install"],
+                data_dir=row["data_dir"],
+                settings=tuple((str(k), str(v)) for k, v in sorted(settings.items())),
+            )
+        )
+    return tuple(servers)
+
+
+def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[RunView, ...]:
+    """The campaign's runs; with ``detail`` also their seconds, histograms, events and output."""
+    rows = store.runs(campaign_id)
+    if not detail:
+        return tuple(run_from_row(row) for row in rows)
+    ids = [int(row["id"]) for row in rows]
+    seconds = _seconds_by_run(store.db, ids)
+    histograms = _histograms_by_run(store.db, ids)
+    events = _events_by_run(store.db, ids)
+    raw_dir = _artifacts_dir(store, campaign_id)
+    runs = []
+    for row in rows:
+        run_id = int(row["id"])
+        runs.append(
+            run_from_row(
+                row,
+                seconds=tuple(seconds.get(run_id, ())),
+                histogram=parse_histogram(histograms.get((run_id, "latency"))),
+                service_histogram=parse_histogram(histograms.get((run_id, "service"))),
+                events=tuple(events.get(run_id, ())),
+                pgbench_output=_raw_output(raw_dir, row),
+            )
+        )
+    return tuple(runs)
+
+
+def run_from_row(row: sqlite3.Row, **extra: Any) -> RunView:
+    spec = json.loads(row["spec_json"])
+    report = json.loads(row["report_json"] or "{}")
+    settings = json.loads(row["server_settings_json"])
+    options = tuple(
+        (str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+        for k, v in sorted(spec.items())
+        if k not in AXIS_SPEC_KEYS
+    )
+    values: dict[str, Any] = {name: row[name] for name in _PLAIN_COLUMNS}
+    return RunView(
+        **values,
+        server=server_label(str(row["server"]), settings),
+        server_name=str(row["server"]),
+        connect=bool(row["connect"]),
+        options=options,
+        late_share=_share(report.get("late_pct")),
+        skipped_share=_share(report.get("skipped_pct")),
+        argv=tuple(json.loads(row["argv_json"])),
+        stored_warnings=tuple(json.loads(row["warnings_json"])),
+        pgbench_output=extra.pop("pgbench_output", None),
+        **extra,
+    )
+
+
+_PLAIN_COLUMNS = (
+    *("id", "run_key", "cell_id", "sequence", "repeat", "status", "error", "scale", "workload"),
+    *("clients", "threads", "protocol", "duration_s", "transactions_per_client", "warmup_s"),
+    *("rate", "latency_limit_ms", "vacuum", "started_at", "finished_at", "tps", "transactions"),
+    *("failed", "skipped", "late", "latency_avg_ms", "latency_stddev_ms", "lag_avg_ms"),
+    *("lag_max_ms", "connection_time_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms"),
+    *("min_ms", "max_ms", "latency_source", "latency_samples", "service_p50_ms"),
+    *("service_p99_ms", "service_p999_ms", "warmup_tps", "client_cpu_s"),
+    *("client_cpu_us_per_tx", "pgbench_version"),
+)
+
+
+def _share(percent: Any) -> float | None:
+    """pgbench's printed percentage as a fraction; its "nan" (nothing to divide) as None."""
+    if not isinstance(percent, int | float) or not math.isfinite(percent):
+        return None
+    return float(percent) / 100
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _chunks(ids: list[int], size: int = 500) -> Iterable[list[int]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def _seconds_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, list[SecondView]]:
+    found: dict[int, list[SecondView]] = defaultdict(list)
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        for r in db.execute(
+            "SELECT run_id, t, tps, latency_mean_ms, latency_min_ms, latency_max_ms, lag_ms "
+            f"FROM run_seconds WHERE run_id IN ({marks}) ORDER BY run_id, t",
+            chunk,
+        ):
+            found[int(r[0])].append(SecondView(*r[1:]))
+    return found
+
+
+def _histograms_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[tuple[int, str], str]:
+    found: dict[tuple[int, str], str] = {}
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        for r in db.execute(
+            f"SELECT run_id, kind, histogram_json FROM run_histograms WHERE run_id IN ({marks})",
+            chunk,
+        ):
+            found[(int(r[0]), str(r[1]))] = str(r[2])
+    return found
+
+
+def _events_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, list[EventView]]:
+    """Server events during runs (checkpoints, autovacuum), where telemetry stored them: a
+    run_events table of (run_id, t seconds from the measured start, kind, summary)."""
+    columns = {str(r[1]) for r in db.execute("PRAGMA table_info(run_events)")}
+    found: dict[int, list[EventView]] = defaultdict(list)
+    if not {"run_id", "t", "kind"} <= columns:
+        return found
+    text = next((c for c in ("summary", "detail") if c in columns), "''")
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        for r in db.execute(
+            f"SELECT run_id, t, kind, {text} FROM run_events WHERE run_id IN ({marks}) "
+            "ORDER BY run_id, t",
+            chunk,
+        ):
+            found[int(r[0])].append(EventView(float(r[1]), str(r[2]), str(r[3] or "")))
+    return found
+
+
+def parse_histogram(text: str | None) -> HistogramView | None:
+    """A stored histogram on display bins; None if absent or not a format this reads."""
+    if not text:
+        return None
+    try:
+        return display_histogram(LatencyHistogram.from_json(text))
+    except ValueError:
+        return None
+
+
+def _artifacts_dir(store: Store, campaign_id: int) -> Path:
+    row = store.db.execute("SELECT name FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+    return store.path.parent / "artifacts" / f"{row[0]}-{campaign_id}"
+
+
+def _raw_output(base: Path, row: sqlite3.Row) -> str | None:
+    """pgbench's own report as it printed it, if the raw files were kept."""
+    path = base / f"{int(row['sequence']):04d}-{row['run_key']}" / RAW_STDOUT
+    try:
+        data = zstandard.ZstdDecompressor().decompress(path.read_bytes(), max_output_size=1 << 24)
+    except (OSError, zstandard.ZstdError):
+        return None
+    return data.decode(errors="replace")[:MAX_RAW_OUTPUT]

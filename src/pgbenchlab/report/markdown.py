@@ -1,0 +1,77 @@
+"""The Markdown summary: the key tables, ready for a GitHub issue or an e-mail.
+
+Every string that came from the user or the server is escaped: Markdown punctuation is
+backslash-escaped and HTML is turned into entities, since GitHub renders inline HTML.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from pgbenchlab.report.model import ReportView
+from pgbenchlab.report.tables import Table, change_tables, key_tables
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+# Only "<" that could open a tag, and "&" that could open an entity, mean anything to
+# Markdown; the others stay as they are, readable in a plain-text e-mail.
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY_START = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+
+
+def escape(text: str) -> str:
+    """Text that renders literally in GitHub Markdown, in a table cell too."""
+    text = _ENTITY_START.sub("&amp;", text)
+    text = _TAG_START.sub("&lt;", text)
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return " ".join(text.split())  # a newline would end a table row
+
+
+def table(t: Table) -> str:
+    lines = [
+        "| " + " | ".join(escape(h) for h in t.header) + " |",
+        "|" + "|".join("---:" if i else "---" for i in range(len(t.header))) + "|",
+    ]
+    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in t.rows]
+    return "\n".join(lines)
+
+
+def _when(seconds: float | None) -> str:
+    return "-" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+
+
+def header(view: ReportView) -> list[str]:
+    c = view.campaign
+    ok = sum(r.ok for r in view.runs)
+    servers = ", ".join(f"{escape(s.label)} (PostgreSQL {escape(s.version)})" for s in view.servers)
+    machine = dict(c.machine)
+    host = ", ".join(
+        escape(v)
+        for v in (machine.get("cpu_model"), f"{machine.get('cpus', '?')} CPUs", machine.get("os"))
+        if v
+    )
+    return [
+        f"## pgbench campaign “{escape(c.name)}”",
+        "",
+        f"- servers: {servers or '-'}",
+        f"- client: {escape(c.pgbench_version or 'pgbench')}; machine: {host or '-'}",
+        f"- {_when(c.started_at)} to {_when(c.finished_at)} ({escape(c.status)}); "
+        f"{len(view.runs)} runs, {ok} ok, {len(view.runs) - ok} failed or aborted",
+    ]
+
+
+def render(view: ReportView) -> str:
+    parts = header(view)
+    if view.advice:
+        parts += ["", "### Warnings", ""]
+        parts += [f"- **{escape(a.message)}** — {escape(a.remedy)}" for a in view.advice]
+    parts += ["", "### TPS and p99 latency by clients"]
+    for t in key_tables(view):
+        parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
+    changes = change_tables(view)
+    if changes:
+        parts += ["", f"### Relative change against {escape(view.baseline or '')}"]
+        for t in changes:
+            parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
+    parts += ["", f"<sub>pgbenchlab {escape(view.campaign.pgbenchlab_version)}</sub>", ""]
+    return "\n".join(parts)

@@ -1,0 +1,230 @@
+"""The report's view model: frozen records that every output (HTML, Markdown, images, the
+terminal summary) renders, so that all of them show the same numbers.
+
+A field the results database does not hold is None, never zero. Mappings are tuples of pairs so
+that the records stay immutable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A warning with what to do about it, and the runs (or cell) it concerns."""
+
+    kind: str
+    severity: str  # "error" (results missing or partial) | "warning" (results to doubt)
+    message: str
+    remedy: str
+    run_ids: tuple[int, ...] = ()
+    cell_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CampaignView:
+    id: int
+    name: str
+    status: str
+    plan_path: str
+    plan_text: str
+    started_at: float
+    finished_at: float | None
+    pgbenchlab_version: str
+    pgbench_version: str | None
+    machine: Pairs
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One server as recorded: a setting variant of a server is a server of its own."""
+
+    label: str  # name plus the variant's settings: the value of the "server" axis
+    name: str
+    variant: Pairs
+    kind: str
+    version: str
+    version_num: int
+    install: str | None
+    data_dir: str | None
+    settings: Pairs  # every setting not at its default, as SHOW prints it
+
+
+@dataclass(frozen=True)
+class SecondView:
+    t: int
+    tps: float
+    latency_mean_ms: float | None
+    latency_min_ms: float | None
+    latency_max_ms: float | None
+    lag_ms: float | None
+
+
+@dataclass(frozen=True)
+class HistogramView:
+    """Latency histogram: bin i holds counts[i] transactions with lower[i] <= latency < upper[i]."""
+
+    lower_ms: tuple[float, ...]
+    upper_ms: tuple[float, ...]
+    counts: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+
+@dataclass(frozen=True)
+class EventView:
+    """Something the server did during a run (a checkpoint, autovacuum), seconds from start."""
+
+    t: float
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run, the latest attempt of its run key, with every stored metric."""
+
+    id: int
+    run_key: str
+    cell_id: str
+    sequence: int
+    repeat: int
+    status: str
+    error: str | None
+    server: str  # the server label (name and setting variant)
+    server_name: str
+    scale: int
+    workload: str
+    clients: int
+    threads: int
+    protocol: str
+    duration_s: int | None
+    transactions_per_client: int | None
+    warmup_s: int
+    rate: float | None
+    latency_limit_ms: float | None
+    connect: bool
+    vacuum: str
+    options: Pairs  # the run's other options (spec), for telling cells apart
+    started_at: float
+    finished_at: float
+    tps: float | None
+    transactions: int | None
+    failed: int | None
+    skipped: int | None
+    late: int | None
+    late_share: float | None  # as pgbench printed it (late / its denominator)
+    skipped_share: float | None
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+    lag_avg_ms: float | None
+    lag_max_ms: float | None
+    connection_time_ms: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    p999_ms: float | None
+    min_ms: float | None
+    max_ms: float | None
+    latency_source: str | None
+    latency_samples: int | None
+    service_p50_ms: float | None
+    service_p99_ms: float | None
+    service_p999_ms: float | None
+    warmup_tps: float | None
+    client_cpu_s: float | None
+    client_cpu_us_per_tx: float | None
+    argv: tuple[str, ...]
+    pgbench_version: str
+    pgbench_output: str | None  # pgbench's own report, from the kept raw files
+    stored_warnings: tuple[str, ...]
+    seconds: tuple[SecondView, ...] = ()
+    histogram: HistogramView | None = None
+    service_histogram: HistogramView | None = None
+    events: tuple[EventView, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.tps is not None
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Mean of run-level values with a t confidence interval (low/high None for one run)."""
+
+    n: int
+    mean: float
+    low: float | None
+    high: float | None
+    stddev: float | None
+    cv: float | None
+
+
+@dataclass(frozen=True)
+class CellView:
+    """One cell of the matrix: its repeats summarised."""
+
+    cell_id: str
+    dims: Pairs  # (axis, value) for every axis, clients included
+    clients: int
+    run_ids: tuple[int, ...]
+    n_ok: int
+    n_not_ok: int
+    tps: Interval | None
+    latency_avg_ms: float | None  # means over the successful repeats
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    p999_ms: float | None
+    max_ms: float | None  # the highest of all repeats: the worst transaction seen
+    late_share: float | None
+    skipped_share: float | None
+    rate: float | None
+    efficiency: float | None  # TPS / (TPS at the fewest clients x clients ratio)
+    efficiency_base_clients: int | None
+
+    def dim(self, axis: str) -> str:
+        return dict(self.dims)[axis]
+
+
+@dataclass(frozen=True)
+class ChangeView:
+    """A cell of a candidate server against the same cell of the baseline server."""
+
+    candidate: str
+    baseline: str
+    cell_id: str
+    baseline_cell_id: str
+    metric: str  # "tps" | "p99"
+    relative_change: float
+    ci_low: float | None
+    ci_high: float | None
+    verdict: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Axis:
+    key: str
+    title: str
+
+
+@dataclass(frozen=True)
+class ReportView:
+    campaign: CampaignView
+    servers: tuple[ServerView, ...]
+    differing_settings: tuple[str, ...]  # setting names whose values differ between servers
+    runs: tuple[RunView, ...]
+    cells: tuple[CellView, ...]
+    axes: tuple[Axis, ...]  # the axes that vary, clients excluded
+    series_axis: str | None  # the default "one line per" axis
+    baseline: str | None
+    changes: tuple[ChangeView, ...]
+    advice: tuple[Advice, ...]
+    confidence: float

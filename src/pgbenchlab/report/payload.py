@@ -1,0 +1,187 @@
+"""The run table and each run's detail as compact JSON for the HTML page.
+
+The run table is a column list plus rows of values (no repeated keys); per-run series are
+columnar. That keeps a thousand-run report within its size budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pgbenchlab.report.datasets import event_rows, seconds_rows
+from pgbenchlab.report.model import HistogramView, ReportView, RunView
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    fmt: str  # int | tps | ms | pct | num | text
+    get: Callable[[RunView], Any]
+    help: str = ""
+    hidden: bool = False
+
+
+def _attr(name: str) -> Callable[[RunView], Any]:
+    return lambda r: getattr(r, name)
+
+
+def _col(key: str, title: str, fmt: str, help_text: str = "", hidden: bool = False) -> Column:
+    return Column(key, title, fmt, _attr(key), help_text, hidden)
+
+
+COLUMNS: tuple[Column, ...] = (
+    _col("id", "run", "text", "the run's id in the results database (pgbenchlab show ID)"),
+    Column("order", "order", "int", lambda r: r.sequence + 1, "position in the run order"),
+    _col("server", "server", "text"),
+    _col("scale", "scale", "int"),
+    _col("workload", "workload", "text"),
+    _col("clients", "clients", "int"),
+    _col("threads", "threads", "int"),
+    _col("protocol", "protocol", "text"),
+    _col("rate", "rate", "num", "target rate (-R), TPS"),
+    _col("latency_limit_ms", "limit ms", "num", "latency limit (-L)"),
+    Column("connect", "-C", "text", lambda r: "yes" if r.connect else "", "new connection per tx"),
+    _col("duration_s", "duration s", "int"),
+    _col("repeat", "repeat", "int"),
+    _col("status", "status", "text"),
+    _col("tps", "TPS", "tps", "pgbench's TPS, without connection time"),
+    _col("transactions", "transactions", "int"),
+    _col("failed", "failed tx", "int"),
+    _col("latency_avg_ms", "lat avg ms", "ms", "pgbench's latency average"),
+    _col("latency_stddev_ms", "lat sd ms", "ms"),
+    _col("p50_ms", "p50 ms", "ms"),
+    _col("p90_ms", "p90 ms", "ms"),
+    _col("p95_ms", "p95 ms", "ms"),
+    _col("p99_ms", "p99 ms", "ms"),
+    _col("p999_ms", "p99.9 ms", "ms"),
+    _col("min_ms", "min ms", "ms"),
+    _col("max_ms", "max ms", "ms"),
+    _col("late_share", "late", "pct", "transactions above the latency limit"),
+    _col("skipped_share", "skipped", "pct", "transactions skipped as already late"),
+    _col("lag_avg_ms", "lag ms", "ms", "average schedule lag under -R"),
+    _col("service_p99_ms", "service p99 ms", "ms", "p99 of latency minus schedule lag"),
+    _col("connection_time_ms", "connect ms", "ms"),
+    _col("client_cpu_us_per_tx", "client µs/tx", "num", "pgbench CPU time per transaction"),
+    _col("warmup_tps", "warmup TPS", "tps"),
+    _col("latency_source", "latency from", "text", "how the percentiles were measured"),
+    Column("warnings", "warnings", "int", lambda r: len(r.stored_warnings) or None),
+    _col("cell_id", "cell", "text", hidden=True),
+)
+
+
+def runs_payload(view: ReportView) -> dict[str, Any]:
+    """Every run as a row; a column no run has a value for (no -R, no -C) is not shown."""
+    rows = [[c.get(r) for c in COLUMNS] for r in view.runs]
+    empty = [all(row[i] in (None, "") for row in rows) for i in range(len(COLUMNS))]
+    columns = [
+        {"key": "cell" if c.key == "cell_id" else c.key, "title": c.title, "fmt": c.fmt}
+        | ({"help": c.help} if c.help else {})
+        | ({"hidden": True} if c.hidden or empty[i] else {})
+        for i, c in enumerate(COLUMNS)
+    ]
+    return {"columns": columns, "rows": rows}
+
+
+def _columnar(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[list[Any] | None] | None:
+    """Rows as columns; a column with no value is null, and a first column counting 0, 1, 2, …
+    (the seconds of a run) is null too: the page numbers the rows itself."""
+    if not rows:
+        return None
+    columns: list[list[Any] | None] = [[row[n] for row in rows] for n in names]
+    if columns[0] == list(range(len(rows))):
+        columns[0] = None
+    return [None if c is not None and all(v is None for v in c) else c for c in columns]
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+SHOWN_ELSEWHERE = frozenset({"warmup_s", "vacuum", "threads"})  # facts or table columns
+
+
+def run_facts(r: RunView) -> list[tuple[str, str]]:
+    """Facts of a run beyond the run table's columns, as (label, text)."""
+    facts = [
+        ("started", _when(r.started_at)),
+        ("finished", _when(r.finished_at)),
+        ("warmup", f"{r.warmup_s} s"),
+        ("vacuum before the run", r.vacuum),
+        ("transactions per client (-t)", str(r.transactions_per_client or "")),
+        ("latency samples", f"{r.latency_samples:,}" if r.latency_samples else ""),
+        ("service time p50 / p99 / p99.9 ms", _service(r)),
+        ("pgbench", r.pgbench_version),
+        ("run key", r.run_key),
+    ]
+    facts += [(f"option {k}", v) for k, v in r.options if k not in SHOWN_ELSEWHERE]
+    facts += [(f"stored warning {i + 1}", w) for i, w in enumerate(r.stored_warnings)]
+    return [(k, v) for k, v in facts if v]
+
+
+def common_facts(view: ReportView) -> list[tuple[str, str]]:
+    """The facts every run shares (same pgbench, warmup, options): shown once, in the overview."""
+    per_run = [set(run_facts(r)) for r in view.runs]
+    if not per_run:
+        return []
+    shared = set.intersection(*per_run)
+    return [fact for fact in run_facts(view.runs[0]) if fact in shared]
+
+
+def _service(r: RunView) -> str:
+    values = (r.service_p50_ms, r.service_p99_ms, r.service_p999_ms)
+    if all(v is None for v in values):
+        return ""
+    return " / ".join("-" if v is None else f"{v:.3f}" for v in values)
+
+
+def detail_payload(view: ReportView) -> dict[str, Any]:
+    """Per run: command line, facts, output, and columnar series. Histogram bins are listed
+    once for the campaign (runs share their latency grid) and runs name them by index."""
+    detail: dict[str, Any] = {}
+    bins = BinTable()
+    shared = set(common_facts(view))
+    for r in view.runs:
+        facts = [f for f in run_facts(r) if f not in shared]
+        item: dict[str, Any] = {"argv": list(r.argv), "facts": facts}
+        if r.pgbench_output:
+            item["out"] = r.pgbench_output
+        if r.error:
+            item["err"] = r.error
+        seconds = _columnar(seconds_rows(r), ("t", "tps", "mean", "min", "max", "lag"))
+        if seconds:
+            item["s"] = seconds
+        if r.histogram is not None:
+            item["h"] = bins.encode(r.histogram)
+        events = event_rows(r)
+        if events:
+            item["e"] = [[e["t"], e["kind"], e["detail"]] for e in events]
+        detail[str(r.id)] = item
+    return {"runs": detail, "bins": bins.bins}
+
+
+class BinTable:
+    """Distinct (lower, upper) latency bins of the campaign, each stored once."""
+
+    def __init__(self) -> None:
+        self.bins: list[tuple[float, float]] = []
+        self.index: dict[tuple[float, float], int] = {}
+
+    def encode(self, h: HistogramView) -> list[list[int]]:
+        """The run's non-empty bins as [bin indexes, counts]; empty bins change no share."""
+        indexes, counts = [], []
+        for lo, hi, n in zip(h.lower_ms, h.upper_ms, h.counts, strict=True):
+            if n:
+                indexes.append(self._bin(lo, hi))
+                counts.append(n)
+        return [indexes, counts]
+
+    def _bin(self, lo: float, hi: float) -> int:
+        key = (lo, hi)
+        if key not in self.index:
+            self.index[key] = len(self.bins)
+            self.bins.append(key)
+        return self.index[key]

@@ -1,0 +1,135 @@
+"""The key tables, as text: TPS and p99 by clients per server, and the change against the
+baseline. Markdown, the HTML report and the terminal summary all print these same cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgbenchlab.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.report.charts import VERDICT_MARKS
+from pgbenchlab.report.labels import panel_label
+from pgbenchlab.report.model import CellView, ChangeView, Interval, ReportView
+from pgbenchlab.stats import DEFAULT_CV_LIMIT
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    note: str = ""
+    link_ids: tuple[str, ...] = ()  # per row: the cell the row's first cell links to, or ""
+
+
+def fmt_tps(interval: Interval | None) -> str:
+    """Mean TPS with the half-width of its confidence interval, as a share of the mean."""
+    if interval is None:
+        return "failed"
+    text = f"{interval.mean:,.0f}"
+    if interval.low is not None and interval.high is not None and interval.mean:
+        half = (interval.high - interval.low) / 2 / interval.mean
+        text += f" ±{half:.1%}" if half <= 1 else " ±>100%"
+    if interval.cv is not None and interval.cv > DEFAULT_CV_LIMIT:
+        text += " ⚠"
+    return text
+
+
+def fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.3f}" if value < 100 else f"{value:,.1f}"
+
+
+def fmt_change(change: ChangeView | None) -> str:
+    if change is None:
+        return "-"
+    text = f"{change.relative_change:+.1%} {VERDICT_MARKS[change.verdict]}"
+    if change.ci_low is not None and change.ci_high is not None:
+        text += f" ({change.ci_low:+.1%} … {change.ci_high:+.1%})"
+    return text
+
+
+def _series_key(view: ReportView) -> str | None:
+    return view.series_axis
+
+
+def _panels(view: ReportView, series: str | None) -> dict[str, list[CellView]]:
+    panels: dict[str, list[CellView]] = {}
+    for cell in view.cells:
+        panels.setdefault(panel_label(cell, view.axes, series), []).append(cell)
+    return panels
+
+
+def key_tables(view: ReportView) -> list[Table]:
+    """One table per panel: clients down, TPS then p99 for each series across."""
+    series = _series_key(view)
+    tables = []
+    for panel, cells in _panels(view, series).items():
+        names = list(dict.fromkeys(c.dim(series) if series else "all" for c in cells))
+        grid = {(c.dim(series) if series else "all", c.clients): c for c in cells}
+        header = ("clients", *(f"{n} TPS" for n in names), *(f"{n} p99 ms" for n in names))
+        rows = []
+        for clients in sorted({c.clients for c in cells}):
+            found = [grid.get((n, clients)) for n in names]
+            rows.append(
+                (
+                    str(clients),
+                    *(fmt_tps(c.tps) if c else "-" for c in found),
+                    *(fmt_ms(c.p99_ms) if c else "-" for c in found),
+                )
+            )
+        tables.append(Table(panel, header, tuple(rows), _repeats_note(view, cells)))
+    return tables
+
+
+def _repeats_note(view: ReportView, cells: Sequence[CellView]) -> str:
+    counts = sorted({c.n_ok for c in cells})
+    repeats = "/".join(str(n) for n in counts)
+    return (
+        f"TPS: mean of {repeats} run(s) ± half the {view.confidence:.0%} confidence interval; "
+        f"⚠: runs vary by more than {DEFAULT_CV_LIMIT:.0%}; p99: mean of the runs' 99th "
+        "percentiles (ms)."
+    )
+
+
+def change_tables(view: ReportView) -> list[Table]:
+    """Relative change against the baseline: one table per metric, one column per candidate."""
+    if view.baseline is None or not view.changes:
+        return []
+    cells = {c.cell_id: c for c in view.cells}
+    candidates = list(dict.fromkeys(ch.candidate for ch in view.changes))
+    tables = []
+    for metric, name in (("tps", "TPS"), ("p99", "p99 latency")):
+        by_key: dict[tuple[str, int], dict[str, ChangeView]] = {}
+        for ch in view.changes:
+            if ch.metric == metric:
+                cell = cells[ch.cell_id]
+                key = (panel_label(cell, view.axes, "server"), cell.clients)
+                by_key.setdefault(key, {})[ch.candidate] = ch
+        order = {panel: i for i, (panel, _) in enumerate(by_key)}
+        rows = tuple(
+            (panel, str(clients), *(fmt_change(found.get(c)) for c in candidates))
+            for (panel, clients), found in sorted(
+                by_key.items(), key=lambda item: (order[item[0][0]], item[0][1])
+            )
+        )
+        if rows:
+            tables.append(
+                Table(
+                    f"{name}: change against {view.baseline}",
+                    ("panel", "clients", *candidates),
+                    rows,
+                    _change_note(view),
+                )
+            )
+    return tables
+
+
+def _change_note(view: ReportView) -> str:
+    return (
+        "Ratio of geometric means minus one, with its "
+        f"{view.confidence:.0%} confidence interval; ↑ improved, ↓ regressed, ≈ within noise "
+        f"(±{DEFAULT_THRESHOLD:.0%}), ? not enough data to tell."
+    )

@@ -1,0 +1,329 @@
+"""Results database → view model: cells, intervals, comparisons and advice, as frozen records.
+
+`load_view` reads (through `load`); `build_view` is a pure function of the records, so tests
+can check every number against the database, and every output renders the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from pgbenchlab.comparison import compare
+from pgbenchlab.errors import UserError
+from pgbenchlab.report import advice
+from pgbenchlab.report.load import load_campaign, load_runs, load_servers
+from pgbenchlab.report.model import (
+    Axis,
+    CampaignView,
+    CellView,
+    ChangeView,
+    Interval,
+    Pairs,
+    ReportView,
+    RunView,
+    ServerView,
+)
+from pgbenchlab.stats import student_t_quantile, summarize
+from pgbenchlab.store import Store
+
+CONFIDENCE = 0.95
+# Axes in display order; clients is the x axis of most charts and is handled apart.
+AXES = (
+    Axis("server", "server"),
+    Axis("scale", "scale"),
+    Axis("workload", "workload"),
+    Axis("protocol", "protocol"),
+    Axis("rate", "rate limit"),
+    Axis("latency_limit", "latency limit"),
+    Axis("connect", "connections"),
+    Axis("duration", "duration"),
+    Axis("options", "options"),
+)
+
+
+def open_store(store_path: Path) -> Store:
+    if not store_path.is_file():
+        raise UserError(f"no results database at {store_path}; run a campaign first")
+    return Store(store_path)
+
+
+def campaign_id(store: Store, name: str | None) -> int:
+    row = store.campaign(name)
+    if row is None:
+        raise UserError(f"no campaign {name!r} in {store.path}" if name else "no campaign yet")
+    return int(row["id"])
+
+
+def load_view(
+    store: Store, campaign: int, *, baseline: str | None = None, detail: bool = True
+) -> ReportView:
+    """The view model of one campaign; without ``detail``, no per-second series or histograms."""
+    return build_view(
+        load_campaign(store, campaign),
+        load_servers(store, campaign),
+        load_runs(store, campaign, detail=detail),
+        baseline=baseline,
+    )
+
+
+def build_view(
+    campaign: CampaignView,
+    servers: Sequence[ServerView],
+    runs: Sequence[RunView],
+    *,
+    baseline: str | None = None,
+    confidence: float = CONFIDENCE,
+) -> ReportView:
+    dims = run_dims(runs)
+    cells = tuple(add_efficiency(build_cells(runs, dims, confidence)))
+    axes = tuple(a for a in AXES if len({d[a.key] for d in dims.values()}) > 1)
+    labels = _server_labels(servers, runs)
+    chosen = choose_baseline(labels, servers, baseline)
+    changes = tuple(compare_servers(cells, runs, chosen, confidence)) if chosen else ()
+    return ReportView(
+        campaign=campaign,
+        servers=tuple(servers),
+        differing_settings=differing_settings(servers),
+        runs=tuple(runs),
+        cells=cells,
+        axes=axes,
+        series_axis=default_series_axis(axes),
+        baseline=chosen,
+        changes=changes,
+        advice=advice.collect(runs, cells, axes),
+        confidence=confidence,
+    )
+
+
+# -- axes --------------------------------------------------------------------------------------
+
+
+def run_dims(runs: Sequence[RunView]) -> dict[int, dict[str, str]]:
+    """Every run's value on every axis, as display text."""
+    dims = {r.id: _base_dims(r) for r in runs}
+    # "options" names only the options that tell otherwise identical cells apart.
+    groups: dict[tuple[str, ...], set[Pairs]] = {}
+    for r in runs:
+        groups.setdefault(_dims_key(dims[r.id]), set()).add(r.options)
+    for r in runs:
+        if len(groups[_dims_key(dims[r.id])]) > 1:
+            dims[r.id]["options"] = " ".join(f"{k}={v}" for k, v in r.options)
+    return dims
+
+
+def _base_dims(r: RunView) -> dict[str, str]:
+    duration = f"{r.duration_s} s" if r.duration_s else f"{r.transactions_per_client} tx/client"
+    return {
+        "server": r.server,
+        "scale": str(r.scale),
+        "workload": r.workload,
+        "clients": str(r.clients),
+        "protocol": r.protocol,
+        "rate": f"{r.rate:g} tps" if r.rate else "unlimited",
+        "latency_limit": f"{r.latency_limit_ms:g} ms" if r.latency_limit_ms else "none",
+        "connect": "new per transaction (-C)" if r.connect else "persistent",
+        "duration": duration,
+        "options": "",
+    }
+
+
+def _dims_key(dims: dict[str, str]) -> tuple[str, ...]:
+    return (*tuple(dims[a.key] for a in AXES if a.key != "options"), dims["clients"])
+
+
+def default_series_axis(axes: Sequence[Axis]) -> str | None:
+    keys = [a.key for a in axes]
+    for preferred in ("server", "protocol", "rate", "connect", "latency_limit"):
+        if preferred in keys:
+            return preferred
+    return keys[0] if keys else None
+
+
+# -- cells -------------------------------------------------------------------------------------
+
+
+def build_cells(
+    runs: Sequence[RunView], dims: dict[int, dict[str, str]], confidence: float
+) -> list[CellView]:
+    by_cell: dict[str, list[RunView]] = {}
+    for r in runs:
+        by_cell.setdefault(r.cell_id, []).append(r)
+    servers = list(dict.fromkeys(r.server for r in runs))
+    groups = sorted(by_cell.values(), key=lambda group: _cell_order(group[0], servers))
+    return [cell_view(group, dims[group[0].id], confidence) for group in groups]
+
+
+def _cell_order(r: RunView, servers: list[str]) -> tuple[object, ...]:
+    """Servers in the order they ran, then numbers by value, clients last."""
+    return (
+        servers.index(r.server),
+        r.scale,
+        r.workload,
+        r.protocol,
+        r.rate or 0.0,
+        r.latency_limit_ms or 0.0,
+        r.connect,
+        r.duration_s or 0,
+        r.transactions_per_client or 0,
+        r.options,
+        r.clients,
+    )
+
+
+def cell_view(runs: Sequence[RunView], dims: dict[str, str], confidence: float) -> CellView:
+    good = [r for r in runs if r.ok]
+    return CellView(
+        cell_id=runs[0].cell_id,
+        dims=tuple(dims.items()),
+        clients=runs[0].clients,
+        run_ids=tuple(r.id for r in runs),
+        n_ok=len(good),
+        n_not_ok=len(runs) - len(good),
+        tps=mean_interval([r.tps for r in good if r.tps is not None], confidence),
+        latency_avg_ms=_mean(good, lambda r: r.latency_avg_ms),
+        p50_ms=_mean(good, lambda r: r.p50_ms),
+        p95_ms=_mean(good, lambda r: r.p95_ms),
+        p99_ms=_mean(good, lambda r: r.p99_ms),
+        p999_ms=_mean(good, lambda r: r.p999_ms),
+        max_ms=max((r.max_ms for r in good if r.max_ms is not None), default=None),
+        late_share=_mean(good, lambda r: r.late_share),
+        skipped_share=_mean(good, lambda r: r.skipped_share),
+        rate=runs[0].rate,
+        efficiency=None,
+        efficiency_base_clients=None,
+    )
+
+
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
+    """Mean of run-level values with Student's t interval over the repeats (None: no values).
+
+    Runs, not seconds, are the unit: per-second samples are autocorrelated (design, §4).
+    """
+    if not values:
+        return None
+    s = summarize(values)
+    if s.stddev is None:
+        return Interval(s.n, s.mean, None, None, None, None)
+    half = student_t_quantile(0.5 + confidence / 2, s.n - 1) * s.stddev / math.sqrt(s.n)
+    return Interval(s.n, s.mean, s.mean - half, s.mean + half, s.stddev, s.cv)
+
+
+def _mean(runs: Sequence[RunView], get: Callable[[RunView], float | None]) -> float | None:
+    values = [v for v in map(get, runs) if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def add_efficiency(cells: Sequence[CellView]) -> list[CellView]:
+    """Scaling efficiency: TPS(c) / (TPS(c0) x c / c0), c0 the fewest clients of the line."""
+    lines: dict[tuple[tuple[str, str], ...], list[CellView]] = {}
+    for c in cells:
+        lines.setdefault(tuple(d for d in c.dims if d[0] != "clients"), []).append(c)
+    out = {}
+    for line in lines.values():
+        measured = [c for c in line if c.tps is not None]
+        base = min(measured, key=lambda c: c.clients, default=None)
+        for c in line:
+            out[c.cell_id] = _with_efficiency(c, base)
+    return [out[c.cell_id] for c in cells]
+
+
+def _with_efficiency(cell: CellView, base: CellView | None) -> CellView:
+    if base is None or cell.tps is None or base.tps is None or base.tps.mean <= 0:
+        return cell
+    ideal = base.tps.mean * cell.clients / base.clients
+    return replace(cell, efficiency=cell.tps.mean / ideal, efficiency_base_clients=base.clients)
+
+
+# -- servers and comparisons --------------------------------------------------------------------
+
+
+def _server_labels(servers: Sequence[ServerView], runs: Sequence[RunView]) -> list[str]:
+    labels = [s.label for s in servers]
+    labels += [r.server for r in runs if r.server not in labels]
+    return list(dict.fromkeys(labels))
+
+
+def choose_baseline(
+    labels: Sequence[str], servers: Sequence[ServerView], wanted: str | None
+) -> str | None:
+    """The baseline server label: as asked (label or unique name), else the first server."""
+    if len(labels) < 2:
+        return None
+    if wanted is None:
+        return labels[0]
+    if wanted in labels:
+        return wanted
+    named = [s.label for s in servers if s.name == wanted]
+    if len(named) == 1:
+        return named[0]
+    raise UserError(f"no server {wanted!r} to use as baseline; choose one of: {', '.join(labels)}")
+
+
+def differing_settings(servers: Sequence[ServerView]) -> tuple[str, ...]:
+    """Setting names whose value (or presence) differs between the servers."""
+    if len(servers) < 2:
+        return ()
+    tables = [dict(s.settings) for s in servers]
+    names = sorted({k for t in tables for k in t})
+    return tuple(n for n in names if len({t.get(n) for t in tables}) > 1)
+
+
+def compare_servers(
+    cells: Sequence[CellView], runs: Sequence[RunView], baseline: str, confidence: float
+) -> list[ChangeView]:
+    """Every candidate cell against the baseline server's cell with the same other axes."""
+    by_id = {r.id: r for r in runs}
+    index = {_match_key(c): c for c in cells if c.dim("server") == baseline}
+    changes = []
+    for cell in cells:
+        base = index.get(_match_key(cell))
+        if cell.dim("server") == baseline or base is None:
+            continue
+        for metric, higher_is_better in (("tps", True), ("p99", False)):
+            change = _change(cell, base, by_id, metric, higher_is_better, confidence)
+            if change is not None:
+                changes.append(change)
+    return changes
+
+
+def _match_key(cell: CellView) -> Pairs:
+    return tuple(d for d in cell.dims if d[0] != "server")
+
+
+def metric_values(cell: CellView, by_id: dict[int, RunView], metric: str) -> list[float]:
+    runs = [by_id[i] for i in cell.run_ids if by_id[i].ok]
+    values = [r.tps if metric == "tps" else r.p99_ms for r in runs]
+    return [v for v in values if v is not None and v > 0]
+
+
+def _change(
+    cell: CellView,
+    base: CellView,
+    by_id: dict[int, RunView],
+    metric: str,
+    higher_is_better: bool,
+    confidence: float,
+) -> ChangeView | None:
+    cand_values = metric_values(cell, by_id, metric)
+    base_values = metric_values(base, by_id, metric)
+    if not cand_values or not base_values:
+        return None
+    result = compare(
+        base_values, cand_values, higher_is_better=higher_is_better, confidence=confidence
+    )
+    return ChangeView(
+        candidate=cell.dim("server"),
+        baseline=base.dim("server"),
+        cell_id=cell.cell_id,
+        baseline_cell_id=base.cell_id,
+        metric=metric,
+        relative_change=result.relative_change,
+        ci_low=result.ci_low,
+        ci_high=result.ci_high,
+        verdict=str(result.verdict),
+        reason=result.reason,
+    )

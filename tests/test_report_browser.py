@@ -1,0 +1,173 @@
+"""The HTML report in a real headless Chromium, with the network unusable: it loads with no
+console message, every chart draws marks, a run's detail opens, hostile names stay text.
+
+The real-campaign test reads the database of `real_campaign` (conftest.py: real PostgreSQL 15
+and 18, real pgbench). Set PGBENCHLAB_UPDATE_SCREENSHOT=1 to refresh
+docs/report-screenshot.png from it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest_report import FakeServer, SyntheticPlan, add_events, write_synthetic
+from pgbenchlab.report import write_report
+from pgbenchlab.report.viewmodel import load_view
+from pgbenchlab.store import Store
+from report_browser import Browser, chromium, open_report, screenshot_of
+
+pytestmark = pytest.mark.browser
+
+DOCS_SCREENSHOT = Path(__file__).parent.parent / "docs" / "report-screenshot.png"
+HOSTILE = "<script>alert(1)</script>"
+PROBES = {
+    "text": "document.body.innerText",
+    "pwned": "typeof window.pwned",
+    "detail_hidden": "document.getElementById('run-detail').hidden",
+    "table_rows": "document.querySelectorAll('#run-table tbody tr').length",
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_chromium() -> None:
+    if chromium() is None:
+        pytest.skip("chromium not installed: browser test NOT run (apt-get install chromium)")
+
+
+def assert_drawn(charts: dict[str, int], expected: set[str]) -> None:
+    assert expected <= set(charts), f"missing charts: {expected - set(charts)}"
+    empty = [name for name, marks in charts.items() if marks <= 0]
+    assert not empty, f"charts with nothing drawn: {empty}"
+
+
+def test_hostile_names_render_as_text(tmp_path: Path) -> None:
+    payload = "<img src=x onerror=window.pwned=1>"
+    plan = SyntheticPlan(
+        name=f"</script>{payload}",
+        servers=(
+            FakeServer(HOSTILE, "15.18", 1.0, {"work_mem": payload}),
+            FakeServer('pg18"><svg onload=window.pwned=2>', "18.1", 1.1),
+        ),
+        clients=(1, 2),
+        rates=(1000.0, 4000.0),
+        latency_limit_ms=5.0,
+        repeats=2,
+        failures=(4,),
+        duration_s=5,
+    )
+    db = write_synthetic(tmp_path / "res", plan)
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE runs SET error = ? WHERE status = 'failed'", (payload,))
+    add_events(db, [(1, 2.0, "checkpoint_start", payload)])
+    out = write_report(db, output=tmp_path / "report.html")
+    assert isinstance(out, Path)
+    failed_id = 5  # sequence 4
+    result = open_report(out, f"#run-{failed_id}", probes=PROBES)
+    assert result.console == []
+    assert result.checks["pwned"] == "undefined"
+    text = result.checks["text"]
+    assert HOSTILE in text and payload in text  # shown, literally, as text
+    assert result.checks["detail_hidden"] is False
+    assert_drawn(result.charts, {"chart-tps", "chart-latency", "chart-rate", "chart-heat-tps"})
+    # a run with a server event: the event is a mark on its time series
+    with_event = open_report(out, "#run-1", probes=PROBES)
+    assert with_event.console == [] and with_event.checks["pwned"] == "undefined"
+    assert_drawn(with_event.charts, {"run-tps", "run-latency", "run-sorted", "run-hist"})
+    assert with_event.charts["run-tps"] == 2  # the TPS line and the event's rule
+
+
+@pytest.mark.server
+def test_real_campaign_report_in_the_browser(real_campaign: Any, tmp_path: Path) -> None:
+    db = real_campaign.results_dir / "results.db"
+    out = write_report(db, output=tmp_path / "report.html")
+    assert isinstance(out, Path)
+    result = open_report(out, probes=PROBES, screenshot=True)
+    assert result.console == [], result.console
+    assert_drawn(
+        result.charts,
+        {
+            "chart-tps",
+            "chart-latency",
+            "chart-efficiency",
+            "chart-dist",
+            "chart-heat-tps",
+            "chart-heat-p99",
+        },
+    )
+    with Store(db) as store:
+        runs = store.runs(1)
+    assert result.checks["table_rows"] == len(runs)
+    assert result.screenshot and result.screenshot.startswith(b"\x89PNG")
+    (tmp_path / "report.png").write_bytes(result.screenshot)
+    # a run's detail: its per-second series and its latency distribution
+    run_id = int(runs[-1]["id"])
+    detail = open_report(out, f"#run-{run_id}", probes=PROBES)
+    assert detail.console == [], detail.console
+    assert detail.checks["detail_hidden"] is False
+    assert_drawn(detail.charts, {"run-tps", "run-latency", "run-sorted", "run-hist", "run-cdf"})
+    assert result.render_ms is not None and result.render_ms < 5000
+    if os.environ.get("PGBENCHLAB_UPDATE_SCREENSHOT"):
+        DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
+        DOCS_SCREENSHOT.write_bytes(screenshot_of(out, "#charts", 1900))
+
+
+@pytest.mark.server
+def test_real_campaign_view_model_matches_the_database(real_campaign: Any) -> None:
+    db = real_campaign.results_dir / "results.db"
+    with Store(db) as store:
+        view = load_view(store, 1)
+    connection = sqlite3.connect(db)
+    try:
+        for cell in view.cells:
+            rows = connection.execute(
+                "SELECT tps, p99_ms, p50_ms FROM latest_runs "
+                "WHERE cell_id = ? AND status = 'ok' AND tps IS NOT NULL",
+                (cell.cell_id,),
+            ).fetchall()
+            assert cell.n_ok == len(rows)
+            if not rows:
+                continue
+            assert cell.tps is not None
+            assert cell.tps.mean == pytest.approx(statistics.fmean(r[0] for r in rows))
+            p99 = [r[1] for r in rows if r[1] is not None]
+            assert cell.p99_ms == (pytest.approx(statistics.fmean(p99)) if p99 else None)
+        count = connection.execute("SELECT count(*) FROM latest_runs").fetchone()[0]
+        servers = [r[0] for r in connection.execute("SELECT name FROM servers ORDER BY id")]
+    finally:
+        connection.close()
+    assert len(view.runs) == count
+    assert [s.name for s in view.servers] == servers
+    assert view.baseline == servers[0]
+    assert {r.histogram is not None for r in view.runs if r.ok} == {True}
+    assert all(r.seconds for r in view.runs if r.ok)
+
+
+def test_lines_per_any_axis_the_reader_picks(tmp_path: Path) -> None:
+    plan = SyntheticPlan(clients=(1, 4), rates=(None, 2000.0), repeats=2, duration_s=5)
+    out = write_report(write_synthetic(tmp_path, plan), output=tmp_path / "r.html")
+    assert isinstance(out, Path)
+    with Browser() as browser:
+        first = browser.open(out.as_uri())
+        options = browser.evaluate(
+            "[...document.querySelectorAll('#series-axis option')].map(o => o.value)"
+        )
+        assert options == ["server", "workload", "rate"]
+        legend = "[...document.querySelectorAll('#chart-tps .role-legend-label text')]"
+        assert browser.evaluate(f"{legend}.map(t => t.textContent)") == ["pg15", "pg18"]
+        browser.evaluate(
+            "(() => { const s = document.getElementById('series-axis'); s.value = 'rate';"
+            " s.dispatchEvent(new Event('change'));"
+            " return new Promise(r => setTimeout(r, 1500)); })()"
+        )
+        labels = browser.evaluate(f"{legend}.map(t => t.textContent)")
+        redrawn = browser.marks()
+        problems = browser.problems()
+    assert first.console == [] and problems == []
+    assert labels == ["unlimited", "2000 tps"]  # in the matrix order, not alphabetical
+    assert all(redrawn[c] > 0 for c in ("chart-tps", "chart-latency", "chart-efficiency"))
