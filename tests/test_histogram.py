@@ -144,6 +144,14 @@ def test_empty_histogram() -> None:
         _ = empty.mean
 
 
+def test_out_of_range_inputs_are_value_errors() -> None:
+    for bad in ([-1], [MAX_VALUE + 1]):
+        with pytest.raises(ValueError):
+            LatencyHistogram.from_values(bad)
+    with pytest.raises(ValueError):
+        LatencyHistogram.from_counts([(5, -1)])
+
+
 def test_known_values() -> None:
     histogram = LatencyHistogram.from_counts([(100, 50), (1000, 45), (250_000, 5)])
     assert histogram.percentile("50") == 100  # exact below 256 µs

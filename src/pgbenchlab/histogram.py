@@ -108,14 +108,13 @@ class LatencyHistogram:
     @classmethod
     def from_values(cls, values: Iterable[int]) -> LatencyHistogram:
         """From individual latencies."""
-        return cls.from_arrays(np.fromiter(values, dtype=np.int64), None)
+        return cls.from_arrays(_int64_array(values), None)
 
     @classmethod
     def from_counts(cls, pairs: Iterable[tuple[int, int]]) -> LatencyHistogram:
         """From exact (value, count) pairs; values may repeat, zero counts are ignored."""
         items = list(pairs)
-        values = np.array([v for v, _ in items], dtype=np.int64)
-        counts = np.array([c for _, c in items], dtype=np.int64)
+        values, counts = _int64_array(v for v, _ in items), _int64_array(c for _, c in items)
         return cls.from_arrays(values, counts)
 
     @classmethod
@@ -231,6 +230,13 @@ class LatencyHistogram:
             _optional_int(document.get("max")),
             _int(document.get("sum")),
         )
+
+
+def _int64_array(values: Iterable[int]) -> npt.NDArray[np.int64]:
+    try:
+        return np.fromiter(values, dtype=np.int64)
+    except OverflowError:
+        raise ValueError("latency or count beyond 2**63 - 1") from None
 
 
 def _exact_sum(values: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> int:

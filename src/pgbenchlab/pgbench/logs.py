@@ -1,9 +1,11 @@
 """pgbench log files: per-transaction (``-l``) and aggregated (``--aggregate-interval``).
 
 pgbench writes one file per thread (``prefix.PID``, ``prefix.PID.1``, …); archived copies may be
-zstd-compressed (``.zst``). Both kinds are accepted. A file cut short by a killed pgbench ends in
-a partial line: it is ignored and counted in ``truncated_lines``. Any other line that does not
-have the expected shape raises `PgbenchParseError`; so do unreadable ``.zst`` files.
+zstd-compressed (``.zst``). Both kinds are accepted, with LF or CRLF line ends. A file cut short
+by a killed pgbench ends in a partial line: it is ignored and counted in ``truncated_lines``.
+Any other line that does not have the expected shape (number of fields, integers where
+integers belong, a known word in the time column for that version) raises `PgbenchParseError`;
+so do unreadable ``.zst`` files. Nothing else is raised for any file content.
 
 Per-transaction logs are read with polars' streaming engine in one pass whose memory does not
 grow with the file: every line becomes a (completion second, key) pair and only the count of
@@ -235,9 +237,10 @@ def analyse_transaction_logs(
 ) -> TransactionLogSummary:
     """Counts, exact distributions and a per-second series from a run's ``-l`` files.
 
-    `rate_limited`: the run used ``-R`` (lines carry a schedule-lag column); `has_retries_column`:
-    15+ with ``--max-tries`` other than 1. `window` = (start, end) in epoch seconds keeps only
-    transactions completed in [start, end), e.g. to cut the warmup."""
+    `pg_major`: pgbench's major version (9 for 9.6). `rate_limited`: the run used ``-R`` (lines
+    carry a schedule-lag column); `has_retries_column`: 15+ with ``--max-tries`` other than 1.
+    `window` = (start, end) in epoch seconds keeps only transactions completed in [start, end),
+    e.g. to cut the warmup; lines outside are still checked, and counted apart."""
     if has_retries_column and pg_major < 15:
         raise ValueError("pgbench logs have a retries column only from 15 on")
     if not 0 < sampling_rate <= 1:
