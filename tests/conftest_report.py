@@ -8,6 +8,7 @@ the `real_campaign` fixture of conftest.py instead.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import sqlite3
@@ -263,12 +264,17 @@ def run_count(plan: SyntheticPlan) -> int:
 
 
 def add_events(db: Path, events: list[tuple[int, float, str, str]]) -> None:
-    """Server events as telemetry stores them (a run_events table)."""
+    """Server events as telemetry stores them: (run id, t, kind, detail)."""
     with sqlite3.connect(db) as connection:
-        connection.execute(
-            "CREATE TABLE IF NOT EXISTS run_events "
-            "(run_id INTEGER, t REAL, kind TEXT, summary TEXT, detail_json TEXT)"
-        )
         connection.executemany(
             "INSERT INTO run_events VALUES (?, ?, ?, ?, '{}')", [tuple(e) for e in events]
+        )
+
+
+def add_diagnosis(db: Path, run_id: int, verdict: str, evidence: list[str]) -> None:
+    """What limited a run, as telemetry's diagnosis stores it."""
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "INSERT INTO run_diagnosis VALUES (?, ?, ?, '{}')",
+            (run_id, verdict, json.dumps(evidence)),
         )

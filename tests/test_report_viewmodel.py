@@ -13,7 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest_report import FakeServer, SyntheticPlan, add_events, write_synthetic
+from conftest_report import (
+    FakeServer,
+    SyntheticPlan,
+    add_diagnosis,
+    add_events,
+    write_synthetic,
+)
 from pgbenchlab.comparison import compare
 from pgbenchlab.errors import UserError
 from pgbenchlab.histogram import LatencyHistogram
@@ -238,7 +244,8 @@ def test_rate_limited_runs_keep_pgbenchs_late_and_skipped_shares(tmp_path: Path)
         assert run.late_share == pytest.approx(late_pct / 100)
         assert run.skipped_share == pytest.approx(skipped_pct / 100)
     shares = [c.late_share or 0.0 for c in sorted(view.cells, key=lambda c: c.rate or 0)]
-    assert shares == sorted(shares) and shares[-1] > 0  # the model: more late transactions nearer capacity
+    # the model: more late transactions nearer capacity
+    assert shares == sorted(shares) and shares[-1] > 0
 
 
 def test_server_events_are_read_where_telemetry_stored_them(tmp_path: Path) -> None:
@@ -268,3 +275,21 @@ def test_display_histogram_matches_the_scalar_definition(values: list[int]) -> N
         for lo, hi, n in zip(shown.lower_ms, shown.upper_ms, shown.counts, strict=True)
     }
     assert got == expected
+
+
+def test_telemetrys_diagnosis_becomes_advice_and_a_column(tmp_path: Path) -> None:
+    db = write_synthetic(tmp_path, SyntheticPlan(clients=(1, 2), repeats=1, duration_s=120))
+    add_diagnosis(db, 1, "client_bound", ["pgbench threads on CPU 97 % of the run"])
+    add_diagnosis(db, 2, "checkpoint_disturbed", ["worst second 40 % of the median"])
+    add_diagnosis(db, 3, "lock_bound", ["Lock/transactionid 45 % of samples"])
+    with Store(db) as store:
+        view = load_view(store, 1)
+        summary = summary_text(store, 1)
+    kinds = {a.kind: a for a in view.advice}
+    assert kinds["load-generator"].run_ids == (1,)
+    assert kinds["checkpoint"].run_ids == (2,)
+    run = next(r for r in view.runs if r.id == 3)
+    assert run.diagnosis == "lock_bound"
+    assert run.diagnosis_evidence == ("Lock/transactionid 45 % of samples",)
+    assert "short-run" not in kinds
+    assert "warning: 1 run(s) saturated pgbench" in summary

@@ -34,6 +34,9 @@ REMEDIES = {
     "TPS measures that contention: initialise with scale ≥ clients",
     "load-generator": "TPS measures pgbench, not the server: give pgbench more threads (-j) or "
     "cores, or run it on another machine",
+    "checkpoint": "a checkpoint's dip decides such runs: make runs long enough to hold several "
+    "checkpoints (so each run has its share), or spread them (checkpoint_completion_target, a "
+    "larger max_wal_size) if that is the setting under test",
     "run-warning": "see the run's detail",
 }
 
@@ -50,6 +53,13 @@ def collect(
     )
     found += _grouped(
         runs, "load-generator", "warning", _load_generator_busy, "run(s) saturated pgbench"
+    )
+    found += _grouped(
+        runs,
+        "checkpoint",
+        "warning",
+        lambda r: r.diagnosis == "checkpoint_disturbed",
+        "run(s) lost throughput to a checkpoint inside the run",
     )
     found += _variation(runs, cells, axes)
     found += _other_stored(runs)
@@ -109,7 +119,7 @@ def _scale_text(runs: Sequence[RunView]) -> str:
 
 
 def _load_generator_busy(r: RunView) -> bool:
-    if _stored(r, "load generator"):
+    if _stored(r, "load generator") or r.diagnosis == "client_bound":
         return True
     if r.client_cpu_s is None or not r.duration_s or r.status == "failed":
         return False

@@ -217,6 +217,7 @@ def render(view: ReportView, *, source: str = "") -> str:
         servers=sections.servers_table(view),
         machine=sections.machine_table(view),
         shared=sections.shared_run_facts(view),
+        diagnosis=sections.diagnosis_table(view),
         plan=esc(view.campaign.plan_text),
         tables=sections.summary_tables(view),
         figures=figures,
@@ -244,7 +245,7 @@ _BODY = """
 <section id="warnings"><h2>Warnings</h2>{advice}</section>
 <section id="overview"><h2>Overview</h2>{campaign}
 <h3>Servers side by side</h3>{servers}
-{shared}
+{diagnosis}{shared}
 <h3>Machine</h3>{machine}
 <details><summary>The plan file</summary><pre>{plan}</pre></details></section>
 <section id="tables"><h2>Key tables</h2>{tables}</section>

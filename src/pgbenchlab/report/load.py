@@ -107,9 +107,10 @@ def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
 def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[RunView, ...]:
     """The campaign's runs; with ``detail`` also their seconds, histograms, events and output."""
     rows = store.runs(campaign_id)
-    if not detail:
-        return tuple(run_from_row(row) for row in rows)
     ids = [int(row["id"]) for row in rows]
+    diagnoses = _diagnoses_by_run(store.db, ids)
+    if not detail:
+        return tuple(run_from_row(row, **_diagnosis(diagnoses, row)) for row in rows)
     seconds = _seconds_by_run(store.db, ids)
     histograms = _histograms_by_run(store.db, ids)
     events = _events_by_run(store.db, ids)
@@ -125,9 +126,15 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
                 service_histogram=parse_histogram(histograms.get((run_id, "service"))),
                 events=tuple(events.get(run_id, ())),
                 pgbench_output=_raw_output(raw_dir, row),
+                **_diagnosis(diagnoses, row),
             )
         )
     return tuple(runs)
+
+
+def _diagnosis(found: dict[int, tuple[str, tuple[str, ...]]], row: sqlite3.Row) -> dict[str, Any]:
+    verdict, evidence = found.get(int(row["id"]), (None, ()))
+    return {"diagnosis": verdict, "diagnosis_evidence": evidence}
 
 
 def run_from_row(row: sqlite3.Row, **extra: Any) -> RunView:
@@ -209,21 +216,31 @@ def _histograms_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[tuple[int
 
 
 def _events_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, list[EventView]]:
-    """Server events during runs (checkpoints, autovacuum), where telemetry stored them: a
-    run_events table of (run_id, t seconds from the measured start, kind, summary)."""
-    columns = {str(r[1]) for r in db.execute("PRAGMA table_info(run_events)")}
+    """Server events during runs (checkpoints, autovacuum) that telemetry recorded."""
     found: dict[int, list[EventView]] = defaultdict(list)
-    if not {"run_id", "t", "kind"} <= columns:
-        return found
-    text = next((c for c in ("summary", "detail") if c in columns), "''")
     for chunk in _chunks(ids):
         marks = ",".join("?" * len(chunk))
         for r in db.execute(
-            f"SELECT run_id, t, kind, {text} FROM run_events WHERE run_id IN ({marks}) "
+            f"SELECT run_id, t, kind, detail FROM run_events WHERE run_id IN ({marks}) "
             "ORDER BY run_id, t",
             chunk,
         ):
-            found[int(r[0])].append(EventView(float(r[1]), str(r[2]), str(r[3] or "")))
+            found[int(r[0])].append(EventView(float(r[1]), str(r[2]), str(r[3])))
+    return found
+
+
+def _diagnoses_by_run(
+    db: sqlite3.Connection, ids: list[int]
+) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """What limited each run, with its evidence, where telemetry could tell."""
+    found: dict[int, tuple[str, tuple[str, ...]]] = {}
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        for r in db.execute(
+            f"SELECT run_id, verdict, evidence_json FROM run_diagnosis WHERE run_id IN ({marks})",
+            chunk,
+        ):
+            found[int(r[0])] = (str(r[1]), tuple(str(e) for e in json.loads(r[2])))
     return found
 
 

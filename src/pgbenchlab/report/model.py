@@ -148,6 +148,8 @@ class RunView:
     histogram: HistogramView | None = None
     service_histogram: HistogramView | None = None
     events: tuple[EventView, ...] = ()
+    diagnosis: str | None = None  # what limited the run, from telemetry (`pgbenchlab.diagnosis`)
+    diagnosis_evidence: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

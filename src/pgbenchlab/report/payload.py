@@ -68,6 +68,13 @@ COLUMNS: tuple[Column, ...] = (
     _col("client_cpu_us_per_tx", "client µs/tx", "num", "pgbench CPU time per transaction"),
     _col("warmup_tps", "warmup TPS", "tps"),
     _col("latency_source", "latency from", "text", "how the percentiles were measured"),
+    Column(
+        "diagnosis",
+        "limited by",
+        "text",
+        lambda r: (r.diagnosis or "").replace("_", " "),
+        "what limited the run, from telemetry (wait events, CPU, I/O, checkpoints)",
+    ),
     Column("warnings", "warnings", "int", lambda r: len(r.stored_warnings) or None),
     _col("cell_id", "cell", "text", hidden=True),
 )
@@ -119,6 +126,7 @@ def run_facts(r: RunView) -> list[tuple[str, str]]:
     ]
     facts += [(f"option {k}", v) for k, v in r.options if k not in SHOWN_ELSEWHERE]
     facts += [(f"stored warning {i + 1}", w) for i, w in enumerate(r.stored_warnings)]
+    facts += [(f"limited by: evidence {i + 1}", e) for i, e in enumerate(r.diagnosis_evidence)]
     return [(k, v) for k, v in facts if v]
 
 

@@ -127,6 +127,26 @@ def _other_settings(server: ServerView, view: ReportView) -> str:
     return _pairs_text(same) or "-"
 
 
+def diagnosis_table(view: ReportView) -> str:
+    """How many runs each limit held back, where telemetry could tell."""
+    counts: dict[str, int] = {}
+    for r in view.runs:
+        if r.diagnosis:
+            counts[r.diagnosis] = counts.get(r.diagnosis, 0) + 1
+    if not counts:
+        return ""
+    rows = [(k.replace("_", " "), f"{n} run(s)") for k, n in sorted(counts.items(), key=_by_count)]
+    note = (
+        '<p class="note">From each run\'s telemetry (wait events, CPU, I/O, checkpoints); the '
+        "run table's “limited by” column and each run's detail give the evidence.</p>"
+    )
+    return f"<h3>What limited the runs</h3>{facts_table(rows)}{note}"
+
+
+def _by_count(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
 def shared_run_facts(view: ReportView) -> str:
     facts = common_facts(view)
     if not facts:
