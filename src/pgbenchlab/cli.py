@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from pgbenchlab import __version__, exporting, installs, plan, runner
+from pgbenchlab import __version__, exporting, installs, plan, report, runner
 from pgbenchlab.errors import UserError
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.results import FAILED, RunResult
@@ -94,6 +94,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=exporting.FORMATS, default="csv")
     p.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
 
+    p = command("report", cmd_report, "write a campaign's report: HTML, Markdown, chart images")
+    results_option(p)
+    p.add_argument("--campaign", help="campaign name (default: the latest)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="output file (HTML: default report.html beside the results database; "
+        "Markdown: default standard output)",
+    )
+    p.add_argument("--format", choices=report.FORMATS, default="html")
+    p.add_argument(
+        "--images", type=Path, metavar="DIR", help="also write every chart as PNG and SVG"
+    )
+    p.add_argument(
+        "--baseline", metavar="SERVER", help="the server others are compared with (default: first)"
+    )
+
     p = command("campaigns", cmd_campaigns, "list the campaigns in a results database")
     results_option(p)
 
@@ -154,9 +172,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_OK
     reporter = make_reporter(args)
     outcome = runner.run_campaign(the_plan, args.results, reporter, fresh=args.fresh)
-    with Store(outcome.results_dir / runner.RESULTS_DB) as store:
-        print_summary(store, outcome.campaign_id, sys.stdout if not args.json else sys.stderr)
-    print(f"results: {outcome.results_dir / runner.RESULTS_DB}", file=sys.stderr)
+    database = outcome.results_dir / runner.RESULTS_DB
+    with Store(database) as store:
+        summary = report.summary_text(store, outcome.campaign_id)
+    print(summary, file=sys.stdout if not args.json else sys.stderr)
+    html = report.write_report(database, campaign=the_plan.name)
+    print(f"results: {database}\nreport: {html}", file=sys.stderr)
     if outcome.interrupted:
         print("pgbenchlab: interrupted; run the same command again to continue", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -345,25 +366,6 @@ def format_duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def print_summary(store: Store, campaign_id: int, stream: TextIO) -> None:
-    rows = exporting.cell_summary(store, campaign_id)
-    table = [["server", "scale", "workload", "clients", "runs", "tps (mean)", "p99 ms", "failed"]]
-    for r in rows:
-        table.append(
-            [
-                r["server"],
-                str(r["scale"]),
-                r["workload"],
-                str(r["clients"]),
-                str(r["runs"]),
-                fmt(r["tps"], ",.0f"),
-                fmt(r["p99_ms"], ".3f"),
-                str(r["failed"]),
-            ]
-        )
-    print_table(table, stream)
-
-
 def fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -449,6 +451,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     with open_store(args.results) as store:
         detail = exporting.run_detail(store, args.run_id)
     print(json.dumps(detail, indent=2))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    written = report.write_report(
+        args.results / runner.RESULTS_DB,
+        campaign=args.campaign,
+        output=args.output,
+        fmt=args.format,
+        images_dir=args.images,
+        baseline=args.baseline,
+    )
+    print(written, end="" if isinstance(written, str) else "\n")
     return EXIT_OK
 
 

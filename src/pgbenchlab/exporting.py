@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from statistics import fmean
 from typing import Any
 
 import polars as pl
@@ -48,36 +47,6 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     for s in detail["seconds"]:
         s.pop("run_id", None)
     return detail
-
-
-def cell_summary(store: Store, campaign_id: int) -> list[dict[str, Any]]:
-    """One row per matrix cell: mean TPS and p99 over its successful repeats."""
-    cells: dict[str, list[Any]] = {}
-    for row in store.runs(campaign_id):
-        cells.setdefault(row["cell_id"], []).append(row)
-    summary = []
-    for runs in cells.values():
-        good = [r for r in runs if r["status"] == "ok" and r["tps"] is not None]
-        p99s = [r["p99_ms"] for r in good if r["p99_ms"] is not None]
-        first = runs[0]
-        summary.append(
-            {
-                "server": first["server"] + settings_suffix(first["server_settings_json"]),
-                "scale": first["scale"],
-                "workload": first["workload"],
-                "clients": first["clients"],
-                "runs": len(good),
-                "failed": len(runs) - len(good),
-                "tps": fmean(r["tps"] for r in good) if good else None,
-                "p99_ms": fmean(p99s) if p99s else None,
-            }
-        )
-    return summary
-
-
-def settings_suffix(settings_json: str) -> str:
-    settings = json.loads(settings_json)
-    return "".join(f" {k}={v}" for k, v in settings.items())
 
 
 def write(rows: list[dict[str, Any]], fmt: str, output: Path | None) -> None:
