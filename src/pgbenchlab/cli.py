@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from importlib import resources
@@ -14,6 +15,7 @@ from typing import Any, TextIO
 from pgbenchlab import __version__, exporting, installs, plan, report, runner
 from pgbenchlab.errors import UserError
 from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.report import compare
 from pgbenchlab.results import FAILED, RunResult
 from pgbenchlab.store import Store
 
@@ -32,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pgbenchlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # output piped into head, say: not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
+        return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,6 +116,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline", metavar="SERVER", help="the server others are compared with (default: first)"
     )
+
+    p = command(
+        "compare",
+        cmd_compare,
+        "compare two servers of a campaign (--baseline/--candidate) or two campaigns, "
+        "cell by cell, with confidence intervals and verdicts",
+    )
+    results_option(p)
+    p.add_argument("campaigns", nargs="*", metavar="CAMPAIGN", help="two campaigns to compare")
+    p.add_argument("--campaign", help="within this campaign (default: the latest)")
+    p.add_argument("--baseline", metavar="SERVER")
+    p.add_argument("--candidate", metavar="SERVER")
+    p.add_argument(
+        "--threshold",
+        default="2%",
+        help="smallest change that matters, e.g. 3%% (default %(default)s)",
+    )
+    p.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when any cell regressed"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = command("campaigns", cmd_campaigns, "list the campaigns in a results database")
     results_option(p)
@@ -464,6 +490,35 @@ def cmd_report(args: argparse.Namespace) -> int:
         baseline=args.baseline,
     )
     print(written, end="" if isinstance(written, str) else "\n")
+    return EXIT_OK
+
+
+def parse_threshold(text: str) -> float:
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise UserError(f"--threshold {text!r}: give a share such as 3% or 0.03")
+    return value
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    threshold = parse_threshold(args.threshold)
+    with open_store(args.results) as store:
+        if args.campaigns:
+            if len(args.campaigns) != 2 or args.baseline or args.candidate:
+                raise UserError("compare CAMPAIGN_A CAMPAIGN_B, or --baseline and --candidate")
+            baseline, candidate = args.campaigns
+            changes = compare.across_campaigns(store, baseline, candidate, threshold)
+        else:
+            if not (args.baseline and args.candidate):
+                raise UserError("give --baseline SERVER and --candidate SERVER, or two campaigns")
+            baseline, candidate = args.baseline, args.candidate
+            changes = compare.within_campaign(store, args.campaign, baseline, candidate, threshold)
+    print(compare.as_json(changes) if args.json else compare.as_text(changes, baseline, candidate))
+    if args.fail_on_regression and compare.regressed(changes):
+        return EXIT_RUNS_FAILED
     return EXIT_OK
 
 

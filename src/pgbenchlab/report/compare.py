@@ -1,0 +1,178 @@
+"""`pgbenchlab compare`: every matrix cell two selections have in common, with a verdict.
+
+A selection is one server of a campaign (within a campaign) or a whole campaign (across
+campaigns). Cells are matched on every axis but the one that differs; the unit of evidence is
+the run (repeats), and the verdicts come from `pgbenchlab.comparison.compare`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from pgbenchlab.comparison import Comparison, Verdict, compare
+from pgbenchlab.errors import UserError
+from pgbenchlab.report.model import CellView, ReportView, RunView
+from pgbenchlab.report.viewmodel import campaign_id, load_view, metric_values
+from pgbenchlab.store import Store
+
+# metric → (label, higher is better)
+METRICS = {"tps": ("TPS", True), "p99": ("p99 latency", False), "p50": ("p50 latency", False)}
+
+
+@dataclass(frozen=True)
+class CellChange:
+    cell: str  # the matched axes, as text
+    metric: str
+    baseline_n: int
+    candidate_n: int
+    baseline_mean: float
+    candidate_mean: float
+    relative_change: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: str
+    repeats_needed: int | None
+    reason: str
+
+
+def within_campaign(
+    store: Store, campaign: str | None, baseline: str, candidate: str, threshold: float
+) -> list[CellChange]:
+    view = load_view(store, campaign_id(store, campaign), detail=False)
+    servers = {c.dim("server") for c in view.cells}
+    for name in (baseline, candidate):
+        if name not in servers:
+            raise UserError(
+                f"no server {name!r} in this campaign; servers: {', '.join(sorted(servers))}"
+            )
+    base = [c for c in view.cells if c.dim("server") == baseline]
+    cand = [c for c in view.cells if c.dim("server") == candidate]
+    return match(view, base, view, cand, ignore=("server",), threshold=threshold)
+
+
+def across_campaigns(store: Store, first: str, second: str, threshold: float) -> list[CellChange]:
+    views = [load_view(store, campaign_id(store, name), detail=False) for name in (first, second)]
+    single_server = all(len({c.dim("server") for c in v.cells}) == 1 for v in views)
+    # One server each (a patch against master, say): compare whatever the servers are called.
+    ignore = ("server",) if single_server else ()
+    return match(
+        views[0], views[0].cells, views[1], views[1].cells, ignore=ignore, threshold=threshold
+    )
+
+
+def match(
+    base_view: ReportView,
+    base_cells: Sequence[CellView],
+    cand_view: ReportView,
+    cand_cells: Sequence[CellView],
+    *,
+    ignore: tuple[str, ...],
+    threshold: float,
+) -> list[CellChange]:
+    def key(cell: CellView) -> tuple[tuple[str, str], ...]:
+        return tuple(d for d in cell.dims if d[0] not in ignore)
+
+    index = {key(c): c for c in base_cells}
+    base_runs = {r.id: r for r in base_view.runs}
+    cand_runs = {r.id: r for r in cand_view.runs}
+    varying = varying_axes([key(c) for c in base_cells])
+    changes = []
+    for cell in cand_cells:
+        base = index.get(key(cell))
+        if base is None:
+            continue
+        label = ", ".join(f"{k}={v}" for k, v in key(cell) if k in varying) or "all"
+        for metric in METRICS:
+            change = cell_change(label, metric, base, base_runs, cell, cand_runs, threshold)
+            if change is not None:
+                changes.append(change)
+    if not changes:
+        raise UserError("the two selections have no matrix cell with results in common")
+    return changes
+
+
+def varying_axes(keys: Sequence[tuple[tuple[str, str], ...]]) -> set[str]:
+    """The axes whose value differs between cells: the ones worth naming in a label."""
+    values: dict[str, set[str]] = {}
+    for key in keys:
+        for axis, value in key:
+            values.setdefault(axis, set()).add(value)
+    return {axis for axis, seen in values.items() if len(seen) > 1}
+
+
+def cell_change(
+    label: str,
+    metric: str,
+    base: CellView,
+    base_runs: dict[int, RunView],
+    cand: CellView,
+    cand_runs: dict[int, RunView],
+    threshold: float,
+) -> CellChange | None:
+    base_values = values(base, base_runs, metric)
+    cand_values = values(cand, cand_runs, metric)
+    if not base_values or not cand_values:
+        return None
+    _, higher_is_better = METRICS[metric]
+    result: Comparison = compare(
+        base_values, cand_values, higher_is_better=higher_is_better, threshold=threshold
+    )
+    return CellChange(
+        cell=label,
+        metric=metric,
+        baseline_n=len(base_values),
+        candidate_n=len(cand_values),
+        baseline_mean=result.baseline.mean,
+        candidate_mean=result.candidate.mean,
+        relative_change=result.relative_change,
+        ci_low=result.ci_low,
+        ci_high=result.ci_high,
+        p_value=result.p_value,
+        verdict=str(result.verdict),
+        repeats_needed=result.repeats_needed,
+        reason=result.reason,
+    )
+
+
+def values(cell: CellView, runs: dict[int, RunView], metric: str) -> list[float]:
+    if metric == "p50":
+        found = [runs[i].p50_ms for i in cell.run_ids if runs[i].ok]
+        return [v for v in found if v is not None and v > 0]
+    return metric_values(cell, runs, metric)
+
+
+def regressed(changes: Sequence[CellChange]) -> bool:
+    return any(c.verdict == Verdict.REGRESSED for c in changes)
+
+
+def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str:
+    header = ["cell", "metric", "n", baseline, candidate, "change", "95 % CI", "verdict"]
+    rows = [header]
+    for c in changes:
+        interval = (
+            f"{c.ci_low:+.1%} … {c.ci_high:+.1%}"
+            if c.ci_low is not None and c.ci_high is not None
+            else "-"
+        )
+        verdict = c.verdict.replace("_", " ")
+        if c.repeats_needed:
+            verdict += f" (~{c.repeats_needed} runs per side needed)"
+        number = "{:,.0f}" if c.metric == "tps" else "{:.3f} ms"
+        rows.append([
+            c.cell, METRICS[c.metric][0], f"{c.baseline_n}/{c.candidate_n}",
+            number.format(c.baseline_mean), number.format(c.candidate_mean),
+            f"{c.relative_change:+.1%}", interval, verdict,
+        ])  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    counts = {v: sum(c.verdict == v for c in changes) for v in Verdict}
+    lines.append("")
+    lines.append(", ".join(f"{n} {v.value.replace('_', ' ')}" for v, n in counts.items()))
+    return "\n".join(lines)
+
+
+def as_json(changes: Sequence[CellChange]) -> str:
+    return json.dumps([asdict(c) for c in changes], indent=2)

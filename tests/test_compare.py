@@ -1,0 +1,95 @@
+"""Comparisons on real runs: a known change is found with the right sign, and the command's
+exit code gates CI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab import plan, runner
+from pgbenchlab.report import compare
+from pgbenchlab.store import Store
+from support import QuietReporter, require_installs
+
+pytestmark = pytest.mark.server
+
+KNOWN_CHANGE = """
+[campaign]
+name = "sync"
+repeats = 4
+[defaults]
+duration = "2s"
+warmup = "0s"
+[[server]]
+name = "async"
+install = "embedded"
+settings = { synchronous_commit = "off" }
+[[server]]
+name = "sync"
+install = "embedded"
+settings = { synchronous_commit = "on" }
+[matrix]
+scale = [1]
+workload = ["simple-update"]
+clients = [1]
+"""
+
+
+def test_synchronous_commit_on_regresses_against_off(tmp_path: Path, results_dir: Path) -> None:
+    require_installs("embedded")
+    the_plan = plan.parse(KNOWN_CHANGE, "p.toml", base=tmp_path)
+    outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    assert outcome.failed == 0
+    with Store(results_dir / runner.RESULTS_DB) as store:
+        changes = compare.within_campaign(store, "sync", "async", "sync", threshold=0.02)
+    by_metric = {c.metric: c for c in changes}
+    tps = by_metric["tps"]
+    assert tps.relative_change < 0, tps
+    assert tps.verdict == "regressed", tps.reason
+    assert tps.ci_high is not None and tps.ci_high < 0
+    # Swapped roles, the same evidence says "improved".
+    with Store(results_dir / runner.RESULTS_DB) as store:
+        swapped = compare.within_campaign(store, "sync", "sync", "async", threshold=0.02)
+    assert {c.metric: c.verdict for c in swapped}["tps"] == "improved"
+    gate = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pgbenchlab.cli",
+            "compare",
+            "--results",
+            str(results_dir),
+            "--baseline",
+            "async",
+            "--candidate",
+            "sync",
+            "--fail-on-regression",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert gate.returncode == 1, gate.stderr
+    assert '"verdict": "regressed"' in gate.stdout
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pgbenchlab.cli",
+            "compare",
+            "--results",
+            str(results_dir),
+            "--baseline",
+            "async",
+            "--candidate",
+            "nope",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "no server 'nope'" in bad.stderr
