@@ -131,6 +131,8 @@ class Server(Protocol):
 
     def log_tail(self, lines: int = 20) -> list[str]: ...
 
+    def log_problems(self, lines: int = 3) -> list[str]: ...
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -267,6 +269,12 @@ class ManagedServer:
             return []
         return text.splitlines()[-lines:]
 
+    def log_problems(self, lines: int = 3) -> list[str]:
+        """The last PANIC, FATAL or ERROR lines of the server log: why it went down."""
+        levels = ("PANIC:", "FATAL:", "ERROR:")
+        found = [line for line in self.log_tail(200) if any(lv in line for lv in levels)]
+        return found[-lines:]
+
     # -- internals ---------------------------------------------------------------------------
 
     def _pg_ctl(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -288,7 +296,9 @@ class ManagedServer:
     def _stop_if_running(self) -> None:
         if self._pg_ctl("status").returncode == 0:
             leftover_socket_dir = postmaster_socket_dir(self.data_dir)
-            self._pg_ctl("stop", "-m", "fast", "-w", "-t", "120")
+            stopped = self._pg_ctl("stop", "-m", "fast", "-w", "-t", "60")
+            if stopped.returncode != 0:  # e.g. its shutdown checkpoint cannot write
+                self._pg_ctl("stop", "-m", "immediate", "-w", "-t", "60")
             # A killed campaign's server: its private socket directory goes with it.
             if leftover_socket_dir and leftover_socket_dir != self.socket_dir:
                 shutil.rmtree(leftover_socket_dir, ignore_errors=True)
@@ -452,6 +462,9 @@ class ExternalServer:
         return ServerFacts(self.name, "external", version, number, settings, {}, None, None)
 
     def log_tail(self, lines: int = 20) -> list[str]:
+        return []
+
+    def log_problems(self, lines: int = 3) -> list[str]:
         return []
 
 
