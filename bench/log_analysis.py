@@ -203,6 +203,20 @@ def describe(name: str, samples: list[Sample], wc: list[float], size: int) -> li
     ]
 
 
+KEEP = 4  # earlier results kept below the latest one
+
+
+def earlier_results(markdown: str) -> list[str]:
+    """The previous file's latest and earlier results, newest first (the table's notes cut)."""
+    sections = markdown.split("\n## ")[1:]
+    results = []
+    for section in sections:
+        title, _, body = section.partition("\n")
+        if title in ("Latest result", "Earlier result"):
+            results.append(body.split('\n"Analysis call"')[0].rstrip("\n") + "\n")
+    return results
+
+
 @dataclass(frozen=True)
 class Verdict:
     seconds_10m: float
@@ -288,7 +302,9 @@ def main() -> None:
         print(rows[-1])
     load = (before, os.getloadavg()[0], others.share())
     text = write_markdown(rows, load, Verdict(medians["10 M lines"], big_rss))
-    (HERE / "log_analysis.md").write_text(text)
+    target = HERE / "log_analysis.md"
+    earlier = earlier_results(target.read_text()) if target.exists() else []
+    target.write_text(text + "".join(f"\n## Earlier result\n{e}" for e in earlier[:KEEP]))
     print(text)
 
 
