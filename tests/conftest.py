@@ -5,13 +5,18 @@ Tests that need real PostgreSQL skip loudly when an installation is missing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pgbenchlab import plan, runner
+from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
 from support import TINY_TWO_VERSIONS, Campaign, QuietReporter, require_installs
+
+# pg_test_fsync takes about 15 s per campaign; only the telemetry tests that need it turn it on.
+os.environ.setdefault(FSYNC_TEST_ENV, "off")
 
 
 @pytest.fixture

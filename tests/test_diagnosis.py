@@ -15,7 +15,14 @@ from pgbenchlab.diagnosis import (
     findings,
     wait_group,
 )
-from pgbenchlab.telemetry.records import LogEvent, RunTelemetry, Total, WaitCount
+from pgbenchlab.telemetry.records import (
+    LogEvent,
+    Point,
+    RunTelemetry,
+    SourceStatus,
+    Total,
+    WaitCount,
+)
 
 STEADY = tuple((t, 1000.0) for t in range(1, 11))
 # A healthy run: the host half idle, backends mostly waiting for their client.
@@ -73,6 +80,8 @@ def test_lwlock_contention_is_lock_bound_but_wal_and_buffer_io_waits_are_not() -
     assert wait_group("LWLock", "BufferMapping") == "lock"
     assert wait_group("LWLock", "WALWrite") == "wal"
     assert wait_group("IO", "WALSync") == "wal"
+    assert wait_group("IO", "WalSync") == "wal"  # the name from 17 on
+    assert wait_group("IPC", "BufferIo") == "io"
     assert wait_group("IPC", "BufferIO") == "io"
     assert wait_group("IO", "DataFileRead") == "io"
     assert wait_group("IPC", "ProcArrayGroupUpdate") == "other"
@@ -170,6 +179,9 @@ def telemetry(**changes: object) -> RunTelemetry:
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
+LOG = (SourceStatus("server_log", True),)
+
+
 def test_checkpoint_windows_from_log_events() -> None:
     events = (
         LogEvent(-3.0, "checkpoint_start", "before the run", {}),
@@ -178,13 +190,20 @@ def test_checkpoint_windows_from_log_events() -> None:
         LogEvent(2.7, "checkpoint_end", "done", {"total_s": 0.7}),
         LogEvent(4.0, "checkpoint_start", "starts", {}),
     )
-    found = checkpoints(telemetry(events=events))
+    found = checkpoints(telemetry(events=events, sources=LOG))
     assert [(c.start, c.end) for c in found] == [(0.0, 0.5), (2.0, 2.7), (4.0, 6.0)]
     # Started before the capture: only the end line is in the run's log; total_s dates it.
-    only_end = checkpoints(
-        telemetry(events=(LogEvent(1.0, "checkpoint_end", "x", {"total_s": 0.4}),))
-    )
+    end = LogEvent(1.0, "checkpoint_end", "x", {"total_s": 0.4})
+    only_end = checkpoints(telemetry(events=(end,), sources=LOG))
     assert [(c.start, c.end) for c in only_end] == [(0.6, 1.0)]
+
+
+def test_checkpoint_windows_from_counters_without_a_server_log() -> None:
+    points = (Point("pg_stat_checkpointer", "num_requested", 4, 1.0),)
+    found = checkpoints(telemetry(series=points))
+    assert [(c.start, c.end) for c in found] == [(3.0, 4.0)]
+    with_log = telemetry(series=points, sources=(SourceStatus("server_log", True),))
+    assert checkpoints(with_log) == ()  # the log, when read, is the authority
 
 
 def test_figures_read_wal_syncs_from_pg_stat_io_on_18_and_pg_stat_wal_before() -> None:

@@ -7,9 +7,9 @@ match in this order, the others are kept as ``also``:
 1. client_bound — pgbench's threads were on a CPU or waiting for one ≥ 90 % of the run
    (schedstat: CPU time + run-queue wait ÷ (duration × threads)): the load generator, not
    the server, set the pace.
-2. checkpoint_disturbed — a checkpoint ran during the run and the worst second inside its
-   window (widened by 1 s each side) had ≤ 65 % of the median TPS of the other seconds (first
-   and last seconds left out).
+2. checkpoint_disturbed — a checkpoint ran during the run (server log, else the statistics
+   views' counters) and the worst second inside its window (widened by 1 s each side) had
+   ≤ 65 % of the median TPS of the other seconds (first and last seconds left out).
 3. lock_bound, wal_flush_bound, io_bound — whichever matches with the largest share of
    benchmark-backend samples (pg_stat_activity, 5×/s) in its wait-event group:
    lock_bound: heavyweight locks, LWLocks (other than WAL and buffer-I/O ones) and buffer pins
@@ -72,25 +72,28 @@ class Diagnosis:
 
 # -- wait-event groups ---------------------------------------------------------------------------
 
+# Event names are compared in lower case: 17 renamed many (IO "WALSync" became "WalSync",
+# IPC "BufferIO" became "BufferIo").
 WAL_WAITS = frozenset(
     {
-        ("IO", "WALSync"),
-        ("IO", "WALWrite"),
-        ("IO", "WALInitSync"),
-        ("IO", "WALInitWrite"),
-        ("LWLock", "WALWrite"),
-        ("LWLock", "WALBufMapping"),
-        ("LWLock", "WALBufMappingLock"),
-        ("LWLock", "WALWriteLock"),
+        ("IO", "walsync"),
+        ("IO", "walwrite"),
+        ("IO", "walinitsync"),
+        ("IO", "walinitwrite"),
+        ("LWLock", "walwrite"),
+        ("LWLock", "walbufmapping"),
+        ("LWLock", "walwritelock"),
+        ("LWLock", "walbufmappinglock"),
     }
 )
-BUFFER_IO_WAITS = frozenset({("IPC", "BufferIO"), ("LWLock", "BufferIO"), ("LWLock", "buffer_io")})
+BUFFER_IO_WAITS = frozenset({("IPC", "bufferio"), ("LWLock", "bufferio"), ("LWLock", "buffer_io")})
 
 
 def wait_group(kind: str, event: str) -> str:
-    if (kind, event) in WAL_WAITS:
+    key = (kind, event.lower())
+    if key in WAL_WAITS:
         return "wal"
-    if kind == "IO" or (kind, event) in BUFFER_IO_WAITS:
+    if kind == "IO" or key in BUFFER_IO_WAITS:
         return "io"
     if kind in ("Lock", "LWLock", "BufferPin"):
         return "lock"
@@ -332,8 +335,19 @@ def diagnose(f: Figures) -> Diagnosis:
 # -- from a run's telemetry ------------------------------------------------------------------------
 
 
+CHECKPOINT_COUNTERS = (
+    ("pg_stat_checkpointer", "num_timed"),
+    ("pg_stat_checkpointer", "num_requested"),
+    ("pg_stat_bgwriter", "checkpoints_timed"),
+    ("pg_stat_bgwriter", "checkpoints_req"),
+)
+
+
 def checkpoints(telemetry: RunTelemetry) -> tuple[Checkpoint, ...]:
-    """Checkpoint windows from the server log (a start without an end lasts to the run's end)."""
+    """Checkpoint windows from the server log (a start without an end lasts to the run's end);
+    without the log (an external server), the seconds in which a checkpoint was counted."""
+    if not telemetry.available("server_log"):
+        return counted_checkpoints(telemetry)
     found, open_start = [], None
     for event in telemetry.events:
         if event.kind == "checkpoint_start":
@@ -346,6 +360,18 @@ def checkpoints(telemetry: RunTelemetry) -> tuple[Checkpoint, ...]:
     if open_start is not None:
         found.append(Checkpoint(open_start, telemetry.duration_s, "still running at the end"))
     return tuple(found)
+
+
+def counted_checkpoints(telemetry: RunTelemetry) -> tuple[Checkpoint, ...]:
+    seconds = sorted(
+        {
+            t
+            for source, metric in CHECKPOINT_COUNTERS
+            for t, v in telemetry.points(source, metric)
+            if v > 0
+        }
+    )
+    return tuple(Checkpoint(t - 1.0, float(t), "counted by the statistics views") for t in seconds)
 
 
 def figures(

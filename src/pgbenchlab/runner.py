@@ -15,7 +15,7 @@ import shutil
 import signal
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -39,6 +39,7 @@ from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
 from pgbenchlab.stats import STANDARD_PERCENTILES
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry import machine_facts
+from pgbenchlab.telemetry.campaign import CampaignTelemetry
 
 # Per-transaction log lines per second that keep the observer effect well under 1 %
 # (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
@@ -321,6 +322,7 @@ class Campaign:
         self.reporter = reporter
         self.initialised: set[tuple[str, int]] = set()
         self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        self.telemetry = CampaignTelemetry(store, campaign_id)
 
     def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
         for index, spec in enumerate(todo, start=1):
@@ -427,7 +429,12 @@ class Campaign:
         return [warning] if warning else []
 
     def invoke(
-        self, spec: RunSpec, endpoint: Endpoint, run: command.Invocation, cwd: Path
+        self,
+        spec: RunSpec,
+        endpoint: Endpoint,
+        run: command.Invocation,
+        cwd: Path,
+        on_start: Callable[[int], None] | None = None,
     ) -> command.Completed:
         argv = command.build_argv(self.pgbench.binary, self.pgbench.version, run, endpoint.dbname)
 
@@ -440,12 +447,23 @@ class Campaign:
         # -T is checked between transactions only; allow generous slack before killing.
         timeout = None if run.seconds is None else seconds * 2 + 120
         return command.execute(
-            argv, endpoint.libpq_env(), cwd=cwd, on_stderr_line=on_line, timeout_s=timeout
+            argv,
+            endpoint.libpq_env(),
+            cwd=cwd,
+            on_stderr_line=on_line,
+            timeout_s=timeout,
+            on_start=on_start,
         )
 
     def measure(
         self, spec: RunSpec, endpoint: Endpoint, artifacts: Path, started: float
     ) -> RunResult:
+        capture = self.telemetry.capture(
+            self.servers.live[spec.server],
+            endpoint,
+            spec.options.threads,
+            lambda text: self.reporter.phase(spec, text),
+        )
         warnings = self.hygiene(spec, endpoint)
         warmup_tps = self.warmup(spec, endpoint, artifacts)
         sampling = sampling_rate(spec, warmup_tps)
@@ -459,12 +477,18 @@ class Campaign:
             log_dir=artifacts if sampling else None,
             sampling_rate=sampling or 1.0,
         )
-        done = self.invoke(spec, endpoint, run, artifacts)
+        capture.start()
+        try:
+            done = self.invoke(spec, endpoint, run, artifacts, on_start=capture.pgbench_started)
+        finally:
+            telemetry = capture.stop()
         sanitized = sanitize_argv(done.argv, self.results_dir)
         if done.interrupted:
             return self.failure(spec, started, INTERRUPTED, "interrupted by the user", sanitized)
         self.reporter.phase(spec, "analysing")
         result = self.build_result(spec, done, sanitized, artifacts, started, warmup_tps, sampling)
+        result = _with(result, telemetry=telemetry)
+        result = _with(result, diagnosis=self.telemetry.diagnose(spec.server, result))
         archive(artifacts, done, sanitized)
         kept = tuple(sorted(p.name for p in artifacts.iterdir()))
         return _with(result, warnings=(*warnings, *result.warnings), artifacts=kept)
@@ -597,9 +621,11 @@ def last_lines(text: str, n: int = 3) -> str:
 
 
 def seconds_from_progress(lines: Sequence[ProgressLine]) -> tuple[Second, ...]:
-    return tuple(
-        Second(
-            t=round(p.elapsed_s) if p.elapsed_s is not None else i + 1,
+    # After a stall pgbench reports late, off the whole second ("3.5 s" then "4.0 s"): both
+    # round to the same second, and the later line is kept.
+    by_second = {
+        (t := round(p.elapsed_s) if p.elapsed_s is not None else i + 1): Second(
+            t=t,
             tps=p.tps,
             latency_mean_ms=p.latency_avg_ms,
             latency_stddev_ms=p.latency_stddev_ms,
@@ -608,7 +634,8 @@ def seconds_from_progress(lines: Sequence[ProgressLine]) -> tuple[Second, ...]:
             failed=p.failed,
         )
         for i, p in enumerate(lines)
-    )
+    }
+    return tuple(by_second.values())
 
 
 def run_warnings(spec: RunSpec, report: PgbenchReport, done: command.Completed) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,8 @@ from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
 if TYPE_CHECKING:
     from pgbenchlab.results import RunResult
     from pgbenchlab.store import Store
+
+FSYNC_TEST_ENV = "PGBENCHLAB_FSYNC_TEST"  # "off": no pg_test_fsync (no WAL-flush ratio)
 
 
 @dataclass(frozen=True)
@@ -75,20 +77,28 @@ class CampaignTelemetry:
         store: Store | None = None,
         campaign_id: int | None = None,
         *,
-        fsync_test: bool = True,
-        on_phase: Callable[[str], None] | None = None,
+        fsync_test: bool | None = None,
     ) -> None:
         self.store = store
         self.campaign_id = campaign_id
+        if fsync_test is None:  # about 15 s per campaign: a test suite turns it off
+            fsync_test = os.environ.get(FSYNC_TEST_ENV, "on") != "off"
         self.fsync_test = fsync_test
-        self.on_phase = on_phase or (lambda text: None)
         self.facts: dict[str, ServerTelemetryFacts] = {}
         self.fsync_by_device: dict[str, FsyncFigure | None] = {}
         self.extension_checked: set[tuple[str, str]] = set()
 
-    def capture(self, server: Server, endpoint: Endpoint, threads: int | None) -> Capture:
-        """A capture for the next measured run on server (not started yet)."""
-        self._prepare(server, endpoint)
+    def capture(
+        self,
+        server: Server,
+        endpoint: Endpoint,
+        threads: int | None,
+        on_phase: Callable[[str], None] | None = None,
+    ) -> Capture:
+        """A capture for the next measured run on server (not started yet). The first time a
+        server is seen its facts are recorded (and pg_test_fsync runs: call this before the
+        run's hygiene, not between the warmup and the run)."""
+        self._prepare(server, endpoint, on_phase or (lambda text: None))
         managed = isinstance(server, ManagedServer)
         data_dir = server.data_dir if isinstance(server, ManagedServer) else None
         return Capture(
@@ -116,19 +126,25 @@ class CampaignTelemetry:
             fsync_method=method,
             rate_limited=result.spec.get("rate") is not None,
         )
+        if result.client_cpu_s is not None:  # wait4's figure is exact, to pgbench's last moment
+            figures = replace(figures, pgbench_cpu_s=result.client_cpu_s)
         return diagnosis.diagnose(figures)
 
     # -- once per server -----------------------------------------------------------------------
 
-    def _prepare(self, server: Server, endpoint: Endpoint) -> None:
+    def _prepare(self, server: Server, endpoint: Endpoint, on_phase: Callable[[str], None]) -> None:
         if isinstance(server, ManagedServer):
             self._statements_extension(server, endpoint)
         if server.name in self.facts:
             return
         storage = fsync = None
         if isinstance(server, ManagedServer):
-            storage = storage_facts(server.data_dir)
-            fsync = self._fsync(server, str(storage["device"]))
+            try:
+                storage = storage_facts(server.data_dir)
+            except OSError:
+                storage = None  # recorded as unknown; the run goes on
+            if storage is not None:
+                fsync = self._fsync(server, str(storage["device"]), on_phase)
         facts = ServerTelemetryFacts(server.name, storage, read_pg_config(endpoint, server), fsync)
         self.facts[server.name] = facts
         if self.store is not None and self.campaign_id is not None:
@@ -140,13 +156,15 @@ class CampaignTelemetry:
             return None
         return str(facts.storage["device"])
 
-    def _fsync(self, server: ManagedServer, device: str) -> FsyncFigure | None:
+    def _fsync(
+        self, server: ManagedServer, device: str, on_phase: Callable[[str], None]
+    ) -> FsyncFigure | None:
         if not self.fsync_test:
             return None
         if device not in self.fsync_by_device:
             stored = self._stored_fsync(device)
             if stored is None:
-                self.on_phase("pg_test_fsync")
+                on_phase("pg_test_fsync")
                 binary = server.install.binary("pg_test_fsync")
                 stored = run_pg_test_fsync(binary, server.account, server.data_dir.parent, device)
                 if stored is None:  # the parent may not be the account's: try the data dir

@@ -36,7 +36,6 @@ from pgbenchlab.telemetry.serverlog import LogTail, parse_events
 from pgbenchlab.telemetry.statements import StatementsProbe
 
 ACTIVITY_HZ = 5
-COUNTER_PERIOD_S = 1.0
 MIN_LAST_INTERVAL_S = 0.5  # a shorter final interval counts in the totals, not as a second
 OS_SOURCES = ("cpu", "memory", "disk", "processes")
 GAUGE_SOURCES = ("memory",)
@@ -124,13 +123,6 @@ class Capture:
             self.conn.close()
         return self._result(final, elapsed, statements, events)
 
-    def __enter__(self) -> Capture:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        if not self._halt.is_set():
-            self.stop()
-
     # -- sampling ----------------------------------------------------------------------------
 
     def _connect(self) -> None:
@@ -159,6 +151,7 @@ class Capture:
                 return
             second = int(tick * period + 1e-9)
             self._activity(math.ceil(tick * period - 1e-9))
+            self.os.follow_pgbench()
             if second > last_second:
                 last_second = second
                 self.state.samples.append(Sample(second, time.monotonic(), self._counters()))
