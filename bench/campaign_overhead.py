@@ -48,20 +48,11 @@ clients = [1, 2, 4]
 """
 
 
-class Silent:
-    def campaign_started(self, *args: object) -> None: ...
-    def run_started(self, *args: object) -> None: ...
-    def phase(self, *args: object) -> None: ...
-    def progress(self, *args: object) -> None: ...
-    def run_finished(self, *args: object) -> None: ...
-    def note(self, *args: object) -> None: ...
-
-
 def measure(the_plan: plan.Plan) -> tuple[float, float, int]:
     """(wall seconds, measured + warmup seconds, failed runs) of one fresh campaign."""
     results = Path(tempfile.mkdtemp(prefix="pgbl-overhead-"))
     started = time.monotonic()
-    outcome = runner.run_campaign(the_plan, results, Silent())
+    outcome = runner.run_campaign(the_plan, results, runner.NullReporter())
     wall = time.monotonic() - started
     runner.remove_clusters(results)
     measured = sum((s.options.duration_s or 0) + s.options.warmup_s for s in the_plan.specs)

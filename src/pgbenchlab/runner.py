@@ -63,6 +63,28 @@ class Reporter(Protocol):
     def note(self, text: str) -> None: ...
 
 
+class NullReporter:
+    """A reporter that shows nothing: for scripts and benchmarks using the library."""
+
+    def campaign_started(self, plan: Plan, todo: list[RunSpec], done: int) -> None:
+        pass
+
+    def run_started(self, spec: RunSpec, index: int, total: int) -> None:
+        pass
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        pass
+
+    def progress(self, spec: RunSpec, line: ProgressLine) -> None:
+        pass
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
 @dataclass
 class Outcome:
     campaign_id: int
@@ -358,8 +380,8 @@ class Campaign:
     def describe(self, error: object, server: Server | None) -> str:
         text = str(error)
         if server is not None and server.managed and not server.is_alive():
-            tail = " | ".join(server.log_tail(5))
-            text += f" [server {server.name} was down; last log lines: {tail}]"
+            problems = server.log_problems() or server.log_tail(3)
+            text += f" [server {server.name} was down; its log: {' | '.join(problems)}]"
             try:
                 server.restart()
                 self.reporter.note(f"restarted server {server.name} after a failed run")
