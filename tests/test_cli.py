@@ -144,6 +144,8 @@ def test_reading_commands_on_a_real_campaign(real_campaign: Campaign, tmp_path: 
     runs = json.loads(cli("runs", "--json", "--results", results).stdout)
     detail = json.loads(cli("show", str(runs[0]["id"]), "--results", results).stdout)
     assert detail["tps"] == runs[0]["tps"] and detail["seconds"]
+    assert detail["diagnosis"]["verdict"] and detail["diagnosis"]["evidence"]
+    assert detail["wait_events"], "pg_stat_activity was sampled during the run"
     assert cli("campaigns", "--results", results).stdout.count("tiny") == 1
     for fmt in ("csv", "json", "parquet"):
         out = tmp_path / f"runs.{fmt}"

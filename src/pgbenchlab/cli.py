@@ -304,6 +304,8 @@ class TerminalReporter:
         else:
             p99 = result.latency.percentiles_ms.get("99") if result.latency else None
             text = f"{result.tps:,.0f} tps" + (f", p99 {p99:.3f} ms" if p99 is not None else "")
+            if result.diagnosis is not None and result.diagnosis.verdict != "unclear":
+                text += f", {result.diagnosis.verdict.replace('_', ' ')}"
             if result.status != "ok":
                 text += f" ({result.status})"
         self.live_line("")
