@@ -11,8 +11,6 @@ Writes bench/aa_real.md.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import tempfile
 import time
 from collections import Counter
@@ -21,6 +19,7 @@ from pathlib import Path
 from pgbenchlab import plan, runner
 from pgbenchlab.report import compare
 from pgbenchlab.store import Store
+from pgbenchlab.telemetry.machine import describe_machine
 
 HERE = Path(__file__).parent
 
@@ -68,7 +67,7 @@ def main() -> None:
         "# A/A on real runs: identical servers compared cell by cell",
         "",
         f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{os.cpu_count()} CPUs, {platform.system()} {platform.release()}. Two identical "
+        f"{describe_machine()}. Two identical "
         f"embedded PostgreSQL 18 servers, scale 10, select-only and tpcb-like, clients 1/2/4/8, "
         f"{args.repeats} repeats of {args.seconds} s in random interleaved order. "
         "Script: `bench/aa_real.py`.",

@@ -17,14 +17,13 @@ Writes bench/campaign_overhead.md.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 from pgbenchlab import plan, runner
 from pgbenchlab.cli import quickstart_plan_path
+from pgbenchlab.telemetry.machine import describe_machine
 
 HERE = Path(__file__).parent
 
@@ -75,7 +74,7 @@ def main() -> None:
         "# Campaign overhead: wall time ÷ measured time",
         "",
         f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{os.cpu_count()} CPUs, {platform.system()} {platform.release()}. "
+        f"{describe_machine()}. "
         "Script: `bench/campaign_overhead.py` (plans in its docstring). Requirement: ≤ 1.15.",
         "",
         "| plan | runs | measured + warmup s | wall s | ratio | failed runs |",

@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pgbenchlab.telemetry.machine import describe_machine
+
 HERE = Path(__file__).resolve().parent
 THREADS, CLIENTS_PER_THREAD, TPS = 4, 2, 65_000
 START_US = 1_795_333_837_000_000
@@ -181,13 +183,6 @@ def rounds(files: list[Path], rate: bool, runs: int) -> tuple[list[Sample], list
 # Report -------------------------------------------------------------------------------------------
 
 
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 def describe(name: str, samples: list[Sample], wc: list[float], size: int) -> list[str]:
     call = statistics.median(s.seconds for s in samples)
     whole = statistics.median(s.process_seconds for s in samples)
@@ -254,7 +249,7 @@ in a fresh process. Targets: 10 M lines in ≤ 1.5 s wall, peak RSS ≤ 1 GiB fo
 ## Latest result
 
 * date: {datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
-* machine: {os.cpu_count()} CPUs (`nproc`), {cpu_model()}, Python {platform.python_version()},
+* machine: {describe_machine()}, Python {platform.python_version()},
   polars {pl.__version__}
 * load: 1-minute load average {before:.2f} before, {after:.2f} after. {condition}
 * 10 M lines in ≤ 1.5 s: median {verdict.seconds_10m:.2f} s, {speed}.

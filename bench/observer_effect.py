@@ -17,8 +17,6 @@ Writes bench/observer_effect.md.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import shutil
 import statistics
 import tempfile
@@ -30,6 +28,7 @@ from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.pgbench.version import PgVersion, parse_version
 from pgbenchlab.server import ManagedServer
+from pgbenchlab.telemetry.machine import describe_machine
 
 HERE = Path(__file__).parent
 
@@ -126,7 +125,7 @@ def write_markdown(
         "# Observer effect: pgbenchlab's measurement against bare pgbench",
         "",
         f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}, "
+        f"{describe_machine()}, "
         f"PostgreSQL 18 embedded, scale 10, {args.clients} clients, {args.rounds} interleaved "
         f"rounds of {args.seconds} s per configuration.",
         "",
@@ -163,13 +162,6 @@ def write_markdown(
     ]
     (HERE / "observer_effect.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

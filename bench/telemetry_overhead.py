@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -40,6 +39,7 @@ from pgbenchlab.server import Endpoint, ManagedServer
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.campaign import device_of, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
+from pgbenchlab.telemetry.machine import describe_machine
 
 HERE = Path(__file__).parent
 MODES = ("off", "on")
@@ -203,7 +203,7 @@ def write_markdown(
         "# Telemetry overhead: a run with the full telemetry capture against one without",
         "",
         f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} {platform.release()}, "
+        f"{describe_machine()}, "
         f"PostgreSQL 18 embedded, scale 10, {args.clients} clients, {args.rounds} interleaved "
         f"rounds of {args.seconds} s per configuration. Load average (1, 5, 15 min) before: "
         f"{', '.join(f'{x:.2f}' for x in load_before)}; after: "
@@ -256,13 +256,6 @@ def write_markdown(
     ]
     args.output.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -137,3 +137,11 @@ def parse_pg_config(text: str) -> dict[str, str]:
     """pg_config's "NAME = value" lines as a dict."""
     pairs = (line.partition(" = ") for line in text.splitlines())
     return {name.strip(): value.strip() for name, sep, value in pairs if sep}
+
+
+def describe_machine() -> str:
+    """One line naming the machine, for benchmark results: CPUs, CPU model, kernel."""
+    return (
+        f"{os.cpu_count()} CPUs ({cpu_model() or 'unknown CPU'}), "
+        f"{platform.system()} {platform.release()}"
+    )
