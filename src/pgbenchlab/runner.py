@@ -39,7 +39,7 @@ from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
 from pgbenchlab.stats import STANDARD_PERCENTILES
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry import machine_facts
-from pgbenchlab.telemetry.campaign import CampaignTelemetry
+from pgbenchlab.telemetry.campaign import CampaignTelemetry, fsync_test_wanted
 
 # Per-transaction log lines per second that keep the observer effect well under 1 %
 # (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
@@ -344,7 +344,9 @@ class Campaign:
         self.reporter = reporter
         self.initialised: set[tuple[str, int]] = set()
         self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
-        self.telemetry = CampaignTelemetry(store, campaign_id)
+        self.telemetry = CampaignTelemetry(
+            store, campaign_id, fsync_test=fsync_test_wanted(plan.estimated_seconds())
+        )
 
     def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
         for index, spec in enumerate(todo, start=1):

@@ -23,7 +23,19 @@ if TYPE_CHECKING:
     from pgbenchlab.results import RunResult
     from pgbenchlab.store import Store
 
-FSYNC_TEST_ENV = "PGBENCHLAB_FSYNC_TEST"  # "off": no pg_test_fsync (no WAL-flush ratio)
+FSYNC_TEST_ENV = "PGBENCHLAB_FSYNC_TEST"  # "on"/"off": force pg_test_fsync either way
+# pg_test_fsync takes about 15 s per storage device: worth it when that is under 2 % of the
+# campaign's planned time, so a quick campaign is not slowed by a quarter.
+FSYNC_TEST_MIN_PLANNED_S = 750
+
+
+def fsync_test_wanted(planned_seconds: float) -> bool:
+    """Whether a campaign of that planned length runs pg_test_fsync (the environment decides
+    first)."""
+    forced = os.environ.get(FSYNC_TEST_ENV)
+    if forced in ("on", "off"):
+        return forced == "on"
+    return planned_seconds >= FSYNC_TEST_MIN_PLANNED_S
 
 
 @dataclass(frozen=True)
@@ -81,7 +93,7 @@ class CampaignTelemetry:
     ) -> None:
         self.store = store
         self.campaign_id = campaign_id
-        if fsync_test is None:  # about 15 s per campaign: a test suite turns it off
+        if fsync_test is None:
             fsync_test = os.environ.get(FSYNC_TEST_ENV, "on") != "off"
         self.fsync_test = fsync_test
         self.facts: dict[str, ServerTelemetryFacts] = {}
