@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,12 @@ clients = [1]
 """
 
 
+def compare_cli(results: Path, baseline: str, candidate: str, *options: str) -> Any:
+    argv = [sys.executable, "-m", "pgbenchlab.cli", "compare", "--results", str(results)]
+    argv += ["--baseline", baseline, "--candidate", candidate, *options]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
 def test_synchronous_commit_on_regresses_against_off(tmp_path: Path, results_dir: Path) -> None:
     require_installs("embedded")
     the_plan = plan.parse(KNOWN_CHANGE, "p.toml", base=tmp_path)
@@ -54,42 +61,8 @@ def test_synchronous_commit_on_regresses_against_off(tmp_path: Path, results_dir
     with Store(results_dir / runner.RESULTS_DB) as store:
         swapped = compare.within_campaign(store, "sync", "sync", "async", threshold=0.02)
     assert {c.metric: c.verdict for c in swapped}["tps"] == "improved"
-    gate = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pgbenchlab.cli",
-            "compare",
-            "--results",
-            str(results_dir),
-            "--baseline",
-            "async",
-            "--candidate",
-            "sync",
-            "--fail-on-regression",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    gate = compare_cli(results_dir, "async", "sync", "--fail-on-regression", "--json")
     assert gate.returncode == 1, gate.stderr
     assert '"verdict": "regressed"' in gate.stdout
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pgbenchlab.cli",
-            "compare",
-            "--results",
-            str(results_dir),
-            "--baseline",
-            "async",
-            "--candidate",
-            "nope",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    bad = compare_cli(results_dir, "async", "nope")
     assert bad.returncode == 2 and "no server 'nope'" in bad.stderr

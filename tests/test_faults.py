@@ -98,6 +98,11 @@ def start_cli(plan_path: Path, results: Path) -> subprocess.Popen[str]:
     )
 
 
+def run_to_completion(plan_path: Path, results: Path) -> subprocess.CompletedProcess[str]:
+    argv = [*CLI, "run", str(plan_path), "--results", str(results), "-q"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+
 def wait_for(predicate: object, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -125,12 +130,7 @@ def test_ctrl_c_records_the_run_as_interrupted_and_stops_the_server(
     data = data_dir(results_dir, "ctrlc")
     assert not (data / "postmaster.pid").exists(), "the managed server was stopped"
     # The same command continues: the finished run is kept, the interrupted one is rerun.
-    done = subprocess.run(
-        [*CLI, "run", str(plan_path), "--results", str(results_dir), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_to_completion(plan_path, results_dir)
     assert done.returncode == 0, done.stderr
     latest = db_rows(results_dir, "SELECT status, clients FROM latest_runs ORDER BY sequence")
     assert [(r["status"], r["clients"]) for r in latest] == [("ok", 1), ("ok", 2), ("ok", 3)]
@@ -152,12 +152,7 @@ def test_kill_9_loses_no_finished_run_and_leftovers_are_cleaned(
     assert alive(leftover), "a killed campaign leaves its server running"
     socket_dir = Path((data / "postmaster.pid").read_text().splitlines()[4])
     assert [r["status"] for r in db_rows(results_dir, "SELECT status FROM runs")] == ["ok"]
-    done = subprocess.run(
-        [*CLI, "run", str(plan_path), "--results", str(results_dir), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_to_completion(plan_path, results_dir)
     assert done.returncode == 0, done.stderr
     assert not alive(leftover)
     assert not socket_dir.exists()
