@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,3 +81,19 @@ class Campaign:
     plan: Plan
     outcome: runner.Outcome
     reporter: QuietReporter
+
+
+def case_id(path: Path) -> str:
+    """A golden file's test id: its directory and name."""
+    return f"{path.parent.name}/{path.stem}"
+
+
+def plain(value: Any) -> Any:
+    """JSON-like form in which NaN equals NaN, so parsed results compare with ==."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

@@ -19,24 +19,10 @@ from pgbenchlab.pgbench.progress import (
     parse_progress_line,
     parse_stderr,
 )
+from support import case_id, plain
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench"
 CASES = sorted(GOLDEN.glob("*/*.stderr"))
-
-
-def case_id(path: Path) -> str:
-    return f"{path.parent.name}/{path.stem}"
-
-
-def plain(value: Any) -> Any:
-    """JSON-like form in which NaN equals NaN."""
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def as_dict(parsed: PgbenchStderr) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.pgbench import report as report_module
 from pgbenchlab.pgbench.report import PgbenchReport, ScriptStats, parse_report
+from support import case_id, plain
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench"
 CASES = sorted(GOLDEN.glob("*/*.stdout"))
@@ -26,21 +27,6 @@ REQUIRED_CAPTURES = (
     "connect", "per-statement", "weighted-scripts", "weighted-scripts-per-statement", "max-tries",
     "client-abort", "client-abort-midrun", "missing-tables", "missing-table-script",
 )  # fmt: skip
-
-
-def case_id(path: Path) -> str:
-    return f"{path.parent.name}/{path.stem}"
-
-
-def plain(value: Any) -> Any:
-    """JSON-like form in which NaN equals NaN, so reports compare with ==."""
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
 
 
 def expected(stdout: Path) -> dict[str, Any]:

@@ -92,6 +92,18 @@ def no_legend(channel: Spec) -> Spec:
     return {**channel, "legend": None}
 
 
+def clickable_points(
+    series: str, size: int, encoding: dict[str, Any], tooltip: Any
+) -> dict[str, Any]:
+    """The points of a chart: hover for values, click a legend entry to toggle, click a point
+    for its runs."""
+    return {
+        "params": [legend_toggle(series)],
+        "mark": {"type": "point", "filled": True, "size": size, "cursor": "pointer"},
+        "encoding": {**encoding, "tooltip": tooltip, "href": {"field": "link"}},
+    }
+
+
 def legend_toggle(series: str) -> Spec:
     """Click a legend entry to show one series only (shift-click for several)."""
     return {
@@ -145,19 +157,12 @@ def tps_chart(series: str, title: str, clients: Sequence[int], confidence: float
                 "opacity": FADE,
             },
         },
-        {
-            "params": [legend_toggle(series)],
-            "mark": {"type": "point", "filled": True, "size": 60, "cursor": "pointer"},
-            "encoding": {
-                "x": x,
-                "y": y,
-                "color": color,
-                "shape": no_legend(color),
-                "opacity": FADE,
-                "tooltip": tooltip,
-                "href": {"field": "link"},
-            },
-        },
+        clickable_points(
+            series,
+            60,
+            {"x": x, "y": y, "color": color, "shape": no_legend(color), "opacity": FADE},
+            tooltip,
+        ),
     ]
     subtitle = (
         f"One line per {title}, one panel per other varying axis; points: mean over repeats, "
@@ -203,19 +208,12 @@ def latency_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
     )
     layers: list[Spec] = [
         {"mark": {"type": "line", "strokeWidth": 1.6}, "encoding": line},
-        {
-            "params": [legend_toggle(series)],
-            "mark": {"type": "point", "filled": True, "size": 36, "cursor": "pointer"},
-            "encoding": {
-                "x": x,
-                "y": y,
-                "color": color,
-                "shape": percentile,
-                "opacity": FADE,
-                "tooltip": tooltip,
-                "href": {"field": "link"},
-            },
-        },
+        clickable_points(
+            series,
+            36,
+            {"x": x, "y": y, "color": color, "shape": percentile, "opacity": FADE},
+            tooltip,
+        ),
     ]
     spec = faceted(
         "Latency percentiles against clients",
@@ -266,19 +264,12 @@ def efficiency_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
                 "opacity": FADE,
             },
         },
-        {
-            "params": [legend_toggle(series)],
-            "mark": {"type": "point", "filled": True, "size": 50, "cursor": "pointer"},
-            "encoding": {
-                "x": x,
-                "y": y,
-                "color": color,
-                "shape": no_legend(color),
-                "opacity": FADE,
-                "tooltip": tooltip,
-                "href": {"field": "link"},
-            },
-        },
+        clickable_points(
+            series,
+            50,
+            {"x": x, "y": y, "color": color, "shape": no_legend(color), "opacity": FADE},
+            tooltip,
+        ),
     ]
     spec = faceted(
         "Scaling efficiency against clients",
@@ -319,11 +310,7 @@ def rate_chart(series: str, title: str) -> Spec:
     points: Spec = {"x": x, "y": y, "color": color, "shape": kind, "opacity": FADE}
     layers: list[Spec] = [
         {"mark": {"type": "line", "strokeWidth": 2}, "encoding": line},
-        {
-            "params": [legend_toggle(series)],
-            "mark": {"type": "point", "filled": True, "size": 50, "cursor": "pointer"},
-            "encoding": {**points, "tooltip": tooltip, "href": {"field": "link"}},
-        },
+        clickable_points(series, 50, points, tooltip),
     ]
     spec = faceted(
         "Late and skipped transactions against the target rate",
