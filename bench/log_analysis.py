@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from cpuclock import machine_busy_s, own_cpu_s
 from pgbenchlab.telemetry.machine import describe_machine
 
 HERE = Path(__file__).resolve().parent
@@ -114,20 +115,15 @@ def child(files: list[str], rate: bool) -> None:
     """Child mode: analyse, then report the call's time and this process's peak RSS."""
     from pgbenchlab.pgbench.logs import analyse_transaction_logs
 
-    cpu, start = cpu_seconds(), time.perf_counter()
+    cpu, start = own_cpu_s(), time.perf_counter()
     summary = analyse_transaction_logs(
         files, pg_major=18, rate_limited=rate, has_retries_column=False
     )
-    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    seconds, cpu = time.perf_counter() - start, own_cpu_s() - cpu
     assert summary.latency is not None and summary.per_second
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     report = {"seconds": seconds, "cpu": cpu, "rss_kib": peak_kib, "lines": summary.lines}
     print(json.dumps(report))
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def measure(files: list[Path], rate: bool) -> Sample:
@@ -150,13 +146,7 @@ class OtherLoad:
     machine-wide busy time (/proc/stat) minus this script's own and its children's."""
 
     def __init__(self) -> None:
-        self.start = (self._machine_busy(), self._ours(), time.perf_counter())
-
-    @staticmethod
-    def _machine_busy() -> float:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-        idle = fields[3] + fields[4]
-        return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
+        self.start = (machine_busy_s(), self._ours(), time.perf_counter())
 
     @staticmethod
     def _ours() -> float:
@@ -166,7 +156,7 @@ class OtherLoad:
 
     def share(self) -> float:
         busy0, ours0, wall0 = self.start
-        others = (self._machine_busy() - busy0) - (self._ours() - ours0)
+        others = (machine_busy_s() - busy0) - (self._ours() - ours0)
         capacity = (os.cpu_count() or 1) * (time.perf_counter() - wall0)
         return max(0.0, others / capacity)
 

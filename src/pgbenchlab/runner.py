@@ -43,7 +43,7 @@ from pgbenchlab.telemetry.campaign import CampaignTelemetry, fsync_test_wanted
 
 # Per-transaction log lines per second that keep the observer effect well under 1 %
 # (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
-LOG_LINES_PER_SECOND = 10_000
+LOG_LINES_PER_SECOND = 5_000
 RESULTS_DB = "results.db"
 
 
@@ -502,10 +502,11 @@ class Campaign:
             sampling_rate=sampling or 1.0,
         )
         capture.start()
+        done: command.Completed | None = None
         try:
             done = self.invoke(spec, endpoint, run, artifacts, on_start=capture.pgbench_started)
         finally:
-            telemetry = capture.stop()
+            telemetry = capture.stop(done.cpu_s if done else None)
         sanitized = sanitize_argv(done.argv, self.results_dir)
         if done.interrupted:
             return self.failure(spec, started, INTERRUPTED, "interrupted by the user", sanitized)

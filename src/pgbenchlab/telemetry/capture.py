@@ -1,11 +1,12 @@
 """The sampler beside one measured pgbench run.
 
 `Capture.start()` takes a baseline just before pgbench starts; `pgbench_started(pid)` sets
-t = 0 and wakes the sampler thread; `stop()`, right after pgbench exits, takes the final sample
-and returns a `RunTelemetry`. The thread uses one connection for all SQL: pg_stat_activity
-five times a second, the cumulative views and /proc once a second, on a schedule anchored at
-t = 0 (a late sample never makes the next ones pile up). Sampling trouble is recorded in the
-result's errors; it never fails the run.
+t = 0 and wakes the sampler thread; `stop(pgbench_cpu_s)`, right after pgbench exits, takes the
+final sample and returns a `RunTelemetry`. The thread uses one connection for all SQL:
+pg_stat_activity five times a second, the cumulative views and /proc once a second, on a
+schedule anchored at t = 0 (a late sample never makes the next ones pile up). pgbench's CPU
+after its last reading comes from the total the caller got from wait4. Sampling trouble is
+recorded in the result's errors; it never fails the run.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ class Capture:
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self._go.set()
 
-    def stop(self) -> RunTelemetry:
+    def stop(self, pgbench_cpu_s: float | None = None) -> RunTelemetry:
+        """Finish; ``pgbench_cpu_s`` is pgbench's whole CPU time (wait4) once it has exited."""
         self._halt.set()
         self._go.set()
         self._thread.join()
@@ -117,6 +119,8 @@ class Capture:
         last = self.state.samples[-1]
         t = math.ceil(elapsed) if now - last.mono >= MIN_LAST_INTERVAL_S else None
         final = Sample(t, now, self._counters())
+        if pgbench_cpu_s is not None and "processes" in final.values:
+            final.values["processes"]["pgbench_cpu_s"] = pgbench_cpu_s
         statements = self.statements.finish(self.conn) if self.statements and self.conn else ()
         events = self._events()
         if self.conn is not None:
@@ -151,7 +155,6 @@ class Capture:
                 return
             second = int(tick * period + 1e-9)
             self._activity(math.ceil(tick * period - 1e-9))
-            self.os.follow_pgbench()
             if second > last_second:
                 last_second = second
                 self.state.samples.append(Sample(second, time.monotonic(), self._counters()))

@@ -171,15 +171,12 @@ class OsSampler:
             server = server_times(self.proc, self.postmaster_pid)
             if server is not None:
                 found["server_cpu_s"], found["server_wait_s"] = server
-        self.follow_pgbench()
+        if self.pgbench_pid is not None:
+            # 0 before pgbench starts; once it has exited (and been reaped) the last reading
+            # stands, and the capture's caller knows the rest from wait4.
+            self._pgbench_last = process_times(self.proc, self.pgbench_pid) or self._pgbench_last
         found["pgbench_cpu_s"], found["pgbench_wait_s"] = self._pgbench_last
         return found
-
-    def follow_pgbench(self) -> None:
-        """Read pgbench's times now. They are 0 before it starts; once it has exited (and been
-        reaped) its last reading stands, so reading often loses less of its last moments."""
-        if self.pgbench_pid is not None:
-            self._pgbench_last = process_times(self.proc, self.pgbench_pid) or self._pgbench_last
 
 
 def derive_cpu(prev: dict[str, float], cur: dict[str, float]) -> dict[str, float]:
