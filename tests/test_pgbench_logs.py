@@ -22,11 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.pgbench.aggregate_logs import AggregateLogSummary, analyse_aggregate_logs
 from pgbenchlab.pgbench.logs import (
-    AggregateLogSummary,
     Distribution,
     TransactionLogSummary,
-    analyse_aggregate_logs,
     analyse_transaction_logs,
     thread_log_files,
 )
