@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgbenchlab.changepoints import change_points
+from pgbenchlab.changepoints import change_points, smallest_p_value
 from pgbenchlab.comparison import Verdict
 
 Series = list[tuple[str, list[float]]]
@@ -75,12 +75,34 @@ def test_known_steps_are_located_with_the_right_sign() -> None:
         assert hits / 200 >= 0.80, step
 
 
+def test_every_step_reported_clears_the_band() -> None:
+    # Weak steps around a regression and its fix: the kind a later split used to leave behind.
+    rng = np.random.default_rng(10)
+    band = math.log1p(0.02)
+    for i in range(100):
+        series = _series(rng, 12, 3, 0.06, {4: 0.9, 8: 1 / 0.9})
+        for p in change_points(series, higher_is_better=True, seed=i):
+            assert math.log1p(p.ci_low) > band or math.log1p(p.ci_high) < -band, p
+
+
 def test_nothing_to_split() -> None:
     assert change_points([], higher_is_better=True) == []
     assert change_points([("only", [1.0, 2.0, 3.0])], higher_is_better=True) == []
     assert change_points([("a", [5.0]), ("b", [5.0]), ("c", [5.0])], higher_is_better=True) == []
     with pytest.raises(ValueError):
         change_points([("a", [1.0]), ("b", [])], higher_is_better=True)
+
+
+def test_the_smallest_p_value_bounds_what_a_series_can_show() -> None:
+    # Two points of 3 runs: 2 of the 20 splits separate them (docs/statistics.md, §4.1).
+    assert smallest_p_value([3, 3]) == pytest.approx((1 + 999 * 2 / 20) / 1000)
+    assert smallest_p_value([3, 3, 3]) > 0.01 > smallest_p_value([4, 4, 4])
+    assert smallest_p_value([5]) == smallest_p_value([1, 1]) == 1.0
+    # A step with no noise at all: found exactly where the bound allows it.
+    clear = [("a", [100.0, 101.0, 99.0, 100.5]), ("b", [10.0, 10.1, 9.9, 10.05])]
+    assert change_points([*clear, ("c", [10.0, 10.2, 9.8, 10.1])], higher_is_better=True)
+    shorter = [(label, runs[:3]) for label, runs in [*clear, ("c", [10.0, 10.2, 9.8])]]
+    assert change_points(shorter, higher_is_better=True) == []
 
 
 def test_same_seed_same_answer() -> None:

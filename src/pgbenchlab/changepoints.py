@@ -50,6 +50,31 @@ class ChangePoint:
     verdict: Verdict
 
 
+def smallest_p_value(run_counts: Sequence[int], permutations: int = DEFAULT_PERMUTATIONS) -> float:
+    """The expected p-value of the clearest possible step in a series with these runs per point.
+
+    A step with no noise at all puts the low runs in a set of points that is a stretch or the
+    complement of one; a shuffle scores as high only by putting the low runs back into such a
+    set of the same size. The chance of that bounds what the permutation test can show: at or
+    above ``1 - confidence``, no step can be found, however large (3 points of 3 runs: 0.037).
+    """
+    bounds = list(itertools.accumulate(run_counts, initial=0))
+    total, groups = bounds[-1], len(run_counts)
+    if groups < 2 or total < 3:
+        return 1.0
+    # Run counts of the distinct sets of points a stretch can separate: every stretch, and the
+    # complement of each middle stretch (a complement of an end stretch is a stretch already).
+    sizes: dict[int, int] = {}
+    for start, stop in itertools.combinations(range(groups + 1), 2):
+        inside = bounds[stop] - bounds[start]
+        if inside < total:
+            sizes[inside] = sizes.get(inside, 0) + 1
+        if start > 0 and stop < groups:
+            sizes[total - inside] = sizes.get(total - inside, 0) + 1
+    chance = min(sizes[bounds[g]] / math.comb(total, bounds[g]) for g in range(1, groups))
+    return (1 + permutations * chance) / (1 + permutations)
+
+
 @dataclass(frozen=True)
 class _Stretch:
     start: int  # group indices: the stretch is start..stop-1
@@ -82,7 +107,7 @@ def change_points(
     while pending:
         first, stop = pending.pop()
         stretch = _best_stretch(flat, starts, first, stop, rng, permutations)
-        if stretch is None or stretch.p_value >= 1 - confidence:
+        if stretch is None or stretch.p_value >= significance(confidence):
             continue
         edges = [first, stretch.start, stretch.stop, stop]
         kept = [
@@ -94,7 +119,14 @@ def change_points(
         found.update((group, stretch.p_value) for group in kept)
         pieces = [first, *kept, stop]
         pending += list(itertools.pairwise(pieces)) if kept else []
-    return _describe(series, flat, starts, sorted(found.items()), confidence, higher_is_better)
+    splits = _prune(flat, starts, sorted(found.items()), band, confidence)
+    steps = _measure(flat, starts, [group for group, _ in splits], confidence)
+    return _describe(series, splits, steps, higher_is_better)
+
+
+def significance(confidence: float) -> float:
+    """1 - confidence without the rounding that would let p = 0.01 pass at 0.99 (0.0100...09)."""
+    return round(1 - confidence, 12)
 
 
 def _best_stretch(
@@ -178,25 +210,52 @@ def _beyond_band(
     return abs(step.after - step.before) - step.half > band
 
 
-def _describe(
-    series: Sequence[tuple[str, Sequence[float]]],
-    flat: Floats,
-    starts: NDArray[np.int64],
-    splits: list[tuple[int, float]],
-    confidence: float,
-    higher_is_better: bool,
-) -> list[ChangePoint]:
-    """Each step measured between its neighbouring segments, with the noise of the whole fit."""
-    if not splits:
+def _measure(
+    flat: Floats, starts: NDArray[np.int64], groups: list[int], confidence: float
+) -> list[_Step]:
+    """Each step between its neighbouring segments, with the noise of the whole fit."""
+    if not groups:
         return []
-    bounds = [0, *(group for group, _ in splits), len(series)]
+    bounds = [0, *groups, len(starts) - 1]
     segments = [flat[starts[a] : starts[b]] for a, b in itertools.pairwise(bounds)]
     df = len(flat) - len(segments)
     residual = sum(float(((x - x.mean()) ** 2).sum()) for x in segments)
     variance = residual / df if df >= 1 else math.inf
+    return [
+        _step(left, right, df, variance, confidence) for left, right in itertools.pairwise(segments)
+    ]
+
+
+def _prune(
+    flat: Floats,
+    starts: NDArray[np.int64],
+    splits: list[tuple[int, float]],
+    band: float,
+    confidence: float,
+) -> list[tuple[int, float]]:
+    """The steps whose final interval clears the band, dropping the weakest first.
+
+    A boundary is kept against the neighbours of its piece; a later split can leave it between
+    segments that hardly differ (a middle stretch whose other edge was not kept, say).
+    """
+    while splits:
+        steps = _measure(flat, starts, [group for group, _ in splits], confidence)
+        margins = [abs(s.after - s.before) - s.half - band for s in steps]
+        weakest = min(range(len(margins)), key=margins.__getitem__)
+        if margins[weakest] > 0:
+            break
+        splits = splits[:weakest] + splits[weakest + 1 :]
+    return splits
+
+
+def _describe(
+    series: Sequence[tuple[str, Sequence[float]]],
+    splits: list[tuple[int, float]],
+    steps: list[_Step],
+    higher_is_better: bool,
+) -> list[ChangePoint]:
     points = []
-    for i, (group, p_value) in enumerate(splits):
-        step = _step(segments[i], segments[i + 1], df, variance, confidence)
+    for (group, p_value), step in zip(splits, steps, strict=True):
         change = step.after - step.before
         improved = (change > 0) == higher_is_better
         points.append(

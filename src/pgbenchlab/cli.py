@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from pgbenchlab import __version__, exporting, installs, plan, report, runner
 from pgbenchlab.errors import UserError
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.report import compare
+from pgbenchlab.report import compare, series
 from pgbenchlab.results import FAILED, RunResult
 from pgbenchlab.store import Store
 
@@ -121,20 +121,37 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         cmd_compare,
         "compare two servers of a campaign (--baseline/--candidate) or two campaigns, "
-        "cell by cell, with confidence intervals and verdicts",
+        "cell by cell, with confidence intervals and verdicts; or find the steps along an "
+        "ordered axis (--series)",
     )
     results_option(p)
-    p.add_argument("campaigns", nargs="*", metavar="CAMPAIGN", help="two campaigns to compare")
+    p.add_argument(
+        "campaigns",
+        nargs="*",
+        metavar="CAMPAIGN",
+        help="two campaigns to compare, or with --series campaign three or more, in order",
+    )
     p.add_argument("--campaign", help="within this campaign (default: the latest)")
     p.add_argument("--baseline", metavar="SERVER")
     p.add_argument("--candidate", metavar="SERVER")
+    p.add_argument(
+        "--series",
+        metavar="AXIS",
+        help="find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
+        "server (servers in the order the plan lists them: list versions oldest first), a "
+        "[matrix.setting] name (its values in plan order), scale, clients, rate, "
+        "latency_limit or duration (numeric order); or `campaign` with the campaigns as "
+        "arguments, in order (one per commit or nightly build)",
+    )
     p.add_argument(
         "--threshold",
         default="2%",
         help="smallest change that matters, e.g. 3%% (default %(default)s)",
     )
     p.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when any cell regressed"
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when any cell regressed (with --series: when any step is a regression)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -507,6 +524,8 @@ def parse_threshold(text: str) -> float:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     threshold = parse_threshold(args.threshold)
+    if args.series:
+        return compare_series(args, threshold)
     with open_store(args.results) as store:
         if args.campaigns:
             if len(args.campaigns) != 2 or args.baseline or args.candidate:
@@ -522,6 +541,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_on_regression and compare.regressed(changes):
         return EXIT_RUNS_FAILED
     return EXIT_OK
+
+
+def compare_series(args: argparse.Namespace, threshold: float) -> int:
+    if args.baseline or args.candidate:
+        raise UserError("--series scans every value of an axis; drop --baseline/--candidate")
+    with open_store(args.results) as store:
+        if args.series == series.CAMPAIGN:
+            if args.campaign:
+                raise UserError("--series campaign takes the campaigns as arguments, in order")
+            found = series.across_campaigns(store, args.campaigns, threshold)
+        else:
+            if args.campaigns:
+                raise UserError(
+                    f"--series {args.series} scans one campaign (--campaign NAME); "
+                    "campaigns in order need --series campaign"
+                )
+            found = series.within_campaign(store, args.campaign, args.series, threshold)
+    print(series.as_json(found) if args.json else series.as_text(found))
+    return EXIT_RUNS_FAILED if args.fail_on_regression and series.regressed(found) else EXIT_OK
 
 
 def cmd_clean(args: argparse.Namespace) -> int:

@@ -55,12 +55,15 @@ def within_campaign(
 
 def across_campaigns(store: Store, first: str, second: str, threshold: float) -> list[CellChange]:
     views = [load_view(store, campaign_id(store, name), detail=False) for name in (first, second)]
-    single_server = all(len({c.dim("server") for c in v.cells}) == 1 for v in views)
-    # One server each (a patch against master, say): compare whatever the servers are called.
-    ignore = ("server",) if single_server else ()
+    ignore = ("server",) if one_server_each(views) else ()
     return match(
         views[0], views[0].cells, views[1], views[1].cells, ignore=ignore, threshold=threshold
     )
+
+
+def one_server_each(views: Sequence[ReportView]) -> bool:
+    """One server per campaign (a patch against master, say): matched whatever it is called."""
+    return all(len({c.dim("server") for c in v.cells}) == 1 for v in views)
 
 
 def match(
@@ -160,10 +163,9 @@ def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str
         verdict = c.verdict.replace("_", " ")
         if c.repeats_needed:
             verdict += f" (~{c.repeats_needed} runs per side needed)"
-        number = "{:,.0f}" if c.metric == "tps" else "{:.3f} ms"
         rows.append([
             c.cell, METRICS[c.metric][0], f"{c.baseline_n}/{c.candidate_n}",
-            number.format(c.baseline_mean), number.format(c.candidate_mean),
+            format_value(c.metric, c.baseline_mean), format_value(c.metric, c.candidate_mean),
             f"{c.relative_change:+.1%}", interval, verdict,
         ])  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -172,6 +174,10 @@ def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str
     lines.append("")
     lines.append(", ".join(f"{n} {v.value.replace('_', ' ')}" for v, n in counts.items()))
     return "\n".join(lines)
+
+
+def format_value(metric: str, value: float) -> str:
+    return f"{value:,.0f}" if metric == "tps" else f"{value:.3f} ms"
 
 
 def as_json(changes: Sequence[CellChange]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 
+from pgbenchlab.report import series
 from pgbenchlab.report.model import ReportView
 from pgbenchlab.report.tables import Table, change_tables, key_tables
 
@@ -73,5 +74,13 @@ def render(view: ReportView) -> str:
         parts += ["", f"### Relative change against {escape(view.baseline or '')}"]
         for t in changes:
             parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
+    for found in series.report_scans(view):
+        parts += ["", f"### {escape(series.title(found))}", ""]
+        steps = series.step_table(found)
+        parts += (
+            [table(steps), "", f"_{escape(steps.note)}_"]
+            if found.steps
+            else [escape(series.summary(found))]
+        )
     parts += ["", f"<sub>pgbenchlab {escape(view.campaign.pgbenchlab_version)}</sub>", ""]
     return "\n".join(parts)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from pgbenchlab.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.report import series
 from pgbenchlab.report.datasets import cell_link, run_link
 from pgbenchlab.report.model import Advice, ReportView, ServerView
 from pgbenchlab.report.payload import common_facts
@@ -207,6 +208,20 @@ def summary_tables(view: ReportView) -> str:
     parts = [data_table(t) for t in key_tables(view)]
     parts += [data_table(t) for t in change_tables(view)]
     return "".join(parts)
+
+
+def change_points(view: ReportView) -> str:
+    """Steps along the servers and the setting axes with 3 values or more, as the CLI finds them."""
+    scans = series.report_scans(view)
+    if not scans:
+        return ""
+    parts = [
+        data_table(series.step_table(found))
+        if found.steps
+        else f"<h3>{esc(series.title(found))}</h3><p>{esc(series.summary(found))}</p>"
+        for found in scans
+    ]
+    return f'<section id="change-points"><h2>Change points</h2>{"".join(parts)}</section>'
 
 
 METHOD = (
