@@ -220,6 +220,7 @@ def render(view: ReportView, *, source: str = "") -> str:
         diagnosis=sections.diagnosis_table(view),
         plan=esc(view.campaign.plan_text),
         tables=sections.summary_tables(view),
+        change_points=sections.change_points(view),
         figures=figures,
         method=sections.method_note(),
     )
@@ -249,6 +250,7 @@ _BODY = """
 <h3>Machine</h3>{machine}
 <details><summary>The plan file</summary><pre>{plan}</pre></details></section>
 <section id="tables"><h2>Key tables</h2>{tables}</section>
+{change_points}
 <section id="charts"><h2>Charts</h2>
 <div class="controls"><label>One line per <select id="series-axis"></select></label>
 <span class="note">Hover for values, click a legend entry to show one series (shift-click for
