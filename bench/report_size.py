@@ -4,19 +4,22 @@
 
 Writes a synthetic results database through the real Store (5 servers x 2 scales x 2
 workloads x 10 client counts x 5 repeats = 1,000 runs of 60 s: per-second series, stored
-latency histograms of 20,000 transactions each, kept pgbench output), then measures, in
-interleaved rounds: the time to write the report (a fresh process each round, the Vega bundle
-already cached), its size, and the time Chromium takes from navigation to every chart drawn
-(measured in the page; network disabled). The cold-cache bundle build is measured once.
-Medians go to stdout and to bench/report_size.md.
+latency histograms of 20,000 transactions each, kept pgbench output, and telemetry shaped like
+a real run's: every source its server version has, per second, wait events and server-log
+events), then measures, in interleaved rounds: the time to write the report (a fresh process
+each round, the Vega bundle already cached), its size, and the time Chromium takes from
+navigation to every chart drawn (measured in the page; network disabled). The cold-cache
+bundle build is measured once. Medians go to stdout and to bench/report_size.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -30,6 +33,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from conftest_report import FakeServer, SyntheticPlan, run_count, write_synthetic  # noqa: E402
 from report_browser import chromium, open_report  # noqa: E402
 
+DATA_BLOCK = r'<script type="application/json" id="report-data">(.*?)</script>'
 SIZE_LIMIT = 5_000_000
 TIME_LIMIT_S = 5.0
 WRITE = (
@@ -52,6 +56,7 @@ def thousand_runs(repeats: int) -> SyntheticPlan:
         clients=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
         repeats=repeats,
         duration_s=60,
+        telemetry=True,
     )
 
 
@@ -90,7 +95,16 @@ def measure(db: Path, work: Path, rounds: int) -> dict[str, list[float]]:
                 raise SystemExit(f"the report did not load cleanly: {page.console}")
             results["render"].append(page.render_ms / 1000)
     results["size"] = [float(html.stat().st_size)]
+    results["charted"] = [float(telemetry_charted(html))]
     return results
+
+
+def telemetry_charted(html: Path) -> int:
+    """How many runs' telemetry charts the report embeds."""
+    data = re.search(DATA_BLOCK, html.read_text(encoding="utf-8"), re.DOTALL)
+    assert data is not None
+    runs = json.loads(data.group(1))["detail"]["runs"]
+    return sum(1 for run in runs.values() if "x" in run)
 
 
 def report(results: dict[str, list[float]], runs: int, cold: float, db_size: int) -> str:
@@ -115,7 +129,8 @@ def report(results: dict[str, list[float]], runs: int, cold: float, db_size: int
             "",
             f"Campaign: {runs} runs (5 servers x 2 scales x 2 workloads x 10 client counts x "
             "5 repeats), 60 s each with a per-second series, a stored latency histogram "
-            "(20,000 transactions) and pgbench's kept output per run; results database "
+            "(20,000 transactions), pgbench's kept output and telemetry (every source, per "
+            "second, wait events, server-log events) per run; results database "
             f"{db_size / 1e6:.1f} MB.",
             "",
             "| measure | value | budget |",
@@ -129,7 +144,9 @@ def report(results: dict[str, list[float]], runs: int, cold: float, db_size: int
             "",
             f"Both time bars: {verdict_time}. Of the file, about 0.9 MB is the inlined Vega, "
             "Vega-Lite and vega-embed bundle; the rest is data: per-second series, histograms "
-            "regrouped to 8 bins per power of two (exact sums), one row per run.",
+            "regrouped to 8 bins per power of two (exact sums), one row per run, and the "
+            f"telemetry charts of {results['charted'][0]:.0f} runs (the report's budget of "
+            "telemetry values).",
             "",
         ]
     )

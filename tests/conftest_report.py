@@ -23,6 +23,14 @@ from pgbenchlab.histogram import LatencyHistogram
 from pgbenchlab.results import LatencySummary, RunResult, Second
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import Store
+from pgbenchlab.telemetry.records import (
+    LogEvent,
+    Point,
+    RunTelemetry,
+    SourceStatus,
+    Total,
+    WaitCount,
+)
 
 RESULTS_DB = "results.db"
 PEAK_TPS = {"select-only": 60_000.0, "tpcb-like": 3_000.0, "simple-update": 4_000.0}
@@ -53,6 +61,7 @@ class SyntheticPlan:
     failures: tuple[int, ...] = ()  # sequence numbers of runs that fail
     aborted: tuple[int, ...] = ()
     seed: int = 7
+    telemetry: bool = False  # sampled series of every source, as a real run stores them
 
 
 def spec_for(
@@ -180,6 +189,9 @@ def measured(
         histogram_json=hist.to_json(),
     )
     aborted = result.sequence in plan.aborted
+    if plan.telemetry:
+        version = int(server.version.split(".")[0]) * 10000
+        result = replace(result, telemetry=synthetic_telemetry(spec, version, tps, plan, rng))
     return replace(
         result,
         status="aborted" if aborted else "ok",
@@ -199,6 +211,139 @@ def measured(
         report={"late_pct": late_pct, "skipped_pct": skipped_pct},
         artifacts=("stdout.txt.zst",),
     )
+
+
+def synthetic_telemetry(
+    spec: dict[str, Any], version: int, tps: float, plan: SyntheticPlan, rng: random.Random
+) -> RunTelemetry:
+    """Telemetry shaped like a real run's on a 2-CPU host: every source its server version
+    has, per second with noise, wait events sampled 5 times a second, and the server-log
+    events of a read-write run (autovacuum; a checkpoint in every fifth run)."""
+    levels = _telemetry_levels(spec, version, tps)
+    series = [
+        Point(source, metric, t, max(0.0, level * rng.gauss(1.0, 0.1)))
+        for (source, metric), level in levels.items()
+        for t in range(1, plan.duration_s + 1)
+    ]
+    waits = _wait_levels(spec)
+    series += [
+        Point("pg_stat_activity", event, t, round(level * rng.gauss(1.0, 0.3) * 5) / 5)
+        for event, level in waits.items()
+        for t in range(1, plan.duration_s + 1)
+        if rng.random() < min(1.0, level * 4)  # a rare event is seen in some seconds only
+    ]
+    series = [p for p in series if p.value > 0 or p.source in ("cpu", "memory")]
+    totals = {}
+    for p in series:
+        totals[(p.source, p.metric)] = totals.get((p.source, p.metric), 0.0) + p.value
+    events = []
+    if spec["workload"] != "select-only":
+        events.append(LogEvent(rng.uniform(5, 50), "autovacuum", "autovacuum pgbench_tellers", {}))
+        events.append(
+            LogEvent(rng.uniform(5, 50), "autoanalyze", "autoanalyze pgbench_tellers", {})
+        )
+        if rng.random() < 0.2:
+            start = rng.uniform(0, plan.duration_s / 2)
+            events.append(LogEvent(start, "checkpoint_start", "checkpoint starting: time", {}))
+            write_s = 0.45 * plan.duration_s
+            done = f"checkpoint complete: wrote 1843 buffers (11.2%); write={write_s:.1f} s"
+            events.append(LogEvent(start + write_s, "checkpoint_end", done, {}))
+    return RunTelemetry(
+        started_at=1_700_000_000.0,
+        duration_s=plan.duration_s + 0.01,
+        server_version_num=version,
+        activity_rounds=5 * plan.duration_s,
+        counter_rounds=plan.duration_s + 1,
+        sources=tuple(SourceStatus(source, True) for source in sorted({p.source for p in series})),
+        series=tuple(series),
+        totals=tuple(Total(source, metric, v) for (source, metric), v in totals.items()),
+        waits=tuple(
+            WaitCount(*event.split(":"), round(level * 5 * plan.duration_s))
+            for event, level in waits.items()
+        ),
+        events=tuple(events),
+        statements=(),
+        pgbench_threads=spec["threads"],
+        host_cpus=2,
+    )
+
+
+def _telemetry_levels(
+    spec: dict[str, Any], version: int, tps: float
+) -> dict[tuple[str, str], float]:
+    """Each (source, metric)'s typical per-second value for this run."""
+    writes = spec["workload"] != "select-only"
+    busy = min(1.9, 0.3 + 0.3 * spec["clients"])  # cores in use
+    levels = {
+        ("cpu", "user_pct"): 22 * busy,
+        ("cpu", "system_pct"): 20 * busy,
+        ("cpu", "iowait_pct"): 6.0 if writes else 0.4,
+        ("cpu", "steal_pct"): 1.5,
+        ("cpu", "idle_pct"): 100 - 45 * busy,
+        ("processes", "server_cpu_s"): 0.6 * busy,
+        ("processes", "server_wait_s"): 0.15 * busy,
+        ("processes", "pgbench_cpu_s"): 0.35 * busy,
+        ("processes", "pgbench_wait_s"): 0.08 * busy,
+        ("memory", "dirty_mb"): 60.0 if writes else 2.0,
+        ("memory", "writeback_mb"): 0.5,
+        ("memory", "cached_mb"): 900.0,
+        ("memory", "available_mb"): 23_000.0,
+        ("disk", "reads_per_s"): 12.0,
+        ("disk", "read_mb_per_s"): 0.4,
+        ("disk", "writes_per_s"): 2 * tps if writes else 5.0,
+        ("disk", "write_mb_per_s"): 0.012 * tps if writes else 0.1,
+        ("disk", "util_pct"): 30.0 if writes else 2.0,
+        ("disk", "await_ms"): 0.3,
+        ("pg_stat_database", "xact_commit"): tps,
+        ("pg_stat_database", "blks_hit"): 6 * tps,
+        ("pg_stat_database", "blks_read"): 3.0,
+        ("pg_stat_database", "tup_returned"): 2 * tps,
+        ("pg_stat_database", "tup_fetched"): tps,
+        ("pg_stat_bgwriter", "buffers_alloc"): 4.0,
+    }
+    if writes:
+        levels |= {
+            ("pg_stat_database", "tup_updated"): 3 * tps,
+            ("pg_stat_database", "tup_inserted"): tps,
+        }
+    if writes and version >= 140000:
+        levels |= {
+            ("pg_stat_wal", "wal_records"): 6 * tps,
+            ("pg_stat_wal", "wal_fpi"): 0.1 * tps,
+            ("pg_stat_wal", "wal_bytes"): 900 * tps,
+        }
+    if writes and 140000 <= version < 180000:
+        levels |= {("pg_stat_wal", "wal_write"): tps, ("pg_stat_wal", "wal_sync"): tps}
+    if version >= 160000:
+        levels |= {("pg_stat_io", "relation.hits"): 6 * tps, ("pg_stat_io", "relation.reads"): 3.0}
+    if writes and version >= 180000:
+        levels |= {
+            ("pg_stat_io", "wal.writes"): tps,
+            ("pg_stat_io", "wal.fsyncs"): tps,
+            ("pg_stat_io", "wal.write_bytes"): 900 * tps,
+        }
+    return levels
+
+
+def _wait_levels(spec: dict[str, Any]) -> dict[str, float]:
+    """Average benchmark backends per wait event."""
+    clients = spec["clients"]
+    if spec["workload"] == "select-only":
+        return {
+            "CPU:CPU": 0.35 * clients,
+            "Client:ClientRead": 0.6 * clients,
+            "LWLock:BufferMapping": 0.01 * clients,
+        }
+    return {
+        "CPU:CPU": 0.15 * clients,
+        "Lock:transactionid": 0.3 * clients,
+        "Lock:tuple": 0.05 * clients,
+        "LWLock:WALWrite": 0.08 * clients,
+        "LWLock:BufferContent": 0.02 * clients,
+        "IO:WALSync": 0.1 * clients,
+        "IO:DataFileRead": 0.01 * clients,
+        "Client:ClientRead": 0.25 * clients,
+    }
 
 
 def write_synthetic(results_dir: Path, plan: SyntheticPlan = SyntheticPlan()) -> Path:

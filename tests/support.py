@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,3 +99,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def embedded_data(page: str) -> dict[str, Any]:
+    """The data block of an HTML report."""
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page)
+    assert match is not None
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, add_events, write_synthetic
-from pgbenchlab.report import write_report
+from pgbenchlab.report import telemetry, write_report
 from pgbenchlab.report.viewmodel import load_view
 from pgbenchlab.store import Store
 from report_browser import Browser, chromium, open_report, screenshot_of
+from support import embedded_data
 
 pytestmark = pytest.mark.browser
 
@@ -31,6 +32,27 @@ PROBES = {
     "pwned": "typeof window.pwned",
     "detail_hidden": "document.getElementById('run-detail').hidden",
     "table_rows": "document.querySelectorAll('#run-table tbody tr').length",
+}
+# The telemetry panels under a run's TPS, by the datasets that draw them.
+PANELS = {
+    telemetry.WAITS: "waits",
+    telemetry.HOST_CPU: "cpu",
+    telemetry.PROCESS_CPU: "cpu",
+    telemetry.IO: "io",
+    telemetry.DISK_BUSY: "disk_busy",
+    telemetry.COMMITS: "commits",
+}
+# Per panel of the run's timeline: its areas and lines drawn (rules, such as server events and
+# the invisible zoom carrier, left out), and the first label of its time axis.
+TIMELINE_PROBES = {
+    "panel_marks": "Object.fromEntries([...document.querySelectorAll("
+    "'#run-tps svg g.mark-group.role-scope')].filter(g => /_group$/.test(g.getAttribute('class')))"
+    ".map(g => [g.getAttribute('class').split(' ').pop().replace(/_group$/, ''),"
+    " g.querySelectorAll('g.mark-area > path, g.mark-line > path').length]))",
+    "first_ticks": "[...document.querySelectorAll('#run-tps svg g.role-axis')]"
+    ".filter(a => (a.getAttribute('aria-label') || '').startsWith('X-axis'))"
+    ".map(a => a.querySelector('g.role-axis-label text').textContent)",
+    "note": "[...document.querySelectorAll('#run-detail p.note')].map(p => p.textContent)",
 }
 
 
@@ -107,10 +129,12 @@ def test_real_campaign_report_in_the_browser(real_campaign: Any, tmp_path: Path)
     (tmp_path / "report.png").write_bytes(result.screenshot)
     # a run's detail: its per-second series and its latency distribution
     run_id = int(runs[-1]["id"])
-    detail = open_report(out, f"#run-{run_id}", probes=PROBES)
+    detail = open_report(out, f"#run-{run_id}", probes=PROBES | TIMELINE_PROBES)
     assert detail.console == [], detail.console
     assert detail.checks["detail_hidden"] is False
     assert_drawn(detail.charts, {"run-tps", "run-latency", "run-sorted", "run-hist", "run-cdf"})
+    # its telemetry under its TPS: a drawn panel for each kind of series the run has
+    assert_timeline(embedded_data(out.read_text(encoding="utf-8")), run_id, detail.checks)
     assert result.render_ms is not None and result.render_ms < 5000
     if os.environ.get("PGBENCHLAB_UPDATE_SCREENSHOT"):
         DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
@@ -171,3 +195,77 @@ def test_lines_per_any_axis_the_reader_picks(tmp_path: Path) -> None:
     assert first.console == [] and problems == []
     assert labels == ["unlimited", "2000 tps"]  # in the matrix order, not alphabetical
     assert all(redrawn[c] > 0 for c in ("chart-tps", "chart-latency", "chart-efficiency"))
+
+
+def assert_timeline(data: dict[str, Any], run_id: int, checks: dict[str, Any]) -> None:
+    """The run's timeline has the TPS panel and one panel with drawn areas or lines for each
+    kind of telemetry the page embeds for it, and no other."""
+    series = data["detail"]["runs"][str(run_id)]["x"][1]
+    names = data["detail"]["telemetry"]["series"]
+    expected = {"tps"} | {PANELS[names[s[0]][0]] for s in series}
+    marks = checks["panel_marks"]
+    assert set(marks) == expected, marks
+    assert all(count > 0 for count in marks.values()), marks
+    assert len(checks["first_ticks"]) == len(expected)
+
+
+TELEMETRY_PLAN = SyntheticPlan(
+    servers=(FakeServer("pg15", "15.18", 1.0), FakeServer("pg18", "18.1", 1.1)),
+    workloads=("tpcb-like",),
+    clients=(1, 8),
+    repeats=2,
+    duration_s=30,
+    telemetry=True,
+)
+
+
+def test_telemetry_under_the_tps_zooms_with_it(tmp_path: Path) -> None:
+    db = write_synthetic(tmp_path / "res", TELEMETRY_PLAN)
+    out = write_report(db, output=tmp_path / "report.html")
+    assert isinstance(out, Path)
+    data = embedded_data(out.read_text(encoding="utf-8"))
+    with Browser(1400, 2400) as browser:
+        shown = browser.open(out.as_uri() + "#run-2")
+        checks = {name: browser.evaluate(js) for name, js in TIMELINE_PROBES.items()}
+        assert_timeline(data, 2, checks)
+        assert checks["note"] == []  # every run's telemetry is drawn: nothing to explain
+        assert set(checks["first_ticks"]) == {"0"}  # one time axis from the first second
+        # the wheel over the CPU panel zooms every panel's time axis, the TPS's too
+        centre = browser.evaluate(
+            "(() => { const r = document.querySelector('#run-tps svg g.cpu_group "
+            "path.background').getBoundingClientRect();"
+            " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+        )
+        browser.call(
+            "Input.dispatchMouseEvent",
+            session=True,
+            type="mouseWheel",
+            x=centre[0],
+            y=centre[1],
+            deltaX=0,
+            deltaY=-400,
+        )
+        browser.evaluate("new Promise(r => setTimeout(r, 500))")
+        zoomed = browser.evaluate(TIMELINE_PROBES["first_ticks"])
+        problems = browser.problems()
+    assert shown.console == [] and problems == [], shown.console + problems
+    assert len(set(zoomed)) == 1 and zoomed[0] != "0", zoomed
+
+
+def test_runs_beyond_the_telemetry_budget_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(telemetry, "TELEMETRY_SECONDS", 2 * TELEMETRY_PLAN.duration_s)
+    db = write_synthetic(tmp_path / "res", TELEMETRY_PLAN)
+    out = write_report(db, output=tmp_path / "report.html")
+    assert isinstance(out, Path)
+    header = "[...document.querySelectorAll('#run-table th')].map(th => th.textContent)"
+    with Browser() as browser:
+        left_out = browser.open(out.as_uri() + "#run-8")  # repeat 2: beyond the budget
+        checks = {name: browser.evaluate(js) for name, js in TIMELINE_PROBES.items()}
+        columns = browser.evaluate(header)
+    assert left_out.console == [], left_out.console
+    assert checks["panel_marks"] == {}  # the plain TPS chart, drawn
+    assert left_out.charts["run-tps"] > 0
+    assert len(checks["note"]) == 1 and "drawn for 2 of the 8 runs" in checks["note"][0]
+    assert "telemetry charts" in columns

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab.report import html, images, markdown, write_report
+from pgbenchlab.report import html, images, markdown, telemetry, write_report
 from pgbenchlab.report.model import ReportView
 from pgbenchlab.report.tables import key_tables
 from pgbenchlab.report.viewmodel import load_view
 from pgbenchlab.store import Store
+from support import embedded_data
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_ERROR = "<img src=x onerror=alert(3)> & \"quoted\" 'single' </script><!--"
@@ -52,13 +53,6 @@ def page(hostile_db: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     out = write_report(hostile_db, output=tmp_path_factory.mktemp("out") / "r.html")
     assert isinstance(out, Path)
     return out.read_text(encoding="utf-8")
-
-
-def embedded_data(page: str) -> dict[str, Any]:
-    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page)
-    assert match is not None
-    data: dict[str, Any] = json.loads(match.group(1))
-    return data
 
 
 def test_page_is_self_contained(page: str) -> None:
@@ -178,3 +172,216 @@ def test_images_every_chart_as_svg_and_png(tmp_path: Path) -> None:
         assert head.startswith(b"\x89PNG") if f.suffix == ".png" else b"<svg" in f.read_bytes()
     svg = (tmp_path / "img" / "tps.svg").read_text()
     assert "Throughput against clients" in svg and "clients (pgbench -c)" in svg
+
+
+# -- telemetry beside the per-second TPS ----------------------------------------------------------
+
+TELEMETRY_PLAN = SyntheticPlan(
+    name="telemetry",
+    servers=(FakeServer("pg15", "15.18", 1.0), FakeServer("pg18", "18.1", 1.1)),
+    clients=(1, 4),
+    repeats=1,
+    failures=(2,),
+    duration_s=8,
+    telemetry=True,
+)
+
+
+@pytest.fixture(scope="module")
+def telemetry_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = write_synthetic(tmp_path_factory.mktemp("telemetry"), TELEMETRY_PLAN)
+    with sqlite3.connect(db) as connection:  # a series that stayed 0 is not drawn
+        connection.execute(
+            "UPDATE run_telemetry_seconds SET value = 0 "
+            "WHERE run_id = 1 AND source = 'disk' AND metric = 'read_mb_per_s'"
+        )
+    return db
+
+
+def report_data(db: Path, out: Path) -> dict[str, Any]:
+    written = write_report(db, output=out)
+    assert isinstance(written, Path)
+    return embedded_data(written.read_text(encoding="utf-8"))
+
+
+def decoded_telemetry(data: dict[str, Any], run_id: int) -> dict[tuple[str, str], dict[int, float]]:
+    """A run's telemetry as the page decodes it: (dataset, label) -> {t: value}."""
+    x = data["detail"]["runs"][str(run_id)].get("x")
+    if x is None:
+        return {}
+    first, encoded = x
+    names = data["detail"]["telemetry"]["series"]
+    found: dict[tuple[str, str], dict[int, float]] = {}
+    for index, scale, *values in encoded:
+        seconds = list(range(first, first + len(values))) if isinstance(first, int) else first
+        found[tuple(names[index])] = {  # type: ignore[index]
+            t: v * scale for t, v in zip(seconds, values, strict=True) if v is not None
+        }
+    return found
+
+
+def page_seconds(data: dict[str, Any], run_id: int) -> list[int]:
+    first = data["detail"]["runs"][str(run_id)]["s"][0]
+    tps = data["detail"]["runs"][str(run_id)]["s"][1]
+    return list(range(first, first + len(tps))) if isinstance(first, int) else list(first)
+
+
+def stored_series(db: Path, run_id: int, source: str, metric: str) -> dict[int, float]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT t, value FROM run_telemetry_seconds "
+            "WHERE run_id = ? AND source = ? AND metric = ?",
+            (run_id, source, metric),
+        ).fetchall()
+    return {int(t): float(v) for t, v in rows}
+
+
+def assert_close_to_stored(
+    shown: dict[int, float], stored: dict[int, float], factor: float
+) -> None:
+    """The page's values are the stored ones (in display units) to 1 % of the series' peak."""
+    assert set(shown) == set(stored)
+    peak = max(abs(v) for v in stored.values()) * factor
+    for t, value in stored.items():
+        assert shown[t] == pytest.approx(value * factor, abs=0.0051 * peak)
+
+
+def test_telemetry_series_are_embedded_for_runs_that_have_them(
+    telemetry_db: Path, tmp_path: Path
+) -> None:
+    data = report_data(telemetry_db, tmp_path / "r.html")
+    with Store(telemetry_db) as store:
+        view = load_view(store, 1)
+    for run in view.runs:
+        shown = decoded_telemetry(data, run.id)
+        if run.status == "failed":  # no telemetry stored: no series, no chart
+            assert shown == {}
+            continue
+        assert_as_stored(telemetry_db, run.id, shown, host_cpus=2)
+        waits = {label for dataset, label in shown if dataset == telemetry.WAITS}
+        with sqlite3.connect(telemetry_db) as connection:
+            events = connection.execute(
+                "SELECT DISTINCT metric FROM run_telemetry_seconds "
+                "WHERE run_id = ? AND source = 'pg_stat_activity'",
+                (run.id,),
+            ).fetchall()
+        assert waits == {e[0] for e in events}  # at most MAX_EVENTS: none summed here
+    assert (telemetry.IO, "data disk: read") not in decoded_telemetry(data, 1)  # 0 throughout
+    select_only = next(r for r in view.runs if r.workload == "select-only" and r.ok)
+    assert (telemetry.IO, "WAL: generated") not in decoded_telemetry(data, select_only.id)
+    assert data["detail"]["telemetry"]["note"] == ""  # every run's telemetry is drawn
+
+
+def assert_as_stored(
+    db: Path, run_id: int, shown: dict[tuple[str, str], dict[int, float]], host_cpus: int
+) -> None:
+    """Every drawn metric the run stored with a value other than 0 is shown, as stored (in
+    display units); no other series is (wait events apart)."""
+    expected = set()
+    for (source, metric), how in telemetry.DRAWN.items():
+        stored = stored_series(db, run_id, source, metric)
+        key = (how.dataset, how.label)
+        if not any(stored.values()) or key in expected:  # absent, 0, or drawn from another
+            continue
+        expected.add(key)
+        factor = host_cpus / 100 if how.factor == telemetry.HOST_SHARE else how.factor
+        assert_close_to_stored(shown[key], stored, factor)
+    assert {key for key in shown if key[0] != telemetry.WAITS} == expected
+
+
+def test_telemetry_and_tps_share_the_time_axis(telemetry_db: Path, tmp_path: Path) -> None:
+    """A per-transaction log's seconds are stored from 0 (its first wall-clock second); the
+    page puts them on telemetry's axis, where second t covers (t - 1, t] after pgbench's start."""
+    data = report_data(telemetry_db, tmp_path / "r.html")
+    with sqlite3.connect(telemetry_db) as connection:
+        runs = connection.execute(
+            "SELECT r.id, min(s.t), max(s.t), r.latency_source FROM runs r "
+            "JOIN run_seconds s ON s.run_id = r.id GROUP BY r.id"
+        ).fetchall()
+    assert runs
+    for run_id, first, last, source in runs:
+        assert source == "full log" and first == 0
+        seconds = page_seconds(data, run_id)
+        assert seconds == list(range(first + 1, last + 2))
+        telemetry_seconds = {
+            t for series in decoded_telemetry(data, run_id).values() for t in series
+        }
+        assert min(telemetry_seconds) == seconds[0] == 1
+
+
+def test_telemetry_beyond_the_budget_is_left_out_and_said(
+    telemetry_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(telemetry, "TELEMETRY_SECONDS", 3 * TELEMETRY_PLAN.duration_s)
+    data = report_data(telemetry_db, tmp_path / "r.html")
+    drawn = [run for run, item in data["detail"]["runs"].items() if "x" in item]
+    assert drawn == ["1", "2", "4"]  # the first ones in run order (3 failed: no telemetry)
+    note = data["detail"]["telemetry"]["note"]
+    assert "drawn for 3 of the 7 runs with telemetry" in note and "24 s" in note
+    keys = [c["key"] for c in data["runs"]["columns"]]
+    column = data["runs"]["columns"][keys.index("telemetry")]
+    assert "hidden" not in column
+    marks = {row[keys.index("id")]: row[keys.index("telemetry")] for row in data["runs"]["rows"]}
+    assert marks == {1: "drawn", 2: "drawn", 3: None, 4: "drawn"} | dict.fromkeys(
+        range(5, 9), "left out"
+    )
+
+
+def test_the_first_repeat_of_every_cell_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(telemetry, "TELEMETRY_SECONDS", 200)
+    # (id, repeat, sequence, measured seconds): a sequential campaign, repeats side by side
+    runs = [(1, 1, 0, 60.02), (2, 2, 1, 60.01), (3, 1, 2, 60.03), (4, 2, 3, 60.0), (5, 1, 4, 90)]
+    assert telemetry.charted(runs) == [1, 3]  # run 5 would pass the budget: it stops there
+
+
+def test_beyond_the_busiest_wait_events_the_rest_are_summed_per_type() -> None:
+    events = [f"LWLock:L{i}" for i in range(6)] + ["Lock:tuple", "IO:DataFileRead", "CPU:CPU"]
+    events += ["IO:WALSync", "Client:ClientRead"]
+    rows = [  # the first events are the busiest; the first is seen in second 1 only
+        ("pg_stat_activity", event, t, float(len(events) - i) * (3 if i == 0 else 1))
+        for i, event in enumerate(events)
+        for t in ((1,) if i == 0 else (1, 2))
+    ]
+    series = {s.label: s for s in telemetry.drawn_series(rows, host_cpus=None)}
+    busiest = events[: telemetry.MAX_EVENTS]
+    assert set(series) == set(busiest) | {"CPU:other", "IO:other", "Client:other"}
+    assert series["IO:other"].values == (2.0, 2.0) and series["Client:other"].values == (1.0, 1.0)
+    assert series["LWLock:L0"].t == (1, 2) and series["LWLock:L0"].values == (33.0, 0.0)
+    stacked = [label.split(":")[0] for label in series]  # stacking order: by type, CPU first
+    assert stacked == sorted(stacked, key=telemetry.WAIT_TYPES.index)
+
+
+def test_telemetry_timeline_as_an_image(telemetry_db: Path, tmp_path: Path) -> None:
+    with Store(telemetry_db) as store:
+        view = load_view(store, 1)
+    files = images.export(view, tmp_path / "img")
+    timelines = sorted(f.name for f in files if f.name.endswith("-timeline.svg"))
+    assert timelines == [f"run-{r.id}-timeline.svg" for r in view.runs if r.telemetry]
+    svg = (tmp_path / "img" / "run-1-timeline.svg").read_text()
+    for title in ("Benchmark backends by wait event", "CPU in cores", "Commits and WAL flushes"):
+        assert title in svg
+
+
+@pytest.mark.server
+def test_real_campaign_telemetry_in_the_payload(real_campaign: Any, tmp_path: Path) -> None:
+    """Real runs of 15 and 18: every run with telemetry has its series, equal to the stored
+    ones, on the axis of its TPS."""
+    db = real_campaign.results_dir / "results.db"
+    data = report_data(db, tmp_path / "r.html")
+    with sqlite3.connect(db) as connection:
+        recorded = dict(connection.execute("SELECT run_id, host_cpus FROM run_telemetry"))
+        runs = connection.execute("SELECT id, status FROM latest_runs").fetchall()
+    assert recorded
+    for run_id, status in runs:
+        shown = decoded_telemetry(data, run_id)
+        assert bool(shown) == (run_id in recorded), run_id
+        if not shown:
+            continue
+        assert_as_stored(db, run_id, shown, recorded[run_id])
+        # the host's CPU and pgbench's are sampled for every managed run
+        assert (telemetry.HOST_CPU, "host: user") in shown
+        assert (telemetry.PROCESS_CPU, "pgbench: on a CPU") in shown
+        if status == "ok":
+            seconds = page_seconds(data, run_id)
+            first_telemetry = min(t for series in shown.values() for t in series)
+            assert seconds[0] == first_telemetry == 1

@@ -12,8 +12,10 @@ from typing import Any
 from pgbenchlab.report.charts import VERDICT_MARKS
 from pgbenchlab.report.labels import panel_label
 from pgbenchlab.report.model import Axis, CellView, ChangeView, Interval, ReportView, RunView
+from pgbenchlab.report.telemetry import LIMITS, PROCESS_CPU
 
 Row = dict[str, Any]
+THREADS_LABEL = "pgbench threads (-j)"
 NO_AXIS = Axis("none", "all runs")
 
 
@@ -166,6 +168,22 @@ def hist_rows(run: RunView) -> list[Row]:
         {"lower_ms": lo, "upper_ms": hi, "count": n}
         for lo, hi, n in zip(h.lower_ms, h.upper_ms, h.counts, strict=True)
     ]
+
+
+def telemetry_rows(run: RunView) -> dict[str, list[Row]]:
+    """The run's telemetry as the timeline's long rows {t, s, v}, per dataset, with pgbench's
+    threads as the level its CPU cannot pass (the page builds the same from its encoding)."""
+    found: dict[str, list[Row]] = {}
+    for series in run.telemetry:
+        rows = found.setdefault(series.dataset, [])
+        rows += [
+            {"t": t, "s": series.label, "v": v}
+            for t, v in zip(series.t, series.values, strict=True)
+            if v is not None
+        ]
+    if PROCESS_CPU in found:
+        found[LIMITS] = [{"s": THREADS_LABEL, "v": run.threads}]
+    return found
 
 
 def event_rows(run: RunView) -> list[Row]:

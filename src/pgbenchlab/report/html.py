@@ -15,7 +15,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from pgbenchlab.report import bundle, charts, comparecharts, runcharts, sections
+from pgbenchlab.report import bundle, charts, comparecharts, runcharts, sections, timeline
 from pgbenchlab.report.datasets import (
     cell_rows,
     change_limit,
@@ -151,13 +151,16 @@ def field_orders(view: ReportView) -> dict[str, list[Any]]:
 def run_chart_templates(view: ReportView) -> dict[str, Any]:
     domain = latency_domain(view.runs)
     title = "{run}"
-    return {
+    templates = {
         "tps_over_time": runcharts.tps_over_time(title),
         "latency_over_time": runcharts.latency_over_time(title),
         "sorted_tps": runcharts.sorted_tps(title),
         "histogram": runcharts.histogram(title, domain),
         "cdf": runcharts.cdf(title, domain),
     }
+    if any(r.telemetry for r in view.runs):  # TPS with the run's telemetry under it
+        templates["timeline"] = timeline.timeline(title)
+    return templates
 
 
 def payload(view: ReportView) -> dict[str, Any]:

@@ -20,6 +20,7 @@ RUN_CHARTS = (
     ("histogram", "histogram", "hist"),
     ("cdf", "cdf", "hist"),
 )
+TIMELINE = ("timeline", "timeline", "seconds")  # TPS with telemetry, for runs that have it
 
 
 # Each image takes about 0.1 s to draw: beyond this many runs, only the campaign's charts are
@@ -68,16 +69,19 @@ def chart_specs(view: ReportView, *, per_run: bool = True) -> Iterator[tuple[str
 
 
 def _run_specs(run: RunView, templates: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    telemetry = datasets.telemetry_rows(run)
     data = {
         "run_seconds": datasets.seconds_rows(run),
         "run_hist": datasets.hist_rows(run),
         "run_events": datasets.event_rows(run),
+        **telemetry,
     }
+    present = runcharts.available(data["run_seconds"], data["run_events"]) | set(telemetry)
+    charts = RUN_CHARTS + ((TIMELINE,) if telemetry else ())
     label = f"run {run.id}: {run.server}, scale {run.scale}, {run.workload}, {run.clients} clients"
-    for key, name, needs in RUN_CHARTS:
+    for key, name, needs in charts:
         if not data["run_seconds" if needs == "seconds" else "run_hist"]:
             continue
-        present = runcharts.available(data["run_seconds"], data["run_events"])
         spec = runcharts.without_missing(templates[key], present)
         title = dict(spec["title"])
         title["text"] = str(title["text"]).replace("{run}", label)

@@ -26,7 +26,9 @@ from pgbenchlab.report.model import (
     RunView,
     SecondView,
     ServerView,
+    TelemetrySeries,
 )
+from pgbenchlab.report.telemetry import charted, drawn_series, wanted_sql
 from pgbenchlab.store import Store
 
 # Spec keys shown as axes of their own or implied by others; the rest tell cells apart as
@@ -114,6 +116,7 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
     seconds = _seconds_by_run(store.db, ids)
     histograms = _histograms_by_run(store.db, ids)
     events = _events_by_run(store.db, ids)
+    telemetry, left_out = _telemetry_by_run(store.db, rows)
     raw_dir = _artifacts_dir(store, campaign_id)
     runs = []
     for row in rows:
@@ -125,6 +128,8 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
                 histogram=parse_histogram(histograms.get((run_id, "latency"))),
                 service_histogram=parse_histogram(histograms.get((run_id, "service"))),
                 events=tuple(events.get(run_id, ())),
+                telemetry=telemetry.get(run_id, ()),
+                telemetry_left_out=run_id in left_out,
                 pgbench_output=_raw_output(raw_dir, row),
                 **_diagnosis(diagnoses, row),
             )
@@ -190,17 +195,35 @@ def _chunks(ids: list[int], size: int = 500) -> Iterable[list[int]]:
         yield ids[start : start + size]
 
 
+def _tuples(db: sqlite3.Connection, sql: str, parameters: list[Any]) -> sqlite3.Cursor:
+    """A query's rows as plain tuples: faster than the store's named rows for long series."""
+    cursor = db.cursor()
+    cursor.row_factory = None
+    return cursor.execute(sql, parameters)
+
+
 def _seconds_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, list[SecondView]]:
-    found: dict[int, list[SecondView]] = defaultdict(list)
+    found: dict[int, list[Any]] = defaultdict(list)
     for chunk in _chunks(ids):
         marks = ",".join("?" * len(chunk))
-        for r in db.execute(
+        for run_id, *values in _tuples(
+            db,
             "SELECT run_id, t, tps, latency_mean_ms, latency_min_ms, latency_max_ms, lag_ms "
             f"FROM run_seconds WHERE run_id IN ({marks}) ORDER BY run_id, t",
             chunk,
         ):
-            found[int(r[0])].append(SecondView(*r[1:]))
-    return found
+            found[run_id].append(values)
+    return {run: _on_telemetry_axis(rows) for run, rows in found.items()}
+
+
+def _on_telemetry_axis(rows: list[Any]) -> list[SecondView]:
+    """Seconds numbered as telemetry's and pgbench's -P 1: t covers (t − 1, t] after pgbench
+    started. A series from the per-transaction log counts the log's first wall-clock second as
+    0 (see `runner.log_series`), so it moves by one (as `diagnosis` reads it); the log's
+    seconds are wall-clock ones, not counted from pgbench's start, so the two differ by under
+    1 s."""
+    shift = 1 if rows and rows[0][0] == 0 else 0
+    return [SecondView(r[0] + shift, *r[1:]) for r in rows]
 
 
 def _histograms_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[tuple[int, str], str]:
@@ -227,6 +250,40 @@ def _events_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, list[Eve
         ):
             found[int(r[0])].append(EventView(float(r[1]), str(r[2]), str(r[3])))
     return found
+
+
+def _telemetry_by_run(
+    db: sqlite3.Connection, rows: list[sqlite3.Row]
+) -> tuple[dict[int, tuple[TelemetrySeries, ...]], set[int]]:
+    """The telemetry series the detail of each run `charted` picks draws (only those rows are
+    read: a thousand runs' would take seconds), and the runs whose telemetry is left out."""
+    ids = [int(row["id"]) for row in rows]
+    recorded: dict[int, tuple[float, int | None]] = {}
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        for r in db.execute(
+            f"SELECT run_id, duration_s, host_cpus FROM run_telemetry WHERE run_id IN ({marks})",
+            chunk,
+        ):
+            recorded[int(r[0])] = (float(r[1]), r[2])
+    chosen = charted(
+        (int(row["id"]), int(row["repeat"]), int(row["sequence"]), recorded[int(row["id"])][0])
+        for row in rows
+        if int(row["id"]) in recorded
+    )
+    found: dict[int, list[tuple[str, str, int, float]]] = defaultdict(list)
+    for chunk in _chunks(chosen):
+        marks = ",".join("?" * len(chunk))
+        for condition, parameters in wanted_sql():
+            for run_id, source, metric, t, value in _tuples(
+                db,
+                "SELECT run_id, source, metric, t, value FROM run_telemetry_seconds "
+                f"WHERE run_id IN ({marks}) AND {condition}",
+                [*chunk, *parameters],
+            ):
+                found[run_id].append((source, metric, t, value))
+    series = {run: drawn_series(found[run], recorded[run][1]) for run in chosen}
+    return series, set(recorded) - set(chosen)
 
 
 def _diagnoses_by_run(

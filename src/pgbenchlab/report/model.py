@@ -86,6 +86,17 @@ class EventView:
 
 
 @dataclass(frozen=True)
+class TelemetrySeries:
+    """One telemetry series of a run as the run detail draws it: in display units (cores, MB/s,
+    backends), on the run's seconds axis (``t`` covers the second (t − 1, t], as TPS does)."""
+
+    dataset: str  # the chart data it belongs to (`report.telemetry`)
+    label: str
+    t: tuple[int, ...]
+    values: tuple[float | None, ...]  # None: no reading that second
+
+
+@dataclass(frozen=True)
 class RunView:
     """One run, the latest attempt of its run key, with every stored metric."""
 
@@ -150,6 +161,8 @@ class RunView:
     events: tuple[EventView, ...] = ()
     diagnosis: str | None = None  # what limited the run, from telemetry (`pgbenchlab.diagnosis`)
     diagnosis_evidence: tuple[str, ...] = ()
+    telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
+    telemetry_left_out: bool = False  # recorded, but beyond what the report draws
 
     @property
     def ok(self) -> bool:

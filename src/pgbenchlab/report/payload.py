@@ -6,13 +6,19 @@ columnar. That keeps a thousand-run report within its size budget.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from pgbenchlab.report.datasets import event_rows, seconds_rows
-from pgbenchlab.report.model import HistogramView, ReportView, RunView
+from pgbenchlab.report import telemetry
+from pgbenchlab.report.datasets import THREADS_LABEL, event_rows, seconds_rows
+from pgbenchlab.report.model import HistogramView, ReportView, RunView, TelemetrySeries
+from pgbenchlab.report.telemetry import LIMITS, PROCESS_CPU
+
+K = TypeVar("K", bound=Hashable)
+LEVELS = 100  # telemetry values are kept to 1 % of their series' peak
 
 
 @dataclass(frozen=True)
@@ -80,28 +86,58 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
+# Its values depend on the other runs (`_telemetry_marks`), not on the run alone.
+TELEMETRY_COLUMN = Column(
+    "telemetry",
+    "telemetry charts",
+    "text",
+    lambda r: None,
+    "whether this page draws the run's telemetry (see a left-out run's detail for the rule)",
+)
+
+
 def runs_payload(view: ReportView) -> dict[str, Any]:
-    """Every run as a row; a column no run has a value for (no -R, no -C) is not shown."""
-    rows = [[c.get(r) for c in COLUMNS] for r in view.runs]
-    empty = [all(row[i] in (None, "") for row in rows) for i in range(len(COLUMNS))]
+    """Every run as a row; a column no run has a value for (no -R, no -C) is not shown, nor is
+    the telemetry column when every run's telemetry is embedded."""
+    marks = _telemetry_marks(view)
+    all_columns = (*COLUMNS, TELEMETRY_COLUMN)
+    rows = [[c.get(r) for c in COLUMNS] + [marks.get(r.id)] for r in view.runs]
+    empty = [all(row[i] in (None, "") for row in rows) for i in range(len(all_columns))]
     columns = [
         {"key": "cell" if c.key == "cell_id" else c.key, "title": c.title, "fmt": c.fmt}
         | ({"help": c.help} if c.help else {})
         | ({"hidden": True} if c.hidden or empty[i] else {})
-        for i, c in enumerate(COLUMNS)
+        for i, c in enumerate(all_columns)
     ]
     return {"columns": columns, "rows": rows}
 
 
-def _columnar(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[list[Any] | None] | None:
-    """Rows as columns; a column with no value is null, and a first column counting 0, 1, 2, …
-    (the seconds of a run) is null too: the page numbers the rows itself."""
+def _telemetry_marks(view: ReportView) -> dict[int, str]:
+    """Per run with telemetry, whether its charts are drawn; nothing when none is left out."""
+    if not any(r.telemetry_left_out for r in view.runs):
+        return {}
+    marks = {r.id: "drawn" for r in view.runs if r.telemetry}
+    return marks | {r.id: "left out" for r in view.runs if r.telemetry_left_out}
+
+
+def _columnar(
+    rows: list[dict[str, Any]], names: tuple[str, ...]
+) -> list[list[Any] | int | None] | None:
+    """Rows as columns; a column with no value is null, and a first column counting up by one
+    (the seconds of a run) is its first value: the page counts on from it."""
     if not rows:
         return None
-    columns: list[list[Any] | None] = [[row[n] for row in rows] for n in names]
-    if columns[0] == list(range(len(rows))):
-        columns[0] = None
-    return [None if c is not None and all(v is None for v in c) else c for c in columns]
+    columns: list[list[Any] | int | None] = [[row[n] for row in rows] for n in names]
+    columns[0] = _counted(columns[0]) if isinstance(columns[0], list) else None
+    return [None if isinstance(c, list) and all(v is None for v in c) else c for c in columns]
+
+
+def _counted(values: list[Any]) -> list[Any] | int:
+    """Values counting up by one from an integer as that integer; other values as they are."""
+    first = values[0] if values else None
+    if isinstance(first, int) and values == list(range(first, first + len(values))):
+        return first
+    return values
 
 
 def _when(seconds: float) -> str:
@@ -151,6 +187,7 @@ def detail_payload(view: ReportView) -> dict[str, Any]:
     once for the campaign (runs share their latency grid) and runs name them by index."""
     detail: dict[str, Any] = {}
     bins = BinTable()
+    series: Interned[tuple[str, str]] = Interned()
     shared = set(common_facts(view))
     for r in view.runs:
         facts = [f for f in run_facts(r) if f not in shared]
@@ -167,29 +204,93 @@ def detail_payload(view: ReportView) -> dict[str, Any]:
         events = event_rows(r)
         if events:
             item["e"] = [[e["t"], e["kind"], e["detail"]] for e in events]
+        if r.telemetry:
+            item["x"] = encode_telemetry(r.telemetry, series)
         detail[str(r.id)] = item
-    return {"runs": detail, "bins": bins.bins}
+    found: dict[str, Any] = {"runs": detail, "bins": bins.bins.values}
+    if any(r.telemetry or r.telemetry_left_out for r in view.runs):
+        found["telemetry"] = {
+            "series": series.values,
+            "note": telemetry_note(view),
+            "limit": {"dataset": LIMITS, "label": THREADS_LABEL, "with": PROCESS_CPU},
+        }
+    return found
+
+
+def telemetry_note(view: ReportView) -> str:
+    """What the page says about the runs whose telemetry it left out, if any."""
+    left_out = sum(1 for r in view.runs if r.telemetry_left_out)
+    if not left_out:
+        return ""
+    drawn = sum(1 for r in view.runs if r.telemetry)
+    budget = telemetry.TELEMETRY_SECONDS
+    return (
+        f"To keep this file small, telemetry charts are drawn for {drawn:,} of the "
+        f"{drawn + left_out:,} runs with telemetry: the first repeat of every cell first, then "
+        f"later repeats in run order, up to {budget:,} s of measured run time. The run table's "
+        '"telemetry charts" column says which; every run\'s series are in the results database '
+        "(table run_telemetry_seconds)."
+    )
+
+
+def encode_telemetry(
+    series: Sequence[TelemetrySeries], names: Interned[tuple[str, str]]
+) -> list[Any]:
+    """[seconds, [[name index, scale, values…], …]]: seconds as the first one when they count
+    up by one, else listed; each value an integer (× scale) to 1 % of its series' peak, null
+    where the series has no reading that second."""
+    seconds = _seconds_of(series)
+    encoded = []
+    for s in series:
+        if list(s.t) == seconds:
+            aligned = list(s.values)
+        else:
+            by_t = dict(zip(s.t, s.values, strict=True))
+            aligned = [by_t.get(t) for t in seconds]
+        scale = _scale(max(abs(v) for v in aligned if v is not None))
+        ints = [None if v is None else round(v / scale) for v in aligned]
+        encoded.append([names.index((s.dataset, s.label)), scale, *ints])
+    return [_counted(seconds), encoded]
+
+
+def _seconds_of(series: Sequence[TelemetrySeries]) -> list[int]:
+    return sorted({t for s in series for t in s.t})
+
+
+def _scale(peak: float) -> float | int:
+    """The unit of a series' integers: its peak / LEVELS, to three significant digits."""
+    if peak <= 0:
+        return 1
+    unit = peak / LEVELS
+    rounded = round(unit, 2 - math.floor(math.log10(unit)))
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+class Interned(Generic[K]):
+    """Distinct values, each stored once in `values`; the page refers to them by index."""
+
+    def __init__(self) -> None:
+        self.values: list[K] = []
+        self.indexes: dict[K, int] = {}
+
+    def index(self, value: K) -> int:
+        if value not in self.indexes:
+            self.indexes[value] = len(self.values)
+            self.values.append(value)
+        return self.indexes[value]
 
 
 class BinTable:
     """Distinct (lower, upper) latency bins of the campaign, each stored once."""
 
     def __init__(self) -> None:
-        self.bins: list[tuple[float, float]] = []
-        self.index: dict[tuple[float, float], int] = {}
+        self.bins: Interned[tuple[float, float]] = Interned()
 
     def encode(self, h: HistogramView) -> list[list[int]]:
         """The run's non-empty bins as [bin indexes, counts]; empty bins change no share."""
         indexes, counts = [], []
         for lo, hi, n in zip(h.lower_ms, h.upper_ms, h.counts, strict=True):
             if n:
-                indexes.append(self._bin(lo, hi))
+                indexes.append(self.bins.index((lo, hi)))
                 counts.append(n)
         return [indexes, counts]
-
-    def _bin(self, lo: float, hi: float) -> int:
-        key = (lo, hi)
-        if key not in self.index:
-            self.index[key] = len(self.bins)
-            self.bins.append(key)
-        return self.index[key]

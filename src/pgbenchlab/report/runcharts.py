@@ -23,19 +23,25 @@ def _base(title: str, subtitle: str, data: str) -> Spec:
     }
 
 
-def _zoom(name: str) -> Spec:
+def zoom(name: str) -> Spec:
     """Drag to pan, wheel to zoom the time axis; double-click resets."""
     return {"name": name, "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}
 
 
-# Layers drawn only when their data exist (an empty layer makes Vega warn about its extent):
-# the page script and the image exporter drop a layer whose "description" names missing data.
-NEEDS_EVENTS, NEEDS_BAND, NEEDS_LAG = "needs:events", "needs:band", "needs:lag"
+# Layers (and panels) drawn only when their data exist (an empty layer makes Vega warn about
+# its extent): the page script and the image exporter drop a layer whose "description" is
+# "needs:" and names of data none of which this run has ("needs:tel_host|tel_procs").
+NEEDS = "needs:"
+EVENTS, BAND, LAG = "events", "band", "lag"
 
 
-def _event_rules() -> Spec:
+def needs(*data: str) -> str:
+    return NEEDS + "|".join(data)
+
+
+def event_rules() -> Spec:
     return {
-        "description": NEEDS_EVENTS,
+        "description": needs(EVENTS),
         "data": {"name": "run_events"},
         "mark": {"type": "rule", "color": PALETTE[3], "strokeDash": [4, 3], "strokeWidth": 1.5},
         "encoding": {
@@ -56,22 +62,24 @@ def tps_over_time(title: str) -> Spec:
         "autovacuum) where telemetry recorded them. Wheel to zoom, drag to pan.",
         "run_seconds",
     )
-    spec["layer"] = [
-        {
-            "params": [_zoom("zoom_tps")],
-            "mark": {"type": "line", "color": PALETTE[0], "strokeWidth": 1.5, "point": False},
-            "encoding": {
-                "x": TIME_X,
-                "y": {"field": "tps", "type": "quantitative", "title": "TPS (transactions/s)"},
-                "tooltip": [
-                    {"field": "t", "title": "second"},
-                    {"field": "tps", "title": "TPS", "format": ",.0f"},
-                ],
-            },
-        },
-        _event_rules(),
-    ]
+    spec["layer"] = [tps_line("zoom_tps"), event_rules()]
     return spec
+
+
+def tps_line(zoom_name: str) -> Spec:
+    """The TPS line of the run's seconds, carrying the time axis' zoom."""
+    return {
+        "params": [zoom(zoom_name)],
+        "mark": {"type": "line", "color": PALETTE[0], "strokeWidth": 1.5, "point": False},
+        "encoding": {
+            "x": TIME_X,
+            "y": {"field": "tps", "type": "quantitative", "title": "TPS (transactions/s)"},
+            "tooltip": [
+                {"field": "t", "title": "second"},
+                {"field": "tps", "title": "TPS", "format": ",.0f"},
+            ],
+        },
+    }
 
 
 def latency_over_time(title: str) -> Spec:
@@ -96,7 +104,7 @@ def latency_over_time(title: str) -> Spec:
     )
     spec["layer"] = [
         {
-            "description": NEEDS_BAND,
+            "description": needs(BAND),
             "transform": [{"filter": "isValid(datum.min) && isValid(datum.max) && datum.min > 0"}],
             "mark": {"type": "area", "color": PALETTE[5], "opacity": 0.35},
             "encoding": {
@@ -106,18 +114,18 @@ def latency_over_time(title: str) -> Spec:
             },
         },
         {
-            "params": [_zoom("zoom_latency")],
+            "params": [zoom("zoom_latency")],
             "transform": [{"filter": "isValid(datum.mean) && datum.mean > 0"}],
             "mark": {"type": "line", "color": PALETTE[0], "strokeWidth": 1.5},
             "encoding": {"x": TIME_X, "y": latency_y, "tooltip": tooltip},
         },
         {
-            "description": NEEDS_LAG,
+            "description": needs(LAG),
             "transform": [{"filter": "isValid(datum.lag) && datum.lag > 0"}],
             "mark": {"type": "line", "color": PALETTE[3], "strokeDash": [1, 2]},
             "encoding": {"x": TIME_X, "y": {**latency_y, "field": "lag"}},
         },
-        _event_rules(),
+        event_rules(),
     ]
     return spec
 
@@ -232,30 +240,35 @@ def cdf(title: str, domain: tuple[float, float] | None) -> Spec:
 
 
 def available(seconds: list[dict[str, object]], events: list[dict[str, object]]) -> set[str]:
-    """Which optional layers have data for this run."""
+    """Which optional layers' data this run has (telemetry datasets are added by their names)."""
 
     def positive(key: str) -> bool:
         return any(_positive(s.get(key)) for s in seconds)
 
-    found = {NEEDS_EVENTS} if events else set()
+    found = {EVENTS} if events else set()
     if positive("min") and positive("max"):
-        found.add(NEEDS_BAND)
+        found.add(BAND)
     if positive("lag"):
-        found.add(NEEDS_LAG)
+        found.add(LAG)
     return found
 
 
 def without_missing(spec: Spec, present: set[str]) -> Spec:
-    """The spec without the optional layers whose data are missing."""
-    if "layer" not in spec:
-        return spec
-    layers = [
-        layer
-        for layer in spec["layer"]
-        if not str(layer.get("description", "")).startswith("needs:")
-        or layer["description"] in present
-    ]
-    return {**spec, "layer": layers}
+    """The spec without the optional layers and panels whose data are missing."""
+    spec = dict(spec)
+    for key in ("layer", "vconcat"):
+        if key in spec:
+            spec[key] = [
+                without_missing(part, present) for part in spec[key] if _drawn(part, present)
+            ]
+    return spec
+
+
+def _drawn(part: Spec, present: set[str]) -> bool:
+    description = str(part.get("description", ""))
+    if not description.startswith(NEEDS):
+        return True
+    return any(name in present for name in description.removeprefix(NEEDS).split("|"))
 
 
 def _positive(value: object) -> bool:

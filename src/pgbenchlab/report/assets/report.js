@@ -27,17 +27,23 @@
     return node;
   }
 
-  // Columns back to rows: a null column has no values, a null first column counts 0, 1, 2, ...
+  // Columns back to rows: a null column has no values, a number as the first column counts on
+  // from it (the seconds of a run).
   function columns(table, names) {
     if (!table) return [];
-    const n = Math.max(...table.map((c) => (c ? c.length : 0)));
+    const n = Math.max(...table.map((c) => (Array.isArray(c) ? c.length : 0)));
     const rows = [];
     for (let i = 0; i < n; i++) {
       const row = {};
-      names.forEach((name, j) => { row[name] = table[j] ? table[j][i] : (j === 0 ? i : null); });
+      names.forEach((name, j) => { row[name] = counted(table[j], i); });
       rows.push(row);
     }
     return rows;
+  }
+
+  function counted(column, i) {
+    if (typeof column === "number") return column + i;
+    return column ? column[i] : null;
   }
 
   function histRows(id) {
@@ -215,18 +221,22 @@
       el("pre", {}, d.out || "The raw pgbench output was not kept with these results."));
     grid.append(left, right);
     parts.push(grid);
-    const charts = [["run-tps", "tps_over_time"], ["run-latency", "latency_over_time"],
-      ["run-sorted", "sorted_tps"], ["run-hist", "histogram"], ["run-cdf", "cdf"]];
     const seconds = d.s ? columns(d.s, ["t", "tps", "mean", "min", "max", "lag"]) : [];
     const hist = histRows(id);
     const events = (d.e || []).map(([t, kind, detail]) => ({ t, kind, detail }));
-    const data = { run_seconds: seconds, run_hist: hist, run_events: events };
+    const telemetry = telemetryRows(d.x, run);
+    const timeline = Object.keys(telemetry).length > 0 && seconds.length > 0;
+    const charts = [["run-tps", timeline ? "timeline" : "tps_over_time"],
+      ["run-latency", "latency_over_time"], ["run-sorted", "sorted_tps"], ["run-hist", "histogram"],
+      ["run-cdf", "cdf"]];
+    const data = Object.assign({ run_seconds: seconds, run_hist: hist, run_events: events }, telemetry);
     const positive = (k) => seconds.some((s) => s[k] > 0);
-    const present = {
-      "needs:events": events.length > 0,
-      "needs:band": positive("min") && positive("max"),
-      "needs:lag": positive("lag"),
-    };
+    const present = new Set(Object.keys(telemetry).filter((k) => telemetry[k].length));
+    if (events.length) present.add("events");
+    if (positive("min") && positive("max")) present.add("band");
+    if (positive("lag")) present.add("lag");
+    const telNote = telemetryNote(d, run);
+    if (telNote) parts.push(el("p", { class: "note" }, telNote));
     const chartGrid = el("div", { class: "charts2" });
     const drawn = [];
     const said = new Set();
@@ -239,16 +249,52 @@
         said.add(why);
         continue;
       }
-      chartGrid.appendChild(el("div", { id: cid, class: "chart" }));
-      const spec = JSON.parse(JSON.stringify(R.runCharts[name]));
+      chartGrid.appendChild(el("div", { id: cid, class: name === "timeline" ? "chart wide" : "chart" }));
+      const spec = withoutMissing(JSON.parse(JSON.stringify(R.runCharts[name])), present);
       spec.title.text = spec.title.text.replace("{run}", "run " + id);
-      if (spec.layer) spec.layer = spec.layer.filter((l) => !(l.description || "").startsWith("needs:") || present[l.description]);
       drawn.push([cid, spec]);
     }
     parts.push(chartGrid);
     box.replaceChildren(...parts);
     box.scrollIntoView();
     return Promise.all(drawn.map(([cid, spec]) => embed(cid, spec, data)));
+  }
+
+  // The run's telemetry series (see payload.encode_telemetry) as long rows {t, s, v} per dataset.
+  function telemetryRows(x, run) {
+    const found = {};
+    if (!x) return found;
+    const [first, encoded] = x;
+    const tel = R.detail.telemetry;
+    for (const [index, scale, ...values] of encoded) {
+      const [dataset, label] = tel.series[index];
+      const rows = found[dataset] || (found[dataset] = []);
+      values.forEach((v, i) => {
+        if (v !== null) rows.push({ t: counted(first, i), s: label, v: v * scale });
+      });
+    }
+    if (found[tel.limit.with]) found[tel.limit.dataset] = [{ s: tel.limit.label, v: run.threads }];
+    return found;
+  }
+
+  function telemetryNote(d, run) {
+    const tel = R.detail.telemetry;
+    if (!tel || d.x) return "";
+    if (run.telemetry === "left out") return tel.note;
+    return "No telemetry to draw for this run (none was recorded, or none of the charted kinds).";
+  }
+
+  // Layers and panels whose "needs:a|b" description names data none of which this run has are
+  // dropped (as runcharts.without_missing does for the images).
+  function withoutMissing(spec, present) {
+    for (const key of ["layer", "vconcat"]) {
+      if (!spec[key]) continue;
+      spec[key] = spec[key].filter((part) => {
+        const needs = part.description || "";
+        return !needs.startsWith("needs:") || needs.slice(6).split("|").some((k) => present.has(k));
+      }).map((part) => withoutMissing(part, present));
+    }
+    return spec;
   }
 
   function route() {
