@@ -416,10 +416,12 @@ def add_events(db: Path, events: list[tuple[int, float, str, str]]) -> None:
         )
 
 
-def add_diagnosis(db: Path, run_id: int, verdict: str, evidence: list[str]) -> None:
+def add_diagnosis(
+    db: Path, run_id: int, verdict: str, evidence: list[str], details: dict[str, Any] | None = None
+) -> None:
     """What limited a run, as telemetry's diagnosis stores it."""
     with sqlite3.connect(db) as connection:
         connection.execute(
-            "INSERT INTO run_diagnosis VALUES (?, ?, ?, '{}')",
-            (run_id, verdict, json.dumps(evidence)),
+            "INSERT INTO run_diagnosis VALUES (?, ?, ?, ?)",
+            (run_id, verdict, json.dumps(evidence), json.dumps(details or {})),
         )

@@ -126,7 +126,8 @@ def test_the_report_shows_the_same_steps(planner: Path, tmp_path: Path) -> None:
     html = page.read_text(encoding="utf-8")
     section = html[html.index('<section id="change-points">') :]
     section = section[: section.index("</section>")]
-    assert "<h2>Change points</h2>" in section
+    assert "<h2>Where performance stepped</h2>" in section
+    assert '<a href="#change-points">' in html
     for row in table.rows:  # the CLI's numbers, cell for cell
         assert all(f">{value}</td>" in section for value in row), row
     markdown = write_report(db, fmt="markdown")

@@ -13,6 +13,7 @@ from pgbenchlab.diagnosis import (
     diagnose,
     figures,
     findings,
+    other_load_share,
     wait_group,
 )
 from pgbenchlab.telemetry.records import (
@@ -214,3 +215,14 @@ def test_figures_read_wal_syncs_from_pg_stat_io_on_18_and_pg_stat_wal_before() -
     assert figures(telemetry(), ()).wal_syncs is None  # absent, not zero
     waits = (WaitCount("Lock", "relation", 20), WaitCount("CPU", "CPU", 10))
     assert figures(telemetry(waits=waits), ()).share("lock") == 20 / 30
+
+
+def test_other_load_is_the_hosts_busy_share_left_after_server_and_pgbench() -> None:
+    # 2 CPUs for 10 s: 70 % busy (iowait counts as idle) = 14 CPU-s; server 6 + pgbench 2 = 8.
+    cpu = {"user": 50.0, "system": 15.0, "steal": 5.0, "iowait": 10.0, "idle": 20.0}
+    f = Figures(duration_s=10, host_cpus=2, cpu_pct=cpu, server_cpu_s=6.0, pgbench_cpu_s=2.0)
+    assert other_load_share(f) == 0.3
+    assert diagnose(f).details["other_load_share"] == 0.3
+    assert other_load_share(replace(f, server_cpu_s=20.0)) == 0.0  # never negative
+    assert other_load_share(replace(f, server_cpu_s=None)) is None  # an external server
+    assert "other_load_share" not in diagnose(replace(f, cpu_pct={})).details

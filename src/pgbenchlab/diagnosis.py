@@ -313,6 +313,20 @@ def findings(f: Figures) -> list[Finding]:
     return [*first, *by_share, *last]
 
 
+def other_load_share(f: Figures) -> float | None:
+    """The share of all the host's CPUs busy with neither the server nor pgbench: other
+    processes, another tenant's steal, and the sampler's few ms/s. A repeat slower than its
+    siblings with a large share here met a noisy neighbour, not a property of the server."""
+    idle = f.cpu_pct.get("idle")
+    if not f.host_cpus or f.duration_s <= 0 or idle is None:
+        return None
+    if f.server_cpu_s is None or f.pgbench_cpu_s is None:
+        return None
+    busy = (100.0 - idle - f.cpu_pct.get("iowait", 0.0)) / 100.0  # iowait is idle time
+    ours = (f.server_cpu_s + f.pgbench_cpu_s) / (f.duration_s * f.host_cpus)
+    return round(max(0.0, busy - ours), 3)
+
+
 def diagnose(f: Figures) -> Diagnosis:
     found = findings(f)
     details: dict[str, Any] = {
@@ -322,6 +336,9 @@ def diagnose(f: Figures) -> Diagnosis:
         },
         "wait_samples": sum(f.waits.values()),
     }
+    other = other_load_share(f)
+    if other is not None:
+        details["other_load_share"] = other
     if not found:
         why = "no rule matched"
         if f.rate_limited:

@@ -24,8 +24,8 @@ INTERRUPTED = "interrupted"  # stopped by the user
 
 @dataclass(frozen=True)
 class Second:
-    """One second of a run (offset from the measured start), from pgbench's -P 1 lines and,
-    where a per-transaction log was kept, the log (min/max come only from the log)."""
+    """Second ``t`` of a run, covering (t - 1, t] from the measured start, from pgbench's -P 1
+    lines or, where every transaction was logged, the log (min/max come only from the log)."""
 
     t: int
     tps: float

@@ -712,13 +712,15 @@ def latency_summary(summary: TransactionLogSummary, sampling: float) -> LatencyS
 
 
 def log_series(summary: TransactionLogSummary, sampling: float) -> tuple[Second, ...]:
-    """Per-second series from a full log (exact); a sampled log leaves it to -P 1."""
+    """Per-second series from a full log (exact); a sampled log leaves it to -P 1. Numbered
+    like -P 1 and telemetry, second t covering (t - 1, t]; the log's seconds are wall-clock
+    ones, so they sit within a second of pgbench's own."""
     if sampling < 1.0 or not summary.per_second:
         return ()
     first = summary.per_second[0].start_s
     return tuple(
         Second(
-            t=row.start_s - first,
+            t=row.start_s - first + 1,
             tps=float(row.successful),
             latency_mean_ms=row.latency_mean_ms,
             latency_stddev_ms=row.latency_stddev_ms,

@@ -6,6 +6,9 @@ of a thousand short runs gives one line, not a thousand.
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from pgbenchlab.report.labels import cell_title
@@ -18,6 +21,8 @@ MIN_DURATION_S = 60
 # pgbench using this share of its threads' CPU is measuring itself, not the server.
 LOAD_GENERATOR_BUSY = 0.9
 UPDATING_BUILTINS = frozenset({"tpcb-like", "simple-update"})
+# Other processes' share of the host's CPUs, beyond the other repeats', that explains a slow run.
+OTHER_LOAD_GAP = 0.10
 MAX_NAMED = 5  # cells named in one piece of advice; the rest are counted
 
 REMEDIES = {
@@ -144,7 +149,10 @@ def _variation(
     if not noisy:
         return []
     noisy.sort(key=lambda item: -item[0])
-    worst = "; ".join(f"{cell_title(c, axes)}: CV {cv:.0%}" for cv, c in noisy[:MAX_NAMED])
+    worst = "; ".join(
+        f"{cell_title(c, axes)}: CV {cv:.0%}{_cause_text([by_id[i] for i in c.run_ids])}"
+        for cv, c in noisy[:MAX_NAMED]
+    )
     more = f"; and {len(noisy) - MAX_NAMED} more" if len(noisy) > MAX_NAMED else ""
     message = (
         f"{len(noisy)} cell(s) vary by more than {DEFAULT_CV_LIMIT:.0%} (CV of TPS) between "
@@ -155,6 +163,42 @@ def _variation(
     return [
         Advice("high-variation", "warning", message, REMEDIES["high-variation"], run_ids, cell_id)
     ]
+
+
+def _cause_text(runs: Sequence[RunView]) -> str:
+    cause = likely_cause(runs)
+    return f" (likely cause: {cause})" if cause else ""
+
+
+def likely_cause(runs: Sequence[RunView]) -> str | None:
+    """Why the repeats of a cell disagree, where telemetry can tell: the run farthest from the
+    median TPS, and what was different while it ran (other processes' CPU, another limit)."""
+    ok = [r for r in runs if r.ok and r.tps]
+    if len(ok) < 2:
+        return None
+    middle = statistics.median(r.tps or 0.0 for r in ok)
+    odd = max(ok, key=lambda r: abs(math.log((r.tps or middle) / middle)))
+    rest = [r for r in ok if r is not odd]
+    which = f"run {odd.id} ({(odd.tps or middle) / middle - 1:+.0%} TPS against the median)"
+    loads = [r.other_load_share for r in rest if r.other_load_share is not None]
+    load = odd.other_load_share
+    if (
+        load is not None
+        and loads
+        and (odd.tps or 0.0) < middle
+        and load - statistics.median(loads) >= OTHER_LOAD_GAP
+    ):
+        return (
+            f"{which} shared the host: other processes used {load:.0%} of the CPUs, "
+            f"{statistics.median(loads):.0%} during the other repeats"
+        )
+    usual = Counter(r.diagnosis for r in rest if r.diagnosis).most_common(1)
+    if odd.diagnosis and usual and odd.diagnosis != usual[0][0]:
+        return (
+            f"{which} was limited by {odd.diagnosis.replace('_', ' ')}, the other repeats "
+            f"by {usual[0][0].replace('_', ' ')}"
+        )
+    return None
 
 
 def _other_stored(runs: Sequence[RunView]) -> list[Advice]:

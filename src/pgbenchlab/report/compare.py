@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass
 
 from pgbenchlab.comparison import Comparison, Verdict, compare
 from pgbenchlab.errors import UserError
+from pgbenchlab.report.advice import likely_cause
 from pgbenchlab.report.model import CellView, ReportView, RunView
 from pgbenchlab.report.viewmodel import campaign_id, load_view, metric_values
+from pgbenchlab.stats import high_variation_warning
 from pgbenchlab.store import Store
 
 # metric → (label, higher is better)
@@ -36,6 +38,7 @@ class CellChange:
     verdict: str
     repeats_needed: int | None
     reason: str
+    warnings: tuple[str, ...] = ()  # high variation between repeats, with its likely cause
 
 
 def within_campaign(
@@ -137,7 +140,27 @@ def cell_change(
         verdict=str(result.verdict),
         repeats_needed=result.repeats_needed,
         reason=result.reason,
+        warnings=_variation(label, (base_values, base, base_runs), (cand_values, cand, cand_runs))
+        if metric == "tps"
+        else (),
     )
+
+
+Side = tuple[list[float], CellView, dict[int, RunView]]
+
+
+def _variation(label: str, baseline: Side, candidate: Side) -> tuple[str, ...]:
+    """The sides whose TPS varies too much between repeats, each with its likely cause."""
+    found = []
+    for name, (tps, cell, runs) in (("baseline", baseline), ("candidate", candidate)):
+        warning = high_variation_warning(tps)
+        if warning is not None:
+            cause = likely_cause([runs[i] for i in cell.run_ids])
+            found.append(
+                f"{label}, {name}: TPS varies with CV {warning.cv:.0%} over {warning.n} runs"
+                + (f"; likely cause: {cause}" if cause else "")
+            )
+    return tuple(found)
 
 
 def values(cell: CellView, runs: dict[int, RunView], metric: str) -> list[float]:
@@ -173,6 +196,9 @@ def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str
     counts = {v: sum(c.verdict == v for c in changes) for v in Verdict}
     lines.append("")
     lines.append(", ".join(f"{n} {v.value.replace('_', ' ')}" for v, n in counts.items()))
+    warnings = [w for c in changes for w in c.warnings]
+    if warnings:
+        lines += ["", "High variation between repeats:", *(f"  {w}" for w in warnings)]
     return "\n".join(lines)
 
 

@@ -210,6 +210,7 @@ def render(view: ReportView, *, source: str = "") -> str:
         f"<noscript>This chart needs JavaScript.</noscript></figure>"
         for c in data["charts"]
     )
+    change_points = sections.change_points(view)
     body = _BODY.format(
         title=esc(title),
         sub=esc(
@@ -223,7 +224,8 @@ def render(view: ReportView, *, source: str = "") -> str:
         diagnosis=sections.diagnosis_table(view),
         plan=esc(view.campaign.plan_text),
         tables=sections.summary_tables(view),
-        change_points=sections.change_points(view),
+        change_points=change_points,
+        change_points_link='<a href="#change-points">Change points</a>' if change_points else "",
         figures=figures,
         method=sections.method_note(),
     )
@@ -243,8 +245,8 @@ def render(view: ReportView, *, source: str = "") -> str:
 _BODY = """
 <header><h1>{title}</h1><p class="sub">{sub}</p>
 <nav><a href="#warnings">Warnings</a><a href="#overview">Overview</a>
-<a href="#tables">Key tables</a><a href="#charts">Charts</a><a href="#runs">All runs</a>
-<a href="#method">Method</a></nav></header>
+<a href="#tables">Key tables</a>{change_points_link}<a href="#charts">Charts</a>
+<a href="#runs">All runs</a><a href="#method">Method</a></nav></header>
 <main>
 <section id="warnings"><h2>Warnings</h2>{advice}</section>
 <section id="overview"><h2>Overview</h2>{campaign}

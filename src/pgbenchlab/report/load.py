@@ -51,6 +51,8 @@ AXIS_SPEC_KEYS = frozenset(
 RAW_STDOUT = "stdout.txt.zst"
 MAX_RAW_OUTPUT = 64_000  # characters of pgbench's report kept per run: it is short unless -r
 
+Diagnosed = tuple[str, tuple[str, ...], float | None]  # verdict, evidence, other load
+
 
 def server_label(name: str, variant: Mapping[str, Any]) -> str:
     """A server's name with its setting variant, the value of the report's "server" axis."""
@@ -137,9 +139,9 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
     return tuple(runs)
 
 
-def _diagnosis(found: dict[int, tuple[str, tuple[str, ...]]], row: sqlite3.Row) -> dict[str, Any]:
-    verdict, evidence = found.get(int(row["id"]), (None, ()))
-    return {"diagnosis": verdict, "diagnosis_evidence": evidence}
+def _diagnosis(found: dict[int, Diagnosed], row: sqlite3.Row) -> dict[str, Any]:
+    verdict, evidence, other_load = found.get(int(row["id"]), (None, (), None))
+    return {"diagnosis": verdict, "diagnosis_evidence": evidence, "other_load_share": other_load}
 
 
 def run_from_row(row: sqlite3.Row, **extra: Any) -> RunView:
@@ -203,7 +205,7 @@ def _tuples(db: sqlite3.Connection, sql: str, parameters: list[Any]) -> sqlite3.
 
 
 def _seconds_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, list[SecondView]]:
-    found: dict[int, list[Any]] = defaultdict(list)
+    found: dict[int, list[SecondView]] = defaultdict(list)
     for chunk in _chunks(ids):
         marks = ",".join("?" * len(chunk))
         for run_id, *values in _tuples(
@@ -212,18 +214,8 @@ def _seconds_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, list[Se
             f"FROM run_seconds WHERE run_id IN ({marks}) ORDER BY run_id, t",
             chunk,
         ):
-            found[run_id].append(values)
-    return {run: _on_telemetry_axis(rows) for run, rows in found.items()}
-
-
-def _on_telemetry_axis(rows: list[Any]) -> list[SecondView]:
-    """Seconds numbered as telemetry's and pgbench's -P 1: t covers (t − 1, t] after pgbench
-    started. A series from the per-transaction log counts the log's first wall-clock second as
-    0 (see `runner.log_series`), so it moves by one (as `diagnosis` reads it); the log's
-    seconds are wall-clock ones, not counted from pgbench's start, so the two differ by under
-    1 s."""
-    shift = 1 if rows and rows[0][0] == 0 else 0
-    return [SecondView(r[0] + shift, *r[1:]) for r in rows]
+            found[run_id].append(SecondView(*values))
+    return dict(found)
 
 
 def _histograms_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[tuple[int, str], str]:
@@ -286,18 +278,22 @@ def _telemetry_by_run(
     return series, set(recorded) - set(chosen)
 
 
-def _diagnoses_by_run(
-    db: sqlite3.Connection, ids: list[int]
-) -> dict[int, tuple[str, tuple[str, ...]]]:
+def _diagnoses_by_run(db: sqlite3.Connection, ids: list[int]) -> dict[int, Diagnosed]:
     """What limited each run, with its evidence, where telemetry could tell."""
-    found: dict[int, tuple[str, tuple[str, ...]]] = {}
+    found: dict[int, Diagnosed] = {}
     for chunk in _chunks(ids):
         marks = ",".join("?" * len(chunk))
         for r in db.execute(
-            f"SELECT run_id, verdict, evidence_json FROM run_diagnosis WHERE run_id IN ({marks})",
+            "SELECT run_id, verdict, evidence_json, details_json FROM run_diagnosis "
+            f"WHERE run_id IN ({marks})",
             chunk,
         ):
-            found[int(r[0])] = (str(r[1]), tuple(str(e) for e in json.loads(r[2])))
+            evidence = tuple(str(e) for e in json.loads(r[2]))
+            found[int(r[0])] = (
+                str(r[1]),
+                evidence,
+                _float(json.loads(r[3]).get("other_load_share")),
+            )
     return found
 
 

@@ -161,6 +161,7 @@ class RunView:
     events: tuple[EventView, ...] = ()
     diagnosis: str | None = None  # what limited the run, from telemetry (`pgbenchlab.diagnosis`)
     diagnosis_evidence: tuple[str, ...] = ()
+    other_load_share: float | None = None  # of the host's CPUs, used by other processes
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
 

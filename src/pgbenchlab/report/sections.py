@@ -221,7 +221,8 @@ def change_points(view: ReportView) -> str:
         else f"<h3>{esc(series.title(found))}</h3><p>{esc(series.summary(found))}</p>"
         for found in scans
     ]
-    return f'<section id="change-points"><h2>Change points</h2>{"".join(parts)}</section>'
+    heading = "<h2>Where performance stepped</h2>"
+    return f'<section id="change-points">{heading}{"".join(parts)}</section>'
 
 
 METHOD = (

@@ -205,7 +205,5 @@ class CampaignTelemetry:
 
 
 def tps_series(result: RunResult) -> list[tuple[int, float]]:
-    """(t, TPS) with second t covering (t − 1, t] like -P 1; a log's series starts at t = 0."""
-    seconds = result.seconds
-    shift = 1 if seconds and seconds[0].t == 0 else 0
-    return [(s.t + shift, s.tps) for s in seconds]
+    """(t, TPS) with second t covering (t − 1, t], as every stored series counts."""
+    return [(s.t, s.tps) for s in result.seconds]
