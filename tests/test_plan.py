@@ -141,6 +141,16 @@ def test_cell_identity_ignores_repeat_and_order_but_not_options() -> None:
     assert not {s.cell_id for s in a.specs} & {s.cell_id for s in c.specs}
 
 
+def test_max_tries_is_an_option_that_leaves_default_cells_alone() -> None:
+    plain, explicit = parse(BASE), parse(BASE.replace("[defaults]", "[defaults]\nmax_tries = 1"))
+    assert [s.cell_id for s in plain.specs] == [s.cell_id for s in explicit.specs]
+    retrying = parse(BASE.replace("[defaults]", "[defaults]\nmax_tries = 0"))
+    assert {s.options.max_tries for s in retrying.specs} == {0}
+    assert not {s.cell_id for s in plain.specs} & {s.cell_id for s in retrying.specs}
+    limited = "[defaults]\ntransactions = 10\nmax_tries = 0\n[matrix]\nlatency_limit = [50]"
+    assert parse(limited).specs[0].options.max_tries == 0  # -L bounds the retries
+
+
 def test_dry_run_estimate_counts_warmups() -> None:
     p = parse(BASE)
     assert p.estimated_seconds(per_run_overhead=0) == 48 * 35
@@ -163,6 +173,9 @@ BAD_PLANS = [
     ("[defaults]\nvacuum = 'full'", "vacuum", "one of pgbench, all, none"),
     ("[defaults]\nlatency_log = 2.0", "latency_log", "(0, 1]"),
     ("[defaults]\nreinit = 'always'", "reinit", "one of never"),
+    ("[defaults]\nmax_tries = -1", "max_tries", "whole number ≥ 0"),
+    ("[defaults]\nmax_tries = '3'", "max_tries", "whole number ≥ 0"),
+    ("[defaults]\ntransactions = 10\nmax_tries = 0", "max_tries", "needs a duration"),
     ("[defaults]\ncheckpoint = 'yes'", "checkpoint", "true or false"),
     ("[defaults]\nduraton = '10s'", "defaults.duraton", 'did you mean "duration"'),
     ("[matrix]\nclients = [0]", "clients", "positive whole number"),

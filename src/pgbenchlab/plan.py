@@ -53,6 +53,7 @@ OPTION_KEYS = (
     "rate",
     "latency_limit",
     "connect",
+    "max_tries",
 )
 AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")
 SERVER_KEYS = ("name", "install", "dsn", "settings", "data_dir", "init", *AXIS_KEYS, "setting")
@@ -129,6 +130,16 @@ class RunOptions:
     checkpoint: bool
     reinit: str
     latency_log: str  # auto | full | off | a sampling rate such as "0.1"
+    max_tries: int  # pgbench --max-tries (15+): 1 = no retry, 0 = unlimited
+
+
+DEFAULT_MAX_TRIES = 1  # pgbench's own default: failed transactions are not retried
+
+
+def _in_cell(option: str, value: Any) -> bool:
+    """Options that tell cells apart; one left at pgbench's default keeps the cell ids of
+    plans written before it existed."""
+    return option != "reinit" and not (option == "max_tries" and value == DEFAULT_MAX_TRIES)
 
 
 @dataclass(frozen=True)
@@ -153,7 +164,7 @@ class RunSpec:
             "scale": self.scale,
             "workload": self.workload.name,
             "clients": self.clients,
-            **{k: v for k, v in asdict(self.options).items() if k != "reinit"},
+            **{k: v for k, v in asdict(self.options).items() if _in_cell(k, v)},
         }
 
     @property
@@ -266,6 +277,12 @@ def parse_ms(value: Any, ctx: _Context, key: str) -> float:
 def positive_int(value: Any, ctx: _Context, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ctx.fail(key, f"must be a positive whole number; got {value!r}")
+    return value
+
+
+def non_negative_int(value: Any, ctx: _Context, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ctx.fail(key, f"must be a whole number ≥ 0; got {value!r}")
     return value
 
 
@@ -571,10 +588,16 @@ def expand_options(
         ctx,
         lambda v, c, k: choice(v, PROTOCOLS, c, k),
     )
-    return [
+    found = [
         replace(base, rate=r, latency_limit_ms=lim, connect=c, protocol=p)
         for r, lim, c, p in itertools.product(rates, limits, connects, protocols)
     ]
+    if any(o.max_tries == 0 and o.duration_s is None and o.latency_limit_ms is None for o in found):
+        raise ctx.fail(
+            "max_tries",
+            "0 (retry without limit) needs a duration or a latency_limit, or a run may never end",
+        )
+    return found
 
 
 def run_options(ctx: _Context, opts: dict[str, Any], clients: int, cpus: int) -> RunOptions:
@@ -608,6 +631,7 @@ def run_options(ctx: _Context, opts: dict[str, Any], clients: int, cpus: int) ->
         checkpoint=parse_bool(opts.get("checkpoint", True), ctx, "checkpoint"),
         reinit=choice(opts.get("reinit", "never"), REINIT_MODES, ctx, "reinit"),
         latency_log=parse_latency_log(opts.get("latency_log", "auto"), ctx, "latency_log"),
+        max_tries=non_negative_int(opts.get("max_tries", DEFAULT_MAX_TRIES), ctx, "max_tries"),
     )
 
 

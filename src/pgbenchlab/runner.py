@@ -26,7 +26,7 @@ import zstandard
 
 from pgbenchlab import __version__, dataset, installs, osuser
 from pgbenchlab import server as server_module
-from pgbenchlab.errors import PgbenchParseError, ServerError, StoreError, UserError
+from pgbenchlab.errors import PgbenchParseError, PlanError, ServerError, StoreError, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.logs import TransactionLogSummary, analyse_transaction_logs
@@ -44,6 +44,7 @@ from pgbenchlab.telemetry.campaign import CampaignTelemetry, fsync_test_wanted
 # Per-transaction log lines per second that keep the observer effect well under 1 %
 # (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
 LOG_LINES_PER_SECOND = 5_000
+RETRIES_SINCE = (15,)  # pgbench --max-tries
 RESULTS_DB = "results.db"
 
 
@@ -114,7 +115,17 @@ def choose_pgbench(plan: Plan, found: list[Installation]) -> PgbenchClient:
         install = installs.resolve(plan.pgbench_install, found, need_server=False)
     text = command.version_of(install.binary("pgbench"))
     version = parse_version(text)
+    require_client_features(plan, version, text)
     return PgbenchClient(install, version, text)
+
+
+def require_client_features(plan: Plan, version: PgVersion, version_text: str) -> None:
+    """Refuse, before anything starts, options the campaign's pgbench does not have."""
+    if version.major < RETRIES_SINCE and any(s.options.max_tries != 1 for s in plan.specs):
+        raise PlanError(
+            f"{plan.path}: max_tries needs pgbench 15 or later; this campaign's pgbench is "
+            f"{version_text.strip()}: remove max_tries or choose a newer [pgbench] install"
+        )
 
 
 def cluster_root(results_dir: Path, account: osuser.OsAccount) -> Path:
@@ -607,7 +618,7 @@ class Campaign:
             files,
             pg_major=self.pgbench.version.major[0],
             rate_limited=spec.options.rate is not None,
-            has_retries_column=False,
+            has_retries_column=spec.options.max_tries != 1,
             sampling_rate=sampling,
         )
         return latency_summary(summary, sampling), log_series(summary, sampling)

@@ -69,6 +69,8 @@ def build_argv(binary: Path, version: PgVersion, run: Invocation, dbname: str) -
         argv += ["-L", f"{opts.latency_limit_ms:g}"]
     if opts.connect:
         argv.append("-C")
+    if opts.max_tries != 1:  # 15+; the plan is checked against the pgbench that runs
+        argv.append(f"--max-tries={opts.max_tries}")
     if run.log_dir is not None:
         argv.append("-l")
         if version.major >= (10,):  # 9.6 writes into the working directory, which we set

@@ -30,7 +30,7 @@ REMEDIES = {
     "the same command again; failed runs are retried, finished ones kept",
     "aborted": "clients stopped early, so TPS and latency cover part of the run: read "
     "pgbench's error in the run's detail (lost connection, deadlock, serialization failure); "
-    "allow retries with --max-tries or fix the script",
+    "allow retries (max_tries in the plan, pgbench 15+) or fix the script",
     "short-run": f"use runs of {MIN_DURATION_S} s or more (minutes for read-write, so that "
     "checkpoints and autovacuum happen inside every run rather than by chance)",
     "high-variation": "the interval is wide: add repeats, interleave configurations, and "

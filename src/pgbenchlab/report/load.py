@@ -162,6 +162,8 @@ def run_from_row(row: sqlite3.Row, **extra: Any) -> RunView:
         options=options,
         late_share=_share(report.get("late_pct")),
         skipped_share=_share(report.get("skipped_pct")),
+        retried=report.get("retried"),
+        retries=report.get("retries"),
         argv=tuple(json.loads(row["argv_json"])),
         stored_warnings=tuple(json.loads(row["warnings_json"])),
         pgbench_output=extra.pop("pgbench_output", None),

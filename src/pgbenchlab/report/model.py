@@ -162,6 +162,8 @@ class RunView:
     diagnosis: str | None = None  # what limited the run, from telemetry (`pgbenchlab.diagnosis`)
     diagnosis_evidence: tuple[str, ...] = ()
     other_load_share: float | None = None  # of the host's CPUs, used by other processes
+    retried: int | None = None  # transactions retried (--max-tries), from pgbench's report
+    retries: int | None = None
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
 

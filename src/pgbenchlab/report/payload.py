@@ -57,6 +57,12 @@ COLUMNS: tuple[Column, ...] = (
     _col("tps", "TPS", "tps", "pgbench's TPS, without connection time"),
     _col("transactions", "transactions", "int"),
     _col("failed", "failed tx", "int"),
+    _col(
+        "retried",
+        "retried tx",
+        "int",
+        "transactions retried after a serialization or deadlock failure (max_tries)",
+    ),
     _col("latency_avg_ms", "lat avg ms", "ms", "pgbench's latency average"),
     _col("latency_stddev_ms", "lat sd ms", "ms"),
     _col("p50_ms", "p50 ms", "ms"),
