@@ -84,11 +84,41 @@ class BenchServer:
         *,
         sampling: float | None,
         progress: bool = True,
-        capture: Capture | None = None,
+        captures: Sequence[Capture] = (),
     ) -> Measured:
         """One run with pgbench's options as given: -P 1 when ``progress``, a per-transaction
-        log at ``sampling`` (None: no log). Only the time pgbench runs is accounted: a
-        capture's start and stop (connecting, reading the log) lie outside it."""
+        log at ``sampling`` (None: no log), the telemetry ``captures`` beside it. Only the time
+        pgbench runs is accounted: a capture's start and stop (connecting, reading the server
+        log) lie outside it, as in a campaign."""
+        argv = self.argv(spec, sampling=sampling, progress=progress)
+        pid = self.postmaster()
+        for capture in captures:
+            capture.start()
+
+        def started(pgbench: int) -> None:
+            for capture in captures:
+                capture.pgbench_started(pgbench)
+
+        done = None
+        try:
+            before = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
+            done = command.execute(argv, self.endpoint.libpq_env(), cwd=self.logs, on_start=started)
+            after = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
+        finally:
+            for capture in captures:
+                capture.stop(done.cpu_s if done else None)
+        report = parse_report(done.stdout)
+        assert report.tps is not None and report.transactions
+        server, own, busy, wall = (a - b for a, b in zip(after, before, strict=True))
+        other = max(0.0, busy - server - own - done.cpu_s) / ((os.cpu_count() or 1) * wall)
+        per_tx = 1e6 / report.transactions
+        return Measured(report.tps, done.cpu_s * per_tx, server * per_tx, own * per_tx, other)
+
+    def argv(
+        self, spec: plan.RunSpec, *, sampling: float | None, progress: bool = True
+    ) -> list[str]:
+        """pgbench's argv for ``spec`` (old logs removed): -P 1 when ``progress``, a
+        per-transaction log at ``sampling`` (None: no log)."""
         for old in self.logs.glob(f"{command.LOG_PREFIX}.*"):
             old.unlink()
         invocation = command.Invocation(
@@ -101,30 +131,12 @@ class BenchServer:
             sampling_rate=sampling or 1.0,
             progress=progress,
         )
-        argv = command.build_argv(self.binary, self.version, invocation, self.endpoint.dbname)
+        return command.build_argv(self.binary, self.version, invocation, self.endpoint.dbname)
+
+    def postmaster(self) -> int:
         pid = postmaster_pid(self.server.data_dir)
         assert pid is not None
-        if capture is not None:
-            capture.start()
-        done = None
-        try:
-            before = (_server_cpu(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
-            done = command.execute(
-                argv,
-                self.endpoint.libpq_env(),
-                cwd=self.logs,
-                on_start=capture.pgbench_started if capture else None,
-            )
-            after = (_server_cpu(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
-        finally:
-            if capture is not None:
-                capture.stop(done.cpu_s if done else None)
-        report = parse_report(done.stdout)
-        assert report.tps is not None and report.transactions
-        server, own, busy, wall = (a - b for a, b in zip(after, before, strict=True))
-        other = max(0.0, busy - server - own - done.cpu_s) / ((os.cpu_count() or 1) * wall)
-        per_tx = 1e6 / report.transactions
-        return Measured(report.tps, done.cpu_s * per_tx, server * per_tx, own * per_tx, other)
+        return pid
 
     def capture(self) -> Capture:
         """The telemetry capture pgbenchlab runs beside a measured run."""
@@ -143,7 +155,7 @@ class BenchServer:
         dataset.vacuum(self.endpoint, "pgbench")
 
 
-def _server_cpu(postmaster: int) -> float:
+def server_cpu_s(postmaster: int) -> float:
     times = osstats.server_times(PROC, postmaster)
     assert times is not None
     return times[0]
@@ -186,7 +198,9 @@ def paired_ratio(base: Sequence[float], other: Sequence[float], confidence: floa
     """other ÷ base, round by round: a t interval on the mean log ratio (n - 1 df)."""
     logs = [math.log(o / b) for b, o in zip(base, other, strict=True)]
     mean = statistics.fmean(logs)
-    se = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
+    if len(logs) < 2:  # no interval from one pair
+        return Ratio(math.exp(mean), 0.0, math.inf)
+    se = statistics.stdev(logs) / math.sqrt(len(logs))
     half = log_half_width(LogDifference(mean, se, len(logs) - 1), confidence)
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half))
 
