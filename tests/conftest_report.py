@@ -171,7 +171,7 @@ def measured(
             latency_max_ms=lat * 6 * rng.uniform(0.5, 2),
             lag_ms=lat * 0.1 if spec["rate"] else None,
         )
-        for t in range(plan.duration_s)
+        for t in range(1, plan.duration_s + 1)  # second t covers (t - 1, t], as the runner stores
     )
     # Under -R -L, the late share grows as the rate nears the server's capacity.
     load = min(1.0, spec["rate"] / capacity) if spec["rate"] else 0.0

@@ -290,8 +290,8 @@ def assert_as_stored(
 
 
 def test_telemetry_and_tps_share_the_time_axis(telemetry_db: Path, tmp_path: Path) -> None:
-    """A per-transaction log's seconds are stored from 0 (its first wall-clock second); the
-    page puts them on telemetry's axis, where second t covers (t - 1, t] after pgbench's start."""
+    """Every stored series numbers its seconds alike (second t covers (t - 1, t] after
+    pgbench's start): the page draws TPS and telemetry on one axis without moving either."""
     data = report_data(telemetry_db, tmp_path / "r.html")
     with sqlite3.connect(telemetry_db) as connection:
         runs = connection.execute(
@@ -300,9 +300,9 @@ def test_telemetry_and_tps_share_the_time_axis(telemetry_db: Path, tmp_path: Pat
         ).fetchall()
     assert runs
     for run_id, first, last, source in runs:
-        assert source == "full log" and first == 0
+        assert source == "full log" and first == 1
         seconds = page_seconds(data, run_id)
-        assert seconds == list(range(first + 1, last + 2))
+        assert seconds == list(range(first, last + 1))
         telemetry_seconds = {
             t for series in decoded_telemetry(data, run_id).values() for t in series
         }
