@@ -133,6 +133,21 @@ def test_charts_exist_for_what_was_measured(hostile_view: ReportView) -> None:
     assert set(found["chart-tps"]["specs"]) == {"server", "workload"}
 
 
+def error_bar_layers(view: ReportView) -> list[Any]:
+    tps = next(c for c in html.main_charts(view) if c["id"] == "chart-tps")["specs"]["server"]
+    return [layer for layer in tps["spec"]["layer"] if layer.get("mark", {}).get("type") == "rule"]
+
+
+def test_error_bars_only_where_repeats_give_intervals(
+    hostile_view: ReportView, tmp_path: Path
+) -> None:
+    assert error_bar_layers(hostile_view)  # three repeats per cell
+    db = write_synthetic(tmp_path, SyntheticPlan(repeats=1))
+    with Store(db) as store:
+        single = load_view(store, 1)
+    assert not error_bar_layers(single)  # one run per cell: no empty layer for Vega to warn of
+
+
 def test_markdown_tables_and_escaping(hostile_view: ReportView) -> None:
     text = markdown.render(hostile_view)
     assert "<script>" not in text and "<img" not in text

@@ -120,7 +120,11 @@ def _tooltip(series: str, title: str, extra: list[Spec]) -> list[Spec]:
     return [{"field": f"s_{series}", "title": title}, {"field": "clients"}, *extra]
 
 
-def tps_chart(series: str, title: str, clients: Sequence[int], confidence: float) -> Spec:
+def tps_chart(
+    series: str, title: str, clients: Sequence[int], confidence: float, *, intervals: bool = True
+) -> Spec:
+    """TPS against clients; ``intervals``: some cell has repeats, so error bars are drawn (a
+    layer with no data at all would leave Vega an empty scale to complain about)."""
     x = clients_x(clients)
     color = series_channel(series, title)
     y: Spec = {"field": "tps", "type": "quantitative", "title": "throughput (TPS, transactions/s)"}
@@ -146,17 +150,23 @@ def tps_chart(series: str, title: str, clients: Sequence[int], confidence: float
                 "opacity": FADE,
             },
         },
-        {
-            "transform": [{"filter": "datum.bar_low != null"}],
-            "mark": {"type": "rule", "strokeWidth": 1.5},
-            "encoding": {
-                "x": x,
-                "y": {"field": "bar_low", "type": "quantitative"},
-                "y2": {"field": "bar_high"},
-                "color": color,
-                "opacity": FADE,
-            },
-        },
+        *(
+            [
+                {
+                    "transform": [{"filter": "datum.bar_low != null"}],
+                    "mark": {"type": "rule", "strokeWidth": 1.5},
+                    "encoding": {
+                        "x": x,
+                        "y": {"field": "bar_low", "type": "quantitative"},
+                        "y2": {"field": "bar_high"},
+                        "color": color,
+                        "opacity": FADE,
+                    },
+                }
+            ]
+            if intervals
+            else []
+        ),
         clickable_points(
             series,
             60,
@@ -164,10 +174,15 @@ def tps_chart(series: str, title: str, clients: Sequence[int], confidence: float
             tooltip,
         ),
     ]
+    bars = (
+        f"bars: {confidence:.0%} confidence interval over the repeats, drawn within 0 to twice "
+        "the mean (hover for its ends)"
+        if intervals
+        else "no bars: one run per cell gives no interval"
+    )
     subtitle = (
         f"One line per {title}, one panel per other varying axis; points: mean over repeats, "
-        f"bars: {confidence:.0%} confidence interval over the repeats, drawn within 0 to twice "
-        "the mean (hover for its ends). Click a point for its runs."
+        f"{bars}. Click a point for its runs."
     )
     return faceted("Throughput against clients", subtitle, "cells", f"p_{series}", layers)
 

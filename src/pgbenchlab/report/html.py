@@ -104,7 +104,9 @@ def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
             "chart-tps",
             "tps",
             any(c.tps for c in cells),
-            lambda a, t: charts.tps_chart(a, t, clients, view.confidence),
+            lambda a, t: charts.tps_chart(
+                a, t, clients, view.confidence, intervals=any(c.tps and c.tps.n > 1 for c in cells)
+            ),
         ),
         (
             "chart-latency",
