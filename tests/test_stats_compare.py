@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from pgbenchlab.comparison import (
@@ -149,6 +149,7 @@ def test_swapping_sides_flips_signs_and_verdicts(a: list[float], b: list[float],
 
 
 @given(samples, samples, st.floats(1e-3, 1e3))
+@example([0.6000000000000001] * 2, [0.6000000000000001, 0.6], 5.0)  # rounding-sized difference
 def test_units_do_not_matter(a: list[float], b: list[float], factor: float) -> None:
     plain = compare(a, b, higher_is_better=True)
     scaled = compare([v * factor for v in a], [v * factor for v in b], higher_is_better=True)

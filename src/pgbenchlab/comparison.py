@@ -197,8 +197,8 @@ def welch_log_difference(base_logs: Sequence[float], cand_logs: Sequence[float])
     share_c = sample_variance(cand_logs) / len(cand_logs)
     estimate = statistics.fmean(cand_logs) - statistics.fmean(base_logs)
     se = math.sqrt(share_b + share_c)
-    if se < _NEGLIGIBLE_SE:
-        return LogDifference(estimate, 0.0, math.inf)
+    if se < _NEGLIGIBLE_SE:  # identical runs: a difference as small as that is rounding too
+        return LogDifference(estimate if abs(estimate) >= _NEGLIGIBLE_SE else 0.0, 0.0, math.inf)
     df = (share_b + share_c) ** 2 / (
         share_b**2 / (len(base_logs) - 1) + share_c**2 / (len(cand_logs) - 1)
     )
