@@ -107,20 +107,32 @@ def child_pids(proc: Path, pid: int) -> list[int]:
     return found
 
 
+SNAPSHOT_TRIES = 5
+
+
 def server_times(proc: Path, postmaster: int) -> tuple[float, float] | None:
     """(CPU seconds, run-queue wait seconds) of a PostgreSQL server: the postmaster, its live
     children, and the CPU of the children it reaped (backends that came and went between two
-    samples still count). Server processes are single-threaded."""
+    samples still count). Server processes are single-threaded.
+
+    A child reaped while its siblings are read would count in neither sum (the reaped CPU was
+    read before, its own file is gone after), which happens to every backend when pgbench
+    ends: the reaped CPU is read before and after, and the scan repeated until they agree."""
     own = schedstat(proc, str(postmaster))
     reaped = reaped_children_s(proc, postmaster)
     if own is None or reaped is None:
         return None
-    cpu, wait = own[0] + reaped, own[1]
-    for pid in child_pids(proc, postmaster):
-        child = schedstat(proc, str(pid))
-        if child is not None:
-            cpu, wait = cpu + child[0], wait + child[1]
-    return cpu, wait
+    for _ in range(SNAPSHOT_TRIES):
+        live = [schedstat(proc, str(pid)) for pid in child_pids(proc, postmaster)]
+        after = reaped_children_s(proc, postmaster)
+        if after is None:
+            return None
+        if after == reaped:
+            break
+        reaped = after
+    children = [c for c in live if c is not None]
+    cpu = own[0] + reaped + sum(c[0] for c in children)
+    return cpu, own[1] + sum(c[1] for c in children)
 
 
 def process_times(proc: Path, pid: int) -> tuple[float, float] | None:
