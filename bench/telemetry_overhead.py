@@ -31,6 +31,7 @@ import statistics
 import time
 from pathlib import Path
 
+from cpuclock import own_cpu_s
 from harness import (
     HERE,
     PROC,
@@ -39,7 +40,6 @@ from harness import (
     Ratio,
     bench_server,
     busy_note,
-    own_cpu_s,
     paired_ratio,
     rotated,
     spec_for,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,6 +131,7 @@ class CampaignTelemetry:
         method = telemetry.server_settings.get("wal_sync_method", "fdatasync")
         facts = self.facts.get(server)
         fsync = facts.fsync.for_method(method) if facts and facts.fsync else None
+        # pgbench's CPU total in the telemetry is already wait4's (`Capture.stop`).
         figures = diagnosis.figures(
             telemetry,
             tps_series(result),
@@ -138,8 +139,6 @@ class CampaignTelemetry:
             fsync_method=method,
             rate_limited=result.spec.get("rate") is not None,
         )
-        if result.client_cpu_s is not None:  # wait4's figure is exact, to pgbench's last moment
-            figures = replace(figures, pgbench_cpu_s=result.client_cpu_s)
         return diagnosis.diagnose(figures)
 
     # -- once per server -----------------------------------------------------------------------
