@@ -4,34 +4,48 @@ The capture (`telemetry.capture.Capture`): pg_stat_activity 5×/s, the cumulativ
 /proc once a second over one connection, the server log read after the run,
 pg_stat_statements when loaded (it is not, here). pgbench runs as pgbenchlab runs it (-P 1,
 the per-transaction log sampled as "auto" picks) on one managed server (PostgreSQL 18,
-embedded, scale 10). Three configurations, interleaved round by round (the order rotates):
+embedded, scale 10).
 
-  off    no capture
-  on     one capture, as in a campaign
-  on×K   K captures at once (K connections and sampler threads): K times the sampling work
+The cost of one capture is far below this host's run-to-run noise (6–18 %), which drifts over
+seconds to minutes. Two designs:
 
-The cost of one capture is far below this host's run-to-run noise (6–14 %), so its TPS ratio
-on ÷ off cannot be resolved to 1 % without hundreds of rounds. Magnifying it can: with
-sampling costs proportional to the samples taken, on×K ÷ off = 1 - K·c for a capture costing
-c, so c = (1 - ratio) / K, and the interval of the ratio gives an interval for c K times
-narrower. (Costs that do not grow with K, a thread and an idle connection, are in on×K once.)
-Paired ratios over the rounds with 95 % t intervals (bench/harness.py). The sampler's own
-steady CPU is measured first, beside an idle server.
+switched (the figure of record): one long pgbench run per workload with the captures started
+beside it, their sampling switched on and off second by second (`Capture.pause`/`resume`),
+in blocks holding each mode once in a random order. The switch follows pgbench's -P lines:
+when the line closing one second arrives, the mode of the next is set, so each progress
+interval ran under one mode. Adjacent seconds share the drift, so the per-block ratio
+on ÷ off is about 10 % noisy where whole runs are 15 %, and an hour holds thousands of blocks.
+Ratios are averaged over batches of consecutive blocks; the t interval is over the batches
+(the seconds are autocorrelated, the batches nearly independent). What this design cannot
+see is the cost of the capture's idle connection, which exists in both modes.
 
-Usage: .venv/bin/python bench/telemetry_overhead.py [--rounds 20] [--seconds 5] [--clients 4]
-       [--magnify 10] [--workloads select-only,tpcb-like]
+rounds: whole runs of a few seconds, off / on / on×K, interleaved round by round (the order
+rotates), compared as paired ratios (bench/harness.py). It includes the idle connection but
+needs hundreds of rounds to resolve 1 %.
+
+Modes: off (no sampling), on (one capture, as in a campaign), on×K (K captures at once: K
+times the sampling work, so with costs proportional to the samples taken, on×K ÷ off =
+1 - K·c and one capture's cost c = (1 - ratio) / K, with an interval K times narrower).
+
+Usage: .venv/bin/python bench/telemetry_overhead.py [--switched-seconds 1200]
+       [--modes off,on] [--rounds 0] [--seconds 5] [--clients 4] [--magnify 10]
+       [--workloads select-only,tpcb-like]
 Writes bench/telemetry_overhead.md (--output elsewhere for a smoke test).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import os
+import random
 import statistics
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from cpuclock import own_cpu_s
+from cpuclock import machine_busy_s, own_cpu_s
 from harness import (
     HERE,
     PROC,
@@ -42,11 +56,19 @@ from harness import (
     busy_note,
     paired_ratio,
     rotated,
+    server_cpu_s,
     spec_for,
 )
 from pgbenchlab import runner
+from pgbenchlab.pgbench import command
+from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
+from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.telemetry import osstats
+from pgbenchlab.telemetry.capture import Capture
 from pgbenchlab.telemetry.machine import describe_machine
+
+BATCH_BLOCKS = 10
+SETTLE_SECONDS = 5  # the first seconds (connections, caches) are left out
 
 
 def sampler_cost(bench: BenchServer, seconds: float = 10.0) -> tuple[float, float]:
@@ -66,13 +88,160 @@ def sampler_cost(bench: BenchServer, seconds: float = 10.0) -> tuple[float, floa
     return own * 1000 / wall, (backend_after[0] - backend_before[0]) * 1000 / wall
 
 
-def run_workload(
-    bench: BenchServer, workload: str, args: argparse.Namespace
+def mode_captures(modes: list[str], magnify: int) -> dict[str, int]:
+    """How many captures sample in each mode."""
+    count = {"off": 0, "on": 1, "magnified": magnify}
+    return {mode: count[mode] for mode in modes}
+
+
+# -- the switched design ---------------------------------------------------------------------
+
+
+@dataclass
+class Switcher:
+    """Sets the mode of each progress interval as the line before it arrives."""
+
+    captures: list[Capture]
+    per_mode: dict[str, int]
+    rng: random.Random
+    upcoming: list[str] = field(default_factory=list)
+    current: str = "off"
+    intervals: list[tuple[ProgressLine, str]] = field(default_factory=list)
+    boundaries: list[float] = field(default_factory=list)  # monotonic arrival of each line
+
+    def begin(self) -> None:
+        self._switch(self._next_mode())
+
+    def on_line(self, text: str) -> None:
+        line = parse_progress_line(text)
+        if line is None:
+            return
+        self.boundaries.append(time.monotonic())
+        self.intervals.append((line, self.current))
+        self._switch(self._next_mode())
+
+    def _next_mode(self) -> str:
+        if len(self.intervals) < SETTLE_SECONDS:
+            return "off"
+        if not self.upcoming:
+            self.upcoming = self.rng.sample(list(self.per_mode), len(self.per_mode))
+        return self.upcoming.pop(0)
+
+    def _switch(self, mode: str) -> None:
+        sampling = self.per_mode[mode]
+        for index, capture in enumerate(self.captures):
+            if index < sampling:
+                capture.resume()
+            else:
+                capture.pause()
+        self.current = mode
+
+
+@dataclass(frozen=True)
+class Switched:
+    """One switched run: the blocks' TPS by mode, and what ran during it."""
+
+    blocks: list[dict[str, float]]
+    off_tps: float
+    other_share: float
+    counters_in_place: float  # share of counter samples taken inside a sampling interval
+    dropped: int  # blocks left out: an interval not 1 s long (pgbench reported late)
+
+
+def run_switched(
+    bench: BenchServer, workload: str, args: argparse.Namespace, sampling: float | None
+) -> Switched:
+    per_mode = mode_captures(args.modes, args.magnify)
+    captures = [bench.capture() for _ in range(max(per_mode.values()))]
+    switcher = Switcher(captures, per_mode, random.Random(f"{workload}-{args.seed}"))
+    spec = spec_for(workload, args.clients, args.switched_seconds + SETTLE_SECONDS)
+    argv = bench.argv(spec, sampling=sampling)
+    pid = bench.postmaster()
+    for capture in captures:
+        capture.start()
+    switcher.begin()
+
+    def started(pgbench: int) -> None:
+        for capture in captures:
+            capture.pgbench_started(pgbench)
+
+    done = None
+    try:
+        before = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
+        done = command.execute(
+            argv,
+            bench.endpoint.libpq_env(),
+            cwd=bench.logs,
+            on_stderr_line=switcher.on_line,
+            on_start=started,
+        )
+        after = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
+    finally:
+        for capture in captures:
+            capture.resume()
+            capture.stop(done.cpu_s if done else None)
+    assert parse_report(done.stdout).tps is not None, done.stderr[-2000:]
+    server, own, busy, wall = (a - b for a, b in zip(after, before, strict=True))
+    other = max(0.0, busy - server - own - done.cpu_s) / ((os.cpu_count() or 1) * wall)
+    blocks, dropped = _blocks(switcher.intervals, len(per_mode))
+    return Switched(
+        blocks,
+        statistics.median(b["off"] for b in blocks),
+        other,
+        _counters_in_place(captures, switcher),
+        dropped,
+    )
+
+
+def _blocks(
+    intervals: list[tuple[ProgressLine, str]], size: int
+) -> tuple[list[dict[str, float]], int]:
+    """Consecutive groups of ``size`` intervals holding each mode once, each 1 s long."""
+    timed = [
+        (line.tps, mode, (line.elapsed_s or 0) - (prev.elapsed_s or 0))
+        for (prev, _), (line, mode) in itertools.pairwise(intervals)
+    ][SETTLE_SECONDS - 1 :]
+    blocks, dropped = [], 0
+    for start in range(0, len(timed) - size + 1, size):
+        group = timed[start : start + size]
+        if all(abs(length - 1.0) < 0.05 for _, _, length in group):
+            blocks.append({mode: tps for tps, mode, _ in group})
+        else:
+            dropped += 1
+    return blocks, dropped
+
+
+def _counters_in_place(captures: list[Capture], switcher: Switcher) -> float:
+    """Of the first capture's counter samples during the run, the share taken inside an
+    interval it sampled in (a sample late past the interval's end counts against the next)."""
+    mode_of = [mode for _, mode in switcher.intervals]
+    ends = switcher.boundaries
+    times = [s.mono for s in captures[0].state.samples if s.t is not None and s.mono < ends[-1]]
+    inside = 0
+    for mono in times:
+        index = next(i for i, end in enumerate(ends) if mono < end)
+        inside += switcher.per_mode[mode_of[index]] > 0
+    return inside / len(times) if times else math.nan
+
+
+def batch_ratio(blocks: list[dict[str, float]], mode: str) -> Ratio:
+    """mode ÷ off: geometric means over batches of consecutive blocks, t interval over them."""
+    off, other = [], []
+    for start in range(0, len(blocks) - BATCH_BLOCKS + 1, BATCH_BLOCKS):
+        batch = blocks[start : start + BATCH_BLOCKS]
+        off.append(statistics.geometric_mean(b["off"] for b in batch))
+        other.append(statistics.geometric_mean(b[mode] for b in batch))
+    return paired_ratio(off, other)
+
+
+# -- the rounds design -----------------------------------------------------------------------
+
+
+def run_rounds(
+    bench: BenchServer, workload: str, args: argparse.Namespace, sampling: float | None
 ) -> dict[str, list[Measured]]:
     spec = spec_for(workload, args.clients, args.seconds)
-    warmup_tps = bench.run(spec_for(workload, args.clients, 5), sampling=None).tps
-    sampling = runner.sampling_rate(spec, warmup_tps)
-    captures = {"off": 0, "on": 1, "magnified": args.magnify}
+    captures = mode_captures(["off", "on", "magnified"], args.magnify)
     per_mode: dict[str, list[Measured]] = {mode: [] for mode in captures}
     for round_no in range(args.rounds):
         for mode in rotated(list(captures), round_no):
@@ -87,18 +256,34 @@ def run_workload(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--switched-seconds", type=int, default=1200)
+    parser.add_argument("--modes", type=lambda s: s.split(","), default=["off", "on"])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=0)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--magnify", type=int, default=10)
     parser.add_argument("--workloads", default="select-only,tpcb-like")
     parser.add_argument("--output", type=Path, default=HERE / "telemetry_overhead.md")
     args = parser.parse_args()
+    switched: dict[str, Switched] = {}
+    rounds: dict[str, dict[str, list[Measured]]] = {}
     with bench_server() as bench:
         cost = sampler_cost(bench)
         print(f"sampler: {cost[0]:.2f} ms/s in this process, {cost[1]:.2f} ms/s in its backend")
-        results = {w: run_workload(bench, w, args) for w in args.workloads.split(",")}
-    write_markdown(args, cost, results)
+        for workload in args.workloads.split(","):
+            warmup = bench.run(spec_for(workload, args.clients, 5), sampling=None).tps
+            sampling = runner.sampling_rate(spec_for(workload, args.clients, 5), warmup)
+            if args.switched_seconds:
+                bench.vacuum()
+                switched[workload] = run_switched(bench, workload, args, sampling)
+                print(workload, switched_row(switched[workload], args), flush=True)
+            if args.rounds:
+                rounds[workload] = run_rounds(bench, workload, args, sampling)
+    write_markdown(args, cost, switched, rounds)
+
+
+# -- the record ------------------------------------------------------------------------------
 
 
 def per_capture(magnified: Ratio, k: int) -> Ratio:
@@ -106,33 +291,51 @@ def per_capture(magnified: Ratio, k: int) -> Ratio:
     return Ratio(*(1 - (1 - r) / k for r in (magnified.value, magnified.low, magnified.high)))
 
 
-def write_markdown(
-    args: argparse.Namespace,
-    cost: tuple[float, float],
-    results: dict[str, dict[str, list[Measured]]],
-) -> None:
-    everything = [m for per_mode in results.values() for ms in per_mode.values() for m in ms]
+def switched_row(result: Switched, args: argparse.Namespace) -> str:
+    cells = [f"{result.off_tps:,.0f}", f"{len(result.blocks)} ({result.dropped})"]
+    for mode in ("on", "magnified"):
+        if mode not in args.modes:
+            cells.append("–")
+            continue
+        ratio = batch_ratio(result.blocks, mode)
+        cells.append(ratio.text(4) if mode == "on" else per_capture(ratio, args.magnify).text(4))
+    cells += [f"{result.counters_in_place:.1%}", f"{result.other_share:.1%}"]
+    return " | ".join(cells)
+
+
+def switched_lines(args: argparse.Namespace, switched: dict[str, Switched]) -> list[str]:
+    k = args.magnify
+    return [
+        f"## Switched: sampling on and off second by second in one run of "
+        f"{args.switched_seconds} s per workload",
+        "",
+        f"| workload | TPS off | blocks (dropped) | TPS on ÷ off (95 % CI) "
+        f"| one capture, from on×{k} (95 % CI) | counter samples in place | other load |",
+        "|---|---|---|---|---|---|---|",
+        *(f"| {w} | {switched_row(r, args)} |" for w, r in switched.items()),
+        "",
+        f"Blocks: one second of each mode ({', '.join(args.modes)}) in a random order; "
+        f"intervals: batches of {BATCH_BLOCKS} consecutive blocks. Counter samples in place: "
+        "the share of the capture's once-a-second samples that fell inside a second it was "
+        "switched on (100 % means no sampling work leaked into an off second). Other load: "
+        "CPU of processes outside the measurement, share of all CPUs.",
+    ]
+
+
+def rounds_lines(
+    args: argparse.Namespace, rounds: dict[str, dict[str, list[Measured]]]
+) -> list[str]:
     k = args.magnify
     lines = [
-        "# Telemetry overhead: pgbench with the full telemetry capture against without",
+        f"## Rounds: {args.rounds} interleaved rounds of {args.seconds} s per configuration",
         "",
-        f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{describe_machine()}, PostgreSQL 18 embedded, scale 10, {args.clients} clients, "
-        f"{args.rounds} interleaved rounds of {args.seconds} s per configuration.",
-        "",
-        "Script: `bench/telemetry_overhead.py` (its docstring describes the design).",
-        "Requirement: TPS with full telemetry ÷ without ≥ 0.99.",
-        "",
-        *busy_note(everything),
-        "",
-        f"Sampler cost beside an idle server: {cost[0]:.2f} ms of CPU per second in this process "
-        f"and {cost[1]:.2f} ms/s in its backend: {sum(cost) / 10:.2f} % of one CPU.",
+        *busy_note([m for per_mode in rounds.values() for ms in per_mode.values() for m in ms]),
         "",
         f"| workload | TPS off | TPS on ÷ off (95 % CI) | TPS on×{k} ÷ off (95 % CI) "
         f"| one capture, from on×{k} (95 % CI) | sampler ms/s |",
         "|---|---|---|---|---|---|",
     ]
-    for workload, per_mode in results.items():
+    for workload, per_mode in rounds.items():
         off, on, magnified = per_mode["off"], per_mode["on"], per_mode["magnified"]
         direct = paired_ratio([m.tps for m in off], [m.tps for m in on])
         many = paired_ratio([m.tps for m in off], [m.tps for m in magnified])
@@ -143,12 +346,37 @@ def write_markdown(
             f"| {workload} | {statistics.median(m.tps for m in off):,.0f} | {direct.text(4)} | "
             f"{many.text(4)} | {per_capture(many, k).text(4)} | {sampler:.2f} |"
         )
-    lines += [
+    return [
+        *lines,
+        "",
+        "Sampler ms/s: this process's extra CPU per second of run with one capture on (the",
+        "sampler thread), while pgbench runs.",
+    ]
+
+
+def write_markdown(
+    args: argparse.Namespace,
+    cost: tuple[float, float],
+    switched: dict[str, Switched],
+    rounds: dict[str, dict[str, list[Measured]]],
+) -> None:
+    lines = [
+        "# Telemetry overhead: pgbench with the full telemetry capture against without",
+        "",
+        f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{describe_machine()}, PostgreSQL 18 embedded, scale 10, {args.clients} clients.",
+        "",
+        "Script: `bench/telemetry_overhead.py` (its docstring describes both designs).",
+        "Requirement: TPS with full telemetry ÷ without ≥ 0.99.",
+        "",
+        f"Sampler cost beside an idle server: {cost[0]:.2f} ms of CPU per second in this process "
+        f"and {cost[1]:.2f} ms/s in its backend: {sum(cost) / 10:.2f} % of one CPU.",
+        "",
+        *(switched_lines(args, switched) if switched else []),
+        "",
+        *(rounds_lines(args, rounds) if rounds else []),
         "",
         "One capture, from on×K: 1 - (1 - ratio) / K for the ratio and both ends of its interval.",
-        "Sampler ms/s: this process's extra CPU per second of run with one capture on (the",
-        "sampler thread), while pgbench runs; its start and stop lie outside the run, as in a",
-        "campaign.",
     ]
     args.output.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

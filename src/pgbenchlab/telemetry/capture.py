@@ -88,6 +88,7 @@ class Capture:
         self.t0_epoch = 0.0
         self._go = threading.Event()
         self._halt = threading.Event()
+        self._paused = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="telemetry", daemon=True)
         self._connect_error = ""
 
@@ -108,6 +109,14 @@ class Capture:
         self.os.pgbench_pid = pid
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self._go.set()
+
+    def pause(self) -> None:
+        """Take no samples until `resume()`; the next counter sample covers the gap as one
+        interval. bench/telemetry_overhead.py switches sampling second by second with it."""
+        self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
 
     def stop(self, pgbench_cpu_s: float | None = None) -> RunTelemetry:
         """Finish; ``pgbench_cpu_s`` is pgbench's whole CPU time (wait4) once it has exited."""
@@ -154,6 +163,9 @@ class Capture:
             if self._halt.wait(max(wait, 0.0)):
                 return
             second = int(tick * period + 1e-9)
+            if self._paused.is_set():
+                last_second = second  # on resuming, counters wait for the next whole second
+                continue
             self._activity(math.ceil(tick * period - 1e-9))
             if second > last_second:
                 last_second = second
