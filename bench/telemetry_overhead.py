@@ -28,15 +28,18 @@ times the sampling work, so with costs proportional to the samples taken, on×K 
 1 - K·c and one capture's cost c = (1 - ratio) / K, with an interval K times narrower).
 
 Usage: .venv/bin/python bench/telemetry_overhead.py [--switched-seconds 1200]
-       [--modes off,on] [--rounds 0] [--seconds 5] [--clients 4] [--magnify 10]
+       [--modes off,on[,magnified]] [--rounds 0] [--seconds 5] [--clients 4] [--magnify 10]
        [--workloads select-only,tpcb-like]
-Writes bench/telemetry_overhead.md (--output elsewhere for a smoke test).
+Each run updates its rows (design, workload, clients) in bench/telemetry_overhead.json and
+writes bench/telemetry_overhead.md from all of them (--output elsewhere for a smoke test).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
+import json
 import math
 import os
 import random
@@ -44,6 +47,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cpuclock import machine_busy_s, own_cpu_s
 from harness import (
@@ -53,7 +57,6 @@ from harness import (
     Measured,
     Ratio,
     bench_server,
-    busy_note,
     paired_ratio,
     rotated,
     server_cpu_s,
@@ -143,8 +146,10 @@ class Switched:
 
     blocks: list[dict[str, float]]
     off_tps: float
+    busy_share: float  # of all CPUs, by anything: below 100 % the host had idle CPU to lend
     other_share: float
-    counters_in_place: float  # share of counter samples taken inside a sampling interval
+    counters_in_place: float  # share of counter samples stamped inside a sampling interval
+    counters_late_ms: float  # the largest distance of the others past the switch
     dropped: int  # blocks left out: an interval not 1 s long (pgbench reported late)
 
 
@@ -182,13 +187,15 @@ def run_switched(
             capture.stop(done.cpu_s if done else None)
     assert parse_report(done.stdout).tps is not None, done.stderr[-2000:]
     server, own, busy, wall = (a - b for a, b in zip(after, before, strict=True))
-    other = max(0.0, busy - server - own - done.cpu_s) / ((os.cpu_count() or 1) * wall)
+    capacity = (os.cpu_count() or 1) * wall
+    other = max(0.0, busy - server - own - done.cpu_s) / capacity
     blocks, dropped = _blocks(switcher.intervals, len(per_mode))
     return Switched(
         blocks,
         statistics.median(b["off"] for b in blocks),
+        busy / capacity,
         other,
-        _counters_in_place(captures, switcher),
+        *_counters_in_place(captures, switcher),
         dropped,
     )
 
@@ -211,17 +218,21 @@ def _blocks(
     return blocks, dropped
 
 
-def _counters_in_place(captures: list[Capture], switcher: Switcher) -> float:
-    """Of the first capture's counter samples during the run, the share taken inside an
-    interval it sampled in (a sample late past the interval's end counts against the next)."""
-    mode_of = [mode for _, mode in switcher.intervals]
+def _counters_in_place(captures: list[Capture], switcher: Switcher) -> tuple[float, float]:
+    """Of the first capture's counter samples during the run, the share stamped inside an
+    interval it sampled in, and how far past the switch the others were (largest, ms)."""
     ends = switcher.boundaries
-    times = [s.mono for s in captures[0].state.samples if s.t is not None and s.mono < ends[-1]]
-    inside = 0
-    for mono in times:
-        index = next(i for i, end in enumerate(ends) if mono < end)
-        inside += switcher.per_mode[mode_of[index]] > 0
-    return inside / len(times) if times else math.nan
+    late_ms, inside, count = [0.0], 0, 0
+    for sample in captures[0].state.samples:
+        index = bisect.bisect_right(ends, sample.mono)
+        if sample.t is None or index in (0, len(ends)):
+            continue  # the baseline, or outside the run's progress intervals
+        count += 1
+        if switcher.per_mode[switcher.intervals[index][1]] > 0:
+            inside += 1
+        else:
+            late_ms.append((sample.mono - ends[index - 1]) * 1000)
+    return (inside / count if count else math.nan), max(late_ms)
 
 
 def batch_ratio(blocks: list[dict[str, float]], mode: str) -> Ratio:
@@ -266,21 +277,26 @@ def main() -> None:
     parser.add_argument("--workloads", default="select-only,tpcb-like")
     parser.add_argument("--output", type=Path, default=HERE / "telemetry_overhead.md")
     args = parser.parse_args()
-    switched: dict[str, Switched] = {}
-    rounds: dict[str, dict[str, list[Measured]]] = {}
+    record = Record(args.output.with_suffix(".json"))
     with bench_server() as bench:
         cost = sampler_cost(bench)
         print(f"sampler: {cost[0]:.2f} ms/s in this process, {cost[1]:.2f} ms/s in its backend")
+        record.sampler(cost)
         for workload in args.workloads.split(","):
             warmup = bench.run(spec_for(workload, args.clients, 5), sampling=None).tps
             sampling = runner.sampling_rate(spec_for(workload, args.clients, 5), warmup)
             if args.switched_seconds:
                 bench.vacuum()
-                switched[workload] = run_switched(bench, workload, args, sampling)
-                print(workload, switched_row(switched[workload], args), flush=True)
+                row = switched_row(workload, run_switched(bench, workload, args, sampling), args)
+                record.add("switched", row)
+                print(row, flush=True)
             if args.rounds:
-                rounds[workload] = run_rounds(bench, workload, args, sampling)
-    write_markdown(args, cost, switched, rounds)
+                row = rounds_row(workload, run_rounds(bench, workload, args, sampling), args)
+                record.add("rounds", row)
+                print(row, flush=True)
+    text = record.markdown()
+    args.output.write_text(text)
+    print(text)
 
 
 # -- the record ------------------------------------------------------------------------------
@@ -291,95 +307,147 @@ def per_capture(magnified: Ratio, k: int) -> Ratio:
     return Ratio(*(1 - (1 - r) / k for r in (magnified.value, magnified.low, magnified.high)))
 
 
-def switched_row(result: Switched, args: argparse.Namespace) -> str:
-    cells = [f"{result.off_tps:,.0f}", f"{len(result.blocks)} ({result.dropped})"]
-    for mode in ("on", "magnified"):
-        if mode not in args.modes:
-            cells.append("–")
-            continue
-        ratio = batch_ratio(result.blocks, mode)
-        cells.append(ratio.text(4) if mode == "on" else per_capture(ratio, args.magnify).text(4))
-    cells += [f"{result.counters_in_place:.1%}", f"{result.other_share:.1%}"]
-    return " | ".join(cells)
+def measured_at() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
-def switched_lines(args: argparse.Namespace, switched: dict[str, Switched]) -> list[str]:
-    k = args.magnify
-    return [
-        f"## Switched: sampling on and off second by second in one run of "
-        f"{args.switched_seconds} s per workload",
-        "",
-        f"| workload | TPS off | blocks (dropped) | TPS on ÷ off (95 % CI) "
-        f"| one capture, from on×{k} (95 % CI) | counter samples in place | other load |",
-        "|---|---|---|---|---|---|---|",
-        *(f"| {w} | {switched_row(r, args)} |" for w, r in switched.items()),
-        "",
-        f"Blocks: one second of each mode ({', '.join(args.modes)}) in a random order; "
-        f"intervals: batches of {BATCH_BLOCKS} consecutive blocks. Counter samples in place: "
-        "the share of the capture's once-a-second samples that fell inside a second it was "
-        "switched on (100 % means no sampling work leaked into an off second). Other load: "
-        "CPU of processes outside the measurement, share of all CPUs.",
-    ]
+def switched_row(workload: str, result: Switched, args: argparse.Namespace) -> dict[str, str]:
+    row = {
+        "workload": workload,
+        "clients": str(args.clients),
+        "measured": f"{measured_at()}, {args.switched_seconds} s",
+        "TPS off": f"{result.off_tps:,.0f}",
+        "blocks (dropped)": f"{len(result.blocks)} ({result.dropped})",
+        "TPS on ÷ off (95 % CI)": "–",
+        "K": "–",
+        "one capture, from on×K (95 % CI)": "–",
+    }
+    if "on" in args.modes:
+        row["TPS on ÷ off (95 % CI)"] = batch_ratio(result.blocks, "on").text(4)
+    if "magnified" in args.modes:
+        many = batch_ratio(result.blocks, "magnified")
+        row["K"] = str(args.magnify)
+        row["one capture, from on×K (95 % CI)"] = per_capture(many, args.magnify).text(4)
+    row["counter samples in place"] = (
+        f"{result.counters_in_place:.1%}, others ≤ {result.counters_late_ms:.0f} ms late"
+    )
+    row["host CPU busy"] = f"{result.busy_share:.1%}"
+    row["other load"] = f"{result.other_share:.1%}"
+    return row
 
 
-def rounds_lines(
-    args: argparse.Namespace, rounds: dict[str, dict[str, list[Measured]]]
-) -> list[str]:
-    k = args.magnify
-    lines = [
-        f"## Rounds: {args.rounds} interleaved rounds of {args.seconds} s per configuration",
-        "",
-        *busy_note([m for per_mode in rounds.values() for ms in per_mode.values() for m in ms]),
-        "",
-        f"| workload | TPS off | TPS on ÷ off (95 % CI) | TPS on×{k} ÷ off (95 % CI) "
-        f"| one capture, from on×{k} (95 % CI) | sampler ms/s |",
-        "|---|---|---|---|---|---|",
-    ]
-    for workload, per_mode in rounds.items():
-        off, on, magnified = per_mode["off"], per_mode["on"], per_mode["magnified"]
-        direct = paired_ratio([m.tps for m in off], [m.tps for m in on])
-        many = paired_ratio([m.tps for m in off], [m.tps for m in magnified])
-        sampler = statistics.median(
-            (m.own_us - o.own_us) * m.tps / 1000 for m, o in zip(on, off, strict=True)
-        )
-        lines.append(
-            f"| {workload} | {statistics.median(m.tps for m in off):,.0f} | {direct.text(4)} | "
-            f"{many.text(4)} | {per_capture(many, k).text(4)} | {sampler:.2f} |"
-        )
-    return [
-        *lines,
-        "",
-        "Sampler ms/s: this process's extra CPU per second of run with one capture on (the",
-        "sampler thread), while pgbench runs.",
-    ]
+def rounds_row(
+    workload: str, per_mode: dict[str, list[Measured]], args: argparse.Namespace
+) -> dict[str, str]:
+    off, on, magnified = per_mode["off"], per_mode["on"], per_mode["magnified"]
+    many = paired_ratio([m.tps for m in off], [m.tps for m in magnified])
+    sampler = statistics.median(
+        (m.own_us - o.own_us) * m.tps / 1000 for m, o in zip(on, off, strict=True)
+    )
+    everything = [m for ms in per_mode.values() for m in ms]
+    return {
+        "workload": workload,
+        "clients": str(args.clients),
+        "measured": f"{measured_at()}, {args.rounds} × {args.seconds} s",
+        "TPS off": f"{statistics.median(m.tps for m in off):,.0f}",
+        "TPS on ÷ off (95 % CI)": paired_ratio([m.tps for m in off], [m.tps for m in on]).text(4),
+        "K": str(args.magnify),
+        "TPS on×K ÷ off (95 % CI)": many.text(4),
+        "one capture, from on×K (95 % CI)": per_capture(many, args.magnify).text(4),
+        "sampler ms/s": f"{sampler:.2f}",
+        "other load": f"{statistics.fmean(m.other_share for m in everything):.1%}",
+    }
 
 
-def write_markdown(
-    args: argparse.Namespace,
-    cost: tuple[float, float],
-    switched: dict[str, Switched],
-    rounds: dict[str, dict[str, list[Measured]]],
-) -> None:
-    lines = [
-        "# Telemetry overhead: pgbench with the full telemetry capture against without",
-        "",
-        f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{describe_machine()}, PostgreSQL 18 embedded, scale 10, {args.clients} clients.",
-        "",
-        "Script: `bench/telemetry_overhead.py` (its docstring describes both designs).",
-        "Requirement: TPS with full telemetry ÷ without ≥ 0.99.",
-        "",
-        f"Sampler cost beside an idle server: {cost[0]:.2f} ms of CPU per second in this process "
-        f"and {cost[1]:.2f} ms/s in its backend: {sum(cost) / 10:.2f} % of one CPU.",
-        "",
-        *(switched_lines(args, switched) if switched else []),
-        "",
-        *(rounds_lines(args, rounds) if rounds else []),
-        "",
-        "One capture, from on×K: 1 - (1 - ratio) / K for the ratio and both ends of its interval.",
-    ]
-    args.output.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+NOTES = {
+    "switched": [
+        "Blocks: one second of each mode in a random order; intervals: batches of "
+        f"{BATCH_BLOCKS} consecutive blocks. Counter samples in place: the share of the first "
+        "capture's once-a-second samples stamped inside a second it sampled in, and how late "
+        "past the switch the others were (a sample is stamped after that tick's "
+        "pg_stat_activity query, so one begun before the switch can be stamped after it). Host CPU "
+        "busy: all CPU used on the host, share of all CPUs; below 100 % the sampler could take "
+        "idle CPU instead of pgbench's or the server's. Other load: CPU of processes outside the "
+        "measurement.",
+    ],
+    "rounds": [
+        "Sampler ms/s: this process's extra CPU per second of run with one capture on (the "
+        "sampler thread), while pgbench runs. Other load: as above, mean over the runs.",
+    ],
+}
+TITLES = {
+    "switched": "Switched (the figure of record): sampling on and off second by second in one run",
+    "rounds": "Rounds: whole runs off / on / on×K, interleaved round by round",
+}
+
+
+@dataclass
+class Record:
+    """The latest row per design, workload and client count, kept in a JSON file beside the
+    Markdown so runs of different configurations add up to one table."""
+
+    path: Path
+
+    def _read(self) -> dict[str, Any]:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self.path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+    def sampler(self, cost: tuple[float, float]) -> None:
+        data = self._read()
+        data["sampler"] = {
+            "measured": measured_at(),
+            "machine": describe_machine(),
+            "process_ms_per_s": round(cost[0], 2),
+            "backend_ms_per_s": round(cost[1], 2),
+        }
+        self._write(data)
+
+    def add(self, design: str, row: dict[str, str]) -> None:
+        data = self._read()
+        data.setdefault(design, {})[f"{row['workload']}/{row['clients']}"] = row
+        self._write(data)
+
+    def markdown(self) -> str:
+        data = self._read()
+        cost = data["sampler"]
+        lines = [
+            "# Telemetry overhead: pgbench with the full telemetry capture against without",
+            "",
+            f"Machine: {cost['machine']}; PostgreSQL 18 embedded, scale 10.",
+            "Script: `bench/telemetry_overhead.py` (its docstring describes both designs); "
+            "each row is the latest run of its configuration (all rows: "
+            f"`{self.path.name}`).",
+            "Requirement: TPS with full telemetry ÷ without ≥ 0.99.",
+            "",
+            f"Sampler cost beside an idle server ({cost['measured']}): "
+            f"{cost['process_ms_per_s']:.2f} ms of CPU per second in this process and "
+            f"{cost['backend_ms_per_s']:.2f} ms/s in its backend.",
+        ]
+        for design in ("switched", "rounds"):
+            rows = sorted(
+                data.get(design, {}).values(), key=lambda r: (r["workload"], int(r["clients"]))
+            )
+            if not rows:
+                continue
+            columns = list(rows[0])
+            lines += [
+                "",
+                f"## {TITLES[design]}",
+                "",
+                "| " + " | ".join(columns) + " |",
+                "|" + "---|" * len(columns),
+                *("| " + " | ".join(row.get(c, "–") for c in columns) + " |" for row in rows),
+                "",
+                *NOTES[design],
+            ]
+        lines += [
+            "",
+            "One capture, from on×K: 1 - (1 - ratio) / K for the ratio and both ends of its "
+            "interval.",
+        ]
+        return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
