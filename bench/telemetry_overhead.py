@@ -28,7 +28,7 @@ times the sampling work, so with costs proportional to the samples taken, on×K 
 1 - K·c and one capture's cost c = (1 - ratio) / K, with an interval K times narrower).
 
 Usage: .venv/bin/python bench/telemetry_overhead.py [--switched-seconds 1200]
-       [--modes off,on[,magnified]] [--rounds 0] [--seconds 5] [--clients 4] [--magnify 10]
+       [--modes off,on,magnified] [--rounds 0] [--seconds 5] [--clients 4] [--magnify 10]
        [--workloads select-only,tpcb-like]
 Each run updates its rows (design, workload, clients) in bench/telemetry_overhead.json and
 writes bench/telemetry_overhead.md from all of them (--output elsewhere for a smoke test).
@@ -268,7 +268,7 @@ def run_rounds(
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--switched-seconds", type=int, default=1200)
-    parser.add_argument("--modes", type=lambda s: s.split(","), default=["off", "on"])
+    parser.add_argument("--modes", type=lambda s: s.split(","), default=["off", "on", "magnified"])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=0)
     parser.add_argument("--seconds", type=int, default=5)
