@@ -15,7 +15,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +64,7 @@ class Measured:
     server_us: float  # postmaster and backends, the sampler's backend included (/proc)
     own_us: float  # this process during the run: the sampler thread when one runs
     other_share: float
+    busy_share: float  # all CPU used on the host, share of all CPUs
 
     @property
     def total_us(self) -> float:
@@ -85,6 +86,7 @@ class BenchServer:
         sampling: float | None,
         progress: bool = True,
         captures: Sequence[Capture] = (),
+        on_stderr_line: Callable[[str], None] | None = None,
     ) -> Measured:
         """One run with pgbench's options as given: -P 1 when ``progress``, a per-transaction
         log at ``sampling`` (None: no log), the telemetry ``captures`` beside it. Only the time
@@ -102,7 +104,13 @@ class BenchServer:
         done = None
         try:
             before = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
-            done = command.execute(argv, self.endpoint.libpq_env(), cwd=self.logs, on_start=started)
+            done = command.execute(
+                argv,
+                self.endpoint.libpq_env(),
+                cwd=self.logs,
+                on_stderr_line=on_stderr_line,
+                on_start=started,
+            )
             after = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
         finally:
             for capture in captures:
@@ -110,9 +118,17 @@ class BenchServer:
         report = parse_report(done.stdout)
         assert report.tps is not None and report.transactions
         server, own, busy, wall = (a - b for a, b in zip(after, before, strict=True))
-        other = max(0.0, busy - server - own - done.cpu_s) / ((os.cpu_count() or 1) * wall)
+        capacity = (os.cpu_count() or 1) * wall
+        other = max(0.0, busy - server - own - done.cpu_s) / capacity
         per_tx = 1e6 / report.transactions
-        return Measured(report.tps, done.cpu_s * per_tx, server * per_tx, own * per_tx, other)
+        return Measured(
+            report.tps,
+            done.cpu_s * per_tx,
+            server * per_tx,
+            own * per_tx,
+            other,
+            busy / capacity,
+        )
 
     def argv(
         self, spec: plan.RunSpec, *, sampling: float | None, progress: bool = True

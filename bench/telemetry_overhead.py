@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cpuclock import machine_busy_s, own_cpu_s
+from cpuclock import own_cpu_s
 from harness import (
     HERE,
     PROC,
@@ -59,13 +59,10 @@ from harness import (
     bench_server,
     paired_ratio,
     rotated,
-    server_cpu_s,
     spec_for,
 )
 from pgbenchlab import runner
-from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
-from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.capture import Capture
 from pgbenchlab.telemetry.machine import describe_machine
@@ -160,41 +157,16 @@ def run_switched(
     captures = [bench.capture() for _ in range(max(per_mode.values()))]
     switcher = Switcher(captures, per_mode, random.Random(f"{workload}-{args.seed}"))
     spec = spec_for(workload, args.clients, args.switched_seconds + SETTLE_SECONDS)
-    argv = bench.argv(spec, sampling=sampling)
-    pid = bench.postmaster()
-    for capture in captures:
-        capture.start()
     switcher.begin()
-
-    def started(pgbench: int) -> None:
-        for capture in captures:
-            capture.pgbench_started(pgbench)
-
-    done = None
-    try:
-        before = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
-        done = command.execute(
-            argv,
-            bench.endpoint.libpq_env(),
-            cwd=bench.logs,
-            on_stderr_line=switcher.on_line,
-            on_start=started,
-        )
-        after = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
-    finally:
-        for capture in captures:
-            capture.resume()
-            capture.stop(done.cpu_s if done else None)
-    assert parse_report(done.stdout).tps is not None, done.stderr[-2000:]
-    server, own, busy, wall = (a - b for a, b in zip(after, before, strict=True))
-    capacity = (os.cpu_count() or 1) * wall
-    other = max(0.0, busy - server - own - done.cpu_s) / capacity
+    measured = bench.run(
+        spec, sampling=sampling, captures=captures, on_stderr_line=switcher.on_line
+    )
     blocks, dropped = _blocks(switcher.intervals, len(per_mode))
     return Switched(
         blocks,
         statistics.median(b["off"] for b in blocks),
-        busy / capacity,
-        other,
+        measured.busy_share,
+        measured.other_share,
         *_counters_in_place(captures, switcher),
         dropped,
     )

@@ -5,16 +5,21 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pgbenchlab import installs, runner
+from pgbenchlab import installs, osuser, runner
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import RunResult
+from pgbenchlab.server import ManagedServer
 
 TINY_TWO_VERSIONS = """
 [campaign]
@@ -75,6 +80,22 @@ def require_installs(*specs: str) -> None:
             installs.resolve(spec, found)
         except Exception:
             pytest.skip(f"PostgreSQL {spec} is not installed here: real-server test NOT run")
+
+
+@contextmanager
+def embedded_server(name: str) -> Iterator[ManagedServer]:
+    """A started managed server of the embedded PostgreSQL, removed afterwards."""
+    require_installs("embedded")
+    account = osuser.server_account()
+    install = osuser.reachable_install(installs.resolve("embedded", installs.discover()), account)
+    home = account.make_dir(Path(tempfile.mkdtemp(prefix=f"pgbl-{name}-", dir="/var/tmp")), 0o755)
+    server = ManagedServer(name, install, home / "data", account, {})
+    server.prepare()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @dataclass(frozen=True)

@@ -4,36 +4,23 @@ query and no counter sample while paused; on resuming, counters wait for a whole
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from pgbenchlab import installs, osuser
 from pgbenchlab.server import ManagedServer
 from pgbenchlab.telemetry.campaign import postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
-from support import require_installs
+from support import embedded_server
 
 pytestmark = pytest.mark.server
 
 
 @pytest.fixture
 def server() -> Iterator[ManagedServer]:
-    require_installs("embedded")
-    account = osuser.server_account()
-    install = osuser.reachable_install(installs.resolve("embedded", installs.discover()), account)
-    home = account.make_dir(Path(tempfile.mkdtemp(prefix="pgbl-pause-", dir="/var/tmp")), 0o755)
-    managed = ManagedServer("pause", install, home / "data", account, {})
-    managed.prepare()
-    try:
+    with embedded_server("pause") as managed:
         yield managed
-    finally:
-        managed.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def sleep_until(t0: float, t: float) -> None:

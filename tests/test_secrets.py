@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import zstandard
 
-from pgbenchlab import installs, osuser, plan, runner
+from pgbenchlab import plan, runner
 from pgbenchlab.errors import UserError
 from pgbenchlab.server import ManagedServer
-from support import QuietReporter, require_installs
+from support import QuietReporter, embedded_server
 
 pytestmark = pytest.mark.server
 
@@ -25,21 +23,12 @@ pytestmark = pytest.mark.server
 @pytest.fixture
 def protected_server() -> Iterator[tuple[ManagedServer, str]]:
     """A managed server with a role that logs in over TCP with a password."""
-    require_installs("embedded")
-    account = osuser.server_account()
-    install = osuser.reachable_install(installs.resolve("embedded", installs.discover()), account)
-    home = account.make_dir(Path(tempfile.mkdtemp(prefix="pgbl-secret-", dir="/var/tmp")), 0o755)
-    server = ManagedServer("protected", install, home / "data", account, {})
-    server.prepare()
-    password = "pw-" + secrets.token_hex(8)
-    with server.endpoint.connect() as conn:
-        conn.execute(f"CREATE ROLE bench LOGIN PASSWORD '{password}'")
-        conn.execute("CREATE DATABASE bench OWNER bench")
-    try:
+    with embedded_server("protected") as server:
+        password = "pw-" + secrets.token_hex(8)
+        with server.endpoint.connect() as conn:
+            conn.execute(f"CREATE ROLE bench LOGIN PASSWORD '{password}'")
+            conn.execute("CREATE DATABASE bench OWNER bench")
         yield server, password
-    finally:
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def every_text(root: Path) -> Iterator[tuple[Path, bytes]]:
