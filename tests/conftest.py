@@ -1,6 +1,7 @@
 """Shared fixtures: results directories whose clusters are cleaned up, and one real campaign.
 
-Tests that need real PostgreSQL skip loudly when an installation is missing.
+Tests that need real PostgreSQL skip loudly when an installation is missing, and fail instead
+under CI (`ci_guard`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ from pathlib import Path
 
 import pytest
 
+import ci_guard
 from pgbenchlab import plan, runner
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
 from support import TINY_TWO_VERSIONS, Campaign, QuietReporter, require_installs
 
 # pg_test_fsync takes about 15 s per campaign; only the telemetry tests that need it turn it on.
 os.environ.setdefault(FSYNC_TEST_ENV, "off")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(ci_guard, "ci_guard")
 
 
 @pytest.fixture

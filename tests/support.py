@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+import ci_guard
 from pgbenchlab import installs, osuser, runner
+from pgbenchlab.errors import InstallError
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import RunResult
@@ -74,11 +76,13 @@ class QuietReporter:
 
 
 def require_installs(*specs: str) -> None:
+    """Skip (fail under CI) when an installation is missing; the caller starts real servers."""
+    ci_guard.require_server_mark()
     found = installs.discover()
     for spec in specs:
         try:
             installs.resolve(spec, found)
-        except Exception:
+        except InstallError:
             pytest.skip(f"PostgreSQL {spec} is not installed here: real-server test NOT run")
 
 

@@ -46,6 +46,18 @@ def test_every_run_finished_and_is_stored(real_campaign: Campaign) -> None:
     assert {r["repeat"] for r in runs} == {1, 2}
 
 
+def test_every_run_agrees_with_the_servers_commit_count(real_campaign: Campaign) -> None:
+    sql = (
+        "SELECT r.transactions, t.value AS commits, r.warnings_json FROM latest_runs r "
+        "JOIN run_telemetry_totals t ON t.run_id = r.id AND t.metric = 'xact_commit'"
+    )
+    checked = rows(real_campaign, sql)
+    assert len(checked) == 48
+    for run in checked:
+        assert not any("the server committed" in w for w in json.loads(run["warnings_json"]))
+        assert 0 <= run["commits"] - run["transactions"] < 200  # the sampler's own and setup
+
+
 def test_servers_of_two_major_versions_with_effective_settings(real_campaign: Campaign) -> None:
     servers = {r["name"]: r for r in rows(real_campaign, "SELECT * FROM servers")}
     assert servers["pg15"]["version_num"] // 10000 == 15

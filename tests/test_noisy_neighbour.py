@@ -1,7 +1,7 @@
 """A repeat that shared the host with other work is named as the likely cause of the variation.
 
 A real campaign (PostgreSQL 18, embedded) runs one cell three times; during the second measured
-run two CPU-burning processes compete with the server and pgbench on this 2-core machine. The
+run CPU-burning processes compete with the server and pgbench on this 2-core machine. The
 telemetry must see the other load, the diagnosis store it, and the report's advice name that run
 when it explains the variation between the repeats. `compare` prints the same cause (checked
 on a synthetic database, where the rendering is the question).
@@ -46,7 +46,10 @@ clients = [2]
 name = "pg18"
 install = "embedded"
 """
-BURNERS = 2  # one per CPU of this machine
+# Two per CPU of this machine, each in its own session: with the kernel's autogroup scheduling
+# a session shares CPU as one group, so burners in the test's session would only compete with
+# pgbench. This way they take most of the CPUs, an effect far beyond the host's noise.
+BURNERS = 4
 
 
 class Neighbour(QuietReporter):
@@ -65,7 +68,9 @@ class Neighbour(QuietReporter):
             if self.measured == 2:
                 self.disturbed_key = spec.run_key
                 burn = [sys.executable, "-c", "while True: pass"]
-                self.burners = [subprocess.Popen(burn) for _ in range(BURNERS)]
+                self.burners = [
+                    subprocess.Popen(burn, start_new_session=True) for _ in range(BURNERS)
+                ]
         elif self.burners:
             self.stop()
 
@@ -106,8 +111,10 @@ def test_the_diagnosis_stores_the_other_load(campaign: tuple[Path, str]) -> None
     db, disturbed = campaign
     loads = other_loads(db)
     assert len(loads) == 3
-    assert loads[disturbed] >= 0.3, loads  # two burners on two CPUs get a good share
-    assert all(load < 0.2 for key, load in loads.items() if key != disturbed), loads
+    # The burners take most of the CPUs; whatever else shares this host (other load of its own)
+    # touches every run alike, so the test asks for the difference, not a quiet host.
+    others = [load for key, load in loads.items() if key != disturbed]
+    assert loads[disturbed] - max(others) >= 0.25, loads
 
 
 @pytest.mark.server

@@ -379,12 +379,34 @@ def test_any_text_gives_a_summary_or_a_parse_error(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pgbench_log.1"
         path.write_bytes(text.encode() + junk)
+        newlines = (text.encode() + junk).count(b"\n")
         with contextlib.suppress(PgbenchParseError):
-            analyse_transaction_logs(
+            summary = analyse_transaction_logs(
                 [path], pg_major=major, rate_limited=rate_limited, has_retries_column=retries
             )
+            assert summary.lines + summary.lines_outside_window <= newlines
+            assert summary.truncated_lines <= 1
+            counted = summary.successful + summary.skipped + summary.failed
+            assert counted == summary.lines
+            assert sum(s.successful for s in summary.per_second) == summary.successful
+            assert_ordered(summary.latency)
         with contextlib.suppress(PgbenchParseError):
-            analyse_aggregate_logs([path], pg_major=major)
+            aggregate = analyse_aggregate_logs([path], pg_major=major)
+            assert len(aggregate.intervals) <= newlines + 1
+            assert sum(i.successful for i in aggregate.intervals) == aggregate.successful
+            assert min((i.successful for i in aggregate.intervals), default=0) >= 0
+
+
+def assert_ordered(distribution: Distribution | None) -> None:
+    """A distribution's figures are finite and ordered: min ≤ each percentile ≤ max."""
+    if distribution is None:
+        return
+    values = [value for _, value in distribution.percentiles_ms]
+    assert distribution.count > 0 and all(math.isfinite(v) for v in values)
+    assert distribution.min_ms <= min(values) and max(values) <= distribution.max_ms
+    assert values == sorted(values)
+    slack = 1e-9 * max(1.0, distribution.max_ms)  # the mean is a float sum
+    assert distribution.min_ms - slack <= distribution.mean_ms <= distribution.max_ms + slack
 
 
 @settings(max_examples=60, deadline=None)

@@ -225,6 +225,8 @@ ABORT_LINES = {line for line in ALL_LINES if "Run was aborted" in line}
 def test_random_text_never_raises(text: str) -> None:
     parsed = parse_stderr(text)
     assert len(parsed.progress) <= text.count("progress: ")
+    for line in parsed.progress:
+        assert line.tps >= 0 and (line.elapsed_s or line.epoch_s or 0) >= 0
     for line in text.split("\n"):
         parse_progress_line(line)
 
@@ -242,5 +244,12 @@ def test_random_mixes_of_stderr_lines_never_raise(lines: list[str]) -> None:
 @pytest.mark.parametrize("stderr", CASES, ids=case_id)
 def test_every_prefix_never_raises(stderr: Path) -> None:
     text = stderr.read_text()
+    whole = len(parse_stderr(text).progress)
+    seen = 0
     for end in range(len(text) + 1):
-        parse_stderr(text[:end])
+        progress = len(parse_stderr(text[:end]).progress)
+        assert progress <= whole
+        if text[end - 1 : end] == "\n":  # whole lines: a longer prefix never loses one
+            assert progress >= seen
+            seen = progress
+    assert seen == whole

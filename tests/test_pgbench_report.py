@@ -251,9 +251,12 @@ def test_lines_are_matched_by_key_not_position(stdout: Path, rnd: Any) -> None:
 def parse_or_refuse(text: str) -> PgbenchReport | None:
     """The contract: a report or PgbenchParseError, never any other exception."""
     try:
-        return parse_report(text)
+        report = parse_report(text)
     except PgbenchParseError:
         return None
+    assert report.transactions is None or report.transactions >= 0
+    assert report.tps is None or report.tps >= 0
+    return report
 
 
 @pytest.mark.parametrize("stdout", CASES, ids=case_id)

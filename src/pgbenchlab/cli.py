@@ -443,10 +443,11 @@ def campaign_id(store: Store, name: str | None) -> int:
 
 def cmd_campaigns(args: argparse.Namespace) -> int:
     with open_store(args.results) as store:
-        table = [["id", "name", "status", "runs", "started"]]
+        table = [["id", "name", "status", "runs", "started", "description"]]
         for c in store.campaigns():
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c["started_at"]))
-            table.append([str(c["id"]), c["name"], c["status"], str(c["runs"]), started])
+            about = " ".join(str(c["description"]).split())  # one line per campaign
+            table.append([str(c["id"]), c["name"], c["status"], str(c["runs"]), started, about])
         print_table(table)
     return EXIT_OK
 

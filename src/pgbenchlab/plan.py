@@ -200,6 +200,7 @@ class Plan:
     pgbench_install: str
     specs: tuple[RunSpec, ...]
     warnings: tuple[str, ...]
+    description: str = ""  # what the campaign is for, shown atop its report
 
     @property
     def digest(self) -> str:
@@ -419,6 +420,9 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         raise ctx.fail("campaign.name", "must be letters, digits, '.', '_' or '-'")
     repeats = positive_int(campaign.get("repeats", 1), ctx, "campaign.repeats")
     order = choice(campaign.get("order", "interleaved"), ORDERS, ctx, "campaign.order")
+    description = campaign.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.fail("campaign.description", f"must be a string; got {description!r}")
     seed = campaign.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ctx.fail("campaign.seed", f"must be an integer; got {seed!r}")
@@ -435,7 +439,17 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     specs = order_runs(cells, name, repeats, order, seed)
     warnings = plan_warnings(specs)
     return Plan(
-        name, path, text, repeats, order, seed, tuple(servers), pgbench_install, specs, warnings
+        name,
+        path,
+        text,
+        repeats,
+        order,
+        seed,
+        tuple(servers),
+        pgbench_install,
+        specs,
+        warnings,
+        description=description,
     )
 
 

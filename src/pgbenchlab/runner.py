@@ -40,6 +40,7 @@ from pgbenchlab.stats import STANDARD_PERCENTILES
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry import machine_facts
 from pgbenchlab.telemetry.campaign import CampaignTelemetry, fsync_test_wanted
+from pgbenchlab.telemetry.crosscheck import check_commits
 
 # Per-transaction log lines per second that keep the observer effect well under 1 %
 # (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
@@ -321,6 +322,7 @@ def open_campaign(
         plan.digest,
         versions,
         machine_facts(),
+        plan.description,
     )
     return campaign_id, set()
 
@@ -525,6 +527,15 @@ class Campaign:
         result = self.build_result(spec, done, sanitized, artifacts, started, warmup_tps, sampling)
         result = _with(result, telemetry=telemetry)
         result = _with(result, diagnosis=self.telemetry.diagnose(spec.server, result))
+        commits = check_commits(
+            result.transactions,
+            telemetry,
+            clients=spec.clients,
+            connect_each=spec.options.connect,
+            builtin_only=all(s.kind == "builtin" for s in spec.workload.scripts),
+        )
+        if commits is not None and not commits.agrees:
+            warnings.append(commits.warning())
         archive(artifacts, done, sanitized)
         kept = tuple(sorted(p.name for p in artifacts.iterdir()))
         return _with(result, warnings=(*warnings, *result.warnings), artifacts=kept)

@@ -13,7 +13,8 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+import tomllib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
     from pgbenchlab.telemetry.fsync import FsyncFigure
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DONE_STATUSES = ("ok", "aborted")
 
 MIGRATIONS: dict[int, str] = {
@@ -234,7 +235,12 @@ MIGRATIONS: dict[int, str] = {
         details_json TEXT NOT NULL
     );
     """,
+    3: """
+    ALTER TABLE campaigns ADD COLUMN description TEXT NOT NULL DEFAULT '';
+    """,
 }
+# Steps a migration needs beyond SQL: older campaigns get the description their plan gave.
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {}
 
 PERCENTILE_COLUMNS = {
     "50": "p50_ms",
@@ -243,6 +249,21 @@ PERCENTILE_COLUMNS = {
     "99": "p99_ms",
     "99.9": "p999_ms",
 }
+
+
+def _fill_descriptions(db: sqlite3.Connection) -> None:
+    for campaign_id, text in db.execute("SELECT id, plan_text FROM campaigns").fetchall():
+        try:
+            description = tomllib.loads(text).get("campaign", {}).get("description", "")
+        except tomllib.TOMLDecodeError:
+            continue
+        if isinstance(description, str) and description:
+            db.execute(
+                "UPDATE campaigns SET description = ? WHERE id = ?", (description, campaign_id)
+            )
+
+
+BACKFILLS[3] = _fill_descriptions
 
 
 class Store:
@@ -281,9 +302,15 @@ class Store:
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
             # executescript commits first, so the migration carries its own transaction.
-            self.db.executescript(
-                f"BEGIN IMMEDIATE;\n{MIGRATIONS[target]}\nPRAGMA user_version = {target};\nCOMMIT;"
-            )
+            self.db.executescript(f"BEGIN IMMEDIATE;\n{MIGRATIONS[target]}")
+            try:
+                if target in BACKFILLS:
+                    BACKFILLS[target](self.db)
+                self.db.execute(f"PRAGMA user_version = {target}")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -330,11 +357,13 @@ class Store:
         plan_digest: str,
         versions: dict[str, str],
         machine: dict[str, Any],
+        description: str = "",
     ) -> int:
         with self.transaction():
             cursor = self.db.execute(
                 "INSERT INTO campaigns (name, plan_path, plan_text, plan_digest, started_at, "
-                "pgbenchlab_version, pgbench_version, machine_json) VALUES (?,?,?,?,?,?,?,?)",
+                "pgbenchlab_version, pgbench_version, machine_json, description) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     name,
                     plan_path,
@@ -344,6 +373,7 @@ class Store:
                     versions["pgbenchlab"],
                     versions.get("pgbench"),
                     json.dumps(machine, sort_keys=True),
+                    description,
                 ),
             )
         assert cursor.lastrowid is not None

@@ -215,6 +215,11 @@ def render(view: ReportView, *, source: str = "") -> str:
     change_points = sections.change_points(view)
     body = _BODY.format(
         title=esc(title),
+        description=(
+            f'<p class="description">{esc(view.campaign.description)}</p>'
+            if view.campaign.description
+            else ""
+        ),
         sub=esc(
             f"Generated {generated} from {source or 'the results database'}; {len(view.runs)} runs."
         ),
@@ -245,7 +250,7 @@ def render(view: ReportView, *, source: str = "") -> str:
 
 
 _BODY = """
-<header><h1>{title}</h1><p class="sub">{sub}</p>
+<header><h1>{title}</h1>{description}<p class="sub">{sub}</p>
 <nav><a href="#warnings">Warnings</a><a href="#overview">Overview</a>
 <a href="#tables">Key tables</a>{change_points_link}<a href="#charts">Charts</a>
 <a href="#runs">All runs</a><a href="#method">Method</a></nav></header>

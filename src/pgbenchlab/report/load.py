@@ -73,6 +73,7 @@ def load_campaign(store: Store, campaign_id: int) -> CampaignView:
         pgbenchlab_version=str(row["pgbenchlab_version"]),
         pgbench_version=row["pgbench_version"],
         machine=flatten(machine),
+        description=str(row["description"]),
     )
 
 

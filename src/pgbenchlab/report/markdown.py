@@ -51,9 +51,11 @@ def header(view: ReportView) -> list[str]:
         for v in (machine.get("cpu_model"), f"{machine.get('cpus', '?')} CPUs", machine.get("os"))
         if v
     )
+    about = [f"_{escape(c.description)}_", ""] if c.description else []
     return [
         f"## pgbench campaign “{escape(c.name)}”",
         "",
+        *about,
         f"- servers: {servers or '-'}",
         f"- client: {escape(c.pgbench_version or 'pgbench')}; machine: {host or '-'}",
         f"- {_when(c.started_at)} to {_when(c.finished_at)} ({escape(c.status)}); "

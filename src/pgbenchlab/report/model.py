@@ -36,6 +36,7 @@ class CampaignView:
     pgbenchlab_version: str
     pgbench_version: str | None
     machine: Pairs
+    description: str = ""
 
 
 @dataclass(frozen=True)

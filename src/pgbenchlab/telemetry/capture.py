@@ -71,6 +71,7 @@ class _State:
     second_waits: Counter[tuple[int, str, str]] = field(default_factory=Counter)
     second_rounds: Counter[int] = field(default_factory=Counter)
     rounds: int = 0
+    statements: int = 0  # sent on the benchmark's database since the first counter sample
     errors: list[str] = field(default_factory=list)
 
 
@@ -100,8 +101,10 @@ class Capture:
             self.log = LogTail(self.config.log_path)
         if self.conn is not None and self.settings is not None:
             self.statements = StatementsProbe.open(self.conn, self.settings, self._error)
+        self._await_backend_exit()  # the warmup's commits must not count in this run
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self.state.samples.append(Sample(None, self.t0_mono, self._counters()))
+        self.state.statements = 1  # the baseline read commits after it has read the counter
         self._thread.start()
         return self
 
@@ -123,6 +126,7 @@ class Capture:
         self._halt.set()
         self._go.set()
         self._thread.join()
+        self._await_backend_exit()
         now = time.monotonic()
         elapsed = now - self.t0_mono
         last = self.state.samples[-1]
@@ -135,6 +139,25 @@ class Capture:
         if self.conn is not None:
             self.conn.close()
         return self._result(final, elapsed, statements, events)
+
+    def _await_backend_exit(self, limit_s: float = 3.0) -> None:
+        """Wait (bounded) until pgbench's backends have exited and so flushed their statistics;
+        the run's commit count is checked against them."""
+        deadline = time.monotonic() + limit_s
+        while self.conn is not None and time.monotonic() < deadline:
+            try:
+                self.state.statements += 1
+                row = self.conn.execute(
+                    pgstats.BENCH_BACKENDS_SQL, (self.conn.info.backend_pid,)
+                ).fetchone()
+            except psycopg.Error as exc:
+                self._sql_failed(exc)
+                return
+            if row is None or row[0] == 0:
+                return
+            time.sleep(0.01)
+        if self.conn is not None:
+            self._error(f"pgbench's backends were still there {limit_s:.0f} s after it exited")
 
     # -- sampling ----------------------------------------------------------------------------
 
@@ -175,6 +198,7 @@ class Capture:
         if self.conn is None:
             return
         try:
+            self.state.statements += 1
             rows = self.conn.execute(pgstats.ACTIVITY_SQL, (self.conn.info.backend_pid,)).fetchall()
         except psycopg.Error as exc:
             self._sql_failed(exc)
@@ -190,6 +214,7 @@ class Capture:
         values = self.os.sample()
         if self.conn is not None and self.query is not None and self.settings is not None:
             try:
+                self.state.statements += 1
                 values |= self.query.read(self.conn, self.settings)
             except psycopg.Error as exc:
                 self._sql_failed(exc)
@@ -236,6 +261,7 @@ class Capture:
             duration_s=round(elapsed, 3),
             server_version_num=self.settings.version_num if self.settings else None,
             activity_rounds=self.state.rounds,
+            sampler_statements=self.state.statements - 1,  # the final read counts itself not
             counter_rounds=len(samples),
             sources=self._sources(samples, statements),
             series=tuple(series),

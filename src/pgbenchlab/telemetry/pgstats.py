@@ -117,6 +117,13 @@ WHERE datname = current_database() AND backend_type = 'client backend'
   AND (wait_event_type IS NOT NULL OR state = 'active')
 GROUP BY 1, 2
 """
+# pgbench's backends still alive: a backend reports its last statistics as it exits, so the
+# final counter sample waits until none is left (else up to a second of commits goes missing).
+BENCH_BACKENDS_SQL = """
+SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND backend_type = 'client backend'
+  AND application_name = 'pgbench' AND pid <> %s
+"""
 STATEMENTS_SQL = """
 SELECT userid, queryid, {toplevel}, calls, {total_time}, rows, shared_blks_hit,
        shared_blks_read, shared_blks_written, {wal_bytes}{query}

@@ -99,6 +99,9 @@ class RunTelemetry:
     host_cpus: int | None = None
     server_settings: dict[str, str] = field(default_factory=dict)  # the few that matter here
     errors: tuple[str, ...] = ()  # what went wrong while sampling (the run itself stands)
+    # statements the sampler sent between its first and final counter samples: each commits in
+    # the benchmark's database (the commit cross-check subtracts them; not stored)
+    sampler_statements: int = 0
 
     def total(self, source: str, metric: str) -> float | None:
         for item in self.totals:
