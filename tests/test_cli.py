@@ -69,6 +69,7 @@ BAD_SERVERS = {
 }
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("case", sorted(BAD_SERVERS))
 def test_bad_servers_exit_2_with_one_line_and_write_nothing(case: str, tmp_path: Path) -> None:
     require_installs("embedded")
@@ -86,6 +87,7 @@ def test_bad_servers_exit_2_with_one_line_and_write_nothing(case: str, tmp_path:
     assert not results.exists(), "nothing may be written for a plan that cannot run"
 
 
+@pytest.mark.server
 def test_unreachable_data_dir_for_the_server_account(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("only root switches to a server account: test NOT run")
