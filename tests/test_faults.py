@@ -190,7 +190,12 @@ def test_killed_postmaster_fails_that_run_and_the_campaign_goes_on(
     crashed: RunResult = outcome.results[1]
     assert crashed.error and "server pg was down" in crashed.error
     assert any(kind == "note" and "restarted server pg" in str(v) for kind, v in reporter.events)
-    assert outcome.failed == (statuses[1] == "failed")
+    assert outcome.failed == 1  # a run that did not complete: exit code 1
+    # Run again, the incomplete run alone is repeated and completes.
+    again = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    assert (again.ran, again.failed, again.skipped_done) == (1, 0, 2)
+    latest = db_rows(results_dir, "SELECT status FROM latest_runs")
+    assert [r["status"] for r in latest] == ["ok", "ok", "ok"]
 
 
 def test_refused_connections_and_aborted_clients_are_recorded(

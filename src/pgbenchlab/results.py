@@ -7,6 +7,7 @@ produce is None, never zero.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,11 +16,34 @@ if TYPE_CHECKING:
 
 RESULT_SCHEMA_VERSION = 1
 
-# Run statuses.
-OK = "ok"  # pgbench exited 0 with a complete report
-ABORTED = "aborted"  # some clients aborted: the report is partial, numbers are incomplete
-FAILED = "failed"  # no usable report (pgbench or the server failed)
-INTERRUPTED = "interrupted"  # stopped by the user
+
+class RunStatus(StrEnum):
+    """What became of a run attempt. Only `ok` is complete: its numbers enter statistics and
+    it is never repeated. Every other status is repeated when the same campaign runs again,
+    and makes `run` exit 1 (130 for `interrupted`).
+
+    | status      | meaning                                                   | numbers kept |
+    |-------------|-----------------------------------------------------------|--------------|
+    | ok          | pgbench measured the whole run and exited 0               | yes, counted |
+    | aborted     | pgbench's clients stopped early (a SQL error, the server  | partial,     |
+    |             | died): in the warmup or the measured run alike            | never counted|
+    | failed      | nothing was measured: the server, the dataset, or pgbench | no           |
+    |             | itself failed before or without a report                  |              |
+    | interrupted | the user stopped the campaign (Ctrl-C, SIGTERM)           | no           |
+    """
+
+    OK = "ok"
+    ABORTED = "aborted"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def complete(self) -> bool:
+        return self is RunStatus.OK
+
+
+OK, ABORTED, FAILED, INTERRUPTED = RunStatus
+COMPLETE_STATUSES = tuple(s.value for s in RunStatus if s.complete)
 
 
 @dataclass(frozen=True)

@@ -93,9 +93,13 @@ class Outcome:
     results_dir: Path
     ran: int = 0
     skipped_done: int = 0
-    failed: int = 0
+    failed: int = 0  # runs that did not complete (failed or aborted): exit code 1
     interrupted: bool = False
     results: list[RunResult] = field(default_factory=list)
+
+
+class RunAborted(Exception):
+    """pgbench's clients stopped early in a phase before the measured run (the warmup)."""
 
 
 @dataclass(frozen=True)
@@ -369,7 +373,7 @@ class Campaign:
             self.reporter.run_finished(spec, result)
             outcome.results.append(result)
             outcome.ran += 1
-            outcome.failed += result.status == FAILED
+            outcome.failed += result.status in (FAILED, ABORTED)
             if result.status == INTERRUPTED:
                 raise KeyboardInterrupt
 
@@ -386,6 +390,8 @@ class Campaign:
             return result
         except KeyboardInterrupt:
             return self.failure(spec, started, INTERRUPTED, "interrupted by the user", ())
+        except RunAborted as exc:
+            return self.failure(spec, started, ABORTED, self.describe(exc, server), ())
         except (UserError, PgbenchParseError, OSError, RuntimeError) as exc:
             return self.failure(spec, started, FAILED, self.describe(exc, server), ())
         except Exception as exc:  # a run's failure must never lose the campaign's other runs
@@ -551,7 +557,8 @@ class Campaign:
         if done.interrupted:
             raise KeyboardInterrupt
         if done.returncode != 0:
-            raise RuntimeError(f"warmup failed (exit {done.returncode}): {last_lines(done.stderr)}")
+            cause = f"warmup: pgbench exited {done.returncode}: {last_lines(done.stderr)}"
+            raise (RunAborted if parse_stderr(done.stderr).aborted else RuntimeError)(cause)
         try:
             return parse_report(done.stdout).tps
         except PgbenchParseError:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError
-from pgbenchlab.results import RunResult
+from pgbenchlab.results import COMPLETE_STATUSES, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.telemetry import storage as telemetry_store
 
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from pgbenchlab.telemetry.fsync import FsyncFigure
 
 SCHEMA_VERSION = 3
-DONE_STATUSES = ("ok", "aborted")
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -474,9 +473,10 @@ class Store:
         ).fetchall()
 
     def done_run_keys(self, campaign_id: int) -> set[str]:
+        marks = ", ".join("?" * len(COMPLETE_STATUSES))
         rows = self.db.execute(
-            "SELECT run_key FROM latest_runs WHERE campaign_id = ? AND status IN (?, ?)",
-            (campaign_id, *DONE_STATUSES),
+            f"SELECT run_key FROM latest_runs WHERE campaign_id = ? AND status IN ({marks})",
+            (campaign_id, *COMPLETE_STATUSES),
         ).fetchall()
         return {str(r[0]) for r in rows}
 
