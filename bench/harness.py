@@ -1,4 +1,6 @@
-"""What the pgbench benchmarks share: one managed server, CPU accounting per run, paired ratios.
+"""What the benchmarks share: the provenance lines every bench/NAME.md opens with (command,
+UTC date and run time, machine); for the pgbench benchmarks, one managed server, CPU accounting
+per run, paired ratios.
 
 A noisy 2-core host varies 6–14 % from run to run, mostly by slow drift (other tenants), so
 configurations are interleaved round by round (the order rotates) and compared as paired
@@ -11,8 +13,10 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,10 +34,66 @@ from pgbenchlab.server import Endpoint, ManagedServer
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.campaign import device_of, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
+from pgbenchlab.telemetry.machine import describe_machine
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 PROC = Path("/proc")
 SCALE = 10
+
+
+# -- provenance: how, when and where a figure was made ------------------------------------------
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+def _from_repo(path: str) -> str:
+    """``path`` relative to the repository root when it lies inside it: the command then reads
+    the same on any checkout. The interpreter is not resolved (a virtualenv's python is a
+    symlink to the system one, which would lose the virtualenv)."""
+    absolute = Path(path).absolute()
+    return str(absolute.relative_to(REPO)) if absolute.is_relative_to(REPO) else path
+
+
+def command_line() -> str:
+    """This process's command as typed from the repository root: interpreter, script, arguments
+    verbatim."""
+    return shlex.join([_from_repo(sys.executable), _from_repo(sys.argv[0]), *sys.argv[1:]])
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The command, start date and machine of one run of a benchmark script, and how long it
+    ran: every bench/NAME.md opens with these lines (tests/test_bench_figures.py checks them)."""
+
+    command: str
+    started: str
+    clock: float  # time.monotonic() at the start
+
+    @classmethod
+    def start(cls) -> Provenance:
+        return cls(command_line(), utc_now(), time.monotonic())
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.clock
+
+    def header(self) -> list[str]:
+        """Markdown lines, one fact each (a list, so each renders on its own line)."""
+        return [
+            f"- Command: `{self.command}`",
+            f"- Date: {self.started} (start); run time {duration_text(self.elapsed_s())}",
+            f"- Machine: {describe_machine()}",
+        ]
+
+
+def duration_text(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+# -- runs on one managed server ------------------------------------------------------------------
 
 
 def spec_for(workload: str, clients: int, seconds: int) -> plan.RunSpec:

@@ -2,21 +2,25 @@
 
     .venv/bin/python bench/log_analysis.py [--runs 5] [--dir /tmp/pgbenchlab-bench] [--no-big]
 
+The figure of record is the command without options (a few minutes once the logs exist;
+generating them the first time takes a few more).
+
 Generates synthetic pgbench logs in the real line format (4 thread files, 8 clients, ~65k
 transactions/s, lognormal latencies with a heavy tail) under --dir, not in the repository:
 10 million lines (≈ 330 MB), the same with -R columns (schedule lag, some skipped lines), and
 100 million lines (≈ 3.3 GB) for the memory check. Existing files are reused.
 
-Each measurement runs the analysis in a fresh child process, which reports the wall time of the
-`analyse_transaction_logs` call and its own peak RSS. `wc -l` on the same files is timed in
-the same rounds, interleaved, so that the ratio survives a noisy machine. Medians are printed
-and written to bench/log_analysis.md with the machine and its load.
+The logs are synthetic: the figure is the analysis's speed on a log of real format, not a
+measurement of pgbench. Each measurement runs the analysis in a fresh child process, which
+reports the wall time of the `analyse_transaction_logs` call and its own peak RSS. `wc -l` on
+the same files is timed in the same rounds, interleaved, so that the ratio survives a noisy
+machine. Medians are printed and written to bench/log_analysis.md with the command, the machine
+and its load (that run's alone: earlier results are not kept).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -32,7 +36,6 @@ import numpy as np
 import polars as pl
 
 from cpuclock import machine_busy_s, own_cpu_s
-from pgbenchlab.telemetry.machine import describe_machine
 
 HERE = Path(__file__).resolve().parent
 THREADS, CLIENTS_PER_THREAD, TPS = 4, 2, 65_000
@@ -188,27 +191,15 @@ def describe(name: str, samples: list[Sample], wc: list[float], size: int) -> li
     ]
 
 
-KEEP = 4  # earlier results kept below the latest one
-
-
-def earlier_results(markdown: str) -> list[str]:
-    """The previous file's latest and earlier results, newest first (the table's notes cut)."""
-    sections = markdown.split("\n## ")[1:]
-    results = []
-    for section in sections:
-        title, _, body = section.partition("\n")
-        if title in ("Latest result", "Earlier result"):
-            results.append(body.split('\n"Analysis call"')[0].rstrip("\n") + "\n")
-    return results
-
-
 @dataclass(frozen=True)
 class Verdict:
     seconds_10m: float
     rss_100m_mib: float | None
 
 
-def write_markdown(rows: list[str], load: tuple[float, float, float], verdict: Verdict) -> str:
+def write_markdown(
+    provenance: list[str], rows: list[str], load: tuple[float, float, float], verdict: Verdict
+) -> str:
     before, after, others = load
     loaded = others > 0.10 or max(before, after) > 1.0
     condition = (
@@ -231,16 +222,16 @@ def write_markdown(rows: list[str], load: tuple[float, float, float], verdict: V
     )
     return f"""# Log analysis benchmark
 
+{chr(10).join(provenance)}
+
 `bench/log_analysis.py` analyses synthetic per-transaction logs in the real pgbench line format
 (4 thread files, ~65k transactions/s, lognormal latencies with a heavy tail) into exact
 percentiles, distributions and the per-second series, with `analyse_transaction_logs`, each run
 in a fresh process. Targets: 10 M lines in ≤ 1.5 s wall, peak RSS ≤ 1 GiB for 100 M lines.
 
-## Latest result
+## Result
 
-* date: {datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
-* machine: {describe_machine()}, Python {platform.python_version()},
-  polars {pl.__version__}
+* software: Python {platform.python_version()}, polars {pl.__version__}
 * load: 1-minute load average {before:.2f} before, {after:.2f} after. {condition}
 * 10 M lines in ≤ 1.5 s: median {verdict.seconds_10m:.2f} s, {speed}.
   Peak RSS ≤ 1 GiB for 100 M lines: {memory}.
@@ -262,6 +253,11 @@ below 65k transactions/s, so their logs are smaller.
 
 
 def main() -> None:
+    # Imported here, not at the top: the analysis children run this file too, and their time
+    # and peak RSS are the figure; the harness would add the server-side modules to both.
+    from harness import Provenance
+
+    provenance = Provenance.start()
     parser = argparse.ArgumentParser(description="log analysis speed and memory")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/pgbenchlab-bench"))
@@ -286,10 +282,9 @@ def main() -> None:
             big_rss = max(s.peak_rss_mib for s in samples)
         print(rows[-1])
     load = (before, os.getloadavg()[0], others.share())
-    text = write_markdown(rows, load, Verdict(medians["10 M lines"], big_rss))
-    target = HERE / "log_analysis.md"
-    earlier = earlier_results(target.read_text()) if target.exists() else []
-    target.write_text(text + "".join(f"\n## Earlier result\n{e}" for e in earlier[:KEEP]))
+    verdict = Verdict(medians["10 M lines"], big_rss)
+    text = write_markdown(provenance.header(), rows, load, verdict)
+    (HERE / "log_analysis.md").write_text(text)
     print(text)
 
 

@@ -15,21 +15,23 @@ with 95 % intervals (bench/harness.py):
   - throughput implied by CPU accounting: all CPU per transaction (pgbench + server) of the
     reference ÷ that of the configuration, the TPS ratio of a CPU-bound host like this one.
 
-Usage: .venv/bin/python bench/observer_effect.py [--rounds 30] [--seconds 6] [--clients 4]
-Writes bench/observer_effect.md (--output elsewhere for a smoke test).
+The figure of record: .venv/bin/python bench/observer_effect.py
+(30 rounds of 6 s per configuration and workload, 4 clients: 180 runs, about 22 min);
+--rounds, --seconds, --clients override the defaults. Writes bench/observer_effect.md from
+that one run (--output elsewhere for a smoke test).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 from harness import (
     HERE,
     BenchServer,
     Measured,
+    Provenance,
     bench_server,
     busy_note,
     paired_ratio,
@@ -37,7 +39,6 @@ from harness import (
     spec_for,
 )
 from pgbenchlab import runner
-from pgbenchlab.telemetry.machine import describe_machine
 
 MODES = ("bare", "bare-P1", "lab")
 REFERENCES = ("bare", "bare-P1")
@@ -72,9 +73,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--output", type=Path, default=HERE / "observer_effect.md")
     args = parser.parse_args()
+    provenance = Provenance.start()
     with bench_server() as bench:
         results = {w: run_workload(bench, w, args) for w in ("select-only", "tpcb-like")}
-    write_markdown(args, results)
+    write_markdown(provenance, args, results)
 
 
 def rows(workload: str, per_mode: dict[str, list[Measured]]) -> list[str]:
@@ -95,17 +97,21 @@ def rows(workload: str, per_mode: dict[str, list[Measured]]) -> list[str]:
     return found
 
 
-def write_markdown(args: argparse.Namespace, results: dict[str, dict[str, list[Measured]]]) -> None:
+def write_markdown(
+    provenance: Provenance,
+    args: argparse.Namespace,
+    results: dict[str, dict[str, list[Measured]]],
+) -> None:
     everything = [m for per_mode in results.values() for ms in per_mode.values() for m in ms]
     lines = [
         "# Observer effect: pgbenchlab's measurement against bare pgbench",
         "",
-        f"Latest result: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{describe_machine()}, PostgreSQL 18 embedded, scale 10, {args.clients} clients, "
-        f"{args.rounds} interleaved rounds of {args.seconds} s per configuration; the log "
-        f"budget is {runner.LOG_LINES_PER_SECOND:,} lines/s.",
+        *provenance.header(),
         "",
-        "Script: `bench/observer_effect.py` (its docstring describes the configurations).",
+        f"Ran: PostgreSQL 18 embedded, scale 10, {args.clients} clients, {args.rounds} "
+        f"interleaved rounds of {args.seconds} s per configuration; the log budget is "
+        f"{runner.LOG_LINES_PER_SECOND:,} lines/s. All figures are from this run of "
+        "`bench/observer_effect.py` (its docstring describes the configurations).",
         "Requirement: TPS ratio ≥ 0.98 against bare pgbench with the same options.",
         "",
         *busy_note(everything),

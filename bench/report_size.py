@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/report_size.py [--runs-per-cell 5] [--rounds 3] [--dir /tmp/x]
 
+The figure of record is the command without options (a few minutes). The results are
+synthetic: no PostgreSQL runs; the figure is the report's size and speed, not pgbench's.
 Writes a synthetic results database through the real Store (5 servers x 2 scales x 2
 workloads x 10 client counts x 5 repeats = 1,000 runs of 60 s: per-second series, stored
 latency histograms of 20,000 transactions each, kept pgbench output, and telemetry shaped like
@@ -9,16 +11,15 @@ a real run's: every source its server version has, per second, wait events and s
 events), then measures, in interleaved rounds: the time to write the report (a fresh process
 each round, the Vega bundle already cached), its size, and the time Chromium takes from
 navigation to every chart drawn (measured in the page; network disabled). The cold-cache
-bundle build is measured once. Medians go to stdout and to bench/report_size.md.
+bundle build is measured once. Medians go to stdout and to bench/report_size.md, with the
+command, date and machine (bench/harness.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -31,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from conftest_report import FakeServer, SyntheticPlan, run_count, write_synthetic  # noqa: E402
+from harness import Provenance  # noqa: E402
 from report_browser import chromium, open_report  # noqa: E402
 
 DATA_BLOCK = r'<script type="application/json" id="report-data">(.*?)</script>'
@@ -107,7 +109,9 @@ def telemetry_charted(html: Path) -> int:
     return sum(1 for run in runs.values() if "x" in run)
 
 
-def report(results: dict[str, list[float]], runs: int, cold: float, db_size: int) -> str:
+def report(
+    provenance: Provenance, results: dict[str, list[float]], runs: int, cold: float, db_size: int
+) -> str:
     def median(key: str) -> str:
         values = results[key]
         return f"{statistics.median(values):.2f} s" if values else "not measured (no chromium)"
@@ -115,7 +119,6 @@ def report(results: dict[str, list[float]], runs: int, cold: float, db_size: int
     size = results["size"][0]
     write = statistics.median(results["process"])
     render = statistics.median(results["render"]) if results["render"] else None
-    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     verdict_size = "within" if size <= SIZE_LIMIT else "OVER"
     within_time = write <= TIME_LIMIT_S and (render is None or render <= TIME_LIMIT_S)
     verdict_time = "within" if within_time else "OVER"
@@ -123,14 +126,17 @@ def report(results: dict[str, list[float]], runs: int, cold: float, db_size: int
         [
             "# HTML report: size and speed for 1,000 runs",
             "",
-            f"Measured {now} on {platform.node()} ({os.cpu_count()} CPUs, load "
-            f"{os.getloadavg()[0]:.2f}) with `bench/report_size.py`; medians of "
-            f"{len(results['write'])} interleaved rounds.",
+            *provenance.header(),
             "",
-            f"Campaign: {runs} runs (5 servers x 2 scales x 2 workloads x 10 client counts x "
-            "5 repeats), 60 s each with a per-second series, a stored latency histogram "
-            "(20,000 transactions), pgbench's kept output and telemetry (every source, per "
-            "second, wait events, server-log events) per run; results database "
+            f"Load average at the end {os.getloadavg()[0]:.2f}; medians of "
+            f"{len(results['write'])} interleaved rounds, all from this run of "
+            "`bench/report_size.py`.",
+            "",
+            f"Synthetic campaign (no PostgreSQL ran): {runs} runs (5 servers x 2 scales x 2 "
+            "workloads x 10 client counts x 5 repeats), 60 s each with a per-second series, a "
+            "stored latency histogram (20,000 transactions), pgbench's kept output and "
+            "telemetry (every source, per second, wait events, server-log events) per run; "
+            "results database "
             f"{db_size / 1e6:.1f} MB.",
             "",
             "| measure | value | budget |",
@@ -158,6 +164,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
+    provenance = Provenance.start()
     work = args.dir or Path(tempfile.mkdtemp(prefix="pgbenchlab-report-bench-"))
     plan = thousand_runs(args.runs_per_cell)
     db = work / "results" / "results.db"
@@ -167,7 +174,7 @@ def main() -> None:
         print(f"wrote {db} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     cold = cold_bundle_time(db, work / "cold.html")
     results = measure(db, work, args.rounds)
-    text = report(results, run_count(plan), cold, db.stat().st_size)
+    text = report(provenance, results, run_count(plan), cold, db.stat().st_size)
     print(text)
     (HERE / "report_size.md").write_text(text)
 

@@ -7,31 +7,29 @@ the per-transaction log sampled as "auto" picks) on one managed server (PostgreS
 embedded, scale 10).
 
 The cost of one capture is far below this host's run-to-run noise (6–18 %), which drifts over
-seconds to minutes. Two designs:
-
-switched (the figure of record): one long pgbench run per workload with the captures started
-beside it, their sampling switched on and off second by second (`Capture.pause`/`resume`),
-in blocks holding each mode once in a random order. The switch follows pgbench's -P lines:
-when the line closing one second arrives, the mode of the next is set, so each progress
-interval ran under one mode. Adjacent seconds share the drift, so the per-block ratio
-on ÷ off is about 10 % noisy where whole runs are 15 %, and an hour holds thousands of blocks.
-Ratios are averaged over batches of consecutive blocks; the t interval is over the batches
-(the seconds are autocorrelated, the batches nearly independent). What this design cannot
-see is the cost of the capture's idle connection, which exists in both modes.
-
-rounds: whole runs of a few seconds, off / on / on×K, interleaved round by round (the order
-rotates), compared as paired ratios (bench/harness.py). It includes the idle connection but
-needs hundreds of rounds to resolve 1 %.
+seconds to minutes, so whole runs with and without it cannot resolve 1 %. Instead, one long
+pgbench run per configuration (workload × clients) with the captures started beside it, their
+sampling switched on and off second by second (`Capture.pause`/`resume`), in blocks holding
+each mode once in a random order. The switch follows pgbench's -P lines: when the line closing
+one second arrives, the mode of the next is set, so each progress interval ran under one mode.
+Adjacent seconds share the drift, so the per-block ratio on ÷ off is about 10 % noisy where
+whole runs are 15 %. Ratios are averaged over batches of consecutive blocks; the t interval is
+over the batches (the seconds are autocorrelated, the batches nearly independent). What this
+design cannot see is the cost of the capture's idle connection, which exists in both modes.
 
 Modes: off (no sampling), on (one capture, as in a campaign), on×K (K captures at once: K
 times the sampling work, so with costs proportional to the samples taken, on×K ÷ off =
 1 - K·c and one capture's cost c = (1 - ratio) / K, with an interval K times narrower).
 
-Usage: .venv/bin/python bench/telemetry_overhead.py [--switched-seconds 1200]
-       [--modes off,on,magnified] [--rounds 0] [--seconds 5] [--clients 4] [--magnify 10]
-       [--workloads select-only,tpcb-like]
-Each run updates its rows (design, workload, clients) in bench/telemetry_overhead.json and
-writes bench/telemetry_overhead.md from all of them (--output elsewhere for a smoke test).
+One invocation measures every configuration of the figure and writes bench/telemetry_overhead.md
+from that run alone (--output elsewhere for a smoke test). The figure of record:
+    .venv/bin/python bench/telemetry_overhead.py
+select-only and tpcb-like at 4 and 16 clients, 480 s of switched sampling each: about 33 min
+(the planned time is printed first). At 480 s the on ÷ off intervals are roughly ±1.5–2 %
+wide (earlier runs of 1200 s gave about ±1 %; the width shrinks with the square root of the
+time), the one-capture figures from on×K ten times narrower. --quick: 60 s each (about 5 min;
+intervals too wide to decide anything, for checking the script); --seconds, --clients (e.g.
+4,8,16), --workloads, --modes, --magnify override the defaults.
 """
 
 from __future__ import annotations
@@ -39,7 +37,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import itertools
-import json
 import math
 import os
 import random
@@ -47,28 +44,31 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cpuclock import own_cpu_s
 from harness import (
     HERE,
     PROC,
     BenchServer,
-    Measured,
+    Provenance,
     Ratio,
     bench_server,
+    duration_text,
     paired_ratio,
-    rotated,
     spec_for,
 )
 from pgbenchlab import runner
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.capture import Capture
-from pgbenchlab.telemetry.machine import describe_machine
 
 BATCH_BLOCKS = 10
 SETTLE_SECONDS = 5  # the first seconds (connections, caches) are left out
+WARMUP_SECONDS = 5  # a run without log or capture before each configuration: its TPS sets the
+# per-transaction log's sampling rate as "auto" does in a campaign
+SECONDS = 480
+QUICK_SECONDS = 60
+SETUP_ESTIMATE_S = 20  # initdb, pgbench -i at scale 10, the sampler's idle cost
 
 
 def sampler_cost(bench: BenchServer, seconds: float = 10.0) -> tuple[float, float]:
@@ -92,9 +92,6 @@ def mode_captures(modes: list[str], magnify: int) -> dict[str, int]:
     """How many captures sample in each mode."""
     count = {"off": 0, "on": 1, "magnified": magnify}
     return {mode: count[mode] for mode in modes}
-
-
-# -- the switched design ---------------------------------------------------------------------
 
 
 @dataclass
@@ -141,30 +138,41 @@ class Switcher:
 class Switched:
     """One switched run: the blocks' TPS by mode, and what ran during it."""
 
+    workload: str
+    clients: int
     blocks: list[dict[str, float]]
-    off_tps: float
     busy_share: float  # of all CPUs, by anything: below 100 % the host had idle CPU to lend
     other_share: float
     counters_in_place: float  # share of counter samples stamped inside a sampling interval
     counters_late_ms: float  # the largest distance of the others past the switch
     dropped: int  # blocks left out: an interval not 1 s long (pgbench reported late)
 
+    @property
+    def off_tps(self) -> float:
+        return statistics.median(b["off"] for b in self.blocks) if self.blocks else math.nan
 
-def run_switched(
-    bench: BenchServer, workload: str, args: argparse.Namespace, sampling: float | None
+
+def run_configuration(
+    bench: BenchServer, workload: str, clients: int, args: argparse.Namespace
 ) -> Switched:
+    """The warmup that sets the log's sampling rate, then one switched run."""
+    warmup_spec = spec_for(workload, clients, WARMUP_SECONDS)
+    warmup = bench.run(warmup_spec, sampling=None).tps
+    sampling = runner.sampling_rate(warmup_spec, warmup)
+    bench.vacuum()
     per_mode = mode_captures(args.modes, args.magnify)
     captures = [bench.capture() for _ in range(max(per_mode.values()))]
-    switcher = Switcher(captures, per_mode, random.Random(f"{workload}-{args.seed}"))
-    spec = spec_for(workload, args.clients, args.switched_seconds + SETTLE_SECONDS)
+    switcher = Switcher(captures, per_mode, random.Random(f"{workload}-{clients}-{args.seed}"))
+    spec = spec_for(workload, clients, args.seconds + SETTLE_SECONDS)
     switcher.begin()
     measured = bench.run(
         spec, sampling=sampling, captures=captures, on_stderr_line=switcher.on_line
     )
     blocks, dropped = _blocks(switcher.intervals, len(per_mode))
     return Switched(
+        workload,
+        clients,
         blocks,
-        statistics.median(b["off"] for b in blocks),
         measured.busy_share,
         measured.other_share,
         *_counters_in_place(captures, switcher),
@@ -193,6 +201,8 @@ def _blocks(
 def _counters_in_place(captures: list[Capture], switcher: Switcher) -> tuple[float, float]:
     """Of the first capture's counter samples during the run, the share stamped inside an
     interval it sampled in, and how far past the switch the others were (largest, ms)."""
+    if not captures:  # only "off" was asked for: nothing sampled
+        return math.nan, 0.0
     ends = switcher.boundaries
     late_ms, inside, count = [0.0], 0, 0
     for sample in captures[0].state.samples:
@@ -207,71 +217,33 @@ def _counters_in_place(captures: list[Capture], switcher: Switcher) -> tuple[flo
     return (inside / count if count else math.nan), max(late_ms)
 
 
-def batch_ratio(blocks: list[dict[str, float]], mode: str) -> Ratio:
-    """mode ÷ off: geometric means over batches of consecutive blocks, t interval over them."""
+# -- ratios ----------------------------------------------------------------------------------
+
+
+def batches(blocks: list[dict[str, float]], mode: str) -> tuple[list[float], list[float]]:
+    """(off, mode): geometric mean TPS of each batch of consecutive blocks."""
     off, other = [], []
     for start in range(0, len(blocks) - BATCH_BLOCKS + 1, BATCH_BLOCKS):
         batch = blocks[start : start + BATCH_BLOCKS]
         off.append(statistics.geometric_mean(b["off"] for b in batch))
         other.append(statistics.geometric_mean(b[mode] for b in batch))
-    return paired_ratio(off, other)
+    return off, other
 
 
-# -- the rounds design -----------------------------------------------------------------------
-
-
-def run_rounds(
-    bench: BenchServer, workload: str, args: argparse.Namespace, sampling: float | None
-) -> dict[str, list[Measured]]:
-    spec = spec_for(workload, args.clients, args.seconds)
-    captures = mode_captures(["off", "on", "magnified"], args.magnify)
-    per_mode: dict[str, list[Measured]] = {mode: [] for mode in captures}
-    for round_no in range(args.rounds):
-        for mode in rotated(list(captures), round_no):
-            bench.vacuum()
-            beside = [bench.capture() for _ in range(captures[mode])]
-            per_mode[mode].append(bench.run(spec, sampling=sampling, captures=beside))
-        print(
-            workload, round_no + 1, {m: round(v[-1].tps) for m, v in per_mode.items()}, flush=True
-        )
-    return per_mode
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--switched-seconds", type=int, default=1200)
-    parser.add_argument("--modes", type=lambda s: s.split(","), default=["off", "on", "magnified"])
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=0)
-    parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--magnify", type=int, default=10)
-    parser.add_argument("--workloads", default="select-only,tpcb-like")
-    parser.add_argument("--output", type=Path, default=HERE / "telemetry_overhead.md")
-    args = parser.parse_args()
-    record = Record(args.output.with_suffix(".json"))
-    with bench_server() as bench:
-        cost = sampler_cost(bench)
-        print(f"sampler: {cost[0]:.2f} ms/s in this process, {cost[1]:.2f} ms/s in its backend")
-        record.sampler(cost)
-        for workload in args.workloads.split(","):
-            warmup = bench.run(spec_for(workload, args.clients, 5), sampling=None).tps
-            sampling = runner.sampling_rate(spec_for(workload, args.clients, 5), warmup)
-            if args.switched_seconds:
-                bench.vacuum()
-                row = switched_row(workload, run_switched(bench, workload, args, sampling), args)
-                record.add("switched", row)
-                print(row, flush=True)
-            if args.rounds:
-                row = rounds_row(workload, run_rounds(bench, workload, args, sampling), args)
-                record.add("rounds", row)
-                print(row, flush=True)
-    text = record.markdown()
-    args.output.write_text(text)
-    print(text)
-
-
-# -- the record ------------------------------------------------------------------------------
+def ratio_text(results: list[Switched], mode: str, magnify: int) -> str:
+    """mode ÷ off over the batches of ``results`` (paired, t interval over the batches); for
+    on×K, converted to one capture's ratio. "–" when the mode did not run or no batch ended."""
+    off: list[float] = []
+    other: list[float] = []
+    for result in results:
+        if result.blocks and mode in result.blocks[0]:
+            pair = batches(result.blocks, mode)
+            off += pair[0]
+            other += pair[1]
+    if not off:
+        return "–"
+    ratio = paired_ratio(off, other)
+    return (per_capture(ratio, magnify) if mode == "magnified" else ratio).text(4)
 
 
 def per_capture(magnified: Ratio, k: int) -> Ratio:
@@ -279,147 +251,139 @@ def per_capture(magnified: Ratio, k: int) -> Ratio:
     return Ratio(*(1 - (1 - r) / k for r in (magnified.value, magnified.low, magnified.high)))
 
 
-def measured_at() -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+# -- the run and its record --------------------------------------------------------------------
 
 
-def switched_row(workload: str, result: Switched, args: argparse.Namespace) -> dict[str, str]:
-    row = {
-        "workload": workload,
-        "clients": str(args.clients),
-        "measured": f"{measured_at()}, {args.switched_seconds} s",
-        "TPS off": f"{result.off_tps:,.0f}",
-        "blocks (dropped)": f"{len(result.blocks)} ({result.dropped})",
-        "TPS on ÷ off (95 % CI)": "–",
-        "K": "–",
-        "one capture, from on×K (95 % CI)": "–",
-    }
-    if "on" in args.modes:
-        row["TPS on ÷ off (95 % CI)"] = batch_ratio(result.blocks, "on").text(4)
-    if "magnified" in args.modes:
-        many = batch_ratio(result.blocks, "magnified")
-        row["K"] = str(args.magnify)
-        row["one capture, from on×K (95 % CI)"] = per_capture(many, args.magnify).text(4)
-    row["counter samples in place"] = (
-        f"{result.counters_in_place:.1%}, others ≤ {result.counters_late_ms:.0f} ms late"
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--seconds", type=int, default=None, help=f"switched seconds per configuration ({SECONDS})"
     )
-    row["host CPU busy"] = f"{result.busy_share:.1%}"
-    row["other load"] = f"{result.other_share:.1%}"
-    return row
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SECONDS} s each")
+    parser.add_argument("--workloads", default="select-only,tpcb-like")
+    parser.add_argument("--clients", default="4,16")
+    parser.add_argument("--modes", type=lambda s: s.split(","), default=["off", "on", "magnified"])
+    parser.add_argument("--magnify", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--output", type=Path, default=HERE / "telemetry_overhead.md")
+    args = parser.parse_args()
+    if "off" not in args.modes or not set(args.modes) <= {"off", "on", "magnified"}:
+        parser.error("--modes: off and any of on, magnified (every ratio is against off)")
+    if args.seconds is None:
+        args.seconds = QUICK_SECONDS if args.quick else SECONDS
+    args.workload_list = args.workloads.split(",")
+    args.client_list = [int(c) for c in args.clients.split(",")]
+    return args
 
 
-def rounds_row(
-    workload: str, per_mode: dict[str, list[Measured]], args: argparse.Namespace
-) -> dict[str, str]:
-    off, on, magnified = per_mode["off"], per_mode["on"], per_mode["magnified"]
-    many = paired_ratio([m.tps for m in off], [m.tps for m in magnified])
-    sampler = statistics.median(
-        (m.own_us - o.own_us) * m.tps / 1000 for m, o in zip(on, off, strict=True)
-    )
-    everything = [m for ms in per_mode.values() for m in ms]
-    return {
-        "workload": workload,
-        "clients": str(args.clients),
-        "measured": f"{measured_at()}, {args.rounds} × {args.seconds} s",
-        "TPS off": f"{statistics.median(m.tps for m in off):,.0f}",
-        "TPS on ÷ off (95 % CI)": paired_ratio([m.tps for m in off], [m.tps for m in on]).text(4),
-        "K": str(args.magnify),
-        "TPS on×K ÷ off (95 % CI)": many.text(4),
-        "one capture, from on×K (95 % CI)": per_capture(many, args.magnify).text(4),
-        "sampler ms/s": f"{sampler:.2f}",
-        "other load": f"{statistics.fmean(m.other_share for m in everything):.1%}",
-    }
+def planned_s(args: argparse.Namespace) -> float:
+    """The run time to expect: every configuration's warmup, settling and switched seconds."""
+    configurations = len(args.workload_list) * len(args.client_list)
+    each = WARMUP_SECONDS + SETTLE_SECONDS + args.seconds + 2  # + vacuum
+    return float(SETUP_ESTIMATE_S + configurations * each)
 
 
-NOTES = {
-    "switched": [
-        "Blocks: one second of each mode in a random order; intervals: batches of "
-        f"{BATCH_BLOCKS} consecutive blocks. Counter samples in place: the share of the first "
-        "capture's once-a-second samples stamped inside a second it sampled in, and how late "
-        "past the switch the others were (a sample is stamped after that tick's "
-        "pg_stat_activity query, so one begun before the switch can be stamped after it). Host CPU "
-        "busy: all CPU used on the host, share of all CPUs; below 100 % the sampler could take "
-        "idle CPU instead of pgbench's or the server's. Other load: CPU of processes outside the "
-        "measurement.",
-    ],
-    "rounds": [
-        "Sampler ms/s: this process's extra CPU per second of run with one capture on (the "
-        "sampler thread), while pgbench runs. Other load: as above, mean over the runs.",
-    ],
-}
-TITLES = {
-    "switched": "Switched (the figure of record): sampling on and off second by second in one run",
-    "rounds": "Rounds: whole runs off / on / on×K, interleaved round by round",
-}
+def main() -> None:
+    args = parse_args()
+    provenance = Provenance.start()
+    print(f"planned: about {duration_text(planned_s(args))}", flush=True)
+    results = []
+    with bench_server() as bench:
+        cost = sampler_cost(bench)
+        print(f"sampler: {cost[0]:.2f} ms/s in this process, {cost[1]:.2f} ms/s in its backend")
+        for workload in args.workload_list:
+            for clients in args.client_list:
+                results.append(run_configuration(bench, workload, clients, args))
+                print(row(results[-1], args), flush=True)
+    text = markdown(provenance, args, cost, results)
+    args.output.write_text(text)
+    print(text)
 
 
-@dataclass
-class Record:
-    """The latest row per design, workload and client count, kept in a JSON file beside the
-    Markdown so runs of different configurations add up to one table."""
+COLUMNS = (
+    "workload",
+    "clients",
+    "TPS off",
+    "blocks (dropped)",
+    "TPS on ÷ off (95 % CI)",
+    "one capture, from on×K (95 % CI)",
+    "counter samples in place",
+    "host CPU busy",
+    "other load",
+)
 
-    path: Path
 
-    def _read(self) -> dict[str, Any]:
-        return json.loads(self.path.read_text()) if self.path.exists() else {}
+def row(result: Switched, args: argparse.Namespace) -> list[str]:
+    return [
+        result.workload,
+        str(result.clients),
+        f"{result.off_tps:,.0f}",
+        f"{len(result.blocks)} ({result.dropped})",
+        ratio_text([result], "on", args.magnify),
+        ratio_text([result], "magnified", args.magnify),
+        f"{result.counters_in_place:.1%}, others ≤ {result.counters_late_ms:.0f} ms late",
+        f"{result.busy_share:.1%}",
+        f"{result.other_share:.1%}",
+    ]
 
-    def _write(self, data: dict[str, Any]) -> None:
-        self.path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
-    def sampler(self, cost: tuple[float, float]) -> None:
-        data = self._read()
-        data["sampler"] = {
-            "measured": measured_at(),
-            "machine": describe_machine(),
-            "process_ms_per_s": round(cost[0], 2),
-            "backend_ms_per_s": round(cost[1], 2),
-        }
-        self._write(data)
+def pooled_rows(results: list[Switched], args: argparse.Namespace) -> list[str]:
+    """Per workload, the batches of all its client counts together: the average cost."""
+    lines = []
+    for workload in args.workload_list:
+        mine = [r for r in results if r.workload == workload]
+        count = sum(len(batches(r.blocks, "off")[0]) for r in mine)
+        lines.append(
+            f"| {workload} | {args.clients.replace(',', ', ')} | {count} | "
+            f"{ratio_text(mine, 'on', args.magnify)} | "
+            f"{ratio_text(mine, 'magnified', args.magnify)} |"
+        )
+    return lines
 
-    def add(self, design: str, row: dict[str, str]) -> None:
-        data = self._read()
-        data.setdefault(design, {})[f"{row['workload']}/{row['clients']}"] = row
-        self._write(data)
 
-    def markdown(self) -> str:
-        data = self._read()
-        cost = data["sampler"]
-        lines = [
-            "# Telemetry overhead: pgbench with the full telemetry capture against without",
-            "",
-            f"Machine: {cost['machine']}; PostgreSQL 18 embedded, scale 10.",
-            "Script: `bench/telemetry_overhead.py` (its docstring describes both designs); "
-            "each row is the latest run of its configuration (all rows: "
-            f"`{self.path.name}`).",
-            "Requirement: TPS with full telemetry ÷ without ≥ 0.99.",
-            "",
-            f"Sampler cost beside an idle server ({cost['measured']}): "
-            f"{cost['process_ms_per_s']:.2f} ms of CPU per second in this process and "
-            f"{cost['backend_ms_per_s']:.2f} ms/s in its backend.",
-        ]
-        for design in ("switched", "rounds"):
-            rows = sorted(
-                data.get(design, {}).values(), key=lambda r: (r["workload"], int(r["clients"]))
-            )
-            if not rows:
-                continue
-            columns = list(rows[0])
-            lines += [
-                "",
-                f"## {TITLES[design]}",
-                "",
-                "| " + " | ".join(columns) + " |",
-                "|" + "---|" * len(columns),
-                *("| " + " | ".join(row.get(c, "–") for c in columns) + " |" for row in rows),
-                "",
-                *NOTES[design],
-            ]
-        lines += [
-            "",
-            "One capture, from on×K: 1 - (1 - ratio) / K for the ratio and both ends of its "
-            "interval.",
-        ]
-        return "\n".join(lines) + "\n"
+def markdown(
+    provenance: Provenance,
+    args: argparse.Namespace,
+    cost: tuple[float, float],
+    results: list[Switched],
+) -> str:
+    modes = ", ".join("on×K" if m == "magnified" else m for m in args.modes)
+    lines = [
+        "# Telemetry overhead: pgbench with the full telemetry capture against without",
+        "",
+        *provenance.header(),
+        "",
+        f"Ran: PostgreSQL 18 embedded, scale 10; workloads {', '.join(args.workload_list)} at "
+        f"{args.clients.replace(',', ', ')} clients; per configuration one pgbench run of "
+        f"{args.seconds} s (after {SETTLE_SECONDS} s of settling) with sampling switched second "
+        f"by second between {modes} (K = {args.magnify}). All rows are from this one run of "
+        "the script (`bench/telemetry_overhead.py`; its docstring describes the design).",
+        "Requirement: TPS with full telemetry ÷ without ≥ 0.99.",
+        "",
+        f"Sampler cost beside an idle server: {cost[0]:.2f} ms of CPU per second in this "
+        f"process and {cost[1]:.2f} ms/s in its backend.",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+        *("| " + " | ".join(row(r, args)) + " |" for r in results),
+        "",
+        "All client counts of a workload pooled (their batches together):",
+        "",
+        "| workload | clients | batches | TPS on ÷ off (95 % CI) | one capture, from on×K |",
+        "|---|---|---|---|---|",
+        *pooled_rows(results, args),
+        "",
+        f"Blocks: one second of each mode in a random order; intervals: batches of {BATCH_BLOCKS} "
+        "consecutive blocks (– when no batch ended). One capture, from on×K: 1 - (1 - ratio) / K "
+        "for the ratio and both ends of its interval. Counter samples in place: the share of the "
+        "first capture's once-a-second samples stamped inside a second it sampled in, and how "
+        "late past the switch the others were (a sample is stamped after that tick's "
+        "pg_stat_activity query, so one begun before the switch can be stamped after it). Host "
+        "CPU busy: all CPU used on the host, share of all CPUs; below 100 % the sampler could "
+        "take idle CPU instead of pgbench's or the server's. Other load: CPU of processes outside "
+        "the measurement.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
