@@ -103,12 +103,12 @@ def run_to_completion(plan_path: Path, results: Path) -> subprocess.CompletedPro
     return subprocess.run(argv, capture_output=True, text=True, timeout=300)
 
 
-def wait_for(predicate: object, timeout: float = 120) -> None:
+def wait_for(predicate: object, timeout: float = 120, every: float = 0.2) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():  # type: ignore[operator]
             return
-        time.sleep(0.2)
+        time.sleep(every)
     raise AssertionError("timed out waiting")
 
 

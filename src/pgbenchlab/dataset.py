@@ -31,15 +31,50 @@ def database_name(server: Server, scale: int) -> str:
     return f"pgbench_s{scale}" if server.managed else server.endpoint.dbname
 
 
-def current_scale(endpoint: Endpoint) -> int | None:
-    """The scale of the pgbench tables in endpoint's database, or None when absent/unusable."""
+# A dataset is complete when its three keyed tables have their primary keys and the rows of
+# its scale. pgbench -i adds the keys last, so a cut-short initialisation lacks them.
+_SHAPE_SQL = """
+SELECT (SELECT count(*) FROM pg_constraint WHERE contype = 'p' AND conrelid IN
+          ('pgbench_branches'::regclass, 'pgbench_tellers'::regclass,
+           'pgbench_accounts'::regclass)),
+       (SELECT count(*) FROM pgbench_branches),
+       (SELECT count(*) FROM pgbench_tellers),
+       (SELECT {accounts} FROM pgbench_accounts),
+       (SELECT count(*) FROM pg_class WHERE relname = 'pgbench_history')
+"""
+ROWS_PER_SCALE = (1, 10, 100_000)  # branches, tellers, accounts
+
+
+def current_scale(endpoint: Endpoint, *, exact: bool = False) -> int | None:
+    """The scale of complete pgbench tables in endpoint's database, or None when they are
+    absent, unkeyed or not of one scale. ``exact`` counts every account (after pgbench -i);
+    otherwise the highest key stands for the count (the key makes it unique)."""
+    sql = _SHAPE_SQL.format(accounts="count(*)" if exact else "coalesce(max(aid), 0)")
     try:
         with endpoint.connect() as conn:
-            row = conn.execute("SELECT count(*) FROM pgbench_branches").fetchone()
-            conn.execute("SELECT 1 FROM pgbench_accounts LIMIT 1")
+            row = conn.execute(sql).fetchone()
     except psycopg.Error:
         return None
-    return int(row[0]) if row else None
+    if row is None or row[0] != 3 or row[4] != 1:
+        return None
+    scale = int(row[1])
+    counts = tuple(int(n) for n in row[1:4])
+    return scale if counts == tuple(scale * n for n in ROWS_PER_SCALE) else None
+
+
+def _state(admin: Endpoint, dbname: str) -> str:
+    """The dataset state recorded on a managed server's database ("" when none)."""
+    with admin.connect() as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            (dbname,),
+        ).fetchone()
+    return str(row[0] or "") if row else ""
+
+
+def _record_state(admin: Endpoint, dbname: str, state: str) -> None:
+    with admin.connect() as conn:
+        conn.execute(f"COMMENT ON DATABASE \"{dbname}\" IS '{COMMENT_PREFIX}: {state}'")
 
 
 def ensure(
@@ -52,9 +87,15 @@ def ensure(
 ) -> Prepared:
     """A database holding pgbench tables of this scale: reused when valid, else initialised."""
     endpoint = server.endpoint.with_dbname(database_name(server, scale))
+    ready = f"scale {scale} ready"
     if server.managed:
         _create_database(server.endpoint, endpoint.dbname)
-    if not force and current_scale(endpoint) == scale:
+        # Only a dataset whose initialisation was recorded as finished is reused: one that a
+        # signal or a kill cut short is made again.
+        reusable = _state(server.endpoint, endpoint.dbname) == f"{COMMENT_PREFIX}: {ready}"
+    else:
+        reusable = True
+    if not force and reusable and current_scale(endpoint) == scale:
         return Prepared(endpoint, None)
     if not server.init_allowed:
         found = current_scale(endpoint)
@@ -64,11 +105,19 @@ def ensure(
             f"scale {scale}: initialise it yourself or set init = true for that server"
         )
     started = time.monotonic()
+    if server.managed:
+        _record_state(server.endpoint, endpoint.dbname, f"initialising scale {scale}")
     argv = [str(pgbench), "-i", "-q", "-s", str(scale), endpoint.dbname]
     done = execute(argv, endpoint.libpq_env(), cwd=work_dir)
+    if done.interrupted:
+        raise KeyboardInterrupt
     if done.returncode != 0:
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
         raise ServerError(f"pgbench -i -s {scale} failed on {server.name}: {tail}")
+    if current_scale(endpoint, exact=True) != scale:
+        raise ServerError(f"pgbench -i -s {scale} on {server.name} left an incomplete dataset")
+    if server.managed:
+        _record_state(server.endpoint, endpoint.dbname, ready)
     return Prepared(endpoint, time.monotonic() - started)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import shutil
 import signal
 import time
@@ -26,6 +27,7 @@ import zstandard
 
 from pgbenchlab import __version__, dataset, installs, osuser
 from pgbenchlab import server as server_module
+from pgbenchlab.claims import Claim
 from pgbenchlab.errors import PgbenchParseError, PlanError, ServerError, StoreError, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
@@ -146,14 +148,50 @@ def cluster_root(results_dir: Path, account: osuser.OsAccount) -> Path:
 
 
 def remove_clusters(results_dir: Path) -> list[Path]:
-    """Stop and delete the managed clusters a results directory's campaigns created."""
+    """Stop and delete the managed clusters a results directory's campaigns created: under its
+    cluster root, and in the explicit data directories its servers table records (their
+    contents only, as the directory may be a mount point). Holds the campaign lock, so a
+    running campaign's clusters are never touched; a data directory another campaign claims
+    now is left alone."""
+    results_dir = results_dir.resolve()
     account = osuser.server_account()
-    root = cluster_root(results_dir.resolve(), account)
-    data_dirs = sorted(p.parent for p in root.glob(f"*/*/data/{server_module.MARKER}"))
-    for data_dir in data_dirs:
+    root = cluster_root(results_dir, account)
+    db = results_dir / RESULTS_DB
+    store = Store(db) if db.exists() else None
+    try:
+        explicit = []
+        if store is not None:
+            store.acquire()
+            explicit = [d for d in store.recorded_data_dirs() if not d.is_relative_to(root)]
+        data_dirs = sorted(p.parent for p in root.glob(f"*/*/data/{server_module.MARKER}"))
+        removed = [d for d in explicit if _remove_explicit_cluster(d)]
+        for data_dir in data_dirs:
+            server_module.stop_leftover(data_dir)
+        shutil.rmtree(root, ignore_errors=True)
+        return data_dirs + removed
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _remove_explicit_cluster(data_dir: Path) -> bool:
+    if not (data_dir / server_module.MARKER).is_file():
+        return False
+    try:
+        claim = Claim(data_dir, "pgbenchlab clean")
+    except ServerError:
+        return False  # another campaign uses it now
+    try:
         server_module.stop_leftover(data_dir)
-    shutil.rmtree(root, ignore_errors=True)
-    return data_dirs
+        for child in data_dir.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        claim.set_state("")
+    finally:
+        claim.release()
+    return True
 
 
 class Servers:
@@ -166,10 +204,12 @@ class Servers:
         self.account = osuser.server_account() if any(s.managed for s in plan.servers) else None
         self.live: dict[str, Server] = {}
         self.variants: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.claims: dict[str, Claim] = {}
 
     def validate(self) -> None:
         """Everything a user can get wrong about servers, checked before anything starts:
         installations, setting names, data directories, external servers' reachability."""
+        self.check_distinct_data_dirs()
         for server in self.plan.servers:
             if server.managed:
                 install = installs.resolve(server.install or "embedded", self.found)
@@ -179,6 +219,38 @@ class Servers:
             else:
                 assert server.dsn is not None
                 ExternalServer(server.name, server.dsn).prepare()
+
+    def check_distinct_data_dirs(self) -> None:
+        seen: dict[Path, str] = {}
+        for server in self.plan.servers:
+            if server.managed and server.data_dir:
+                path = Path(server.data_dir).resolve()
+                if path in seen:
+                    raise PlanError(
+                        f"servers {seen[path]} and {server.name} both use data_dir {path}: "
+                        "give each server a directory of its own",
+                        where=self.plan.path,
+                    )
+                seen[path] = server.name
+
+    def claim(self) -> None:
+        """Hold every managed server's data directory for this campaign (see claims.py)."""
+        owner = f"campaign {self.plan.name} (results {self.results_dir}, pid {os.getpid()})"
+        for server in self.plan.servers:
+            if server.managed and server.name not in self.claims:
+                self.claims[server.name] = Claim(self.data_dir(server), owner)
+
+    def release(self) -> None:
+        for claim in self.claims.values():
+            claim.release()
+        self.claims.clear()
+
+    def data_dir(self, plan: ServerPlan) -> Path:
+        if plan.data_dir:
+            return Path(plan.data_dir)
+        assert self.account is not None
+        root = cluster_root(self.results_dir, self.account)
+        return root / self.plan.name / plan.name / "data"
 
     def check_data_dir(self, data_dir: Path) -> None:
         server_module.check_data_dir(data_dir)
@@ -223,15 +295,18 @@ class Servers:
         assert self.account is not None
         install = installs.resolve(plan.install or "embedded", self.found)
         install = osuser.reachable_install(install, self.account)
-        data_dir = (
-            Path(plan.data_dir)
-            if plan.data_dir
-            else cluster_root(self.results_dir, self.account) / self.plan.name / plan.name / "data"
-        )
+        data_dir = self.data_dir(plan)
         if not plan.data_dir:
             self.account.make_dir(data_dir.parent.parent, 0o700)
             self.account.make_dir(data_dir.parent, 0o700)
-        return ManagedServer(plan.name, install, data_dir, self.account, dict(plan.settings))
+        return ManagedServer(
+            plan.name,
+            install,
+            data_dir,
+            self.account,
+            dict(plan.settings),
+            claim=self.claims.get(plan.name),
+        )
 
     def stop_all(self) -> None:
         for server in self.live.values():
@@ -255,17 +330,25 @@ def check_setting_names(server: ServerPlan, plan: Plan, install: Installation) -
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C, so a killed campaign still stops its servers cleanly."""
+def signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT stop the campaign as Ctrl-C does, once: a repeated signal while the
+    campaign records the interrupted run and stops its servers is ignored, so the clean-up
+    always finishes (exit 130, nothing left running)."""
+    fired = False
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    stops = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, handler) for sig in stops}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, action in previous.items():
+            signal.signal(sig, action)
 
 
 def run_campaign(
@@ -283,12 +366,13 @@ def run_campaign(
     store = Store(results_dir / RESULTS_DB)
     try:
         store.acquire()
+        servers.claim()
         campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
         todo = [s for s in plan.specs if s.run_key not in done]
-        reporter.campaign_started(plan, todo, len(done))
-        with sigterm_as_interrupt():
+        with signals_as_interrupt():
             try:
+                reporter.campaign_started(plan, todo, len(done))
                 Campaign(plan, store, campaign_id, results_dir, servers, pgbench, reporter).run(
                     todo, outcome
                 )
@@ -296,10 +380,11 @@ def run_campaign(
                 outcome.interrupted = True
             finally:
                 servers.stop_all()
-        status = "interrupted" if outcome.interrupted else "finished"
-        store.finish_campaign(campaign_id, status)
+            status = "interrupted" if outcome.interrupted else "finished"
+            store.finish_campaign(campaign_id, status)
         return outcome
     finally:
+        servers.release()
         store.close()
 
 

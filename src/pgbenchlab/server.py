@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import conninfo as pg_conninfo
 
+from pgbenchlab.claims import CREATING, READY, Claim
 from pgbenchlab.errors import ServerError
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
@@ -174,6 +175,7 @@ class ManagedServer:
         settings: dict[str, str] | None = None,
         *,
         owner_tag: str = "",
+        claim: Claim | None = None,
     ) -> None:
         self.name = name
         self.install = install
@@ -181,6 +183,7 @@ class ManagedServer:
         self.account = account
         self.settings = dict(settings or {})
         self.owner_tag = owner_tag
+        self.claim = claim  # records initdb's progress, so a cut-short one is made again
         self.port = 0
         self.socket_dir: Path | None = None
 
@@ -198,7 +201,10 @@ class ManagedServer:
 
     def prepare(self) -> None:
         """initdb when needed (only into an empty directory or one pgbenchlab made), then start."""
-        if self._is_ours():
+        if self._half_made():
+            self._remove_cluster()
+            self._initdb()
+        elif self._is_ours():
             if self._pg_major_on_disk() != self.install.version.major_text:
                 self._stop_if_running()
                 self._remove_cluster()
@@ -283,6 +289,15 @@ class ManagedServer:
         # A new session keeps a terminal's Ctrl-C away from the postmaster: we stop it ourselves.
         return self.account.run(argv, env=env, cwd="/", start_new_session=True, timeout=300)
 
+    def _half_made(self) -> bool:
+        """An initdb pgbenchlab began here and never finished (a signal or a kill)."""
+        return (
+            self.claim is not None
+            and self.claim.state == CREATING
+            and self.data_dir.is_dir()
+            and not (self.data_dir / MARKER).is_file()
+        )
+
     def _is_ours(self) -> bool:
         check_data_dir(self.data_dir)
         return (self.data_dir / MARKER).is_file()
@@ -311,6 +326,8 @@ class ManagedServer:
                 child.unlink()
 
     def _initdb(self) -> None:
+        if self.claim is not None:
+            self.claim.set_state(CREATING)
         self.account.make_dir(self.data_dir)
         argv = [
             str(self.install.binary("initdb")),
@@ -328,10 +345,12 @@ class ManagedServer:
         result = self.account.run(argv, env=env, cwd="/", timeout=600)
         if result.returncode != 0:
             raise ServerError(f"initdb failed: {result.stderr.strip()[-500:]}")
-        marker = {"created_by": "pgbenchlab", "server": self.name, "owner": self.owner_tag}
-        self._write_owned(self.data_dir / MARKER, json.dumps(marker) + "\n")
         conf = self.data_dir / "postgresql.conf"
         self._write_owned(conf, conf.read_text() + f"\ninclude_if_exists = '{SETTINGS_FILE}'\n")
+        marker = {"created_by": "pgbenchlab", "server": self.name, "owner": self.owner_tag}
+        self._write_owned(self.data_dir / MARKER, json.dumps(marker) + "\n")  # complete now
+        if self.claim is not None:
+            self.claim.set_state(READY)
 
     def _write_settings(self) -> None:
         assert self.socket_dir is not None
