@@ -24,6 +24,7 @@ from pgbenchlab.server import MARKER
 from support import embedded_server, require_installs
 from test_faults import (
     CLI,
+    data_dir,
     db_rows,
     postmaster_pid,
     run_to_completion,
@@ -180,3 +181,25 @@ def test_one_data_dir_serves_one_campaign_at_a_time_and_clean_finds_it(
     assert f"removed cluster {shared_data_dir}" in clean.stdout
     assert shared_data_dir.is_dir() and not any(shared_data_dir.iterdir())
     runner.remove_clusters(first)
+
+
+def test_a_repeated_signal_never_cuts_the_clean_up_short(tmp_path: Path, results_dir: Path) -> None:
+    require_installs("embedded")
+    plan_path = write_plan(tmp_path, three_runs("twice-signalled", "5s"))
+    argv = [*CLI, "run", str(plan_path), "--results", str(results_dir), "--json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if json.loads(line).get("phase") == "measuring":
+            break
+    time.sleep(0.5)
+    for _ in range(3):
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    data = data_dir(results_dir, "twice-signalled")
+    assert postmaster_pid(data) is None  # stopped although signalled again while stopping
+    statuses = [r["status"] for r in db_rows(results_dir, "SELECT status FROM campaigns")]
+    assert statuses == ["interrupted"]

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import FrameType
-from typing import Protocol
+from typing import Any, Protocol
 
 import zstandard
 
@@ -40,6 +40,7 @@ from pgbenchlab.results import ABORTED, FAILED, INTERRUPTED, OK, LatencySummary,
 from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
 from pgbenchlab.stats import STANDARD_PERCENTILES
 from pgbenchlab.store import Store
+from pgbenchlab.store_faults import results_writes
 from pgbenchlab.telemetry import machine_facts
 from pgbenchlab.telemetry.campaign import CampaignTelemetry, fsync_test_wanted
 from pgbenchlab.telemetry.crosscheck import check_commits
@@ -329,26 +330,31 @@ def check_setting_names(server: ServerPlan, plan: Plan, install: Installation) -
             )
 
 
-@contextmanager
-def signals_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGINT stop the campaign as Ctrl-C does, once: a repeated signal while the
-    campaign records the interrupted run and stops its servers is ignored, so the clean-up
-    always finishes (exit 130, nothing left running)."""
-    fired = False
+class StopSignals:
+    """SIGTERM and SIGINT stop a campaign as Ctrl-C does, once. While the campaign cleans up
+    (`shield`), and for any repeated signal, they are only noted: the clean-up always finishes,
+    and the campaign still ends as interrupted (exit 130, nothing left running)."""
 
-    def handler(signum: int, frame: FrameType | None) -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
-            raise KeyboardInterrupt
+    STOPS = (signal.SIGTERM, signal.SIGINT)
 
-    stops = (signal.SIGTERM, signal.SIGINT)
-    previous = {sig: signal.signal(sig, handler) for sig in stops}
-    try:
-        yield
-    finally:
-        for sig, action in previous.items():
+    def __init__(self) -> None:
+        self.received = False
+        self.shield = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in self.STOPS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, action in self._previous.items():
             signal.signal(sig, action)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        first = not self.received
+        self.received = True
+        if first and not self.shield:
+            raise KeyboardInterrupt
 
 
 def run_campaign(
@@ -370,18 +376,19 @@ def run_campaign(
         campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
         todo = [s for s in plan.specs if s.run_key not in done]
-        with signals_as_interrupt():
+        with StopSignals() as signals:
             try:
                 reporter.campaign_started(plan, todo, len(done))
                 Campaign(plan, store, campaign_id, results_dir, servers, pgbench, reporter).run(
                     todo, outcome
                 )
             except KeyboardInterrupt:
-                outcome.interrupted = True
+                pass
             finally:
+                signals.shield = True
                 servers.stop_all()
-            status = "interrupted" if outcome.interrupted else "finished"
-            store.finish_campaign(campaign_id, status)
+            outcome.interrupted = signals.received
+            store.finish_campaign(campaign_id, "interrupted" if signals.received else "finished")
         return outcome
     finally:
         servers.release()
@@ -451,16 +458,27 @@ class Campaign:
         )
 
     def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
-        for index, spec in enumerate(todo, start=1):
-            self.reporter.run_started(spec, index, len(todo))
-            result = self.run_one(spec)
-            self.store.record_run(self.campaign_id, result)
-            self.reporter.run_finished(spec, result)
-            outcome.results.append(result)
-            outcome.ran += 1
-            outcome.failed += result.status in (FAILED, ABORTED)
-            if result.status == INTERRUPTED:
-                raise KeyboardInterrupt
+        with self.stopped_by_results_faults():
+            for index, spec in enumerate(todo, start=1):
+                self.reporter.run_started(spec, index, len(todo))
+                result = self.run_one(spec)
+                self.store.record_run(self.campaign_id, result)
+                self.reporter.run_finished(spec, result)
+                outcome.results.append(result)
+                outcome.ran += 1
+                outcome.failed += result.status in (FAILED, ABORTED)
+                if result.status == INTERRUPTED:
+                    raise KeyboardInterrupt
+
+    @contextmanager
+    def stopped_by_results_faults(self) -> Iterator[None]:
+        """The results can no longer be written (disk full, database locked or damaged): the
+        campaign stops, marked stopped if the database still takes it; committed runs stay."""
+        try:
+            yield
+        except StoreError:
+            self.store.mark_stopped(self.campaign_id)
+            raise
 
     def run_one(self, spec: RunSpec) -> RunResult:
         started = time.time()
@@ -473,6 +491,8 @@ class Campaign:
             if result.status in (FAILED, ABORTED) and result.error is not None:
                 result = _with(result, error=self.describe(result.error, server))
             return result
+        except StoreError:
+            raise  # the results, not the run, failed: the campaign stops
         except KeyboardInterrupt:
             return self.failure(spec, started, INTERRUPTED, "interrupted by the user", ())
         except RunAborted as exc:
@@ -516,7 +536,8 @@ class Campaign:
         base = self.results_dir / "artifacts" / f"{self.plan.name}-{self.campaign_id}"
         path = base / f"{spec.sequence:04d}-{spec.run_key}"
         shutil.rmtree(path, ignore_errors=True)  # an interrupted earlier attempt's leftovers
-        path.mkdir(parents=True)
+        with results_writes():
+            path.mkdir(parents=True)
         return path
 
     def prepare_server(self, spec: RunSpec) -> Server:
@@ -627,7 +648,8 @@ class Campaign:
         )
         if commits is not None and not commits.agrees:
             warnings.append(commits.warning())
-        archive(artifacts, done, sanitized)
+        with results_writes():
+            archive(artifacts, done, sanitized)
         kept = tuple(sorted(p.name for p in artifacts.iterdir()))
         return _with(result, warnings=(*warnings, *result.warnings), artifacts=kept)
 
