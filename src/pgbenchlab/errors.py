@@ -1,7 +1,8 @@
 """The one error family for user mistakes.
 
-A `UserError` is something the user can fix (a plan key, a path, an option). The CLI prints its
-message as one line and exits with code 2. Anything else is a bug or an environment failure and
+A `UserError` is something the user can fix (a plan key, a path, an option, the results disk).
+The CLI prints its message as one line and exits with its `exit_code`: 2 before anything
+started, 1 for a campaign that stopped cleanly (`CampaignStopped`). Anything else is a bug and
 shows a traceback.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 class UserError(Exception):
     """A mistake the user can fix; the message says what to fix."""
+
+    exit_code = 2
 
     def __init__(self, message: str, *, where: str | None = None) -> None:
         self.where = where
@@ -30,6 +33,13 @@ class ServerError(UserError):
 
 class StoreError(UserError):
     """The results database cannot be used (locked by another campaign, newer schema, ...)."""
+
+
+class CampaignStopped(StoreError):
+    """The results could no longer be written during a campaign (disk full, database locked):
+    the campaign stopped cleanly; every run committed before is kept."""
+
+    exit_code = 1
 
 
 class PgbenchParseError(Exception):

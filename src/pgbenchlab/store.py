@@ -15,7 +15,7 @@ import sqlite3
 import time
 import tomllib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pgbenchlab.errors import StoreError
 from pgbenchlab.results import COMPLETE_STATUSES, RunResult
 from pgbenchlab.server import ServerFacts
+from pgbenchlab.store_faults import connect, results_os_error
 from pgbenchlab.telemetry import storage as telemetry_store
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from pgbenchlab.telemetry.fsync import FsyncFigure
 
 SCHEMA_VERSION = 3
+STOPPED = "stopped"  # campaign status: the results could no longer be written (disk full, lock)
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -270,14 +272,22 @@ class Store:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
         self._lock_fd: int | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise results_os_error(exc, running=False) from None
+        self.db = connect(path)
+        try:
+            self.db.row_factory = sqlite3.Row
+            self._refuse_foreign()  # before anything is written into the file
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except BaseException:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.release()
@@ -307,9 +317,25 @@ class Store:
                     BACKFILLS[target](self.db)
                 self.db.execute(f"PRAGMA user_version = {target}")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                self._rollback()
                 raise
             self.db.execute("COMMIT")
+
+    def _refuse_foreign(self) -> None:
+        """A database with tables but no schema version is another program's: never write
+        pgbenchlab's tables into it."""
+        if int(self.db.execute("PRAGMA user_version").fetchone()[0]) != 0:
+            return
+        rows = self.db.execute(
+            "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4"
+        ).fetchall()
+        if rows:
+            names = ", ".join(str(r[0]) for r in rows[:3]) + (", …" if len(rows) > 3 else "")
+            raise StoreError(
+                f"not a pgbenchlab results database (it holds {names}): move it away or give "
+                "--results a directory of its own",
+                where=str(self.path),
+            )
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -317,16 +343,26 @@ class Store:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
         self.db.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (it may after a full disk);
+        the error that caused it is the one to report."""
+        if self.db.in_transaction:
+            with suppress(StoreError):
+                self.db.execute("ROLLBACK")
 
     # -- the campaign lock --------------------------------------------------------------------
 
     def acquire(self) -> None:
         """Take the writer's lock: one campaign at a time per results database."""
         lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise results_os_error(exc, running=False) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -337,9 +373,13 @@ class Store:
                 "wait for it to finish or use another --results directory",
                 where=str(self.path),
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
         self._lock_fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()}".encode())
+        except OSError as exc:
+            exc.filename = str(lock_path)
+            raise results_os_error(exc, running=False) from None
 
     def release(self) -> None:
         if self._lock_fd is not None:
@@ -376,6 +416,7 @@ class Store:
                 ),
             )
         assert cursor.lastrowid is not None
+        self.db.campaign_running = True  # from now on a results fault stops the campaign
         return cursor.lastrowid
 
     def reopen_campaign(self, campaign_id: int) -> None:
@@ -384,6 +425,7 @@ class Store:
                 "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE id = ?",
                 (campaign_id,),
             )
+        self.db.campaign_running = True
 
     def finish_campaign(self, campaign_id: int, status: str) -> None:
         with self.transaction():
@@ -391,6 +433,12 @@ class Store:
                 "UPDATE campaigns SET status = ?, finished_at = ? WHERE id = ?",
                 (status, time.time(), campaign_id),
             )
+        self.db.campaign_running = False
+
+    def mark_stopped(self, campaign_id: int) -> None:
+        """Record that a results fault stopped the campaign, if the database still takes it."""
+        with suppress(StoreError):
+            self.finish_campaign(campaign_id, STOPPED)
 
     def record_server(self, campaign_id: int, facts: ServerFacts, variant: dict[str, str]) -> None:
         with self.transaction():
