@@ -8,6 +8,7 @@ of the configured database, and initialises them only with the server's ``init =
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,12 +99,7 @@ def ensure(
     if not force and reusable and current_scale(endpoint) == scale:
         return Prepared(endpoint, None)
     if not server.init_allowed:
-        found = current_scale(endpoint)
-        state = "no pgbench tables" if found is None else f"pgbench tables of scale {found}"
-        raise ServerError(
-            f"external server {server.name} has {state} in {endpoint.dbname}, the plan needs "
-            f"scale {scale}: initialise it yourself or set init = true for that server"
-        )
+        raise _not_initialisable(server, endpoint, scale)
     started = time.monotonic()
     if server.managed:
         _record_state(server.endpoint, endpoint.dbname, f"initialising scale {scale}")
@@ -119,6 +115,24 @@ def ensure(
     if server.managed:
         _record_state(server.endpoint, endpoint.dbname, ready)
     return Prepared(endpoint, time.monotonic() - started)
+
+
+def require_datasets(server: Server, scales: Iterable[int]) -> None:
+    """A server pgbenchlab may not initialise (external, without init = true) must hold every
+    scale the plan needs already: checked before the campaign starts, so it never starts."""
+    for scale in sorted(set(scales)):
+        endpoint = server.endpoint.with_dbname(database_name(server, scale))
+        if current_scale(endpoint) != scale:
+            raise _not_initialisable(server, endpoint, scale)
+
+
+def _not_initialisable(server: Server, endpoint: Endpoint, scale: int) -> ServerError:
+    found = current_scale(endpoint)
+    state = "no pgbench tables" if found is None else f"pgbench tables of scale {found}"
+    return ServerError(
+        f"external server {server.name} has {state} in {endpoint.dbname}, the plan needs "
+        f"scale {scale}: initialise it yourself or set init = true for that server"
+    )
 
 
 def _create_database(admin: Endpoint, dbname: str) -> None:

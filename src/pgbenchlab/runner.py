@@ -209,7 +209,8 @@ class Servers:
 
     def validate(self) -> None:
         """Everything a user can get wrong about servers, checked before anything starts:
-        installations, setting names, data directories, external servers' reachability."""
+        installations, setting names, data directories, external servers' reachability and,
+        without init = true, their pgbench tables."""
         self.check_distinct_data_dirs()
         for server in self.plan.servers:
             if server.managed:
@@ -219,7 +220,11 @@ class Servers:
                     self.check_data_dir(Path(server.data_dir))
             else:
                 assert server.dsn is not None
-                ExternalServer(server.name, server.dsn).prepare()
+                external = ExternalServer(server.name, server.dsn, init_allowed=server.init)
+                external.prepare()
+                if not server.init:
+                    scales = (s.scale for s in self.plan.specs if s.server == server.name)
+                    dataset.require_datasets(external, scales)
 
     def check_distinct_data_dirs(self) -> None:
         seen: dict[Path, str] = {}
