@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from pgbenchlab import __version__, exporting, installs, plan, report, runner
 from pgbenchlab.errors import UserError
 from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.redaction import redact_setting
 from pgbenchlab.report import compare, series
 from pgbenchlab.results import FAILED, RunResult
 from pgbenchlab.store import Store
@@ -255,7 +256,7 @@ def print_dry_run(the_plan: plan.Plan) -> None:
             [
                 str(spec.sequence + 1),
                 spec.server,
-                ",".join(f"{k}={v}" for k, v in spec.server_settings) or "-",
+                ",".join(f"{k}={redact_setting(k, v)}" for k, v in spec.server_settings) or "-",
                 str(spec.scale),
                 spec.workload.name,
                 str(spec.clients),

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab.errors import PlanError
+from pgbenchlab.redaction import redact_setting
 
 BUILTINS = {
     "tpcb-like": "tpcb-like",
@@ -179,7 +180,7 @@ class RunSpec:
 
     @property
     def label(self) -> str:
-        extra = "".join(f" {k}={v}" for k, v in self.server_settings)
+        extra = "".join(f" {k}={redact_setting(k, v)}" for k, v in self.server_settings)
         rate = f" R={self.options.rate:g}" if self.options.rate else ""
         conn = " -C" if self.options.connect else ""
         return (

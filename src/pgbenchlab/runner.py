@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line, parse
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
 from pgbenchlab.pgbench.version import PgVersion, parse_version
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
+from pgbenchlab.redaction import redact_plan_text, redact_setting
 from pgbenchlab.results import ABORTED, FAILED, INTERRUPTED, OK, LatencySummary, RunResult, Second
 from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
 from pgbenchlab.stats import STANDARD_PERCENTILES
@@ -215,7 +217,7 @@ class Servers:
         for server in self.plan.servers:
             if server.managed:
                 install = installs.resolve(server.install or "embedded", self.found)
-                check_setting_names(server, self.plan, install)
+                check_settings(server, self.plan, install)
                 if server.data_dir:
                     self.check_data_dir(Path(server.data_dir))
             else:
@@ -320,19 +322,17 @@ class Servers:
         self.live.clear()
 
 
-def check_setting_names(server: ServerPlan, plan: Plan, install: Installation) -> None:
-    known = installs.describe_settings(install)
-    names = {k for k, _ in server.settings} | {
-        k for spec in plan.specs if spec.server == server.name for k, _ in spec.server_settings
+def check_settings(server: ServerPlan, plan: Plan, install: Installation) -> None:
+    """Every combination of settings the server will start with, judged by its own postgres."""
+    variants = {
+        tuple((dict(server.settings) | dict(spec.server_settings)).items())
+        for spec in plan.specs
+        if spec.server == server.name
     }
-    for name in sorted(names):
-        if name not in known and "." not in name:  # dotted names belong to extensions
-            close = difflib.get_close_matches(name, list(known), n=1)
-            hint = f'; did you mean "{close[0]}"?' if close else ""
-            raise UserError(
-                f"PostgreSQL {install.version.major_text} has no setting {name!r}{hint}",
-                where=f"{plan.path}: server {server.name}",
-            )
+    for variant in sorted(variants):
+        problem = server_module.settings_problem(install, dict(variant))
+        if problem is not None:
+            raise ServerError(problem, where=f"{plan.path}: server {server.name}")
 
 
 class StopSignals:
@@ -405,7 +405,7 @@ def open_campaign(
 ) -> tuple[int, set[str]]:
     """Continue the campaign of the same name (same plan), or start a new one."""
     existing = store.campaign(plan.name)
-    redacted = server_module.redact_secrets(plan.text)
+    redacted = redact_plan_text(plan.text)
     if existing is not None and not fresh:
         if existing["plan_digest"] != plan.digest:
             raise StoreError(
@@ -773,7 +773,12 @@ def sampling_rate(spec: RunSpec, warmup_tps: float | None) -> float | None:
 def sanitize_argv(argv: tuple[str, ...], results_dir: Path) -> tuple[str, ...]:
     """argv as stored: the binary by name and paths relative to the results directory."""
     prefix = str(results_dir) + "/"
-    cleaned = [Path(argv[0]).name, *(a.replace(prefix, "") for a in argv[1:])]
+    cleaned = [Path(argv[0]).name]
+    for previous, arg in itertools.pairwise(argv):
+        if previous == "-D":  # a variable's value may be a connection string with a password
+            name, _, value = arg.partition("=")
+            arg = f"{name}={redact_setting(name, value)}"
+        cleaned.append(arg.replace(prefix, ""))
     return tuple(cleaned)
 
 

@@ -7,6 +7,7 @@ implementation fills the same interface.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -16,17 +17,20 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import psycopg
-from psycopg import conninfo as pg_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
+from pgbenchlab import installs
 from pgbenchlab.claims import CREATING, READY, Claim
 from pgbenchlab.errors import ServerError
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
+from pgbenchlab.redaction import MASK, libpq_options, redact_setting, secrets_in
 
 MARKER = "pgbenchlab-cluster.json"
 SETTINGS_FILE = "pgbenchlab.conf"
@@ -44,7 +48,6 @@ BASE_SETTINGS: dict[str, str] = {
     "lc_messages": "C",
     "logging_collector": "off",
 }
-SECRET_KEYS = frozenset({"password", "passfile", "sslpassword"})
 
 
 @dataclass(frozen=True)
@@ -75,15 +78,16 @@ class Endpoint:
         return psycopg.connect(**params, autocommit=autocommit)
 
     def libpq_env(self) -> dict[str, str]:
-        """Environment for libpq clients such as pgbench (keeps secrets out of argv)."""
+        """Environment for libpq clients such as pgbench (keeps secrets out of argv): the same
+        connection as `connect` makes, option for option."""
         env = {
             "PGHOST": self.host,
             "PGPORT": str(self.port),
             "PGUSER": self.user,
             "PGDATABASE": self.dbname,
         }
-        libpq_names = {"sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT"}
-        env |= {libpq_names[k]: v for k, v in self.options.items() if k in libpq_names}
+        names = libpq_environment_names()
+        env |= {names[k]: v for k, v in self.options.items() if k in names}
         if self.password is not None:
             env["PGPASSWORD"] = self.password
         return env
@@ -135,6 +139,17 @@ class Server(Protocol):
     def log_problems(self, lines: int = 3) -> list[str]: ...
 
 
+def libpq_environment_names() -> dict[str, str]:
+    """libpq connection keyword → the environment variable libpq reads it from."""
+    return {o.keyword.decode(): o.envvar.decode() for o in libpq_options() if o.envvar}
+
+
+def libpq_environment() -> dict[str, str]:
+    """The connection options libpq would take from this process's environment."""
+    names = libpq_environment_names()
+    return {k: os.environ[v] for k, v in names.items() if v in os.environ}
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -143,6 +158,101 @@ def free_port() -> int:
 
 def _quote_setting(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _settings_text(settings: Mapping[str, str]) -> str:
+    return "".join(f"{key} = {_quote_setting(value)}\n" for key, value in settings.items())
+
+
+# Words a configuration file reads as directives, not settings.
+CONFIG_DIRECTIVES = frozenset({"include", "include_dir", "include_if_exists"})
+# Where the cluster's files are: pgbenchlab's to choose, like its port.
+LOCATION_SETTINGS = frozenset({"data_directory", "config_file", "hba_file", "ident_file"})
+# Settings of the current transaction: PostgreSQL takes them from a configuration file without
+# complaint, then every transaction starts from the default_… setting instead.
+PER_TRANSACTION = frozenset(
+    {"transaction_isolation", "transaction_read_only", "transaction_deferrable"}
+)
+_SETTING_NAME = re.compile(r"[A-Za-z0-9_.$]+")  # nothing a configuration line can be bent with
+_SERVER_SAYS = re.compile(r"\b(?:LOG|WARNING|ERROR|FATAL|DETAIL|HINT):\s+(.*)")
+_RANGE = re.compile(r'valid range for parameter "[^"]*" \((.*)\)')
+_FAR_BELOW_ANY_MINIMUM = "-2147483647"
+
+
+def settings_problem(install: Installation, settings: Mapping[str, str]) -> str | None:
+    """Why the installation's server would refuse to start with these settings, or None.
+
+    `postgres -C` reads a configuration file as the server does when it starts (names, values,
+    units, ranges, enumerations, check hooks) and exits before it needs a data directory:
+    4–11 ms, about what `--describe-config` costs, with nothing started or changed. A refusal
+    costs one more read per setting, to name the one refused.
+    """
+    for name, value in settings.items():
+        if reason := _refused_name(name):
+            return f"setting {name} = {redact_setting(name, value)!r}: {reason}"
+    if not settings or _postgres_refusal(install, settings) is None:
+        return None
+    for name, value in settings.items():
+        if why := _postgres_refusal(install, {name: value}):
+            shown = redact_setting(name, value)
+            return f"setting {name} = {shown!r}: {_explained(install, name, why)}"
+    names = ", ".join(settings)
+    return f"settings {names} together: {_postgres_refusal(install, settings)}"
+
+
+def _refused_name(name: str) -> str | None:
+    if not _SETTING_NAME.fullmatch(name):
+        return "not a setting name"
+    if name.lower() in CONFIG_DIRECTIVES:
+        return "a configuration-file directive, not a setting"
+    if name.lower() in LOCATION_SETTINGS:
+        return "where the cluster's files are is pgbenchlab's to choose; remove it"
+    if name.lower() in PER_TRANSACTION:
+        return (
+            "a setting of one transaction, which a server's configuration cannot set (every "
+            f"transaction starts from default_{name.lower()}); set default_{name.lower()}"
+        )
+    return None
+
+
+def _postgres_refusal(install: Installation, settings: Mapping[str, str]) -> str | None:
+    """What the installation's postgres says about a configuration file of these settings."""
+    with tempfile.TemporaryDirectory(prefix="pgbl-settings-") as conf_dir:
+        conf = Path(conf_dir)
+        (conf / "postgresql.conf").write_text(f"include '{SETTINGS_FILE}'\n")
+        (conf / "postgresql.auto.conf").write_text("")
+        (conf / SETTINGS_FILE).write_text(_settings_text(settings))
+        # -C first: the one mode postgres allows root to run.
+        argv = [str(install.binary("postgres")), "-C", "server_version_num", "-D", conf_dir]
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PG_COLOR": "never"}
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd="/", timeout=60)
+    if done.returncode == 0:
+        return None
+    said = [m.group(1) for line in done.stderr.splitlines() if (m := _SERVER_SAYS.search(line))]
+    kept = [
+        line.replace(f"{conf_dir}/", "")
+        for line in said
+        if not line.startswith(("configuration file", "skipping missing configuration file"))
+    ]
+    secrets = [s for n, v in settings.items() for s in secrets_in(n, v)]
+    text = "; ".join(kept) or f"postgres exited with code {done.returncode}"
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return text
+
+
+def _explained(install: Installation, name: str, why: str) -> str:
+    """PostgreSQL's refusal, with what it would allow where its message does not say."""
+    major = install.version.major_text
+    if why.startswith("unrecognized configuration parameter"):
+        close = difflib.get_close_matches(name, list(installs.describe_settings(install)), n=1)
+        hint = f'; did you mean "{close[0]}"?' if close else ""
+        return f"PostgreSQL {major} has no such setting{hint}"
+    if why.startswith("invalid value") and "; " not in why:
+        probe = _postgres_refusal(install, {name: _FAR_BELOW_ANY_MINIMUM}) or ""
+        if found := _RANGE.search(probe):
+            return f"{why} (PostgreSQL {major} allows {found.group(1)})"
+    return why
 
 
 def query_facts(endpoint: Endpoint) -> tuple[str, int, dict[str, str]]:
@@ -361,8 +471,7 @@ class ManagedServer:
             "unix_socket_permissions": "0700",
         }
         merged = BASE_SETTINGS | self.settings | ours
-        lines = [f"{key} = {_quote_setting(value)}" for key, value in merged.items()]
-        self._write_owned(self.data_dir / SETTINGS_FILE, "\n".join(lines) + "\n")
+        self._write_owned(self.data_dir / SETTINGS_FILE, _settings_text(merged))
 
     def _write_owned(self, path: Path, text: str) -> None:
         path.write_text(text)
@@ -383,7 +492,9 @@ class ManagedServer:
         bad = {str(name): str(error) for name, error in rows if name in self.settings}
         if bad:
             self.stop()
-            detail = "; ".join(f"{k} = {self.settings[k]!r}: {v}" for k, v in bad.items())
+            detail = "; ".join(
+                f"{k} = {redact_setting(k, self.settings[k])!r}: {v}" for k, v in bad.items()
+            )
             raise ServerError(f"server {self.name} rejected settings: {detail}")
 
 
@@ -410,24 +521,6 @@ def postmaster_socket_dir(data_dir: Path) -> Path | None:
     return None
 
 
-_SECRET_IN_TEXT = re.compile(
-    r"(?P<key>\b(?:password|sslpassword)\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'|[^\s'\"]+)"
-    r"|(?P<uri>postgres(?:ql)?://[^:/@\s]*:)(?P<secret>[^@\s]*)@",
-    re.IGNORECASE,
-)
-
-
-def redact_secrets(text: str) -> str:
-    """text with passwords in connection strings (key=value and URI forms) replaced."""
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group("key"):
-            return match.group("key") + "********"
-        return match.group("uri") + "********@"
-
-    return _SECRET_IN_TEXT.sub(replace, text)
-
-
 class ExternalServer:
     """A server pgbenchlab only connects to: never started, stopped or reconfigured."""
 
@@ -438,17 +531,26 @@ class ExternalServer:
         self.name = name
         self.init_allowed = init_allowed
         try:
-            params = pg_conninfo.conninfo_to_dict(dsn)
+            parsed = conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
             raise ServerError(f"invalid connection string for server {name}: {exc}") from None
-        env = os.environ
+        # What libpq takes from the environment (PGPASSFILE, PGSSLMODE, …) when the plan check
+        # connects becomes part of the endpoint, so pgbench connects the same way.
+        params = libpq_environment() | {k: str(v) for k, v in parsed.items()}
+        names = libpq_environment_names()
+        if lost := sorted(k for k in params if k not in names):
+            raise ServerError(
+                f"server {name}: the dsn's {', '.join(lost)} cannot reach pgbench, which takes its "
+                "connection from libpq's environment variables only (libpq has none for these); "
+                "remove them from the dsn"
+            )
         self._endpoint = Endpoint(
-            host=str(params.pop("host", env.get("PGHOST", "/var/run/postgresql"))),
-            port=int(str(params.pop("port", env.get("PGPORT", "5432")))),
-            user=str(params.pop("user", env.get("PGUSER", "postgres"))),
-            dbname=str(params.pop("dbname", env.get("PGDATABASE", "postgres"))),
-            password=_pop_password(params),
-            options={k: str(v) for k, v in params.items() if k not in SECRET_KEYS},
+            host=params.pop("host", "/var/run/postgresql"),
+            port=int(params.pop("port", "5432")),
+            user=params.pop("user", "postgres"),
+            dbname=params.pop("dbname", "postgres"),
+            password=params.pop("password", "") or None,
+            options=params,
         )
 
     @property
@@ -485,11 +587,6 @@ class ExternalServer:
 
     def log_problems(self, lines: int = 3) -> list[str]:
         return []
-
-
-def _pop_password(params: dict[str, Any]) -> str | None:
-    password = params.pop("password", None) or os.environ.get("PGPASSWORD")
-    return str(password) if password else None
 
 
 def stop_leftover(data_dir: Path, timeout: float = 60) -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError
+from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import COMPLETE_STATUSES, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store_faults import connect, results_os_error
@@ -449,14 +450,14 @@ class Store:
                 (
                     campaign_id,
                     facts.name,
-                    json.dumps(variant, sort_keys=True),
+                    json.dumps(redact_settings(variant), sort_keys=True),
                     facts.kind,
                     facts.version,
                     facts.version_num,
                     facts.install,
                     facts.data_dir,
-                    json.dumps(facts.settings, sort_keys=True),
-                    json.dumps(facts.requested, sort_keys=True),
+                    json.dumps(redact_settings(facts.settings), sort_keys=True),
+                    json.dumps(redact_settings(facts.requested), sort_keys=True),
                     time.time(),
                 ),
             )
@@ -555,7 +556,7 @@ class Store:
 
 
 def _run_insert(campaign_id: int, r: RunResult) -> tuple[str, tuple[Any, ...]]:
-    spec = r.spec
+    spec = r.spec | {"server_settings": redact_settings(r.spec["server_settings"])}
     latency = r.latency
     pct = latency.percentiles_ms if latency else {}
     service = (latency.service_percentiles_ms or {}) if latency else {}

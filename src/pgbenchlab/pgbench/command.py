@@ -139,7 +139,9 @@ def execute(
 
 
 def _base_env() -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TZ")
+    # Connection options come with the endpoint; where libpq finds a dsn's service= comes from
+    # here, as it does for the plan check.
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "PGSERVICEFILE", "PGSYSCONFDIR")
     return {k: v for k, v in os.environ.items() if k in keep}
 
 

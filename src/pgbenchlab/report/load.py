@@ -17,6 +17,7 @@ from typing import Any
 import zstandard
 
 from pgbenchlab.histogram import LatencyHistogram
+from pgbenchlab.redaction import redact_settings
 from pgbenchlab.report.bins import display_histogram
 from pgbenchlab.report.model import (
     CampaignView,
@@ -91,8 +92,9 @@ def flatten(mapping: Mapping[str, Any], prefix: str = "") -> Pairs:
 def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
     servers = []
     for row in store.servers(campaign_id):
-        variant = json.loads(row["variant_json"])
-        settings = json.loads(row["settings_json"])
+        # Masked again on the way out: databases written before settings were masked on the way in.
+        variant = redact_settings(json.loads(row["variant_json"]))
+        settings = redact_settings(json.loads(row["settings_json"]))
         servers.append(
             ServerView(
                 label=server_label(str(row["name"]), variant),
@@ -148,7 +150,7 @@ def _diagnosis(found: dict[int, Diagnosed], row: sqlite3.Row) -> dict[str, Any]:
 def run_from_row(row: sqlite3.Row, **extra: Any) -> RunView:
     spec = json.loads(row["spec_json"])
     report = json.loads(row["report_json"] or "{}")
-    settings = json.loads(row["server_settings_json"])
+    settings = redact_settings(json.loads(row["server_settings_json"]))
     options = tuple(
         (str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True))
         for k, v in sorted(spec.items())
