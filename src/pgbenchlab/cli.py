@@ -1,5 +1,6 @@
 """The command line: a thin layer over the library. Exit codes: 0 done, 1 some runs failed
-(the campaign finished), 2 a user mistake (one line says what to fix), 130 interrupted."""
+(the campaign finished) or the results could no longer be written (the campaign stopped), 2 a
+user mistake or an environment fault the user can fix (one line says what), 130 interrupted."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pgbenchlab import __version__, exporting, installs, plan, report, runner
-from pgbenchlab.errors import UserError
+from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.report import compare, series
@@ -29,9 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
-    except UserError as exc:
+    except UserError as exc:  # exit 2 before anything started; 1 once a campaign ran
         print(f"pgbenchlab: error: {exc}", file=sys.stderr)
-        return EXIT_USER
+        return exc.exit_code
     except KeyboardInterrupt:
         print("pgbenchlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -217,15 +218,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     reporter = make_reporter(args)
     outcome = runner.run_campaign(the_plan, args.results, reporter, fresh=args.fresh)
     database = outcome.results_dir / runner.RESULTS_DB
-    with Store(database) as store:
-        summary = report.summary_text(store, outcome.campaign_id)
-    print(summary, file=sys.stdout if not args.json else sys.stderr)
-    html = report.write_report(database, campaign=the_plan.name)
-    print(f"results: {database}\nreport: {html}", file=sys.stderr)
+    try:
+        summarise(args, database, outcome.campaign_id, the_plan.name)
+    except UserError as exc:
+        raise CampaignStopped(
+            f"{exc}; every run is stored: `pgbenchlab report` writes the report once fixed"
+        ) from None
     if outcome.interrupted:
         print("pgbenchlab: interrupted; run the same command again to continue", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_RUNS_FAILED if outcome.failed else EXIT_OK
+
+
+def summarise(args: argparse.Namespace, database: Path, campaign: int, name: str) -> None:
+    """The summary table and the HTML report of a campaign that ran."""
+    with Store(database) as store:
+        summary = report.summary_text(store, campaign)
+    print(summary, file=sys.stdout if not args.json else sys.stderr)
+    html = report.write_report(database, campaign=name)
+    print(f"results: {database}\nreport: {html}", file=sys.stderr)
 
 
 def print_plan_warnings(the_plan: plan.Plan, stream: TextIO) -> None:

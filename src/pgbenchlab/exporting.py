@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from pgbenchlab import files
 from pgbenchlab.errors import UserError
 from pgbenchlab.store import Store
 
@@ -85,23 +87,26 @@ def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:
 
 
 def write(rows: list[dict[str, Any]], fmt: str, output: Path | None) -> None:
-    if fmt == "json":
-        text = json.dumps(rows, indent=2)
-        if output:
-            output.write_text(text + "\n")
-        else:
-            print(text)
+    """The rows as CSV or JSON on standard output, or in any format to ``output`` (written
+    whole or not at all; its directory must exist)."""
+    if output is None and fmt == "parquet":
+        raise UserError("parquet is binary: give -o FILE")
+    data = encode(rows, fmt)
+    if output is None:
+        sys.stdout.write(data.decode())
         return
+    files.write_output(output, data, f"the {fmt} export", "give -o a file in a writable directory")
+
+
+def encode(rows: list[dict[str, Any]], fmt: str) -> bytes:
+    if fmt == "json":
+        return (json.dumps(rows, indent=2) + "\n").encode()
     flat = [
         {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows
     ]
     frame = pl.DataFrame(flat, infer_schema_length=None)
     if fmt == "csv":
-        if output:
-            frame.write_csv(output)
-        else:
-            sys.stdout.write(frame.write_csv())
-        return
-    if output is None:
-        raise UserError("parquet is binary: give -o FILE")
-    frame.write_parquet(output)
+        return frame.write_csv().encode()
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer)
+    return buffer.getvalue()

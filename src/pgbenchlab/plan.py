@@ -10,6 +10,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -19,6 +20,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from psycopg import conninfo as pg_conninfo
+
+from pgbenchlab import files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.redaction import redact_setting
 
@@ -56,6 +61,7 @@ OPTION_KEYS = (
     "connect",
     "max_tries",
 )
+MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")
 SERVER_KEYS = ("name", "install", "dsn", "settings", "data_dir", "init", *AXIS_KEYS, "setting")
 WORKLOAD_KEYS = (
@@ -373,9 +379,9 @@ def one_script(item: Any, ctx: _Context, key: str, base: Path) -> Script:
         raise ctx.fail(key, 'needs "builtin" or "script"')
     path = (base / str(item["script"])).resolve()
     try:
-        text = path.read_text()
-    except OSError:
-        raise ctx.fail(f"{key}.script", f"cannot read script file {path}") from None
+        text = files.read_text(path)
+    except files.Unreadable as exc:
+        raise ctx.fail(f"{key}.script", f"cannot read script file {path}: {exc}") from None
     if not text.strip():
         raise ctx.fail(f"{key}.script", f"script file {path} is empty")
     return Script("file", str(path), weight, text)
@@ -401,9 +407,9 @@ def load(path: str | Path, *, cpu_count: int | None = None) -> Plan:
     """Read, validate and expand a plan file."""
     file = Path(path)
     try:
-        text = file.read_text()
-    except OSError as exc:
-        raise PlanError(f"cannot read the plan file: {exc.strerror}", where=str(file)) from None
+        text = files.read_text(file)
+    except files.Unreadable as exc:
+        raise PlanError(f"cannot read the plan file: {exc}", where=str(file)) from None
     return parse(text, str(file), base=file.resolve().parent, cpu_count=cpu_count)
 
 
@@ -435,6 +441,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base)
+    check_size(ctx, count_cells(defaults, matrix, servers, server_axes), repeats)
     cpus = cpu_count or os.cpu_count() or 1
     cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
@@ -500,6 +507,7 @@ def parse_server(item: dict[str, Any], ctx: _Context, key: str, base: Path) -> S
         if setting in RESERVED_SETTINGS:
             raise ctx.fail(f"{key}.settings.{setting}", "is managed by pgbenchlab; remove it")
     if "dsn" in item:
+        check_dsn(item["dsn"], ctx, f"{key}.dsn")
         for field_name in ("settings", "data_dir"):
             if field_name in item:
                 raise ctx.fail(f"{key}.{field_name}", "applies to managed servers only, not a dsn")
@@ -519,6 +527,33 @@ def parse_server(item: dict[str, Any], ctx: _Context, key: str, base: Path) -> S
         data_dir=data_dir,
         init=init,
     )
+
+
+def check_dsn(value: Any, ctx: _Context, key: str) -> None:
+    """A libpq connection string that parses, with one port number (its own or PGPORT). Its
+    text is never echoed: it may hold a password."""
+    if not isinstance(value, str):
+        raise ctx.fail(key, 'must be a connection string such as "host=db1 dbname=bench"')
+    try:
+        params = pg_conninfo.conninfo_to_dict(value)
+    except psycopg.ProgrammingError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "cannot be parsed"
+        reason = _hide_tokens(reason, words=not _has_password(value))
+        raise ctx.fail(key, f"invalid connection string: {reason}") from None
+    port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ctx.fail(key, f"port {port!r} is not a port number: give one number, 1 to 65535")
+
+
+def _hide_tokens(text: str, *, words: bool) -> str:
+    """libpq quotes the offending token, which may be part of a password: only single
+    characters stay, and names (words) when the string holds no password."""
+    keep = r"\w+|\W" if words else r"\W"
+    return re.sub(r'"([^"]*)"', lambda m: m[0] if re.fullmatch(keep, m[1]) else '"…"', text)
+
+
+def _has_password(dsn: str) -> bool:
+    return "password" in dsn.lower() or re.search(r"://[^/@]*:[^/@]*@", dsn) is not None
 
 
 def setting_text(value: Any) -> str:
@@ -568,6 +603,41 @@ def expand_cells(
                             _Cell(server.name, settings, scale, workload, clients, options)
                         )
     return cells
+
+
+def count_cells(
+    defaults: dict[str, Any],
+    matrix: dict[str, Any],
+    servers: list[ServerPlan],
+    server_axes: dict[str, dict[str, Any]],
+) -> int:
+    """How many cells `expand_cells` will make, from the lengths of the axes alone."""
+    if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
+        matrix = {**matrix, "workload": ["select-only"]}
+    total = 0
+    for server in servers:
+        axes = {**matrix, **server_axes[server.name]}
+        setting = axes.get("setting", {})
+        variants = (
+            math.prod(len(as_list(v)) for v in setting.values()) if isinstance(setting, dict) else 1
+        )
+        for workload in as_list(axes.get("workload", [])):
+            own = workload if isinstance(workload, dict) else {}
+            layer = {**defaults, **axes, **own}
+            lengths = (len(as_list(layer.get(k, 1))) for k in AXIS_KEYS if k != "workload")
+            total += math.prod(lengths) * variants
+    return total
+
+
+def check_size(ctx: _Context, cells: int, repeats: int) -> None:
+    """Refuse a plan too large to run before expanding it: memory would run out first."""
+    runs = cells * repeats
+    if runs > MAX_RUNS:
+        raise ctx.fail(
+            "campaign.repeats" if repeats > 1 else "matrix",
+            f"the plan expands to {runs:,} runs ({cells:,} cells × {repeats:,} repeats), more "
+            f"than the {MAX_RUNS:,} a campaign may hold: lower repeats or the axes' values",
+        )
 
 
 def axis_values(

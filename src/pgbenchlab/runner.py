@@ -541,7 +541,7 @@ class Campaign:
         base = self.results_dir / "artifacts" / f"{self.plan.name}-{self.campaign_id}"
         path = base / f"{spec.sequence:04d}-{spec.run_key}"
         shutil.rmtree(path, ignore_errors=True)  # an interrupted earlier attempt's leftovers
-        with results_writes():
+        with results_writes(path):
             path.mkdir(parents=True)
         return path
 
@@ -653,7 +653,7 @@ class Campaign:
         )
         if commits is not None and not commits.agrees:
             warnings.append(commits.warning())
-        with results_writes():
+        with results_writes(artifacts):
             archive(artifacts, done, sanitized)
         kept = tuple(sorted(p.name for p in artifacts.iterdir()))
         return _with(result, warnings=(*warnings, *result.warnings), artifacts=kept)

@@ -56,26 +56,28 @@ def stop_or_refuse(message: str, *, running: bool) -> StoreError:
     return CampaignStopped(message + STOPPED) if running else StoreError(message)
 
 
-def results_os_error(exc: OSError, *, running: bool) -> StoreError:
-    """An OSError writing a file or directory of the results, as the error that says the fix."""
-    where = exc.filename or "the results directory"
+def results_os_error(exc: OSError, *, running: bool, where: Path | None = None) -> StoreError:
+    """An OSError writing a file or directory of the results (``where`` when the error names
+    none), as the error that says the fix."""
+    path = exc.filename or where or "the results directory"
     if exc.errno in DISK_FULL_ERRNOS:
         message = (
-            f"the results disk is full ({exc.strerror}: {where}): free space on it, "
+            f"the results disk is full ({path}: {exc.strerror}): free space on it, "
             "or give --results a directory on another disk"
         )
     else:
-        message = f"cannot write {where}: {exc.strerror}: give --results a writable directory"
+        message = f"cannot write {path}: {exc.strerror}: give --results a writable directory"
     return stop_or_refuse(message, running=running)
 
 
 @contextmanager
-def results_writes(*, running: bool = True) -> Iterator[None]:
-    """Files written into the results directory: an OSError says what to fix (a full disk)."""
+def results_writes(where: Path | None = None, *, running: bool = True) -> Iterator[None]:
+    """Files written into the results directory (in ``where``): an OSError says what to fix
+    (a full disk, a read-only directory)."""
     try:
         yield
     except OSError as exc:
-        raise results_os_error(exc, running=running) from None
+        raise results_os_error(exc, running=running, where=where) from None
 
 
 class GuardedConnection(sqlite3.Connection):

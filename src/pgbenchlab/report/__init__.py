@@ -7,9 +7,9 @@ one view model (`viewmodel.load_view`), so every output shows the same numbers.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from pgbenchlab import files
 from pgbenchlab.errors import UserError
 from pgbenchlab.report import html, images, markdown
 from pgbenchlab.report.summary import SummaryRow, summary_rows, summary_text
@@ -50,7 +50,9 @@ def write_report(
         detail = fmt == "html" or images_dir is not None
         view = load_view(store, campaign_id(store, campaign), baseline=baseline, detail=detail)
     if images_dir is not None:
-        images.export(view, images_dir)
+        fix = "give --images a writable directory"
+        with files.output_errors(images_dir, "the chart images", fix):
+            images.export(view, images_dir)
     if fmt == "markdown":
         text = markdown.render(view)
         if output is None:
@@ -64,7 +66,5 @@ def write_report(
 
 def _write(path: Path, text: str) -> None:
     """Write whole or not at all: a reader never opens half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    fix = "give -o a file in a writable directory"
+    files.write_output(path, text.encode(), "the report", fix, make_parents=True)
