@@ -10,7 +10,7 @@ from pathlib import Path
 from pgbenchlab import store as store_module
 from pgbenchlab.diagnosis import Diagnosis, Verdict
 from pgbenchlab.results import OK, RunResult
-from pgbenchlab.store import Store
+from pgbenchlab.store import SCHEMA_VERSION, Store
 from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
 from pgbenchlab.telemetry.fsync import FsyncFigure
 from pgbenchlab.telemetry.records import (
@@ -72,13 +72,13 @@ def schema_1_database(path: Path) -> None:
     db.close()
 
 
-def test_migration_2_upgrades_a_schema_1_database_and_keeps_its_runs(tmp_path: Path) -> None:
+def test_migrations_upgrade_a_schema_1_database_and_keep_its_runs(tmp_path: Path) -> None:
     path = tmp_path / "results.db"
     schema_1_database(path)
     with Store(path) as store:
         version = store.db.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master")}
-    assert version == 2
+    assert version == SCHEMA_VERSION
     assert {"run_telemetry_seconds", "run_wait_events", "run_events", "run_diagnosis"} <= tables
     assert {"server_facts", "run_statements", "run_telemetry_sources"} <= tables
 

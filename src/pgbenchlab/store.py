@@ -521,6 +521,13 @@ class Store:
             "FROM campaigns c ORDER BY c.id"
         ).fetchall()
 
+    def recorded_data_dirs(self) -> list[Path]:
+        """Every managed server's data directory any campaign recorded."""
+        rows = self.db.execute(
+            "SELECT DISTINCT data_dir FROM servers WHERE kind = 'managed' AND data_dir IS NOT NULL"
+        ).fetchall()
+        return [Path(str(r[0])) for r in rows]
+
     def done_run_keys(self, campaign_id: int) -> set[str]:
         marks = ", ".join("?" * len(COMPLETE_STATUSES))
         rows = self.db.execute(
