@@ -123,8 +123,26 @@ def test_custom_script_workload(tmp_path: Path) -> None:
 
 def test_scale_below_clients_warns_for_updating_workloads() -> None:
     p = parse(BASE)
-    assert any("scale 10 < 16 clients" in w for w in p.warnings)
+    assert any("scale 10 with 16 clients" in w for w in p.warnings)
     assert not any("select-only" in w for w in p.warnings)
+
+
+def test_warnings_are_one_line_per_kind_however_large_the_matrix() -> None:
+    text = """
+[defaults]
+duration = "5s"
+[matrix]
+scale = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+workload = ["tpcb-like", "simple-update", "select-only"]
+clients = [16, 32, 64, 128, 256]
+[matrix.setting]
+work_mem = ["1MB", "2MB", "4MB", "8MB", "16MB", "32MB", "64MB", "128MB"]
+"""
+    p = parse(text)
+    assert len(p.specs) == 1200
+    assert len(p.warnings) == 3  # two updating workloads, and the short runs
+    tpcb = next(w for w in p.warnings if w.startswith("tpcb-like"))
+    assert "in 50 combination(s) (scale 1 with 16 clients, scale 1 with 32 clients, " in tpcb
 
 
 def test_external_server_keeps_password_out_of_repr() -> None:
@@ -216,7 +234,19 @@ BAD_PLANS = [
         "managed server",
     ),
     ("[[server]]\nname = 'a'\n[[server]]\nname = 'a'", "server[1].name", "used twice"),
-    ("[[server]]\ninstall = '15'", "server[0].name", "needs a name"),
+    ("[[server]]\ninstall = '15'", "server[0].name", "must start with a letter or digit"),
+    # Names become directories: none may be "." or ".." or hidden.
+    ("[campaign]\nname = '..'", "campaign.name", "must start with a letter or digit"),
+    ("[campaign]\nname = '.'", "campaign.name", "must start with a letter or digit"),
+    ("[campaign]\nname = '.hidden'", "campaign.name", "must start with a letter or digit"),
+    ("[[server]]\nname = '..'", "server[0].name", "must start with a letter or digit"),
+    ("[[server]]\nname = 'a/b'", "server[0].name", "must start with a letter or digit"),
+    # TOML reads nan and inf as numbers: none is a number a plan may hold.
+    ("[matrix]\nrate = [100, nan]", "matrix.rate[1]", "finite number"),
+    ("[defaults]\nrate = inf", "defaults.rate", "finite number"),
+    ("[matrix]\nlatency_limit = -inf", "matrix.latency_limit", "finite number"),
+    ("[defaults]\nlatency_log = nan", "defaults.latency_log", "finite number"),
+    ("[matrix]\nworkload = [{ builtin = 'select-only', weight = inf }]", "weight", "finite"),
     ("[[server]]\nname = 'a'\ninit = 'yes'", "server[0].init", "true or false"),
     ("server = 'x'", "server", "[[server]]"),
     ("[matrix.setting]\nport = ['1']", "setting.port", "managed by pgbenchlab"),

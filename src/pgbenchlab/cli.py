@@ -5,7 +5,6 @@ user mistake or an environment fault the user can fix (one line says what), 130 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -13,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from pgbenchlab import __version__, exporting, installs, plan, report, runner
+from pgbenchlab import __version__, exporting, installs, jsontext, plan, report, runner
 from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.redaction import redact_setting
@@ -182,7 +181,7 @@ def cmd_installs(args: argparse.Namespace) -> int:
             }
             for i in found
         ]
-        print(json.dumps(rows, indent=2))
+        print(jsontext.dumps(rows, indent=2))
         return EXIT_OK
     table = [["name", "version", "server", "pgbench", "bin directory"]]
     for i in found:
@@ -212,7 +211,8 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     the_plan = plan.load(args.plan)
     if args.dry_run:
-        print_plan_warnings(the_plan, sys.stderr)
+        if not args.quiet:
+            print_plan_warnings(the_plan, sys.stderr)
         print_dry_run(the_plan)
         return EXIT_OK
     reporter = make_reporter(args)
@@ -305,7 +305,8 @@ class TerminalReporter:
         self.total = len(todo)
         self.expected = sum(run_seconds(s) for s in todo)
         resumed = f", {done} already done" if done else ""
-        print_plan_warnings(the_plan, self.stream)
+        if not self.quiet:
+            print_plan_warnings(the_plan, self.stream)
         self.say(f"campaign {the_plan.name}: {len(todo)} runs to do{resumed}")
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
@@ -364,7 +365,7 @@ class JsonReporter:
     """Events as JSON lines on stdout, for scripts."""
 
     def emit(self, event: str, **fields: Any) -> None:
-        print(json.dumps({"event": event, "time": time.time(), **fields}), flush=True)
+        print(jsontext.dumps({"event": event, "time": time.time(), **fields}), flush=True)
 
     def campaign_started(self, the_plan: plan.Plan, todo: list[plan.RunSpec], done: int) -> None:
         self.emit(
@@ -468,7 +469,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with open_store(args.results) as store:
         rows = exporting.run_rows(store, campaign_id(store, args.campaign))
         if args.json:
-            print(json.dumps(rows, indent=2))
+            print(jsontext.dumps(rows, indent=2))
             return EXIT_OK
         table = [
             [
@@ -508,7 +509,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     with open_store(args.results) as store:
         detail = exporting.run_detail(store, args.run_id)
-    print(json.dumps(detail, indent=2))
+    print(jsontext.dumps(detail, indent=2))
     return EXIT_OK
 
 

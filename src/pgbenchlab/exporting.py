@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from pgbenchlab import files
+from pgbenchlab import files, jsontext
 from pgbenchlab.errors import UserError
 from pgbenchlab.store import Store
 
@@ -100,9 +100,10 @@ def write(rows: list[dict[str, Any]], fmt: str, output: Path | None) -> None:
 
 def encode(rows: list[dict[str, Any]], fmt: str) -> bytes:
     if fmt == "json":
-        return (json.dumps(rows, indent=2) + "\n").encode()
+        return (jsontext.dumps(rows, indent=2) + "\n").encode()
     flat = [
-        {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()} for r in rows
+        {k: jsontext.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()}
+        for r in rows
     ]
     frame = pl.DataFrame(flat, infer_schema_length=None)
     if fmt == "csv":

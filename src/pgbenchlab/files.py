@@ -84,3 +84,14 @@ def write_output(
             if exc.filename == str(temporary):
                 exc.filename = str(path)  # the user named path, not the temporary file
             raise
+
+
+def inside(root: Path, *parts: str) -> Path:
+    """root/parts, refused when user text in parts would lead out of root (names are checked
+    in the plan too; this holds for every path built from them)."""
+    path = root.joinpath(*parts)
+    if any(p in ("", ".", "..") or "/" in p for p in parts) or not path.resolve().is_relative_to(
+        root.resolve()
+    ):
+        raise UserError(f"{'/'.join(parts)!r} would lead out of {root}: use plain names")
+    return path

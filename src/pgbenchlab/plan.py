@@ -25,7 +25,7 @@ from psycopg import conninfo as pg_conninfo
 
 from pgbenchlab import files
 from pgbenchlab.errors import PlanError
-from pgbenchlab.redaction import redact_setting
+from pgbenchlab.redaction import redact_plan_text, redact_setting
 
 BUILTINS = {
     "tpcb-like": "tpcb-like",
@@ -210,8 +210,26 @@ class Plan:
     description: str = ""  # what the campaign is for, shown atop its report
 
     @property
+    def stored_text(self) -> str:
+        """The plan's text as it may be stored or shown: no secret in it."""
+        return redact_plan_text(self.text)
+
+    @property
+    def files(self) -> dict[str, str]:
+        """Every file the plan refers to (custom scripts) and its content's digest: part of
+        the plan's identity, so an edited script is a changed plan."""
+        return {
+            script.name: hashlib.sha256(script.text.encode()).hexdigest()[:16]
+            for spec in self.specs
+            for script in spec.workload.scripts
+            if script.kind == "file"
+        }
+
+    @property
     def digest(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+        """Identity of the plan: its stored text and its files' contents (never a secret)."""
+        identity = json.dumps([self.stored_text, sorted(self.files.items())])
+        return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
     def server(self, name: str) -> ServerPlan:
         return next(s for s in self.servers if s.name == name)
@@ -280,6 +298,33 @@ def parse_ms(value: Any, ctx: _Context, key: str) -> float:
     if ms <= 0:
         raise ctx.fail(key, f"must be > 0 ms; got {value!r}")
     return ms
+
+
+def check_finite(value: Any, ctx: _Context, key: str) -> None:
+    """TOML reads nan and inf as numbers; no number in a plan may be either."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ctx.fail(key, f"must be a finite number; got {value!r}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(v, ctx, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_finite(v, ctx, f"{key}[{i}]")
+
+
+# Names become directory names (clusters, artifacts): a first letter or digit keeps ".", ".."
+# and hidden names out, and the rest keeps them one path component.
+_NAME = re.compile(r"\w[\w.-]*")
+
+
+def check_name(value: Any, ctx: _Context, key: str) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ctx.fail(
+            key,
+            f"must start with a letter or digit, then letters, digits, '.', '_' or '-'; "
+            f"got {value!r}",
+        )
+    return value
 
 
 def positive_int(value: Any, ctx: _Context, key: str) -> int:
@@ -419,12 +464,11 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"not valid TOML: {exc}", where=path) from None
+    check_finite(data, ctx, "")
     ctx.check_keys(data, TOP_KEYS, "")
     campaign = table(data, "campaign", ctx)
     ctx.check_keys(campaign, CAMPAIGN_KEYS, "campaign")
-    name = campaign.get("name", Path(path).stem)
-    if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
-        raise ctx.fail("campaign.name", "must be letters, digits, '.', '_' or '-'")
+    name = check_name(campaign.get("name", Path(path).stem), ctx, "campaign.name")
     repeats = positive_int(campaign.get("repeats", 1), ctx, "campaign.repeats")
     order = choice(campaign.get("order", "interleaved"), ORDERS, ctx, "campaign.order")
     description = campaign.get("description", "")
@@ -493,9 +537,7 @@ def parse_servers(
 
 
 def parse_server(item: dict[str, Any], ctx: _Context, key: str, base: Path) -> ServerPlan:
-    name = item.get("name")
-    if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
-        raise ctx.fail(f"{key}.name", "needs a name of letters, digits, '.', '_' or '-'")
+    name = check_name(item.get("name"), ctx, f"{key}.name")
     if ("install" in item) == ("dsn" in item):
         if "dsn" in item:
             raise ctx.fail(key, 'give "install" (a managed server) or "dsn" (external), not both')
@@ -756,20 +798,21 @@ def order_runs(
 
 
 def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
-    warnings: list[str] = []
-    seen: set[tuple[str, int, int]] = set()
+    """What the plan check tells, one line per kind however large the matrix."""
+    contended: dict[str, set[tuple[int, int]]] = {}
     for spec in specs:
-        key = (spec.workload.name, spec.scale, spec.clients)
-        if spec.workload.updates and spec.scale < spec.clients and key not in seen:
-            seen.add(key)
-            warnings.append(
-                f"{spec.workload.name}: scale {spec.scale} < {spec.clients} clients: "
-                "clients contend for the same branch rows; use scale ≥ clients"
-            )
-        duration = spec.options.duration_s
-        if duration is not None and duration < 10 and ("short", 0, 0) not in seen:
-            seen.add(("short", 0, 0))
-            warnings.append(
-                f"runs of {duration} s are short: per-run noise is high; use ≥ 60 s to publish"
-            )
+        if spec.workload.updates and spec.scale < spec.clients:
+            contended.setdefault(spec.workload.name, set()).add((spec.scale, spec.clients))
+    warnings = [
+        f"{workload}: scale < clients in {len(pairs)} combination(s) "
+        f"({', '.join(f'scale {s} with {c} clients' for s, c in sorted(pairs)[:3])}"
+        f"{', …' if len(pairs) > 3 else ''}): clients contend for the same branch rows; "
+        "use scale ≥ clients"
+        for workload, pairs in contended.items()
+    ]
+    durations = [s.options.duration_s for s in specs if s.options.duration_s is not None]
+    if durations and min(durations) < 10:
+        warnings.append(
+            f"runs of {min(durations)} s are short: per-run noise is high; use ≥ 60 s to publish"
+        )
     return tuple(warnings)

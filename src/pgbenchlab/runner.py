@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 
 import zstandard
 
-from pgbenchlab import __version__, dataset, installs, osuser
+from pgbenchlab import __version__, dataset, files, installs, osuser
 from pgbenchlab import server as server_module
 from pgbenchlab.claims import Claim
 from pgbenchlab.errors import PgbenchParseError, PlanError, ServerError, StoreError, UserError
@@ -37,7 +38,7 @@ from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line, parse
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
 from pgbenchlab.pgbench.version import PgVersion, parse_version
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
-from pgbenchlab.redaction import redact_plan_text, redact_setting
+from pgbenchlab.redaction import redact_setting
 from pgbenchlab.results import ABORTED, FAILED, INTERRUPTED, OK, LatencySummary, RunResult, Second
 from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
 from pgbenchlab.stats import STANDARD_PERCENTILES
@@ -258,7 +259,7 @@ class Servers:
             return Path(plan.data_dir)
         assert self.account is not None
         root = cluster_root(self.results_dir, self.account)
-        return root / self.plan.name / plan.name / "data"
+        return files.inside(root, self.plan.name, plan.name, "data")
 
     def check_data_dir(self, data_dir: Path) -> None:
         server_module.check_data_dir(data_dir)
@@ -405,13 +406,15 @@ def open_campaign(
 ) -> tuple[int, set[str]]:
     """Continue the campaign of the same name (same plan), or start a new one."""
     existing = store.campaign(plan.name)
-    redacted = redact_plan_text(plan.text)
+    redacted = plan.stored_text
     if existing is not None and not fresh:
         if existing["plan_digest"] != plan.digest:
+            old_files = json.loads(existing["files_json"] or "{}")
             raise StoreError(
                 f'campaign "{plan.name}" in this results database was run with a different plan '
-                f"({plan_difference(str(existing['plan_text']), redacted)}); run with --fresh to "
-                "start it anew (earlier results are kept) or rename the campaign",
+                f"({plan_difference(str(existing['plan_text']), redacted, old_files, plan.files)})"
+                "; run with --fresh to start it anew (earlier results are kept) or rename the "
+                "campaign",
             )
         store.reopen_campaign(int(existing["id"]))
         return int(existing["id"]), store.done_run_keys(int(existing["id"]))
@@ -424,18 +427,31 @@ def open_campaign(
         versions,
         machine_facts(),
         plan.description,
+        plan.files,
     )
     return campaign_id, set()
 
 
-def plan_difference(old: str, new: str) -> str:
+def plan_difference(
+    old: str, new: str, old_files: dict[str, str], new_files: dict[str, str]
+) -> str:
+    """What changed: the plan's lines, or the content of the files it refers to."""
     changed = [
         line[1:].strip()
         for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
         if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
     ]
-    shown = "; ".join(changed[:4])
-    return f"changed lines: {shown}" + (" …" if len(changed) > 4 else "")
+    edited = sorted(
+        name for name in old_files.keys() & new_files.keys() if old_files[name] != new_files[name]
+    )
+    parts = []
+    if changed:
+        parts.append(
+            f"changed lines: {'; '.join(changed[:4])}" + (" …" if len(changed) > 4 else "")
+        )
+    if edited:
+        parts.append(f"changed file: {', '.join(edited)}")
+    return "; ".join(parts) or "the plan was stored by an older pgbenchlab"
 
 
 class Campaign:
@@ -538,8 +554,12 @@ class Campaign:
         )
 
     def artifact_dir(self, spec: RunSpec) -> Path:
-        base = self.results_dir / "artifacts" / f"{self.plan.name}-{self.campaign_id}"
-        path = base / f"{spec.sequence:04d}-{spec.run_key}"
+        path = files.inside(
+            self.results_dir,
+            "artifacts",
+            f"{self.plan.name}-{self.campaign_id}",
+            f"{spec.sequence:04d}-{spec.run_key}",
+        )
         shutil.rmtree(path, ignore_errors=True)  # an interrupted earlier attempt's leftovers
         with results_writes(path):
             path.mkdir(parents=True)
@@ -786,9 +806,21 @@ def first_line(error: object) -> str:
     return str(error).strip().split("\n", 1)[0]
 
 
+_CAUSE = re.compile(r"\b(?:ERROR|FATAL|PANIC):")
+_CONTEXT = re.compile(r"\s*(?:\^|LINE \d+:|DETAIL:|HINT:|CONTEXT:)")
+
+
 def last_lines(text: str, n: int = 3) -> str:
-    lines = [line for line in text.strip().splitlines() if not line.startswith("progress:")]
-    return " | ".join(lines[-n:])
+    """pgbench's error output in one line: the first server error (the real cause: a later
+    one is often its consequence, such as a prepared statement that never got prepared), then
+    the last lines. Progress lines and the server's context lines (carets, LINE 1:) left out."""
+    lines = [
+        line.strip()
+        for line in text.strip().splitlines()
+        if line.strip() and not line.startswith("progress:") and not _CONTEXT.match(line)
+    ]
+    causes = [line for line in lines if _CAUSE.search(line)]
+    return " | ".join(dict.fromkeys([*causes[:1], *lines[-n:]]))
 
 
 def seconds_from_progress(lines: Sequence[ProgressLine]) -> tuple[Second, ...]:

@@ -239,6 +239,7 @@ MIGRATIONS: dict[int, str] = {
     """,
     3: """
     ALTER TABLE campaigns ADD COLUMN description TEXT NOT NULL DEFAULT '';
+    ALTER TABLE campaigns ADD COLUMN files_json TEXT NOT NULL DEFAULT '{}';
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get the description their plan gave.
@@ -398,12 +399,13 @@ class Store:
         versions: dict[str, str],
         machine: dict[str, Any],
         description: str = "",
+        files: dict[str, str] | None = None,
     ) -> int:
         with self.transaction():
             cursor = self.db.execute(
                 "INSERT INTO campaigns (name, plan_path, plan_text, plan_digest, started_at, "
-                "pgbenchlab_version, pgbench_version, machine_json, description) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
+                "pgbenchlab_version, pgbench_version, machine_json, description, files_json) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
                     name,
                     plan_path,
@@ -414,6 +416,7 @@ class Store:
                     versions.get("pgbench"),
                     json.dumps(machine, sort_keys=True),
                     description,
+                    json.dumps(files or {}, sort_keys=True),
                 ),
             )
         assert cursor.lastrowid is not None

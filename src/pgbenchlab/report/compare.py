@@ -7,10 +7,10 @@ the run (repeats), and the verdicts come from `pgbenchlab.comparison.compare`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from pgbenchlab import jsontext
 from pgbenchlab.comparison import Comparison, Verdict, compare
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.advice import likely_cause
@@ -207,4 +207,4 @@ def format_value(metric: str, value: float) -> str:
 
 
 def as_json(changes: Sequence[CellChange]) -> str:
-    return json.dumps([asdict(c) for c in changes], indent=2)
+    return jsontext.dumps([asdict(c) for c in changes], indent=2)

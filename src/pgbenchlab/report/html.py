@@ -8,13 +8,13 @@ so that no string (a server named ``</script>``) can end the block.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from pgbenchlab import jsontext
 from pgbenchlab.report import bundle, charts, comparecharts, runcharts, sections, timeline
 from pgbenchlab.report.datasets import (
     cell_rows,
@@ -49,7 +49,7 @@ def script_json(data: Any) -> str:
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return jsontext.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _finite(data: Any) -> Any:

@@ -10,13 +10,13 @@ same scans for the server and setting axes.
 
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pgbenchlab import jsontext
 from pgbenchlab.changepoints import (
     DEFAULT_SERIES_CONFIDENCE,
     change_points,
@@ -413,4 +413,4 @@ def as_json(found: Scan) -> str:
     data["cells_with_steps"] = found.cells_with_steps
     for step in data["steps"]:
         step["axes"] = dict(step["axes"])
-    return json.dumps(data, indent=2)
+    return jsontext.dumps(data, indent=2)

@@ -250,17 +250,17 @@ def _server_labels(servers: Sequence[ServerView], runs: Sequence[RunView]) -> li
 def choose_baseline(
     labels: Sequence[str], servers: Sequence[ServerView], wanted: str | None
 ) -> str | None:
-    """The baseline server label: as asked (label or unique name), else the first server."""
-    if len(labels) < 2:
-        return None
-    if wanted is None:
-        return labels[0]
-    if wanted in labels:
-        return wanted
-    named = [s.label for s in servers if s.name == wanted]
-    if len(named) == 1:
-        return named[0]
-    raise UserError(f"no server {wanted!r} to use as baseline; choose one of: {', '.join(labels)}")
+    """The baseline server label: as asked (label or unique name), else the first server; none
+    with a single server. A baseline that names no server is a mistake, with one server too."""
+    chosen = labels[0] if wanted is None and labels else wanted
+    if wanted is not None and wanted not in labels:
+        named = [s.label for s in servers if s.name == wanted]
+        if len(named) != 1:
+            raise UserError(
+                f"no server {wanted!r} to use as baseline; choose one of: {', '.join(labels)}"
+            )
+        chosen = named[0]
+    return chosen if len(labels) >= 2 else None
 
 
 def differing_settings(servers: Sequence[ServerView]) -> tuple[str, ...]:
