@@ -85,7 +85,7 @@ def test_cut_short_creation_is_made_again(
     require_installs("embedded")
     plan_path = write_plan(tmp_path, tpcb_plan("cut"))
     sockets_before = set(Path("/tmp").glob("pgbl-*"))
-    for how in (signal.SIGTERM, signal.SIGKILL, signal.SIGTERM):
+    for how in (signal.SIGKILL, signal.SIGTERM, signal.SIGKILL, signal.SIGTERM):
         code, last = cut_short(plan_path, results_dir, phase, how)
         assert last == phase, f"the signal meant for {what} came in phase {last}"
         if how == signal.SIGTERM:
