@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pgbenchlab import dataset, osuser, runner
-from pgbenchlab.server import MARKER
+from pgbenchlab.server import MARKER, SOCKET_RECORD
 from support import embedded_server, require_installs
 from test_faults import (
     CLI,
@@ -78,16 +78,25 @@ def cut_short(
     return proc.returncode, (phases[-1] if phases else last)
 
 
+def recorded_socket_dir(cluster: Path) -> set[Path]:
+    try:
+        return {Path((cluster / SOCKET_RECORD).read_text().strip())}
+    except OSError:
+        return set()
+
+
 @pytest.mark.parametrize(("phase", "what"), [("dataset", "pgbench -i"), ("server", "initdb")])
 def test_cut_short_creation_is_made_again(
     phase: str, what: str, tmp_path: Path, results_dir: Path
 ) -> None:
     require_installs("embedded")
     plan_path = write_plan(tmp_path, tpcb_plan("cut"))
-    sockets_before = set(Path("/tmp").glob("pgbl-*"))
+    cluster = data_dir(results_dir, "cut")
+    sockets: set[Path] = set()
     for how in (signal.SIGKILL, signal.SIGTERM, signal.SIGKILL, signal.SIGTERM):
         code, last = cut_short(plan_path, results_dir, phase, how)
         assert last == phase, f"the signal meant for {what} came in phase {last}"
+        sockets |= recorded_socket_dir(cluster)
         if how == signal.SIGTERM:
             assert code == 130
             statuses = [r["status"] for r in db_rows(results_dir, "SELECT status FROM campaigns")]
@@ -105,7 +114,8 @@ def test_cut_short_creation_is_made_again(
     finally:
         runner.remove_clusters(untouched)
     assert run["tps"] > reference["tps"] / 3, (run["tps"], reference["tps"])
-    assert set(Path("/tmp").glob("pgbl-*")) <= sockets_before  # no socket directory left
+    sockets |= recorded_socket_dir(cluster)
+    assert not [d for d in sockets if d.exists()]  # no socket directory left behind
 
 
 @pytest.mark.parametrize("phase", ["server", "dataset", "vacuum", "checkpoint", "warmup"])

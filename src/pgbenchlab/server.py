@@ -33,6 +33,8 @@ from pgbenchlab.osuser import OsAccount
 from pgbenchlab.redaction import MASK, libpq_options, redact_setting, secrets_in
 
 MARKER = "pgbenchlab-cluster.json"
+SOCKET_PREFIX = "pgbl-"
+SOCKET_RECORD = "pgbenchlab-socket-dir"  # in the data directory: the last socket directory
 SETTINGS_FILE = "pgbenchlab.conf"
 LOG_FILE = "pgbenchlab-server.log"
 SUPERUSER = "pgbenchlab"
@@ -326,9 +328,11 @@ class ManagedServer:
         self.start()
 
     def start(self) -> None:
-        self.socket_dir = Path(tempfile.mkdtemp(prefix="pgbl-", dir="/tmp"))
+        self.socket_dir = Path(tempfile.mkdtemp(prefix=SOCKET_PREFIX, dir="/tmp"))
         if self.account.is_switch:
             os.chown(self.socket_dir, self.account.uid, self.account.gid)
+        # Recorded first, so that a kill -9 at any later moment leaves nothing unfound.
+        self._write_owned(self.data_dir / SOCKET_RECORD, f"{self.socket_dir}\n")
         for _attempt in range(3):
             self.port = free_port()
             self._write_settings()
@@ -427,6 +431,7 @@ class ManagedServer:
             # A killed campaign's server: its private socket directory goes with it.
             if leftover_socket_dir and leftover_socket_dir != self.socket_dir:
                 shutil.rmtree(leftover_socket_dir, ignore_errors=True)
+        remove_recorded_socket_dir(self.data_dir, keep=self.socket_dir)
 
     def _remove_cluster(self) -> None:
         for child in self.data_dir.iterdir():
@@ -589,8 +594,21 @@ class ExternalServer:
         return []
 
 
+def remove_recorded_socket_dir(data_dir: Path, keep: Path | None = None) -> None:
+    """The private socket directory a server of this cluster last used (a killed campaign's,
+    even one killed while starting its server). Called once no server runs on the cluster."""
+    try:
+        recorded = Path((data_dir / SOCKET_RECORD).read_text().strip())
+    except OSError:
+        return
+    ours = recorded.parent == Path("/tmp") and recorded.name.startswith(SOCKET_PREFIX)
+    if ours and recorded != keep:
+        shutil.rmtree(recorded, ignore_errors=True)
+
+
 def stop_leftover(data_dir: Path, timeout: float = 60) -> bool:
-    """Stop a postmaster a killed campaign left running on a cluster pgbenchlab created.
+    """Stop a postmaster a killed campaign left running on a cluster pgbenchlab created, and
+    remove its socket directory.
 
     Needs no installation: a fast shutdown is SIGINT to the pid in postmaster.pid.
     """
@@ -600,12 +618,14 @@ def stop_leftover(data_dir: Path, timeout: float = 60) -> bool:
         pid = int((data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
         os.kill(pid, signal.SIGINT)
     except (OSError, ValueError):
+        remove_recorded_socket_dir(data_dir)
         return False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
+            remove_recorded_socket_dir(data_dir)
             return True
         time.sleep(0.1)
     return False
