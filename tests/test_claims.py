@@ -101,7 +101,8 @@ def test_fresh_starts_a_campaign_of_the_same_name_anew(tmp_path: Path, results_d
 @pytest.mark.server
 def test_json_prints_one_event_per_line_on_stdout(tmp_path: Path, results_dir: Path) -> None:
     require_installs("embedded")
-    plan_path = write(tmp_path, plan_text("json", clients="[1, 2]"))
+    # 3 s: a 1 s run may end before pgbench prints its first -P 1 line.
+    plan_path = write(tmp_path, plan_text("json", clients="[1, 2]", duration="3s"))
     done = cli("run", plan_path, "--results", results_dir, "--json")
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]  # every line is JSON
