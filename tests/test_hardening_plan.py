@@ -15,6 +15,7 @@ from pgbenchlab import files, runner
 from pgbenchlab.errors import UserError
 from support import require_installs
 from test_cli import cli
+from test_plan import LARGE_MATRIX
 
 
 @pytest.mark.parametrize("parts", [("..",), (".",), ("a", ".."), ("a/../..",), ("",)])
@@ -61,21 +62,9 @@ def test_an_unknown_baseline_is_refused_with_one_server_too(tmp_path: Path) -> N
     assert done.stderr.count("\n") == 1 and "no server 'nope'" in done.stderr
 
 
-LARGE = """
-[defaults]
-duration = "5s"
-[matrix]
-scale = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
-workload = ["tpcb-like", "simple-update", "select-only"]
-clients = [16, 32, 64, 128, 256]
-[matrix.setting]
-work_mem = ["1MB", "2MB", "4MB", "8MB", "16MB", "32MB", "64MB", "128MB"]
-"""
-
-
 def test_the_dry_run_groups_its_warnings_and_q_silences_them(tmp_path: Path) -> None:
     plan_path = tmp_path / "plan.toml"
-    plan_path.write_text(LARGE)
+    plan_path.write_text(LARGE_MATRIX)
     loud = cli("run", plan_path, "--dry-run")
     assert loud.returncode == 0, loud.stderr
     assert loud.stderr.count("warning:") == 3

@@ -127,8 +127,8 @@ def test_scale_below_clients_warns_for_updating_workloads() -> None:
     assert not any("select-only" in w for w in p.warnings)
 
 
-def test_warnings_are_one_line_per_kind_however_large_the_matrix() -> None:
-    text = """
+# 1,200 runs, 100 of them of an updating workload with scale < clients.
+LARGE_MATRIX = """
 [defaults]
 duration = "5s"
 [matrix]
@@ -138,7 +138,10 @@ clients = [16, 32, 64, 128, 256]
 [matrix.setting]
 work_mem = ["1MB", "2MB", "4MB", "8MB", "16MB", "32MB", "64MB", "128MB"]
 """
-    p = parse(text)
+
+
+def test_warnings_are_one_line_per_kind_however_large_the_matrix() -> None:
+    p = parse(LARGE_MATRIX)
     assert len(p.specs) == 1200
     assert len(p.warnings) == 3  # two updating workloads, and the short runs
     tpcb = next(w for w in p.warnings if w.startswith("tpcb-like"))
