@@ -93,14 +93,19 @@ def test_cut_short_creation_is_made_again(
     plan_path = write_plan(tmp_path, tpcb_plan("cut"))
     cluster = data_dir(results_dir, "cut")
     sockets: set[Path] = set()
+    landed = []
     for how in (signal.SIGKILL, signal.SIGTERM, signal.SIGKILL, signal.SIGTERM):
         code, last = cut_short(plan_path, results_dir, phase, how)
-        assert last == phase, f"the signal meant for {what} came in phase {last}"
+        landed.append(last)
         sockets |= recorded_socket_dir(cluster)
         if how == signal.SIGTERM:
             assert code == 130
             statuses = [r["status"] for r in db_rows(results_dir, "SELECT status FROM campaigns")]
             assert statuses == ["interrupted"]
+    # Once the first cut leaves a complete cluster, a later "server" phase only starts it and
+    # may end before the signal: what counts is that the phase was cut, and that every cut,
+    # wherever it landed, is repaired.
+    assert phase in landed, f"no signal meant for {what} came in phase {phase}: {landed}"
     done = run_to_completion(plan_path, results_dir)
     assert done.returncode == 0, done.stderr
     [run] = db_rows(results_dir, "SELECT status, tps FROM latest_runs")
