@@ -16,6 +16,7 @@ import psycopg
 
 from pgbenchlab.errors import ServerError
 from pgbenchlab.pgbench.command import execute
+from pgbenchlab.pgbench.progress import error_summary
 from pgbenchlab.server import Endpoint, Server
 
 COMMENT_PREFIX = "pgbenchlab dataset"
@@ -70,7 +71,8 @@ def _state(admin: Endpoint, dbname: str) -> str:
             "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
             (dbname,),
         ).fetchone()
-    return str(row[0] or "") if row else ""
+    recorded = str(row[0] or "") if row else ""
+    return recorded.removeprefix(f"{COMMENT_PREFIX}: ")
 
 
 def _record_state(admin: Endpoint, dbname: str, state: str) -> None:
@@ -93,7 +95,7 @@ def ensure(
         _create_database(server.endpoint, endpoint.dbname)
         # Only a dataset whose initialisation was recorded as finished is reused: one that a
         # signal or a kill cut short is made again.
-        reusable = _state(server.endpoint, endpoint.dbname) == f"{COMMENT_PREFIX}: {ready}"
+        reusable = _state(server.endpoint, endpoint.dbname) == ready
     else:
         reusable = True
     if not force and reusable and current_scale(endpoint) == scale:
@@ -108,8 +110,9 @@ def ensure(
     if done.interrupted:
         raise KeyboardInterrupt
     if done.returncode != 0:
-        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
-        raise ServerError(f"pgbench -i -s {scale} failed on {server.name}: {tail}")
+        raise ServerError(
+            f"pgbench -i -s {scale} failed on {server.name}: {error_summary(done.stderr)}"
+        )
     if current_scale(endpoint, exact=True) != scale:
         raise ServerError(f"pgbench -i -s {scale} on {server.name} left an incomplete dataset")
     if server.managed:

@@ -13,7 +13,6 @@ import hashlib
 import itertools
 import json
 import os
-import re
 import shutil
 import signal
 import time
@@ -34,7 +33,12 @@ from pgbenchlab.errors import PgbenchParseError, PlanError, ServerError, StoreEr
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.logs import TransactionLogSummary, analyse_transaction_logs
-from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line, parse_stderr
+from pgbenchlab.pgbench.progress import (
+    ProgressLine,
+    error_summary,
+    parse_progress_line,
+    parse_stderr,
+)
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
 from pgbenchlab.pgbench.version import PgVersion, parse_version
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
@@ -187,11 +191,7 @@ def _remove_explicit_cluster(data_dir: Path) -> bool:
         return False  # another campaign uses it now
     try:
         server_module.stop_leftover(data_dir)
-        for child in data_dir.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+        server_module.remove_cluster_files(data_dir)
         claim.set_state("")
     finally:
         claim.release()
@@ -689,7 +689,7 @@ class Campaign:
         if done.interrupted:
             raise KeyboardInterrupt
         if done.returncode != 0:
-            cause = f"warmup: pgbench exited {done.returncode}: {last_lines(done.stderr)}"
+            cause = f"warmup: pgbench exited {done.returncode}: {error_summary(done.stderr)}"
             raise (RunAborted if parse_stderr(done.stderr).aborted else RuntimeError)(cause)
         try:
             return parse_report(done.stdout).tps
@@ -713,7 +713,7 @@ class Campaign:
             report = None
         if report is None:
             message = (
-                f"pgbench exited {done.returncode} without a report: {last_lines(done.stderr)}"
+                f"pgbench exited {done.returncode} without a report: {error_summary(done.stderr)}"
             )
             return _with(
                 self.failure(spec, started, FAILED, message, argv), client_cpu_s=done.cpu_s
@@ -737,7 +737,7 @@ class Campaign:
             started_at=started,
             finished_at=time.time(),
             pgbench_version=self.pgbench.version_text,
-            error=last_lines(done.stderr) if aborted else None,
+            error=error_summary(done.stderr) if aborted else None,
             tps=report.tps,
             transactions=report.transactions,
             failed=report.failed,
@@ -804,23 +804,6 @@ def sanitize_argv(argv: tuple[str, ...], results_dir: Path) -> tuple[str, ...]:
 
 def first_line(error: object) -> str:
     return str(error).strip().split("\n", 1)[0]
-
-
-_CAUSE = re.compile(r"\b(?:ERROR|FATAL|PANIC):")
-_CONTEXT = re.compile(r"\s*(?:\^|LINE \d+:|DETAIL:|HINT:|CONTEXT:)")
-
-
-def last_lines(text: str, n: int = 3) -> str:
-    """pgbench's error output in one line: the first server error (the real cause: a later
-    one is often its consequence, such as a prepared statement that never got prepared), then
-    the last lines. Progress lines and the server's context lines (carets, LINE 1:) left out."""
-    lines = [
-        line.strip()
-        for line in text.strip().splitlines()
-        if line.strip() and not line.startswith("progress:") and not _CONTEXT.match(line)
-    ]
-    causes = [line for line in lines if _CAUSE.search(line)]
-    return " | ".join(dict.fromkeys([*causes[:1], *lines[-n:]]))
 
 
 def seconds_from_progress(lines: Sequence[ProgressLine]) -> tuple[Second, ...]:

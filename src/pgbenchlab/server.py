@@ -314,12 +314,12 @@ class ManagedServer:
     def prepare(self) -> None:
         """initdb when needed (only into an empty directory or one pgbenchlab made), then start."""
         if self._half_made():
-            self._remove_cluster()
+            remove_cluster_files(self.data_dir)
             self._initdb()
         elif self._is_ours():
             if self._pg_major_on_disk() != self.install.version.major_text:
                 self._stop_if_running()
-                self._remove_cluster()
+                remove_cluster_files(self.data_dir)
                 self._initdb()
             else:
                 self._stop_if_running()
@@ -432,13 +432,6 @@ class ManagedServer:
             if leftover_socket_dir and leftover_socket_dir != self.socket_dir:
                 shutil.rmtree(leftover_socket_dir, ignore_errors=True)
         remove_recorded_socket_dir(self.data_dir, keep=self.socket_dir)
-
-    def _remove_cluster(self) -> None:
-        for child in self.data_dir.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
 
     def _initdb(self) -> None:
         if self.claim is not None:
@@ -592,6 +585,15 @@ class ExternalServer:
 
     def log_problems(self, lines: int = 3) -> list[str]:
         return []
+
+
+def remove_cluster_files(data_dir: Path) -> None:
+    """Empty a data directory, keeping the directory itself (it may be a mount point)."""
+    for child in data_dir.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def remove_recorded_socket_dir(data_dir: Path, keep: Path | None = None) -> None:

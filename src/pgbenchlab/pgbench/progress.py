@@ -178,3 +178,20 @@ def parse_stderr(stderr: str) -> PgbenchStderr:
     for line in stderr.split("\n"):
         builder.feed(line.removesuffix("\r"))
     return builder.freeze()
+
+
+_CAUSE = re.compile(r"\b(?:ERROR|FATAL|PANIC):")
+_CONTEXT = re.compile(r"\s*(?:\^|LINE \d+:|DETAIL:|HINT:|CONTEXT:)")
+
+
+def error_summary(text: str, n: int = 3) -> str:
+    """pgbench's error output in one line: the first server error (the real cause: a later
+    one is often its consequence, such as a prepared statement that never got prepared), then
+    the last lines. Progress lines and the server's context lines (carets, LINE 1:) left out."""
+    lines = [
+        line.strip()
+        for line in text.strip().splitlines()
+        if line.strip() and not line.startswith("progress:") and not _CONTEXT.match(line)
+    ]
+    causes = [line for line in lines if _CAUSE.search(line)]
+    return " | ".join(dict.fromkeys([*causes[:1], *lines[-n:]]))
