@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cpuclock import machine_busy_s, own_cpu_s
 from pgbenchlab import dataset, installs, osuser, plan
-from pgbenchlab.comparison import LogDifference, log_half_width
+from pgbenchlab.analysis.comparison import LogDifference, log_half_width
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.pgbench.version import PgVersion, parse_version

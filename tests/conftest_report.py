@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import zstandard
 
-from pgbenchlab.histogram import LatencyHistogram
+from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.results import LatencySummary, RunResult, Second
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import Store

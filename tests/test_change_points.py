@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgbenchlab.changepoints import change_points, smallest_p_value
-from pgbenchlab.comparison import Verdict
+from pgbenchlab.analysis.changepoints import change_points, smallest_p_value
+from pgbenchlab.analysis.comparison import Verdict
 
 Series = list[tuple[str, list[float]]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pgbenchlab.diagnosis import (
+from pgbenchlab.analysis.diagnosis import (
     Checkpoint,
     Figures,
     Verdict,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pgbenchlab.histogram import (
+from pgbenchlab.analysis.histogram import (
     MAX_VALUE,
     RELATIVE_ERROR_BOUND,
     LatencyHistogram,
@@ -18,7 +18,7 @@ from pgbenchlab.histogram import (
     bucket_of,
     buckets_of,
 )
-from pgbenchlab.stats import STANDARD_PERCENTILES, percentile_of_sorted
+from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
 
 # Latencies as pgbench logs them: integer µs, mostly small, sometimes huge.
 latencies = st.one_of(st.integers(0, 5_000), st.integers(0, 10**10), st.integers(0, MAX_VALUE))

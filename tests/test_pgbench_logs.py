@@ -21,6 +21,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.pgbench.aggregate_logs import AggregateLogSummary, analyse_aggregate_logs
 from pgbenchlab.pgbench.logs import (
@@ -29,7 +30,6 @@ from pgbenchlab.pgbench.logs import (
     analyse_transaction_logs,
     thread_log_files,
 )
-from pgbenchlab.stats import STANDARD_PERCENTILES, percentile_of_sorted
 
 GOLDEN = Path(__file__).parent / "golden" / "logs"
 MAJORS = ("15", "16", "18")

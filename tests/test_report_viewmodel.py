@@ -20,14 +20,14 @@ from conftest_report import (
     add_events,
     write_synthetic,
 )
-from pgbenchlab.comparison import compare
+from pgbenchlab.analysis.comparison import compare
+from pgbenchlab.analysis.histogram import LatencyHistogram
+from pgbenchlab.analysis.stats import student_t_quantile
 from pgbenchlab.errors import UserError
-from pgbenchlab.histogram import LatencyHistogram
 from pgbenchlab.report import summary_rows, summary_text
 from pgbenchlab.report.bins import display_bin, display_histogram
 from pgbenchlab.report.model import ReportView
 from pgbenchlab.report.viewmodel import load_view, mean_interval
-from pgbenchlab.stats import student_t_quantile
 from pgbenchlab.store import Store
 
 PLAN = SyntheticPlan(failures=(3,), aborted=(5,), duration_s=30)

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from pgbenchlab.comparison import (
+from pgbenchlab.analysis.comparison import (
     MAX_REPEATS,
     Comparison,
     Verdict,
     compare,
     repeats_for_margin,
 )
-from pgbenchlab.stats import (
+from pgbenchlab.analysis.stats import (
     high_variation_warning,
     student_t_quantile,
     student_t_sf,

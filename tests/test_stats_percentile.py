@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pgbenchlab.stats import percentile_of_sorted, percentile_rank
+from pgbenchlab.analysis.stats import percentile_of_sorted, percentile_rank
 
 
 def test_rank_is_exact_where_floating_point_is_not() -> None:

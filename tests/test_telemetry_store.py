@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from pgbenchlab import store as store_module
-from pgbenchlab.diagnosis import Diagnosis, Verdict
+from pgbenchlab.analysis.diagnosis import Diagnosis, Verdict
 from pgbenchlab.results import OK, RunResult
 from pgbenchlab.store import SCHEMA_VERSION, Store
 from pgbenchlab.telemetry.campaign import ServerTelemetryFacts

@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pgbenchlab.diagnosis import Diagnosis
+    from pgbenchlab.analysis.diagnosis import Diagnosis
     from pgbenchlab.telemetry.records import RunTelemetry
 
 RESULT_SCHEMA_VERSION = 1

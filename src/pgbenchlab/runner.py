@@ -28,6 +28,7 @@ import zstandard
 
 from pgbenchlab import __version__, dataset, files, installs, osuser
 from pgbenchlab import server as server_module
+from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
 from pgbenchlab.claims import Claim
 from pgbenchlab.errors import PgbenchParseError, PlanError, ServerError, StoreError, UserError
 from pgbenchlab.installs import Installation
@@ -45,7 +46,6 @@ from pgbenchlab.plan import Plan, RunSpec, ServerPlan
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.results import ABORTED, FAILED, INTERRUPTED, OK, LatencySummary, RunResult, Second
 from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
-from pgbenchlab.stats import STANDARD_PERCENTILES
 from pgbenchlab.store import Store
 from pgbenchlab.store_faults import results_writes
 from pgbenchlab.telemetry import machine_facts

@@ -31,9 +31,9 @@ import numpy.typing as npt
 import polars as pl
 import zstandard
 
+from pgbenchlab.analysis.histogram import LatencyHistogram
+from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_rank
 from pgbenchlab.errors import PgbenchParseError
-from pgbenchlab.histogram import LatencyHistogram
-from pgbenchlab.stats import STANDARD_PERCENTILES, percentile_rank
 
 Measure = Literal["latency", "latency_from_schedule", "schedule_lag", "service_time"]
 MEASURE_DESCRIPTIONS: dict[str, str] = {

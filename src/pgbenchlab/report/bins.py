@@ -1,6 +1,6 @@
 """Latency histograms for display: the stored buckets regrouped into coarser, exact bins.
 
-A stored histogram (`pgbenchlab.histogram`) has 128 buckets per power of two: hundreds of
+A stored histogram (`pgbenchlab.analysis.histogram`) has 128 buckets per power of two: hundreds of
 non-empty buckets per run, too many to draw or to embed a thousand times. Display bins split
 each power of two into 8 equal parts (single microseconds below 8 µs). Every stored bucket lies
 inside one display bin, because its width divides the display bin's and its start is a
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from pgbenchlab.histogram import SUB_BUCKET_BITS, LatencyHistogram
+from pgbenchlab.analysis.histogram import SUB_BUCKET_BITS, LatencyHistogram
 from pgbenchlab.report.model import HistogramView
 
 DISPLAY_BITS = 3  # 2**3 = 8 display bins per power of two

@@ -2,7 +2,7 @@
 
 A selection is one server of a campaign (within a campaign) or a whole campaign (across
 campaigns). Cells are matched on every axis but the one that differs; the unit of evidence is
-the run (repeats), and the verdicts come from `pgbenchlab.comparison.compare`.
+the run (repeats), and the verdicts come from `pgbenchlab.analysis.comparison.compare`.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from pgbenchlab import jsontext
-from pgbenchlab.comparison import Comparison, Verdict, compare
+from pgbenchlab.analysis.comparison import Comparison, Verdict, compare
+from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.advice import likely_cause
 from pgbenchlab.report.model import CellView, ReportView, RunView
 from pgbenchlab.report.viewmodel import campaign_id, load_view, metric_values
-from pgbenchlab.stats import high_variation_warning
 from pgbenchlab.store import Store
 
 # metric → (label, higher is better)

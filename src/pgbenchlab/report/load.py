@@ -16,7 +16,7 @@ from typing import Any
 
 import zstandard
 
-from pgbenchlab.histogram import LatencyHistogram
+from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.report.bins import display_histogram
 from pgbenchlab.report.model import (

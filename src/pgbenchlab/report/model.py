@@ -160,7 +160,9 @@ class RunView:
     histogram: HistogramView | None = None
     service_histogram: HistogramView | None = None
     events: tuple[EventView, ...] = ()
-    diagnosis: str | None = None  # what limited the run, from telemetry (`pgbenchlab.diagnosis`)
+    diagnosis: str | None = (
+        None  # what limited the run, from telemetry (`pgbenchlab.analysis.diagnosis`)
+    )
     diagnosis_evidence: tuple[str, ...] = ()
     other_load_share: float | None = None  # of the host's CPUs, used by other processes
     retried: int | None = None  # transactions retried (--max-tries), from pgbench's report

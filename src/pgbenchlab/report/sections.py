@@ -10,7 +10,7 @@ import html
 import time
 from collections.abc import Iterable, Sequence
 
-from pgbenchlab.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.report import series
 from pgbenchlab.report.datasets import cell_link, run_link
 from pgbenchlab.report.model import Advice, ReportView, ServerView

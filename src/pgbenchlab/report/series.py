@@ -4,8 +4,8 @@ A series is an axis whose values come in an order the reader cares about: the se
 order (versions, oldest first), the values of a server-setting axis in plan order, a numeric
 axis (scale, clients, rate, ...) in numeric order, or campaigns in the order given (commits,
 nightly builds). Every cell of the other axes is scanned for TPS, p99 and p50 with
-`pgbenchlab.changepoints.change_points` over its runs; the HTML and Markdown reports show the
-same scans for the server and setting axes.
+`pgbenchlab.analysis.changepoints.change_points` over its runs; the HTML and Markdown
+reports show the same scans for the server and setting axes.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pgbenchlab import jsontext
-from pgbenchlab.changepoints import (
+from pgbenchlab.analysis.changepoints import (
     DEFAULT_SERIES_CONFIDENCE,
     change_points,
     significance,
     smallest_p_value,
 )
-from pgbenchlab.comparison import DEFAULT_THRESHOLD, Verdict
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, Verdict
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan import setting_text
 from pgbenchlab.report.compare import (

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgbenchlab.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.charts import VERDICT_MARKS
 from pgbenchlab.report.labels import panel_label
 from pgbenchlab.report.model import CellView, ChangeView, Interval, ReportView
-from pgbenchlab.stats import DEFAULT_CV_LIMIT
 
 
 @dataclass(frozen=True)

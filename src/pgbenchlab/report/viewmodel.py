@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pgbenchlab.comparison import compare
+from pgbenchlab.analysis.comparison import compare
+from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
 from pgbenchlab.report import advice
 from pgbenchlab.report.load import load_campaign, load_runs, load_servers
@@ -27,7 +28,6 @@ from pgbenchlab.report.model import (
     RunView,
     ServerView,
 )
-from pgbenchlab.stats import student_t_quantile, summarize
 from pgbenchlab.store import Store
 
 CONFIDENCE = 0.95

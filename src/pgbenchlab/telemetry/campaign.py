@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from pgbenchlab import diagnosis
+from pgbenchlab.analysis import diagnosis
 from pgbenchlab.server import Endpoint, ManagedServer, Server
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.fsync import FsyncFigure, run_pg_test_fsync

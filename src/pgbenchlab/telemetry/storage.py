@@ -16,7 +16,7 @@ from pgbenchlab.telemetry.fsync import FsyncFigure
 from pgbenchlab.telemetry.records import RunTelemetry
 
 if TYPE_CHECKING:
-    from pgbenchlab.diagnosis import Diagnosis
+    from pgbenchlab.analysis.diagnosis import Diagnosis
     from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
 
 

@@ -27,7 +27,7 @@ from itertools import accumulate
 import numpy as np
 import numpy.typing as npt
 
-from pgbenchlab.stats import percentile_rank
+from pgbenchlab.analysis.stats import percentile_rank
 
 SUB_BUCKET_BITS = 7
 SUB_BUCKETS = 1 << SUB_BUCKET_BITS  # buckets per power of two

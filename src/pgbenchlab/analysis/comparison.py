@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pgbenchlab.stats import (
+from pgbenchlab.analysis.stats import (
     DEFAULT_CV_LIMIT,
     Summary,
     VariationWarning,

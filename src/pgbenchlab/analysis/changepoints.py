@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pgbenchlab.comparison import DEFAULT_THRESHOLD, Verdict, log_values
-from pgbenchlab.stats import student_t_quantile
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, Verdict, log_values
+from pgbenchlab.analysis.stats import student_t_quantile
 
 # A scan tests every boundary of every segment; the stricter level keeps false alarms in a
 # flat history near 1 %, because each one sends somebody bisecting.
