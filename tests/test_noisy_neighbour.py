@@ -111,10 +111,12 @@ def test_the_diagnosis_stores_the_other_load(campaign: tuple[Path, str]) -> None
     db, disturbed = campaign
     loads = other_loads(db)
     assert len(loads) == 3
-    # The burners take most of the CPUs; whatever else shares this host (other load of its own)
-    # touches every run alike, so the test asks for the difference, not a quiet host.
-    others = [load for key, load in loads.items() if key != disturbed]
-    assert loads[disturbed] - max(others) >= 0.25, loads
+    # The burners take most of the CPU the host has left. Whatever else shares this host (other
+    # load of its own) touches every run alike, so the test asks for the rise above the busiest
+    # other run, as a share of what that run left idle: a quiet host (0.02 → 0.7) and a host
+    # already half busy with other work (0.6 → 0.8) both show it.
+    busiest = max(load for key, load in loads.items() if key != disturbed)
+    assert (loads[disturbed] - busiest) / (1 - busiest) >= 1 / 3, loads
 
 
 @pytest.mark.server

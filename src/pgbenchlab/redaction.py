@@ -113,8 +113,22 @@ def redact_plan_text(text: str) -> str:
     )
     if not found:
         return text
-    redacted = _mask_spellings(_TOKEN.sub(lambda m: _redact_token(m, found), text), found)
-    return WITHHELD if _leaks(redacted, found) else redacted
+    return WITHHELD if _leaks(redacted := _redact_text(text, found), found) else redacted
+
+
+def _redact_text(text: str, found: list[str]) -> str:
+    """Strings and comments redacted token by token, the text between them (keys, numbers) by
+    spelling. A connection string is masked in its values only: a secret that happens to be part
+    of a keyword ("passwo" of "password") must not break the string; the leak check then sees
+    it and withholds the text."""
+    parts: list[str] = []
+    end = 0
+    for match in _TOKEN.finditer(text):
+        parts.append(_mask_spellings(text[end : match.start()], found))
+        parts.append(_redact_token(match, found))
+        end = match.end()
+    parts.append(_mask_spellings(text[end:], found))
+    return "".join(parts)
 
 
 def _keyed_strings(node: Any, key: str = "") -> Iterator[tuple[str, str]]:
@@ -132,15 +146,34 @@ def _keyed_strings(node: Any, key: str = "") -> Iterator[tuple[str, str]]:
 def _redact_token(match: re.Match[str], found: list[str]) -> str:
     token = match.group()
     if match.group("comment") is not None:
-        return token
+        return _mask_spellings(token, found)
     try:
         value = tomllib.loads(f"v = {token}")["v"]
     except tomllib.TOMLDecodeError:  # not a string after all: the leak check has the last word
         return token
-    redacted = redact_conninfo(value)
-    for secret in found:
-        redacted = redacted.replace(secret, MASK)
+    redacted = _mask_values(value, found)
     return token if redacted == value else _toml_string(redacted)
+
+
+def _mask_values(value: str, found: list[str]) -> str:
+    """A plan string without its secrets: a connection string re-rendered with its secret
+    keywords masked and any secret inside another value masked; any other string masked
+    wherever a secret shows."""
+    params = parse_conninfo(value)
+    if not params:
+        return _masked(value, found)
+    masked = {
+        k: MASK if k in secret_keywords() and v else _masked(v, found) for k, v in params.items()
+    }
+    if masked == params:
+        return value
+    return make_conninfo("", **{k: masked[k] for k in sorted(masked, key=_written_at(value))})
+
+
+def _masked(text: str, found: list[str]) -> str:
+    for secret in found:
+        text = text.replace(secret, MASK)
+    return text
 
 
 def _toml_string(value: str) -> str:
