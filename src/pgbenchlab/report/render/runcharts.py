@@ -6,7 +6,7 @@ latency axes span the whole campaign, so the histograms of two runs compare at a
 
 from __future__ import annotations
 
-from pgbenchlab.report.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
+from pgbenchlab.report.render.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
 
 WIDTH, HEIGHT = 540, 200
 TIME_X: Spec = {"field": "t", "type": "quantitative", "title": "time since the measured start (s)"}
