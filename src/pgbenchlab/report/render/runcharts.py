@@ -1,6 +1,6 @@
 """Chart specifications for one run: its seconds, their sorted TPS, its latency distribution.
 
-The data names are ``run_seconds``, ``run_events`` and ``run_hist`` (see `datasets`). The
+The data names are ``run_seconds``, ``run_events`` and ``run_hist`` (see `chart_data`). The
 latency axes span the whole campaign, so the histograms of two runs compare at a glance.
 """
 

@@ -91,7 +91,7 @@ class TelemetrySeries:
     """One telemetry series of a run as the run detail draws it: in display units (cores, MB/s,
     backends), on the run's seconds axis (``t`` covers the second (t − 1, t], as TPS does)."""
 
-    dataset: str  # the chart data it belongs to (`report.telemetry`)
+    dataset: str  # the chart data it belongs to (`telemetry_series`)
     label: str
     t: tuple[int, ...]
     values: tuple[float | None, ...]  # None: no reading that second
