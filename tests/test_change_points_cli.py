@@ -18,7 +18,9 @@ import pytest
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
 from pgbenchlab import plan, runner
 from pgbenchlab.report import write_report
+from pgbenchlab.report.render import markdown
 from pgbenchlab.report.views import steps
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.compare_series import within_campaign
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
@@ -232,3 +234,20 @@ def test_a_series_too_short_to_show_a_step_says_so(tmp_path: Path) -> None:
     assert found.repeats_to_show == 4
     assert "cannot show any step at 99% confidence" in steps.summary(found)
     assert "about 4 runs per value would do" in steps.summary(found)
+
+
+def test_the_view_holds_the_reports_scans_and_the_renderers_print_them(tmp_path: Path) -> None:
+    servers = tuple(
+        FakeServer(f"pg{v}", f"{v}.1", speed) for v, speed in ((14, 1.0), (15, 1.0), (16, 0.6))
+    )
+    db = write_synthetic(
+        tmp_path, SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(2,), repeats=4)
+    )
+    with Store(db) as store:
+        view = load_view(store, 1, detail=False)
+        fresh = steps.scan_view(view, "server")
+    assert view.scans == (fresh,)  # computed once, by build_view, the same as on demand
+    assert fresh.steps and fresh.steps[0].verdict == "regressed"
+    text = markdown.render(view)
+    assert f"### {markdown.escape(steps.title(fresh))}" in text
+    assert all(markdown.escape(value) in text for value in steps.step_table(fresh).rows[0])

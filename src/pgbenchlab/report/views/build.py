@@ -82,6 +82,7 @@ def build_view(
     baseline: str | None = None,
     confidence: float = CONFIDENCE,
 ) -> ReportView:
+    """Everything the outputs show, computed here once: the renderers only print it."""
     dims = run_dims(runs)
     cells = tuple(add_efficiency(build_cells(runs, dims, confidence)))
     axes = tuple(a for a in AXES if len({d[a.key] for d in dims.values()}) > 1)
