@@ -28,8 +28,9 @@ from pathlib import Path
 from harness import HERE, Provenance, duration_text
 from pgbenchlab import plan, runner
 from pgbenchlab.cli import run_seconds
-from pgbenchlab.report import compare
-from pgbenchlab.report.compare import METRICS, CellChange
+from pgbenchlab.report.views import compare
+from pgbenchlab.report.views.compare import CellChange
+from pgbenchlab.report.views.metrics import METRICS
 from pgbenchlab.store import Store
 
 SETUP_ESTIMATE_S = 20  # two initdbs and two scale-10 datasets

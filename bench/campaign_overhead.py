@@ -36,7 +36,7 @@ from pathlib import Path
 from harness import HERE, Provenance
 from pgbenchlab import plan, runner
 from pgbenchlab.cli import quickstart_plan_path
-from pgbenchlab.report.viewmodel import campaign_id
+from pgbenchlab.report.views.build import campaign_id
 from pgbenchlab.results import FAILED
 from pgbenchlab.store import Store
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgbenchlab.analysis.changepoints import change_points, smallest_p_value
-from pgbenchlab.analysis.comparison import Verdict
+from pgbenchlab.analysis.comparison import ComparisonVerdict
 
 Series = list[tuple[str, list[float]]]
 
@@ -31,7 +31,7 @@ def test_a_step_is_found_where_it_happened() -> None:
     series = _series(np.random.default_rng(3), 8, 3, 0.06, {5: 1.2})
     (point,) = change_points(series, higher_is_better=True)
     assert (point.index, point.label, point.previous_label) == (5, "v5", "v4")
-    assert point.verdict is Verdict.IMPROVED
+    assert point.verdict is ComparisonVerdict.IMPROVED
     assert point.ci_low < 0.2 < point.ci_high
     assert point.relative_step == pytest.approx(point.after / point.before - 1)
     assert point.p_value < 0.01
@@ -41,15 +41,15 @@ def test_latency_going_up_is_a_regression() -> None:
     series = _series(np.random.default_rng(4), 6, 4, 0.06, {2: 1.3})
     (point,) = change_points(series, higher_is_better=False)
     assert point.index == 2 and point.relative_step > 0
-    assert point.verdict is Verdict.REGRESSED
+    assert point.verdict is ComparisonVerdict.REGRESSED
 
 
 def test_a_regression_and_its_fix_are_both_found() -> None:
     series = _series(np.random.default_rng(5), 12, 3, 0.06, {4: 0.75, 8: 1 / 0.75})
     points = change_points(series, higher_is_better=True)
     assert [(p.index, p.verdict) for p in points] == [
-        (4, Verdict.REGRESSED),
-        (8, Verdict.IMPROVED),
+        (4, ComparisonVerdict.REGRESSED),
+        (8, ComparisonVerdict.IMPROVED),
     ]
 
 

@@ -17,7 +17,11 @@ import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
 from pgbenchlab import plan, runner
-from pgbenchlab.report import series, write_report
+from pgbenchlab.report import write_report
+from pgbenchlab.report.render import markdown
+from pgbenchlab.report.views import steps
+from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.compare_series import within_campaign
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 
@@ -119,8 +123,8 @@ def test_axes_that_cannot_be_scanned_are_user_errors(
 def test_the_report_shows_the_same_steps(planner: Path, tmp_path: Path) -> None:
     db = planner / runner.RESULTS_DB
     with Store(db) as store:
-        expected = series.within_campaign(store, "planner", "random_page_cost")
-    table = series.step_table(expected)
+        expected = within_campaign(store, "planner", "random_page_cost")
+    table = steps.step_table(expected)
     page = write_report(db, output=tmp_path / "r.html")
     assert isinstance(page, Path)
     html = page.read_text(encoding="utf-8")
@@ -185,11 +189,11 @@ def test_servers_follow_the_plan_not_the_run_order(tmp_path: Path) -> None:
         tmp_path, SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(2,), repeats=4)
     )
     with Store(db) as store:
-        ran = series.within_campaign(store, None, "server")
+        ran = within_campaign(store, None, "server")
     with sqlite3.connect(db) as connection:
         connection.execute("UPDATE campaigns SET plan_text = ?", (plan_order,))
     with Store(db) as store:
-        planned = series.within_campaign(store, None, "server")
+        planned = within_campaign(store, None, "server")
     assert ran.order == ("pg14", "pg15", "pg16") and planned.order == ("pg16", "pg15", "pg14")
     first, second = ran.steps[0], planned.steps[0]
     assert (first.metric, first.previous, first.label, first.verdict) == (
@@ -211,11 +215,11 @@ setting = { work_mem = ["64MB", "4MB"] }
 [[server]]
 name = "a"
 """
-    assert series.plan_order(text) == (
+    assert steps.plan_order(text) == (
         ["b", "a"],
         {"synchronous_commit": ["off", "local", "on"], "work_mem": ["64MB", "4MB"]},
     )
-    assert series.plan_order("not = [toml") == ([], {})
+    assert steps.plan_order("not = [toml") == ([], {})
 
 
 def test_a_series_too_short_to_show_a_step_says_so(tmp_path: Path) -> None:
@@ -224,9 +228,26 @@ def test_a_series_too_short_to_show_a_step_says_so(tmp_path: Path) -> None:
         tmp_path, SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(1,))
     )
     with Store(db) as store:
-        found = series.within_campaign(store, None, "server")
+        found = within_campaign(store, None, "server")
     # Three times faster, yet three runs at three servers cannot reach 99 %.
     assert found.steps == () and found.too_short == ("all",)
     assert found.repeats_to_show == 4
-    assert "cannot show any step at 99% confidence" in series.summary(found)
-    assert "about 4 runs per value would do" in series.summary(found)
+    assert "cannot show any step at 99% confidence" in steps.summary(found)
+    assert "about 4 runs per value would do" in steps.summary(found)
+
+
+def test_the_view_holds_the_reports_scans_and_the_renderers_print_them(tmp_path: Path) -> None:
+    servers = tuple(
+        FakeServer(f"pg{v}", f"{v}.1", speed) for v, speed in ((14, 1.0), (15, 1.0), (16, 0.6))
+    )
+    db = write_synthetic(
+        tmp_path, SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(2,), repeats=4)
+    )
+    with Store(db) as store:
+        view = load_view(store, 1, detail=False)
+        fresh = steps.scan_view(view, "server")
+    assert view.scans == (fresh,)  # computed once, by build_view, the same as on demand
+    assert fresh.steps and fresh.steps[0].verdict == "regressed"
+    text = markdown.render(view)
+    assert f"### {markdown.escape(steps.title(fresh))}" in text
+    assert all(markdown.escape(value) in text for value in steps.step_table(fresh).rows[0])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pgbenchlab import plan, runner
-from pgbenchlab.report import compare
+from pgbenchlab.report.views import compare
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 

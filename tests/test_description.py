@@ -13,8 +13,9 @@ import pytest
 from conftest_report import SyntheticPlan, write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.errors import PlanError
-from pgbenchlab.report import markdown, write_report
-from pgbenchlab.report.viewmodel import load_view
+from pgbenchlab.report import write_report
+from pgbenchlab.report.render import markdown
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import MIGRATIONS, Store
 
 ABOUT = "Checkpoint tuning <b>before</b> & after"

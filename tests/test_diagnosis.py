@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pgbenchlab.analysis.diagnosis import (
+    Bottleneck,
     Checkpoint,
     Figures,
-    Verdict,
     checkpoints,
     diagnose,
     figures,
@@ -46,13 +46,13 @@ BASE = Figures(
 )
 
 
-def verdict(f: Figures) -> Verdict:
+def verdict(f: Figures) -> Bottleneck:
     return diagnose(f).verdict
 
 
 def test_a_healthy_run_is_unclear() -> None:
     result = diagnose(BASE)
-    assert result.verdict == Verdict.UNCLEAR
+    assert result.verdict == Bottleneck.UNCLEAR
     assert result.details["wait_shares"]["client"] == 0.7
 
 
@@ -64,15 +64,15 @@ def test_client_bound_counts_run_queue_wait_as_wanting_cpu() -> None:
     # 1 thread, 6 s on a CPU + 3.5 s waiting for one over 10 s: 95 % saturated.
     f = replace(BASE, pgbench_threads=1, pgbench_cpu_s=6.0, pgbench_wait_s=3.5)
     result = diagnose(f)
-    assert result.verdict == Verdict.CLIENT_BOUND
+    assert result.verdict == Bottleneck.CLIENT_BOUND
     assert "95 %" in result.evidence[0]
-    assert verdict(replace(f, pgbench_wait_s=2.5)) != Verdict.CLIENT_BOUND  # 85 %
+    assert verdict(replace(f, pgbench_wait_s=2.5)) != Bottleneck.CLIENT_BOUND  # 85 %
 
 
 def test_lock_bound_names_the_dominant_events() -> None:
     waits = {("Lock", "transactionid"): 50, ("Lock", "tuple"): 10, ("Client", "ClientRead"): 40}
     result = diagnose(replace(BASE, waits=waits))
-    assert result.verdict == Verdict.LOCK_BOUND
+    assert result.verdict == Bottleneck.LOCK_BOUND
     assert "60 %" in result.evidence[0]
     assert "Lock:transactionid 50 %" in result.evidence[1]
 
@@ -92,61 +92,61 @@ def test_wal_flush_bound_by_waits_or_by_the_fsync_figure() -> None:
     by_waits = replace(
         BASE, waits={("LWLock", "WALWrite"): 40, ("IO", "WALSync"): 20, ("CPU", "CPU"): 40}
     )
-    assert verdict(by_waits) == Verdict.WAL_FLUSH_BOUND
+    assert verdict(by_waits) == Bottleneck.WAL_FLUSH_BOUND
     # 8 000 flushes in 10 s against a device that syncs 1 000 times a second: 80 %.
     by_rate = replace(BASE, wal_syncs=8000.0, fsync_per_s=1000.0, fsync_method="fdatasync")
     result = diagnose(by_rate)
-    assert result.verdict == Verdict.WAL_FLUSH_BOUND
+    assert result.verdict == Bottleneck.WAL_FLUSH_BOUND
     assert any("80 % of pg_test_fsync's 1000 fdatasync/s" in e for e in result.evidence)
-    assert verdict(replace(by_rate, fsync_per_s=20_000.0)) == Verdict.UNCLEAR
+    assert verdict(replace(by_rate, fsync_per_s=20_000.0)) == Bottleneck.UNCLEAR
     busy = replace(BASE, wal_syncs=3000.0, wal_sync_time_ms=7500.0)  # syncing 75 % of the time
-    assert verdict(busy) == Verdict.WAL_FLUSH_BOUND
+    assert verdict(busy) == Bottleneck.WAL_FLUSH_BOUND
 
 
 def test_io_bound_by_data_file_waits_or_a_busy_device() -> None:
     waits = {("IO", "DataFileRead"): 45, ("Client", "ClientRead"): 55}
     result = diagnose(replace(BASE, waits=waits, blocks_read=30_000.0, blocks_hit=10_000.0))
-    assert result.verdict == Verdict.IO_BOUND
+    assert result.verdict == Bottleneck.IO_BOUND
     assert any("hit ratio 25 %" in e for e in result.evidence)
     device = replace(
         BASE, disk_util_pct=95.0, cpu_pct={**BASE.cpu_pct, "iowait": 30.0, "idle": 20.0}
     )
-    assert verdict(device) == Verdict.IO_BOUND
+    assert verdict(device) == Bottleneck.IO_BOUND
 
 
 def test_server_cpu_bound_needs_a_busy_host_and_a_hungry_server() -> None:
     busy = {"user": 80.0, "system": 17.0, "iowait": 0.0, "steal": 0.0, "idle": 3.0}
     hungry = replace(BASE, cpu_pct=busy, server_cpu_s=25.0, server_wait_s=5.0)
     result = diagnose(hungry)
-    assert result.verdict == Verdict.SERVER_CPU_BOUND
+    assert result.verdict == Bottleneck.SERVER_CPU_BOUND
     assert "server processes used 2.50 of 4 CPUs and wanted 3.00" in result.evidence[1]
     # The host is busy with something else: the server neither wants nor runs much.
     starved_by_others = replace(hungry, server_cpu_s=5.0, server_wait_s=0.0)
-    assert verdict(starved_by_others) == Verdict.UNCLEAR
+    assert verdict(starved_by_others) == Bottleneck.UNCLEAR
     # Backends running in most samples is enough on a busy host.
     running = replace(starved_by_others, waits={("CPU", "CPU"): 60, ("Client", "ClientRead"): 40})
-    assert verdict(running) == Verdict.SERVER_CPU_BOUND
+    assert verdict(running) == Bottleneck.SERVER_CPU_BOUND
 
 
 def test_checkpoint_disturbed_when_a_second_inside_the_window_dips() -> None:
     tps = tuple((t, 500.0 if t == 6 else 1000.0) for t in range(1, 11))
     ckpt = Checkpoint(5.2, 5.6, "checkpoint done")
     result = diagnose(replace(BASE, tps=tps, checkpoints=(ckpt,)))
-    assert result.verdict == Verdict.CHECKPOINT_DISTURBED
+    assert result.verdict == Bottleneck.CHECKPOINT_DISTURBED
     assert "second 6" in result.evidence[0] and "50 %" in result.evidence[0]
     # A dip of 30 % is within the noise threshold; a dip far from the checkpoint is not its.
     shallow = tuple((t, 700.0 if t == 6 else 1000.0) for t in range(1, 11))
-    assert verdict(replace(BASE, tps=shallow, checkpoints=(ckpt,))) == Verdict.UNCLEAR
+    assert verdict(replace(BASE, tps=shallow, checkpoints=(ckpt,))) == Bottleneck.UNCLEAR
     far = replace(BASE, tps=tps, checkpoints=(Checkpoint(1.5, 2.0, "early"),))
-    assert verdict(far) == Verdict.UNCLEAR
+    assert verdict(far) == Bottleneck.UNCLEAR
     # Without a checkpoint, a dip is not attributed to one.
-    assert verdict(replace(BASE, tps=tps)) == Verdict.UNCLEAR
+    assert verdict(replace(BASE, tps=tps)) == Bottleneck.UNCLEAR
 
 
 def test_the_first_and_last_seconds_never_count_as_a_dip() -> None:
     tps = ((1, 100.0), *((t, 1000.0) for t in range(2, 10)), (10, 50.0))
     ends = (Checkpoint(0.0, 1.0, "at start"), Checkpoint(9.5, 10.0, "at end"))
-    assert verdict(replace(BASE, tps=tps, checkpoints=ends)) == Verdict.UNCLEAR
+    assert verdict(replace(BASE, tps=tps, checkpoints=ends)) == Bottleneck.UNCLEAR
 
 
 def test_priority_client_then_checkpoint_then_largest_wait_share_then_cpu() -> None:
@@ -154,13 +154,13 @@ def test_priority_client_then_checkpoint_then_largest_wait_share_then_cpu() -> N
     busy = {"user": 90.0, "system": 8.0, "iowait": 0.0, "steal": 0.0, "idle": 2.0}
     f = replace(BASE, waits=waits, cpu_pct=busy, server_cpu_s=30.0, server_wait_s=5.0)
     assert [x.verdict for x in findings(f)] == [
-        Verdict.WAL_FLUSH_BOUND,
-        Verdict.LOCK_BOUND,
-        Verdict.SERVER_CPU_BOUND,
+        Bottleneck.WAL_FLUSH_BOUND,
+        Bottleneck.LOCK_BOUND,
+        Bottleneck.SERVER_CPU_BOUND,
     ]
     assert diagnose(f).details["also"] == ["lock_bound", "server_cpu_bound"]
     client = replace(f, pgbench_threads=1, pgbench_cpu_s=9.5, pgbench_wait_s=0.3)
-    assert verdict(client) == Verdict.CLIENT_BOUND
+    assert verdict(client) == Bottleneck.CLIENT_BOUND
 
 
 def telemetry(**changes: object) -> RunTelemetry:

@@ -21,9 +21,9 @@ import pytest
 from conftest_report import SyntheticPlan, add_diagnosis, write_synthetic
 from pgbenchlab import plan, runner
 from pgbenchlab.plan import RunSpec
-from pgbenchlab.report import compare
-from pgbenchlab.report.advice import likely_cause
-from pgbenchlab.report.viewmodel import load_view
+from pgbenchlab.report.views import compare
+from pgbenchlab.report.views.advice import likely_cause
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 

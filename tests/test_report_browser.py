@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, add_events, write_synthetic
-from pgbenchlab.report import telemetry, write_report
-from pgbenchlab.report.viewmodel import load_view
+from pgbenchlab.report import write_report
+from pgbenchlab.report.views import telemetry_series
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
 from report_browser import Browser, chromium, open_report, screenshot_of
 from support import embedded_data
@@ -35,12 +36,12 @@ PROBES = {
 }
 # The telemetry panels under a run's TPS, by the datasets that draw them.
 PANELS = {
-    telemetry.WAITS: "waits",
-    telemetry.HOST_CPU: "cpu",
-    telemetry.PROCESS_CPU: "cpu",
-    telemetry.IO: "io",
-    telemetry.DISK_BUSY: "disk_busy",
-    telemetry.COMMITS: "commits",
+    telemetry_series.WAITS: "waits",
+    telemetry_series.HOST_CPU: "cpu",
+    telemetry_series.PROCESS_CPU: "cpu",
+    telemetry_series.IO: "io",
+    telemetry_series.DISK_BUSY: "disk_busy",
+    telemetry_series.COMMITS: "commits",
 }
 # Per panel of the run's timeline: its areas and lines drawn (rules, such as server events and
 # the invisible zoom carrier, left out), and the first label of its time axis.
@@ -255,7 +256,7 @@ def test_telemetry_under_the_tps_zooms_with_it(tmp_path: Path) -> None:
 def test_runs_beyond_the_telemetry_budget_say_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(telemetry, "TELEMETRY_SECONDS", 2 * TELEMETRY_PLAN.duration_s)
+    monkeypatch.setattr(telemetry_series, "TELEMETRY_SECONDS", 2 * TELEMETRY_PLAN.duration_s)
     db = write_synthetic(tmp_path / "res", TELEMETRY_PLAN)
     out = write_report(db, output=tmp_path / "report.html")
     assert isinstance(out, Path)

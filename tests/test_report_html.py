@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab.report import html, images, markdown, telemetry, write_report
-from pgbenchlab.report.model import ReportView
-from pgbenchlab.report.tables import key_tables
-from pgbenchlab.report.viewmodel import load_view
+from pgbenchlab.report import write_report
+from pgbenchlab.report.render import html, images, markdown
+from pgbenchlab.report.render.tables import key_tables
+from pgbenchlab.report.views import telemetry_series
+from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.store import Store
 from support import embedded_data
 
@@ -273,7 +275,7 @@ def test_telemetry_series_are_embedded_for_runs_that_have_them(
             assert shown == {}
             continue
         assert_as_stored(telemetry_db, run.id, shown, host_cpus=2)
-        waits = {label for dataset, label in shown if dataset == telemetry.WAITS}
+        waits = {label for dataset, label in shown if dataset == telemetry_series.WAITS}
         with sqlite3.connect(telemetry_db) as connection:
             events = connection.execute(
                 "SELECT DISTINCT metric FROM run_telemetry_seconds "
@@ -281,9 +283,11 @@ def test_telemetry_series_are_embedded_for_runs_that_have_them(
                 (run.id,),
             ).fetchall()
         assert waits == {e[0] for e in events}  # at most MAX_EVENTS: none summed here
-    assert (telemetry.IO, "data disk: read") not in decoded_telemetry(data, 1)  # 0 throughout
+    assert (telemetry_series.IO, "data disk: read") not in decoded_telemetry(
+        data, 1
+    )  # 0 throughout
     select_only = next(r for r in view.runs if r.workload == "select-only" and r.ok)
-    assert (telemetry.IO, "WAL: generated") not in decoded_telemetry(data, select_only.id)
+    assert (telemetry_series.IO, "WAL: generated") not in decoded_telemetry(data, select_only.id)
     assert data["detail"]["telemetry"]["note"] == ""  # every run's telemetry is drawn
 
 
@@ -293,15 +297,15 @@ def assert_as_stored(
     """Every drawn metric the run stored with a value other than 0 is shown, as stored (in
     display units); no other series is (wait events apart)."""
     expected = set()
-    for (source, metric), how in telemetry.DRAWN.items():
+    for (source, metric), how in telemetry_series.DRAWN.items():
         stored = stored_series(db, run_id, source, metric)
         key = (how.dataset, how.label)
         if not any(stored.values()) or key in expected:  # absent, 0, or drawn from another
             continue
         expected.add(key)
-        factor = host_cpus / 100 if how.factor == telemetry.HOST_SHARE else how.factor
+        factor = host_cpus / 100 if how.factor == telemetry_series.HOST_SHARE else how.factor
         assert_close_to_stored(shown[key], stored, factor)
-    assert {key for key in shown if key[0] != telemetry.WAITS} == expected
+    assert {key for key in shown if key[0] != telemetry_series.WAITS} == expected
 
 
 def test_telemetry_and_tps_share_the_time_axis(telemetry_db: Path, tmp_path: Path) -> None:
@@ -327,7 +331,7 @@ def test_telemetry_and_tps_share_the_time_axis(telemetry_db: Path, tmp_path: Pat
 def test_telemetry_beyond_the_budget_is_left_out_and_said(
     telemetry_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(telemetry, "TELEMETRY_SECONDS", 3 * TELEMETRY_PLAN.duration_s)
+    monkeypatch.setattr(telemetry_series, "TELEMETRY_SECONDS", 3 * TELEMETRY_PLAN.duration_s)
     data = report_data(telemetry_db, tmp_path / "r.html")
     drawn = [run for run, item in data["detail"]["runs"].items() if "x" in item]
     assert drawn == ["1", "2", "4"]  # the first ones in run order (3 failed: no telemetry)
@@ -343,10 +347,10 @@ def test_telemetry_beyond_the_budget_is_left_out_and_said(
 
 
 def test_the_first_repeat_of_every_cell_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(telemetry, "TELEMETRY_SECONDS", 200)
+    monkeypatch.setattr(telemetry_series, "TELEMETRY_SECONDS", 200)
     # (id, repeat, sequence, measured seconds): a sequential campaign, repeats side by side
     runs = [(1, 1, 0, 60.02), (2, 2, 1, 60.01), (3, 1, 2, 60.03), (4, 2, 3, 60.0), (5, 1, 4, 90)]
-    assert telemetry.charted(runs) == [1, 3]  # run 5 would pass the budget: it stops there
+    assert telemetry_series.charted(runs) == [1, 3]  # run 5 would pass the budget: it stops there
 
 
 def test_beyond_the_busiest_wait_events_the_rest_are_summed_per_type() -> None:
@@ -357,13 +361,13 @@ def test_beyond_the_busiest_wait_events_the_rest_are_summed_per_type() -> None:
         for i, event in enumerate(events)
         for t in ((1,) if i == 0 else (1, 2))
     ]
-    series = {s.label: s for s in telemetry.drawn_series(rows, host_cpus=None)}
-    busiest = events[: telemetry.MAX_EVENTS]
+    series = {s.label: s for s in telemetry_series.drawn_series(rows, host_cpus=None)}
+    busiest = events[: telemetry_series.MAX_EVENTS]
     assert set(series) == set(busiest) | {"CPU:other", "IO:other", "Client:other"}
     assert series["IO:other"].values == (2.0, 2.0) and series["Client:other"].values == (1.0, 1.0)
     assert series["LWLock:L0"].t == (1, 2) and series["LWLock:L0"].values == (33.0, 0.0)
     stacked = [label.split(":")[0] for label in series]  # stacking order: by type, CPU first
-    assert stacked == sorted(stacked, key=telemetry.WAIT_TYPES.index)
+    assert stacked == sorted(stacked, key=telemetry_series.WAIT_TYPES.index)
 
 
 def test_telemetry_timeline_as_an_image(telemetry_db: Path, tmp_path: Path) -> None:
@@ -394,8 +398,8 @@ def test_real_campaign_telemetry_in_the_payload(real_campaign: Any, tmp_path: Pa
             continue
         assert_as_stored(db, run_id, shown, recorded[run_id])
         # the host's CPU and pgbench's are sampled for every managed run
-        assert (telemetry.HOST_CPU, "host: user") in shown
-        assert (telemetry.PROCESS_CPU, "pgbench: on a CPU") in shown
+        assert (telemetry_series.HOST_CPU, "host: user") in shown
+        assert (telemetry_series.PROCESS_CPU, "pgbench: on a CPU") in shown
         if status == "ok":
             seconds = page_seconds(data, run_id)
             first_telemetry = min(t for series in shown.values() for t in series)

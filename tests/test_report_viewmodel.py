@@ -25,9 +25,9 @@ from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.analysis.stats import student_t_quantile
 from pgbenchlab.errors import UserError
 from pgbenchlab.report import summary_rows, summary_text
-from pgbenchlab.report.bins import display_bin, display_histogram
-from pgbenchlab.report.model import ReportView
-from pgbenchlab.report.viewmodel import load_view, mean_interval
+from pgbenchlab.report.views.build import load_view, mean_interval
+from pgbenchlab.report.views.display_bins import display_bin, display_histogram
+from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.store import Store
 
 PLAN = SyntheticPlan(failures=(3,), aborted=(5,), duration_s=30)

@@ -11,7 +11,7 @@ from pgbenchlab import plan, runner
 from pgbenchlab.errors import PlanError
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.version import parse_version
-from pgbenchlab.report.viewmodel import load_view
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 

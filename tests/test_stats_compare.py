@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pgbenchlab.analysis.comparison import (
     MAX_REPEATS,
     Comparison,
-    Verdict,
+    ComparisonVerdict,
     compare,
     repeats_for_margin,
 )
@@ -101,12 +101,12 @@ def test_warning_when_runs_vary_too_much() -> None:
 # ---------------------------------------------------------------------------------------------
 # Properties of compare
 
-CHANGED = {Verdict.IMPROVED, Verdict.REGRESSED}
+CHANGED = {ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED}
 FLIPPED = {
-    Verdict.IMPROVED: Verdict.REGRESSED,
-    Verdict.REGRESSED: Verdict.IMPROVED,
-    Verdict.WITHIN_NOISE: Verdict.WITHIN_NOISE,
-    Verdict.NOT_ENOUGH_DATA: Verdict.NOT_ENOUGH_DATA,
+    ComparisonVerdict.IMPROVED: ComparisonVerdict.REGRESSED,
+    ComparisonVerdict.REGRESSED: ComparisonVerdict.IMPROVED,
+    ComparisonVerdict.WITHIN_NOISE: ComparisonVerdict.WITHIN_NOISE,
+    ComparisonVerdict.NOT_ENOUGH_DATA: ComparisonVerdict.NOT_ENOUGH_DATA,
 }
 
 # Run-level values: a level times noise factors, which is how repeats of one cell look.
@@ -175,10 +175,10 @@ def test_a_better_candidate_never_looks_worse(
         assert worse.ci_high is not None
         assert better.ci_low >= worse.ci_low - 1e-12
         assert better.ci_high >= worse.ci_high - 1e-12
-    if worse.verdict is Verdict.IMPROVED:
-        assert better.verdict is Verdict.IMPROVED
-    if better.verdict is Verdict.REGRESSED:
-        assert worse.verdict is Verdict.REGRESSED
+    if worse.verdict is ComparisonVerdict.IMPROVED:
+        assert better.verdict is ComparisonVerdict.IMPROVED
+    if better.verdict is ComparisonVerdict.REGRESSED:
+        assert worse.verdict is ComparisonVerdict.REGRESSED
 
 
 @given(samples, samples, st.booleans(), st.floats(0.0, 0.08), st.sampled_from([0.8, 0.9, 0.95]))
@@ -188,7 +188,7 @@ def test_verdict_agrees_with_interval_and_threshold(
     c = compare(a, b, higher_is_better=hib, threshold=threshold, confidence=confidence)
     band = math.log1p(threshold)
     if c.ci_low is None:
-        assert c.verdict is Verdict.NOT_ENOUGH_DATA
+        assert c.verdict is ComparisonVerdict.NOT_ENOUGH_DATA
         return
     assert c.ci_high is not None and c.p_value is not None
     low, high = math.log1p(c.ci_low), math.log1p(c.ci_high)
@@ -198,8 +198,8 @@ def test_verdict_agrees_with_interval_and_threshold(
         assert c.p_value < 1 - confidence
         assert low > band or high < -band
         went_up = low > band
-        assert (c.verdict is Verdict.IMPROVED) == (went_up == hib)
-    elif c.verdict is Verdict.WITHIN_NOISE:
+        assert (c.verdict is ComparisonVerdict.IMPROVED) == (went_up == hib)
+    elif c.verdict is ComparisonVerdict.WITHIN_NOISE:
         assert abs(math.log1p(c.relative_change)) <= band
         assert c.repeats_needed is None
     else:
@@ -229,7 +229,7 @@ def test_repeats_needed_delivers_the_promised_power() -> None:
     sigma = _lognormal_sigma(0.06)
     n = repeats_for_margin(sigma, math.log1p(0.10) - math.log1p(0.02), 0.95)
     results = _simulate(1000, (n, n), (0.06, 0.06), 0.10, seed=21)
-    assert sum(r.verdict is Verdict.IMPROVED for r in results) / len(results) >= 0.75
+    assert sum(r.verdict is ComparisonVerdict.IMPROVED for r in results) / len(results) >= 0.75
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_repeats_needed_delivers_the_promised_power() -> None:
 
 def test_clear_tps_gain_is_an_improvement() -> None:
     c = compare([1000, 1010, 990, 1005], [1200, 1190, 1210, 1195], higher_is_better=True)
-    assert c.verdict is Verdict.IMPROVED
+    assert c.verdict is ComparisonVerdict.IMPROVED
     assert c.relative_change == pytest.approx(0.195, abs=0.01)
     assert c.ci_low is not None and c.ci_low > 0.15
     assert "beyond the 2% threshold" in c.reason
@@ -247,23 +247,23 @@ def test_clear_tps_gain_is_an_improvement() -> None:
 def test_latency_direction_is_reversed() -> None:
     slower = compare([1.00, 1.01, 0.99], [1.30, 1.31, 1.29], higher_is_better=False)
     faster = compare([1.30, 1.31, 1.29], [1.00, 1.01, 0.99], higher_is_better=False)
-    assert slower.verdict is Verdict.REGRESSED and slower.relative_change > 0
-    assert faster.verdict is Verdict.IMPROVED and faster.relative_change < 0
+    assert slower.verdict is ComparisonVerdict.REGRESSED and slower.relative_change > 0
+    assert faster.verdict is ComparisonVerdict.IMPROVED and faster.relative_change < 0
 
 
 def test_too_few_runs() -> None:
     one_side = compare([1000], [1000, 1050, 980], higher_is_better=True)
-    assert one_side.verdict is Verdict.NOT_ENOUGH_DATA
+    assert one_side.verdict is ComparisonVerdict.NOT_ENOUGH_DATA
     assert one_side.ci_low is None and one_side.p_value is None
     assert one_side.repeats_needed is not None  # from the noise of the other side
     assert "at least 2 runs" in one_side.reason
     single = compare([1000], [1100], higher_is_better=True)
-    assert single.verdict is Verdict.NOT_ENOUGH_DATA and single.repeats_needed is None
+    assert single.verdict is ComparisonVerdict.NOT_ENOUGH_DATA and single.repeats_needed is None
 
 
 def test_noisy_three_runs_ask_for_more() -> None:
     c = compare([46_000, 84_000, 60_000], [52_000, 70_000, 81_000], higher_is_better=True)
-    assert c.verdict is Verdict.NOT_ENOUGH_DATA
+    assert c.verdict is ComparisonVerdict.NOT_ENOUGH_DATA
     assert c.repeats_needed is not None and c.repeats_needed > 3
     assert f"about {c.repeats_needed} runs per side" in c.reason
     assert len(c.warnings) == 2
@@ -271,16 +271,16 @@ def test_noisy_three_runs_ask_for_more() -> None:
 
 def test_identical_runs_are_within_noise() -> None:
     same = compare([500.0] * 3, [500.0] * 3, higher_is_better=True)
-    assert same.verdict is Verdict.WITHIN_NOISE and same.p_value == 1.0
+    assert same.verdict is ComparisonVerdict.WITHIN_NOISE and same.p_value == 1.0
     steady = compare([500.0] * 3, [600.0] * 3, higher_is_better=True)
-    assert steady.verdict is Verdict.IMPROVED and steady.p_value == 0.0
+    assert steady.verdict is ComparisonVerdict.IMPROVED and steady.p_value == 0.0
 
 
 def test_tiny_but_significant_change_is_within_noise() -> None:
     c = compare(
         [1000, 1001, 999, 1000, 1000], [1010, 1011, 1009, 1010, 1010], higher_is_better=True
     )
-    assert c.verdict is Verdict.WITHIN_NOISE
+    assert c.verdict is ComparisonVerdict.WITHIN_NOISE
     assert c.p_value is not None and c.p_value < 0.001
     assert "negligible" in c.reason
 
@@ -326,8 +326,8 @@ def test_aa_campaigns_rarely_cry_wolf(cv: float, n: int) -> None:
 
 def test_known_gain_is_found_with_the_right_sign() -> None:
     results = _simulate(2000, (5, 5), (0.06, 0.06), 0.20, seed=7)
-    assert sum(r.verdict is Verdict.IMPROVED for r in results) / len(results) >= 0.80
-    assert not any(r.verdict is Verdict.REGRESSED for r in results)
+    assert sum(r.verdict is ComparisonVerdict.IMPROVED for r in results) / len(results) >= 0.80
+    assert not any(r.verdict is ComparisonVerdict.REGRESSED for r in results)
 
 
 def test_known_latency_increase_is_a_regression() -> None:
@@ -337,7 +337,7 @@ def test_known_latency_increase_is_a_regression() -> None:
     for _ in range(500):
         base = (2.0 * np.exp(rng.normal(0, sigma, 5))).tolist()
         cand = (2.4 * np.exp(rng.normal(0, sigma, 5))).tolist()
-        found += compare(base, cand, higher_is_better=False).verdict is Verdict.REGRESSED
+        found += compare(base, cand, higher_is_better=False).verdict is ComparisonVerdict.REGRESSED
     assert found / 500 >= 0.80
 
 

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from pgbenchlab import store as store_module
-from pgbenchlab.analysis.diagnosis import Diagnosis, Verdict
+from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis
 from pgbenchlab.results import OK, RunResult
 from pgbenchlab.store import SCHEMA_VERSION, Store
 from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
@@ -84,7 +84,7 @@ def test_migrations_upgrade_a_schema_1_database_and_keep_its_runs(tmp_path: Path
 
 
 def test_a_run_with_telemetry_and_diagnosis(tmp_path: Path) -> None:
-    diagnosis = Diagnosis(Verdict.WAL_FLUSH_BOUND, ("waits on WAL 80 %",), {"also": []})
+    diagnosis = Diagnosis(Bottleneck.WAL_FLUSH_BOUND, ("waits on WAL 80 %",), {"also": []})
     result = RunResult(
         run_key="k-r1",
         cell_id="k",

@@ -16,7 +16,8 @@ from pgbenchlab import __version__, exporting, installs, jsontext, plan, report,
 from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.redaction import redact_setting
-from pgbenchlab.report import compare, series
+from pgbenchlab.report.views import compare
+from pgbenchlab.report.views import compare_series as series
 from pgbenchlab.results import FAILED, RunResult
 from pgbenchlab.store import Store
 

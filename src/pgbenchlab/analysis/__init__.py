@@ -1,7 +1,8 @@
 """Analysis: pure functions from measured numbers to estimates, comparisons and verdicts.
 
 Owns percentiles and confidence intervals (`stats`), latency histograms (`histogram`), run-level
-comparisons and their verdicts (`comparison`), step detection along an ordered axis
-(`changepoints`) and what limited a run (`diagnosis`). It may import `errors` and the records it
-reads (`results`, `telemetry.records`); nothing here starts a process, opens a database or draws.
+comparisons and their verdicts (`comparison`), which cells of two selections are compared
+(`cells`), step detection along an ordered axis (`changepoints`) and what limited a run
+(`diagnosis`). It may import `errors` and the records it reads (`results`,
+`telemetry.records`); nothing here starts a process, opens a database or draws.
 """

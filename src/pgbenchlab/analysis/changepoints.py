@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, Verdict, log_values
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, ComparisonVerdict, log_values
 from pgbenchlab.analysis.stats import student_t_quantile
 
 # A scan tests every boundary of every segment; the stricter level keeps false alarms in a
@@ -47,7 +47,7 @@ class ChangePoint:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: Verdict
+    verdict: ComparisonVerdict
 
 
 def smallest_p_value(run_counts: Sequence[int], permutations: int = DEFAULT_PERMUTATIONS) -> float:
@@ -269,7 +269,7 @@ def _describe(
                 ci_low=math.expm1(change - step.half),
                 ci_high=math.expm1(change + step.half),
                 p_value=p_value,
-                verdict=Verdict.IMPROVED if improved else Verdict.REGRESSED,
+                verdict=ComparisonVerdict.IMPROVED if improved else ComparisonVerdict.REGRESSED,
             )
         )
     return points

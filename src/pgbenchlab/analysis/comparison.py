@@ -25,7 +25,9 @@ from pgbenchlab.analysis.stats import (
 )
 
 
-class Verdict(StrEnum):
+class ComparisonVerdict(StrEnum):
+    """How a candidate compares with its baseline (a step with the values before it, too)."""
+
     IMPROVED = "improved"
     REGRESSED = "regressed"
     WITHIN_NOISE = "within_noise"
@@ -73,7 +75,7 @@ class Comparison:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    verdict: Verdict
+    verdict: ComparisonVerdict
     repeats_needed: int | None
     reason: str
     warnings: tuple[VariationWarning, ...]
@@ -146,7 +148,7 @@ class _Inference:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    verdict: Verdict
+    verdict: ComparisonVerdict
     repeats_needed: int | None
     reason: str
 
@@ -160,14 +162,18 @@ def _infer(base_logs: Sequence[float], cand_logs: Sequence[float], rules: _Rules
             f"(baseline {len(base_logs)}, candidate {len(cand_logs)})"
         )
         needed = _repeats_for(sd, estimate, rules)
-        return _Inference(estimate, None, None, None, Verdict.NOT_ENOUGH_DATA, needed, reason)
+        return _Inference(
+            estimate, None, None, None, ComparisonVerdict.NOT_ENOUGH_DATA, needed, reason
+        )
     diff = welch_log_difference(base_logs, cand_logs)
     half = log_half_width(diff, rules.confidence)
     p_value = welch_p_value(diff)
     verdict = decide(
         estimate, half, p_value, rules.band, rules.reach, rules.confidence, rules.higher_is_better
     )
-    needed = _repeats_for(sd, estimate, rules) if verdict is Verdict.NOT_ENOUGH_DATA else None
+    needed = (
+        _repeats_for(sd, estimate, rules) if verdict is ComparisonVerdict.NOT_ENOUGH_DATA else None
+    )
     low, high = math.expm1(estimate - half), math.expm1(estimate + half)
     stated = (
         f"{_signed(math.expm1(estimate))} ({rules.confidence:.0%} CI {_signed(low)} to "
@@ -227,13 +233,17 @@ def decide(
     reach: float,
     confidence: float,
     higher_is_better: bool,
-) -> Verdict:
+) -> ComparisonVerdict:
     """The verdict from log-scale estimate, interval half-width, p-value and bands."""
     if p_value < 1 - confidence and abs(estimate) - half > band:
-        return Verdict.IMPROVED if (estimate > 0) == higher_is_better else Verdict.REGRESSED
+        return (
+            ComparisonVerdict.IMPROVED
+            if (estimate > 0) == higher_is_better
+            else ComparisonVerdict.REGRESSED
+        )
     if abs(estimate) <= band and abs(estimate) + half <= reach:
-        return Verdict.WITHIN_NOISE
-    return Verdict.NOT_ENOUGH_DATA
+        return ComparisonVerdict.WITHIN_NOISE
+    return ComparisonVerdict.NOT_ENOUGH_DATA
 
 
 def pooled_log_sd(base_logs: Sequence[float], cand_logs: Sequence[float]) -> float | None:
@@ -295,11 +305,11 @@ def _signed(x: float) -> str:
     return f"{x:+.1%}"
 
 
-def _explain(verdict: Verdict, p_value: float, needed: int | None, rules: _Rules) -> str:
-    if verdict in (Verdict.IMPROVED, Verdict.REGRESSED):
+def _explain(verdict: ComparisonVerdict, p_value: float, needed: int | None, rules: _Rules) -> str:
+    if verdict in (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED):
         better = "higher" if rules.higher_is_better else "lower"
         return f"beyond the {rules.threshold:.0%} threshold, {better} is better"
-    if verdict is Verdict.WITHIN_NOISE:
+    if verdict is ComparisonVerdict.WITHIN_NOISE:
         small = ", a significant but negligible change" if p_value < 1 - rules.confidence else ""
         return (
             f"inside the {rules.threshold:.0%} threshold{small}; "

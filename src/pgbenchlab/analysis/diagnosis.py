@@ -46,7 +46,9 @@ CPU_SHARE = 0.50
 CHECKPOINT_MARGIN_S = 1.0
 
 
-class Verdict(StrEnum):
+class Bottleneck(StrEnum):
+    """What limited a run: the verdict of its diagnosis."""
+
     CLIENT_BOUND = "client_bound"
     CHECKPOINT_DISTURBED = "checkpoint_disturbed"
     LOCK_BOUND = "lock_bound"
@@ -58,14 +60,14 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class Finding:
-    verdict: Verdict
+    verdict: Bottleneck
     strength: float  # the share or ratio that decided it (orders the wait-based rules)
     evidence: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    verdict: Verdict
+    verdict: Bottleneck
     evidence: tuple[str, ...]
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -174,7 +176,7 @@ def client_bound(f: Figures) -> Finding | None:
     if saturation < CLIENT_SATURATION:
         return None
     return Finding(
-        Verdict.CLIENT_BOUND,
+        Bottleneck.CLIENT_BOUND,
         saturation,
         (
             f"pgbench's {f.pgbench_threads} thread(s) were on a CPU or waiting for one "
@@ -211,7 +213,7 @@ def checkpoint_disturbed(f: Figures) -> Finding | None:
     ratio, t, baseline, checkpoint = found
     worst = ratio * baseline
     return Finding(
-        Verdict.CHECKPOINT_DISTURBED,
+        Bottleneck.CHECKPOINT_DISTURBED,
         1 - ratio,
         (
             f"TPS fell to {worst:.0f}/s in second {t} during a checkpoint "
@@ -226,7 +228,7 @@ def lock_bound(f: Figures) -> Finding | None:
     if share < WAIT_SHARE:
         return None
     return Finding(
-        Verdict.LOCK_BOUND,
+        Bottleneck.LOCK_BOUND,
         share,
         (
             f"benchmark backends waited for locks in {_pct(share)} of samples",
@@ -256,7 +258,7 @@ def wal_flush_bound(f: Figures) -> Finding | None:
         evidence.append(f"WAL flushes {syncs:.0f}/s{commit_text}{fsync}")
     if busy is not None:
         evidence.append(f"WAL syncs took {_pct(busy)} of the run's time")
-    return Finding(Verdict.WAL_FLUSH_BOUND, max(share, ratio or 0, busy or 0), tuple(evidence))
+    return Finding(Bottleneck.WAL_FLUSH_BOUND, max(share, ratio or 0, busy or 0), tuple(evidence))
 
 
 def io_bound(f: Figures) -> Finding | None:
@@ -275,7 +277,7 @@ def io_bound(f: Figures) -> Finding | None:
     if f.disk_util_pct is not None:
         wait = f", await {f.disk_await_ms:.2f} ms" if f.disk_await_ms is not None else ""
         evidence.append(f"data disk {f.disk_util_pct:.0f} % busy{wait}; iowait {iowait:.0f} %")
-    return Finding(Verdict.IO_BOUND, max(share, 0.5 if device_busy else 0.0), tuple(evidence))
+    return Finding(Bottleneck.IO_BOUND, max(share, 0.5 if device_busy else 0.0), tuple(evidence))
 
 
 def server_cpu_bound(f: Figures) -> Finding | None:
@@ -297,7 +299,7 @@ def server_cpu_bound(f: Figures) -> Finding | None:
         f"pgbench {pgbench:.2f}; other processes {others:.2f}",
         f"backends running on a CPU in {_pct(running)} of samples",
     ]
-    return Finding(Verdict.SERVER_CPU_BOUND, busy / 100, tuple(evidence))
+    return Finding(Bottleneck.SERVER_CPU_BOUND, busy / 100, tuple(evidence))
 
 
 FIRST: tuple[Callable[[Figures], Finding | None], ...] = (client_bound, checkpoint_disturbed)
@@ -343,7 +345,7 @@ def diagnose(f: Figures) -> Diagnosis:
         why = "no rule matched"
         if f.rate_limited:
             why += "; a rate-limited run (-R): the schedule, not a resource, sets its throughput"
-        return Diagnosis(Verdict.UNCLEAR, (why,), details)
+        return Diagnosis(Bottleneck.UNCLEAR, (why,), details)
     details["also"] = [x.verdict.value for x in found[1:]]
     details["also_evidence"] = {x.verdict.value: list(x.evidence) for x in found[1:]}
     return Diagnosis(found[0].verdict, found[0].evidence, details)

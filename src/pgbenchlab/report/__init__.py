@@ -2,7 +2,10 @@
 
 `write_report` writes the self-contained HTML report (or the Markdown summary, or every chart
 as images); `summary_text` is the terminal summary at the end of a campaign. All of them render
-one view model (`viewmodel.load_view`), so every output shows the same numbers.
+one view model (`views.build.load_view`), so every output shows the same numbers.
+
+Two subpackages: `views` (records → the view model, computed once) and `render` (the view
+model → HTML, Markdown, images). Data flows one way: store → views → render.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from pathlib import Path
 
 from pgbenchlab import files
 from pgbenchlab.errors import UserError
-from pgbenchlab.report import html, images, markdown
-from pgbenchlab.report.summary import SummaryRow, summary_rows, summary_text
-from pgbenchlab.report.viewmodel import campaign_id, load_view, open_store
+from pgbenchlab.report.render import html, images, markdown
+from pgbenchlab.report.views.build import campaign_id, load_view, open_store
+from pgbenchlab.report.views.summary import SummaryRow, summary_rows, summary_text
 
 FORMATS = ("html", "markdown")
 DEFAULT_HTML = "report.html"

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pgbenchlab.analysis.histogram import SUB_BUCKET_BITS, LatencyHistogram
-from pgbenchlab.report.model import HistogramView
+from pgbenchlab.report.views.model import HistogramView
 
 DISPLAY_BITS = 3  # 2**3 = 8 display bins per power of two
 US_PER_MS = 1000.0

@@ -11,11 +11,12 @@ import time
 from collections.abc import Iterable, Sequence
 
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
-from pgbenchlab.report import series
-from pgbenchlab.report.datasets import cell_link, run_link
-from pgbenchlab.report.model import Advice, ReportView, ServerView
-from pgbenchlab.report.payload import common_facts
-from pgbenchlab.report.tables import Table, change_tables, key_tables
+from pgbenchlab.report.render.chart_data import cell_link, run_link
+from pgbenchlab.report.render.payload import common_facts
+from pgbenchlab.report.render.tables import change_tables, key_tables
+from pgbenchlab.report.views.model import Advice, ReportView, ServerView
+from pgbenchlab.report.views.steps import step_table, summary, title
+from pgbenchlab.report.views.text import Table
 
 MAX_RUN_LINKS = 12
 
@@ -212,14 +213,13 @@ def summary_tables(view: ReportView) -> str:
 
 def change_points(view: ReportView) -> str:
     """Steps along the servers and the setting axes with 3 values or more, as the CLI finds them."""
-    scans = series.report_scans(view)
-    if not scans:
+    if not view.scans:
         return ""
     parts = [
-        data_table(series.step_table(found))
+        data_table(step_table(found))
         if found.steps
-        else f"<h3>{esc(series.title(found))}</h3><p>{esc(series.summary(found))}</p>"
-        for found in scans
+        else f"<h3>{esc(title(found))}</h3><p>{esc(summary(found))}</p>"
+        for found in view.scans
     ]
     heading = "<h2>Where performance stepped</h2>"
     return f'<section id="change-points">{heading}{"".join(parts)}</section>'

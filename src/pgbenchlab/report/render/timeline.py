@@ -5,14 +5,14 @@ up with what the server and the host did in that second: wait events, CPU, the d
 WAL, commits. Every panel carries the same zoom (wheel, drag; double-click resets) and the
 server-event rules (checkpoints, autovacuum). A panel or layer whose data the run lacks is
 dropped (`runcharts.without_missing`), never drawn as zeros. The data are the long rows
-``{t, s, v}`` (second, series label, value) of `report.telemetry`'s datasets.
+``{t, s, v}`` (second, series label, value) of `views.telemetry_series`'s datasets.
 """
 
 from __future__ import annotations
 
-from pgbenchlab.report.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
-from pgbenchlab.report.runcharts import NEEDS, TIME_X, event_rules, needs, tps_line, zoom
-from pgbenchlab.report.telemetry import (
+from pgbenchlab.report.render.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
+from pgbenchlab.report.render.runcharts import NEEDS, TIME_X, event_rules, needs, tps_line, zoom
+from pgbenchlab.report.views.telemetry_series import (
     COMMITS,
     DISK_BUSY,
     HOST_CPU,

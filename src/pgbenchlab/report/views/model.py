@@ -91,7 +91,7 @@ class TelemetrySeries:
     """One telemetry series of a run as the run detail draws it: in display units (cores, MB/s,
     backends), on the run's seconds axis (``t`` covers the second (t − 1, t], as TPS does)."""
 
-    dataset: str  # the chart data it belongs to (`report.telemetry`)
+    dataset: str  # the chart data it belongs to (`telemetry_series`)
     label: str
     t: tuple[int, ...]
     values: tuple[float | None, ...]  # None: no reading that second
@@ -237,6 +237,44 @@ class Axis:
 
 
 @dataclass(frozen=True)
+class Step:
+    """A change point of one cell and metric: performance moved between two series values."""
+
+    cell: str  # the other axes that vary, as text
+    axes: Pairs  # every other axis of the cell
+    metric: str
+    previous: str
+    label: str
+    before: float  # geometric means of the segments either side
+    after: float
+    relative_step: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Scan:
+    """Every cell of the other axes scanned along ``axis``."""
+
+    axis: str
+    order: tuple[str, ...]
+    threshold: float
+    confidence: float
+    cells: int  # cells with results at `steps.MIN_POINTS` values or more
+    series: int  # (cell, metric) series scanned
+    not_scanned: int  # cells with results at fewer values
+    too_short: tuple[str, ...]  # scanned cells whose runs cannot show a step at `confidence`
+    repeats_to_show: int | None  # runs per point that could, for those cells
+    steps: tuple[Step, ...]
+
+    @property
+    def cells_with_steps(self) -> int:
+        return len({s.cell for s in self.steps})
+
+
+@dataclass(frozen=True)
 class ReportView:
     campaign: CampaignView
     servers: tuple[ServerView, ...]
@@ -249,3 +287,4 @@ class ReportView:
     changes: tuple[ChangeView, ...]
     advice: tuple[Advice, ...]
     confidence: float
+    scans: tuple[Scan, ...] = ()  # change points along the server and setting axes (`steps`)

@@ -12,10 +12,10 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from pgbenchlab.report import telemetry
-from pgbenchlab.report.datasets import THREADS_LABEL, event_rows, seconds_rows
-from pgbenchlab.report.model import HistogramView, ReportView, RunView, TelemetrySeries
-from pgbenchlab.report.telemetry import LIMITS, PROCESS_CPU
+from pgbenchlab.report.render.chart_data import THREADS_LABEL, event_rows, seconds_rows
+from pgbenchlab.report.views import telemetry_series
+from pgbenchlab.report.views.model import HistogramView, ReportView, RunView, TelemetrySeries
+from pgbenchlab.report.views.telemetry_series import LIMITS, PROCESS_CPU
 
 K = TypeVar("K", bound=Hashable)
 LEVELS = 100  # telemetry values are kept to 1 % of their series' peak
@@ -229,7 +229,7 @@ def telemetry_note(view: ReportView) -> str:
     if not left_out:
         return ""
     drawn = sum(1 for r in view.runs if r.telemetry)
-    budget = telemetry.TELEMETRY_SECONDS
+    budget = telemetry_series.TELEMETRY_SECONDS
     return (
         f"To keep this file small, telemetry charts are drawn for {drawn:,} of the "
         f"{drawn + left_out:,} runs with telemetry: the first repeat of every cell first, then "

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 import time
 
-from pgbenchlab.report import series
-from pgbenchlab.report.model import ReportView
-from pgbenchlab.report.tables import Table, change_tables, key_tables
+from pgbenchlab.report.render.tables import change_tables, key_tables
+from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.report.views.steps import step_table, summary, title
+from pgbenchlab.report.views.text import Table
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 # Only "<" that could open a tag, and "&" that could open an entity, mean anything to
@@ -76,13 +77,13 @@ def render(view: ReportView) -> str:
         parts += ["", f"### Relative change against {escape(view.baseline or '')}"]
         for t in changes:
             parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
-    for found in series.report_scans(view):
-        parts += ["", f"### {escape(series.title(found))}", ""]
-        steps = series.step_table(found)
+    for found in view.scans:
+        parts += ["", f"### {escape(title(found))}", ""]
+        steps = step_table(found)
         parts += (
             [table(steps), "", f"_{escape(steps.note)}_"]
             if found.steps
-            else [escape(series.summary(found))]
+            else [escape(summary(found))]
         )
     parts += ["", f"<sub>pgbenchlab {escape(view.campaign.pgbenchlab_version)}</sub>", ""]
     return "\n".join(parts)

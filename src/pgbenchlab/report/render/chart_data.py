@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pgbenchlab.report.charts import VERDICT_MARKS
-from pgbenchlab.report.labels import panel_label
-from pgbenchlab.report.model import Axis, CellView, ChangeView, Interval, ReportView, RunView
-from pgbenchlab.report.telemetry import LIMITS, PROCESS_CPU
+from pgbenchlab.report.render.charts import VERDICT_MARKS
+from pgbenchlab.report.views.labels import panel_label
+from pgbenchlab.report.views.model import Axis, CellView, ChangeView, Interval, ReportView, RunView
+from pgbenchlab.report.views.telemetry_series import LIMITS, PROCESS_CPU
 
 Row = dict[str, Any]
 THREADS_LABEL = "pgbench threads (-j)"

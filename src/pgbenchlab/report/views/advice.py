@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT, high_variation_warning
-from pgbenchlab.report.labels import cell_title
-from pgbenchlab.report.model import Advice, Axis, CellView, RunView
+from pgbenchlab.report.views.labels import cell_title
+from pgbenchlab.report.views.model import Advice, Axis, CellView, RunView
 
 # Below a minute a run measures warm-up, cache state and whether a checkpoint fell inside it
 # more than steady state; pgbench-tools and most published results use 60 s or more.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgbenchlab.report.model import ReportView
-from pgbenchlab.report.tables import fmt_ms, fmt_tps
-from pgbenchlab.report.viewmodel import load_view
+from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.report.views.text import fmt_ms, fmt_tps
 from pgbenchlab.store import Store
 
 

@@ -5,41 +5,13 @@ baseline. Markdown, the HTML report and the terminal summary all print these sam
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
-from pgbenchlab.report.charts import VERDICT_MARKS
-from pgbenchlab.report.labels import panel_label
-from pgbenchlab.report.model import CellView, ChangeView, Interval, ReportView
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    note: str = ""
-    link_ids: tuple[str, ...] = ()  # per row: the cell the row's first cell links to, or ""
-
-
-def fmt_tps(interval: Interval | None) -> str:
-    """Mean TPS with the half-width of its confidence interval, as a share of the mean."""
-    if interval is None:
-        return "failed"
-    text = f"{interval.mean:,.0f}"
-    if interval.low is not None and interval.high is not None and interval.mean:
-        half = (interval.high - interval.low) / 2 / interval.mean
-        text += f" ±{half:.1%}" if half <= 1 else " ±>100%"
-    if interval.cv is not None and interval.cv > DEFAULT_CV_LIMIT:
-        text += " ⚠"
-    return text
-
-
-def fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.3f}" if value < 100 else f"{value:,.1f}"
+from pgbenchlab.report.render.charts import VERDICT_MARKS
+from pgbenchlab.report.views.labels import panel_label
+from pgbenchlab.report.views.model import CellView, ChangeView, ReportView
+from pgbenchlab.report.views.text import Table, fmt_ms, fmt_tps
 
 
 def fmt_change(change: ChangeView | None) -> str:

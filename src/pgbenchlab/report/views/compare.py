@@ -1,7 +1,8 @@
 """`pgbenchlab compare`: every matrix cell two selections have in common, with a verdict.
 
 A selection is one server of a campaign (within a campaign) or a whole campaign (across
-campaigns). Cells are matched on every axis but the one that differs; the unit of evidence is
+campaigns). Cells are matched on every axis but the one that differs (`analysis.cells`, as the
+report matches servers); the unit of evidence is
 the run (repeats), and the verdicts come from `pgbenchlab.analysis.comparison.compare`.
 """
 
@@ -11,16 +12,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from pgbenchlab import jsontext
-from pgbenchlab.analysis.comparison import Comparison, Verdict, compare
+from pgbenchlab.analysis.cells import cell_label, match_cells, match_key, varying_axes
+from pgbenchlab.analysis.comparison import Comparison, ComparisonVerdict, compare
 from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
-from pgbenchlab.report.advice import likely_cause
-from pgbenchlab.report.model import CellView, ReportView, RunView
-from pgbenchlab.report.viewmodel import campaign_id, load_view, metric_values
+from pgbenchlab.report.views.advice import likely_cause
+from pgbenchlab.report.views.build import campaign_id, load_view
+from pgbenchlab.report.views.metrics import METRICS, format_value, one_server_each, run_values
+from pgbenchlab.report.views.model import CellView, ReportView, RunView
 from pgbenchlab.store import Store
-
-# metric → (label, higher is better)
-METRICS = {"tps": ("TPS", True), "p99": ("p99 latency", False), "p50": ("p50 latency", False)}
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,6 @@ def across_campaigns(store: Store, first: str, second: str, threshold: float) ->
     )
 
 
-def one_server_each(views: Sequence[ReportView]) -> bool:
-    """One server per campaign (a patch against master, say): matched whatever it is called."""
-    return all(len({c.dim("server") for c in v.cells}) == 1 for v in views)
-
-
 def match(
     base_view: ReportView,
     base_cells: Sequence[CellView],
@@ -78,21 +73,17 @@ def match(
     ignore: tuple[str, ...],
     threshold: float,
 ) -> list[CellChange]:
-    def key(cell: CellView) -> tuple[tuple[str, str], ...]:
-        return tuple(d for d in cell.dims if d[0] not in ignore)
-
-    index = {key(c): c for c in base_cells}
     base_runs = {r.id: r for r in base_view.runs}
     cand_runs = {r.id: r for r in cand_view.runs}
-    varying = varying_axes([key(c) for c in base_cells])
+    pairs = match_cells(base_cells, cand_cells, _dims, ignore)
+    varying = varying_axes([match_key(c.dims, ignore) for c in base_cells])
     changes = []
-    for cell in cand_cells:
-        base = index.get(key(cell))
-        if base is None:
-            continue
-        label = ", ".join(f"{k}={v}" for k, v in key(cell) if k in varying) or "all"
+    for pair in pairs:
+        label = cell_label(pair.key, varying)
         for metric in METRICS:
-            change = cell_change(label, metric, base, base_runs, cell, cand_runs, threshold)
+            change = cell_change(
+                label, metric, pair.baseline, base_runs, pair.candidate, cand_runs, threshold
+            )
             if change is not None:
                 changes.append(change)
     if not changes:
@@ -100,13 +91,8 @@ def match(
     return changes
 
 
-def varying_axes(keys: Sequence[tuple[tuple[str, str], ...]]) -> set[str]:
-    """The axes whose value differs between cells: the ones worth naming in a label."""
-    values: dict[str, set[str]] = {}
-    for key in keys:
-        for axis, value in key:
-            values.setdefault(axis, set()).add(value)
-    return {axis for axis, seen in values.items() if len(seen) > 1}
+def _dims(cell: CellView) -> tuple[tuple[str, str], ...]:
+    return cell.dims
 
 
 def cell_change(
@@ -118,8 +104,8 @@ def cell_change(
     cand_runs: dict[int, RunView],
     threshold: float,
 ) -> CellChange | None:
-    base_values = values(base, base_runs, metric)
-    cand_values = values(cand, cand_runs, metric)
+    base_values = run_values(base, base_runs, metric)
+    cand_values = run_values(cand, cand_runs, metric)
     if not base_values or not cand_values:
         return None
     _, higher_is_better = METRICS[metric]
@@ -163,15 +149,8 @@ def _variation(label: str, baseline: Side, candidate: Side) -> tuple[str, ...]:
     return tuple(found)
 
 
-def values(cell: CellView, runs: dict[int, RunView], metric: str) -> list[float]:
-    if metric == "p50":
-        found = [runs[i].p50_ms for i in cell.run_ids if runs[i].ok]
-        return [v for v in found if v is not None and v > 0]
-    return metric_values(cell, runs, metric)
-
-
 def regressed(changes: Sequence[CellChange]) -> bool:
-    return any(c.verdict == Verdict.REGRESSED for c in changes)
+    return any(c.verdict == ComparisonVerdict.REGRESSED for c in changes)
 
 
 def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str:
@@ -193,17 +172,13 @@ def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str
         ])  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    counts = {v: sum(c.verdict == v for c in changes) for v in Verdict}
+    counts = {v: sum(c.verdict == v for c in changes) for v in ComparisonVerdict}
     lines.append("")
     lines.append(", ".join(f"{n} {v.value.replace('_', ' ')}" for v, n in counts.items()))
     warnings = [w for c in changes for w in c.warnings]
     if warnings:
         lines += ["", "High variation between repeats:", *(f"  {w}" for w in warnings)]
     return "\n".join(lines)
-
-
-def format_value(metric: str, value: float) -> str:
-    return f"{value:,.0f}" if metric == "tps" else f"{value:.3f} ms"
 
 
 def as_json(changes: Sequence[CellChange]) -> str:

@@ -1,12 +1,12 @@
 """Chart specifications for one run: its seconds, their sorted TPS, its latency distribution.
 
-The data names are ``run_seconds``, ``run_events`` and ``run_hist`` (see `datasets`). The
+The data names are ``run_seconds``, ``run_events`` and ``run_hist`` (see `chart_data`). The
 latency axes span the whole campaign, so the histograms of two runs compare at a glance.
 """
 
 from __future__ import annotations
 
-from pgbenchlab.report.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
+from pgbenchlab.report.render.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
 
 WIDTH, HEIGHT = 540, 200
 TIME_X: Spec = {"field": "t", "type": "quantitative", "title": "time since the measured start (s)"}

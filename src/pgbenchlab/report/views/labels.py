@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgbenchlab.report.model import Axis, CellView
+from pgbenchlab.report.views.model import Axis, CellView
 
 
 def panel_label(cell: CellView, axes: Sequence[Axis], series: str | None) -> str:

@@ -18,8 +18,8 @@ import zstandard
 
 from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.redaction import redact_settings
-from pgbenchlab.report.bins import display_histogram
-from pgbenchlab.report.model import (
+from pgbenchlab.report.views.display_bins import display_histogram
+from pgbenchlab.report.views.model import (
     CampaignView,
     EventView,
     HistogramView,
@@ -29,7 +29,7 @@ from pgbenchlab.report.model import (
     ServerView,
     TelemetrySeries,
 )
-from pgbenchlab.report.telemetry import charted, drawn_series, wanted_sql
+from pgbenchlab.report.views.telemetry_series import charted, drawn_series, wanted_sql
 from pgbenchlab.store import Store
 
 # Spec keys shown as axes of their own or implied by others; the rest tell cells apart as

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pgbenchlab.report.charts import (
+from pgbenchlab.report.render.charts import (
     FADE,
     Spec,
     base_spec,

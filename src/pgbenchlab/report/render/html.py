@@ -15,8 +15,15 @@ from importlib import resources
 from typing import Any
 
 from pgbenchlab import jsontext
-from pgbenchlab.report import bundle, charts, comparecharts, runcharts, sections, timeline
-from pgbenchlab.report.datasets import (
+from pgbenchlab.report.render import (
+    bundle,
+    charts,
+    compare_charts,
+    runcharts,
+    sections,
+    timeline,
+)
+from pgbenchlab.report.render.chart_data import (
     cell_rows,
     change_limit,
     change_rows,
@@ -24,9 +31,9 @@ from pgbenchlab.report.datasets import (
     latency_domain,
     series_choices,
 )
-from pgbenchlab.report.model import ReportView
-from pgbenchlab.report.payload import detail_payload, runs_payload
-from pgbenchlab.report.sections import esc
+from pgbenchlab.report.render.payload import detail_payload, runs_payload
+from pgbenchlab.report.render.sections import esc
+from pgbenchlab.report.views.model import ReportView
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -69,7 +76,9 @@ def inline_script(code: str) -> str:
 
 
 def _asset(name: str) -> str:
-    return (resources.files("pgbenchlab.report") / "assets" / name).read_text(encoding="utf-8")
+    return (resources.files("pgbenchlab.report.render") / "assets" / name).read_text(
+        encoding="utf-8"
+    )
 
 
 # -- chart list ----------------------------------------------------------------------------------
@@ -89,7 +98,7 @@ def main_charts(view: ReportView) -> list[dict[str, Any]]:
     for metric in ("tps", "p99"):
         if any(c.metric == metric for c in view.changes):
             limit = change_limit(view)
-            spec = comparecharts.heatmap_chart(metric, view.baseline or "", limit, view.confidence)
+            spec = compare_charts.heatmap_chart(metric, view.baseline or "", limit, view.confidence)
             specs = {"all": charts.with_order(spec, orders)}
             found.append({"id": f"chart-heat-{metric}", "kind": "heatmap", "specs": specs})
     return found
@@ -130,7 +139,7 @@ def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
             "chart-dist",
             "dist",
             any(r.histogram is not None and r.ok for r in view.runs),
-            lambda a, t: comparecharts.distribution_chart(a, t, clients),
+            lambda a, t: compare_charts.distribution_chart(a, t, clients),
         ),
     ]
     return [(chart_id, kind, make) for chart_id, kind, present, make in candidates if present]

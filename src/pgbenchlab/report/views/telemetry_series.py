@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pgbenchlab.report.model import TelemetrySeries
+from pgbenchlab.report.views.model import TelemetrySeries
 from pgbenchlab.telemetry.osstats import MB
 
 # Chart datasets, one per kind of figure (a chart layer draws one).

@@ -1,11 +1,12 @@
-"""`pgbenchlab compare --series`: where performance steps along an ordered axis.
+"""Step scans: where performance steps along an ordered axis (`compare --series`, reports).
 
 A series is an axis whose values come in an order the reader cares about: the servers in plan
 order (versions, oldest first), the values of a server-setting axis in plan order, a numeric
 axis (scale, clients, rate, ...) in numeric order, or campaigns in the order given (commits,
 nightly builds). Every cell of the other axes is scanned for TPS, p99 and p50 with
-`pgbenchlab.analysis.changepoints.change_points` over its runs; the HTML and Markdown
-reports show the same scans for the server and setting axes.
+`pgbenchlab.analysis.changepoints.change_points` over its runs. `build_view` runs the
+report's scans (the server and setting axes) once, into `ReportView.scans`; the HTML and
+Markdown reports print them, and `compare_series` loads campaigns and scans them on demand.
 """
 
 from __future__ import annotations
@@ -13,30 +14,21 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
-from pgbenchlab import jsontext
+from pgbenchlab.analysis.cells import cell_label, varying_axes
 from pgbenchlab.analysis.changepoints import (
     DEFAULT_SERIES_CONFIDENCE,
     change_points,
     significance,
     smallest_p_value,
 )
-from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, Verdict
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, ComparisonVerdict
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan import setting_text
-from pgbenchlab.report.compare import (
-    METRICS,
-    format_value,
-    one_server_each,
-    values,
-    varying_axes,
-)
-from pgbenchlab.report.model import CellView, Pairs, ReportView, RunView
-from pgbenchlab.report.tables import Table
-from pgbenchlab.report.viewmodel import campaign_id, load_view
-from pgbenchlab.store import Store
+from pgbenchlab.report.views.metrics import METRICS, format_value, one_server_each, run_values
+from pgbenchlab.report.views.model import CellView, Pairs, ReportView, RunView, Scan, Step
+from pgbenchlab.report.views.text import Table
 
 MIN_POINTS = 3  # two points are a comparison: `compare --baseline/--candidate`
 CAMPAIGN = "campaign"
@@ -51,44 +43,6 @@ NUMERIC_AXES: dict[str, Callable[[RunView], float]] = {
 
 
 @dataclass(frozen=True)
-class Step:
-    """A change point of one cell and metric: performance moved between two series values."""
-
-    cell: str  # the other axes that vary, as text
-    axes: Pairs  # every other axis of the cell
-    metric: str
-    previous: str
-    label: str
-    before: float  # geometric means of the segments either side
-    after: float
-    relative_step: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    verdict: str
-
-
-@dataclass(frozen=True)
-class Scan:
-    """Every cell of the other axes scanned along ``axis``."""
-
-    axis: str
-    order: tuple[str, ...]
-    threshold: float
-    confidence: float
-    cells: int  # cells with results at MIN_POINTS values or more
-    series: int  # (cell, metric) series scanned
-    not_scanned: int  # cells with results at fewer values
-    too_short: tuple[str, ...]  # scanned cells whose runs cannot show a step at `confidence`
-    repeats_to_show: int | None  # runs per point that could, for those cells
-    steps: tuple[Step, ...]
-
-    @property
-    def cells_with_steps(self) -> int:
-        return len({s.cell for s in self.steps})
-
-
-@dataclass(frozen=True)
 class _Point:
     """A cell at one value of the series, with every axis (the series axis included)."""
 
@@ -97,34 +51,7 @@ class _Point:
     runs: dict[int, RunView]
 
 
-# -- entry points ------------------------------------------------------------------------------
-
-
-def within_campaign(
-    store: Store, campaign: str | None, axis: str, threshold: float = DEFAULT_THRESHOLD
-) -> Scan:
-    return scan_view(load_view(store, campaign_id(store, campaign), detail=False), axis, threshold)
-
-
-def across_campaigns(
-    store: Store, names: Sequence[str], threshold: float = DEFAULT_THRESHOLD
-) -> Scan:
-    """Campaigns in the order given; cells matched on every axis, as `compare A B` does."""
-    if len(names) < MIN_POINTS:
-        raise UserError(
-            f"--series campaign needs at least {MIN_POINTS} campaigns in order, got {len(names)}"
-        )
-    if len(set(names)) < len(names):
-        raise UserError(f"a campaign is named twice in {' '.join(names)}")
-    views = [load_view(store, campaign_id(store, name), detail=False) for name in names]
-    drop = ("server",) if one_server_each(views) else ()
-    points = []
-    for name, view in zip(names, views, strict=True):
-        runs = {r.id: r for r in view.runs}
-        for cell in view.cells:
-            dims = {k: v for k, v in series_dims(cell, view, runs).items() if k not in drop}
-            points.append(_Point({CAMPAIGN: name, **dims}, cell, runs))
-    return _scan(CAMPAIGN, names, points, threshold)
+# -- scans -------------------------------------------------------------------------------------
 
 
 def scan_view(view: ReportView, axis: str, threshold: float = DEFAULT_THRESHOLD) -> Scan:
@@ -150,7 +77,21 @@ def report_scans(view: ReportView, threshold: float = DEFAULT_THRESHOLD) -> list
 
 
 def regressed(found: Scan) -> bool:
-    return any(s.verdict == Verdict.REGRESSED for s in found.steps)
+    return any(s.verdict == ComparisonVerdict.REGRESSED for s in found.steps)
+
+
+def scan_campaigns(
+    names: Sequence[str], views: Sequence[ReportView], threshold: float = DEFAULT_THRESHOLD
+) -> Scan:
+    """Campaigns in the order given; cells matched on every axis, as `compare A B` does."""
+    drop = ("server",) if one_server_each(views) else ()
+    points = []
+    for name, view in zip(names, views, strict=True):
+        runs = {r.id: r for r in view.runs}
+        for cell in view.cells:
+            dims = {k: v for k, v in series_dims(cell, view, runs).items() if k not in drop}
+            points.append(_Point({CAMPAIGN: name, **dims}, cell, runs))
+    return _scan(CAMPAIGN, names, points, threshold)
 
 
 # -- axes and their order ----------------------------------------------------------------------
@@ -252,7 +193,7 @@ def _scan(axis: str, order: Sequence[str], points: Sequence[_Point], threshold: 
     scanned, series, too_short, fewest_points = 0, 0, [], len(order)
     for key, members in cells.items():
         members.sort(key=lambda p: rank[p.dims[axis]])
-        label = ", ".join(f"{k}={v}" for k, v in key if k in varying) or "all"
+        label = cell_label(key, varying)
         found = [(metric, s) for metric in METRICS if (s := _series(members, axis, metric))]
         if not found:
             continue
@@ -279,7 +220,7 @@ def _scan(axis: str, order: Sequence[str], points: Sequence[_Point], threshold: 
 
 def _series(members: Sequence[_Point], axis: str, metric: str) -> list[tuple[str, list[float]]]:
     """(value, run-level values) in series order; empty when fewer than MIN_POINTS have runs."""
-    found = [(p.dims[axis], values(p.cell, p.runs, metric)) for p in members]
+    found = [(p.dims[axis], run_values(p.cell, p.runs, metric)) for p in members]
     kept = [(label, runs) for label, runs in found if runs]
     return kept if len(kept) >= MIN_POINTS else []
 
@@ -392,25 +333,3 @@ def note(found: Scan) -> str:
         f"permutation test. A step must lie beyond ±{found.threshold:.0%}. About 1 flat "
         f"series in 100 shows a step by chance; {found.series} series were scanned."
     )
-
-
-def as_text(found: Scan) -> str:
-    table = step_table(found)
-    lines = [table.title, ""]
-    if found.steps:
-        rows = [table.header, *table.rows]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(table.header))]
-        lines += [
-            "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        ]
-        lines.append("")
-    lines.append(summary(found))
-    return "\n".join(lines)
-
-
-def as_json(found: Scan) -> str:
-    data: dict[str, Any] = asdict(found)
-    data["cells_with_steps"] = found.cells_with_steps
-    for step in data["steps"]:
-        step["axes"] = dict(step["axes"])
-    return jsontext.dumps(data, indent=2)

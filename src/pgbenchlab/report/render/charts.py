@@ -9,7 +9,7 @@ than through Altair: the data are already shaped by the view model, and Altair w
 jsonschema, narwhals and jinja2 for no gain in what the reader sees.
 
 Specs name their data (``{"name": "cells"}``); the HTML page and the image exporter supply the
-datasets, so data shared by several charts is embedded once. Field names are in `datasets`.
+datasets, so data shared by several charts is embedded once. Field names are in `chart_data`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Results database → view model: cells, intervals, comparisons and advice, as frozen records.
+"""Results database → view model: cells, intervals, comparisons, step scans and advice.
 
-`load_view` reads (through `load`); `build_view` is a pure function of the records, so tests
-can check every number against the database, and every output renders the same numbers.
+`load_view` reads (through `load`); `build_view` is a pure function of the records that
+computes everything an output shows, once, so tests can check every number against the
+database, and every output renders the same numbers.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from pgbenchlab.analysis.cells import Matched, match_cells
 from pgbenchlab.analysis.comparison import compare
 from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
-from pgbenchlab.report import advice
-from pgbenchlab.report.load import load_campaign, load_runs, load_servers
-from pgbenchlab.report.model import (
+from pgbenchlab.report.views import advice
+from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
+from pgbenchlab.report.views.metrics import run_values
+from pgbenchlab.report.views.model import (
     Axis,
     CampaignView,
     CellView,
@@ -28,6 +31,7 @@ from pgbenchlab.report.model import (
     RunView,
     ServerView,
 )
+from pgbenchlab.report.views.steps import report_scans
 from pgbenchlab.store import Store
 
 CONFIDENCE = 0.95
@@ -78,13 +82,14 @@ def build_view(
     baseline: str | None = None,
     confidence: float = CONFIDENCE,
 ) -> ReportView:
+    """Everything the outputs show, computed here once: the renderers only print it."""
     dims = run_dims(runs)
     cells = tuple(add_efficiency(build_cells(runs, dims, confidence)))
     axes = tuple(a for a in AXES if len({d[a.key] for d in dims.values()}) > 1)
     labels = _server_labels(servers, runs)
     chosen = choose_baseline(labels, servers, baseline)
     changes = tuple(compare_servers(cells, runs, chosen, confidence)) if chosen else ()
-    return ReportView(
+    view = ReportView(
         campaign=campaign,
         servers=tuple(servers),
         differing_settings=differing_settings(servers),
@@ -97,6 +102,7 @@ def build_view(
         advice=advice.collect(runs, cells, axes),
         confidence=confidence,
     )
+    return replace(view, scans=tuple(report_scans(view)))
 
 
 # -- axes --------------------------------------------------------------------------------------
@@ -277,39 +283,31 @@ def compare_servers(
 ) -> list[ChangeView]:
     """Every candidate cell against the baseline server's cell with the same other axes."""
     by_id = {r.id: r for r in runs}
-    index = {_match_key(c): c for c in cells if c.dim("server") == baseline}
+    base = [c for c in cells if c.dim("server") == baseline]
+    others = [c for c in cells if c.dim("server") != baseline]
     changes = []
-    for cell in cells:
-        base = index.get(_match_key(cell))
-        if cell.dim("server") == baseline or base is None:
-            continue
+    for pair in match_cells(base, others, _dims, ignore=("server",)):
         for metric, higher_is_better in (("tps", True), ("p99", False)):
-            change = _change(cell, base, by_id, metric, higher_is_better, confidence)
+            change = _change(pair, by_id, metric, higher_is_better, confidence)
             if change is not None:
                 changes.append(change)
     return changes
 
 
-def _match_key(cell: CellView) -> Pairs:
-    return tuple(d for d in cell.dims if d[0] != "server")
-
-
-def metric_values(cell: CellView, by_id: dict[int, RunView], metric: str) -> list[float]:
-    runs = [by_id[i] for i in cell.run_ids if by_id[i].ok]
-    values = [r.tps if metric == "tps" else r.p99_ms for r in runs]
-    return [v for v in values if v is not None and v > 0]
+def _dims(cell: CellView) -> Pairs:
+    return cell.dims
 
 
 def _change(
-    cell: CellView,
-    base: CellView,
+    pair: Matched[CellView],
     by_id: dict[int, RunView],
     metric: str,
     higher_is_better: bool,
     confidence: float,
 ) -> ChangeView | None:
-    cand_values = metric_values(cell, by_id, metric)
-    base_values = metric_values(base, by_id, metric)
+    cell, base = pair.candidate, pair.baseline
+    cand_values = run_values(cell, by_id, metric)
+    base_values = run_values(base, by_id, metric)
     if not cand_values or not base_values:
         return None
     result = compare(

@@ -8,9 +8,9 @@ from typing import Any
 
 import vl_convert
 
-from pgbenchlab.report import datasets, runcharts
-from pgbenchlab.report.html import main_charts, run_chart_templates
-from pgbenchlab.report.model import ReportView, RunView
+from pgbenchlab.report.render import chart_data, runcharts
+from pgbenchlab.report.render.html import main_charts, run_chart_templates
+from pgbenchlab.report.views.model import ReportView, RunView
 
 PNG_SCALE = 2  # twice the on-screen size: sharp in posts and on high-density screens
 RUN_CHARTS = (
@@ -54,11 +54,11 @@ def write_chart(spec: dict[str, Any], base: Path) -> list[Path]:
 def chart_specs(view: ReportView, *, per_run: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
     """(file name, spec with its data) for the campaign's charts, then each run's."""
     shared = {
-        "cells": datasets.cell_rows(view),
-        "changes": datasets.change_rows(view),
-        "dist": datasets.dist_rows(view),
+        "cells": chart_data.cell_rows(view),
+        "changes": chart_data.change_rows(view),
+        "dist": chart_data.dist_rows(view),
     }
-    axis = datasets.default_series(view)
+    axis = chart_data.default_series(view)
     for chart in main_charts(view):
         spec = chart["specs"].get(axis) or next(iter(chart["specs"].values()))
         yield chart["id"].removeprefix("chart-"), {**spec, "datasets": shared}
@@ -69,11 +69,11 @@ def chart_specs(view: ReportView, *, per_run: bool = True) -> Iterator[tuple[str
 
 
 def _run_specs(run: RunView, templates: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    telemetry = datasets.telemetry_rows(run)
+    telemetry = chart_data.telemetry_rows(run)
     data = {
-        "run_seconds": datasets.seconds_rows(run),
-        "run_hist": datasets.hist_rows(run),
-        "run_events": datasets.event_rows(run),
+        "run_seconds": chart_data.seconds_rows(run),
+        "run_hist": chart_data.hist_rows(run),
+        "run_events": chart_data.event_rows(run),
         **telemetry,
     }
     present = runcharts.available(data["run_seconds"], data["run_events"]) | set(telemetry)

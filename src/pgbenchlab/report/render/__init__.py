@@ -1,0 +1,8 @@
+"""Renderers: a built view model (`report.views`) drawn as HTML, Markdown or chart images.
+
+Owns the page (`html`, `sections`, `tables`, `payload`, `bundle`, `assets/`), the Markdown
+summary (`markdown`), the Vega-Lite charts and their data (`charts`, `compare_charts`,
+`runcharts`, `timeline`, `chart_data`) and their export as images (`images`). A renderer only
+renders: it imports `report.views` (the records and the shared text), `analysis` constants and
+`jsontext`; never the store, and it computes no statistics.
+"""

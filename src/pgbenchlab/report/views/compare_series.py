@@ -1,0 +1,73 @@
+"""`pgbenchlab compare --series`: campaigns from the results database scanned for steps.
+
+The scanning is `steps`; this module loads the views it scans and prints the result for the
+terminal (text or JSON).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from pgbenchlab import jsontext
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.errors import UserError
+from pgbenchlab.report.views.build import campaign_id, load_view
+from pgbenchlab.report.views.model import Scan
+from pgbenchlab.report.views.steps import (
+    CAMPAIGN,
+    MIN_POINTS,
+    regressed,
+    scan_campaigns,
+    scan_view,
+    step_table,
+    summary,
+)
+from pgbenchlab.store import Store
+
+__all__ = ["CAMPAIGN", "across_campaigns", "as_json", "as_text", "regressed", "within_campaign"]
+
+
+def within_campaign(
+    store: Store, campaign: str | None, axis: str, threshold: float = DEFAULT_THRESHOLD
+) -> Scan:
+    view = load_view(store, campaign_id(store, campaign), detail=False)
+    computed = [s for s in view.scans if s.axis == axis and s.threshold == threshold]
+    return computed[0] if computed else scan_view(view, axis, threshold)
+
+
+def across_campaigns(
+    store: Store, names: Sequence[str], threshold: float = DEFAULT_THRESHOLD
+) -> Scan:
+    """Campaigns in the order given (commits, nightly builds): at least `MIN_POINTS`."""
+    if len(names) < MIN_POINTS:
+        raise UserError(
+            f"--series campaign needs at least {MIN_POINTS} campaigns in order, got {len(names)}"
+        )
+    if len(set(names)) < len(names):
+        raise UserError(f"a campaign is named twice in {' '.join(names)}")
+    views = [load_view(store, campaign_id(store, name), detail=False) for name in names]
+    return scan_campaigns(names, views, threshold)
+
+
+def as_text(found: Scan) -> str:
+    table = step_table(found)
+    lines = [table.title, ""]
+    if found.steps:
+        rows = [table.header, *table.rows]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(table.header))]
+        lines += [
+            "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        ]
+        lines.append("")
+    lines.append(summary(found))
+    return "\n".join(lines)
+
+
+def as_json(found: Scan) -> str:
+    data: dict[str, Any] = asdict(found)
+    data["cells_with_steps"] = found.cells_with_steps
+    for step in data["steps"]:
+        step["axes"] = dict(step["axes"])
+    return jsontext.dumps(data, indent=2)
