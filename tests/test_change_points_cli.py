@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
 from pgbenchlab.report import series, write_report
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
@@ -50,10 +51,10 @@ def planner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("planner")
     the_plan = plan.parse(PLANNER, str(base / "planner.toml"), base=base)
     results = base / "results"
-    outcome = runner.run_campaign(the_plan, results, QuietReporter())
+    outcome = run_campaign(the_plan, results, QuietReporter())
     assert outcome.failed == 0
     yield results
-    runner.remove_clusters(results)
+    remove_clusters(results)
 
 
 def compare_series(results: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -117,7 +118,7 @@ def test_axes_that_cannot_be_scanned_are_user_errors(
 
 @pytest.mark.server
 def test_the_report_shows_the_same_steps(planner: Path, tmp_path: Path) -> None:
-    db = planner / runner.RESULTS_DB
+    db = planner / RESULTS_DB
     with Store(db) as store:
         expected = series.within_campaign(store, "planner", "random_page_cost")
     table = series.step_table(expected)

@@ -2,6 +2,7 @@
 
 Owns percentiles and confidence intervals (`stats`), latency histograms (`histogram`), run-level
 comparisons and their verdicts (`comparison`), step detection along an ordered axis
-(`changepoints`) and what limited a run (`diagnosis`). It may import `errors` and the records it
-reads (`results`, `telemetry.records`); nothing here starts a process, opens a database or draws.
+(`changepoints`) and what limited a run (`diagnosis`). It may import `errors`, the records it
+reads (`results`, `telemetry.records`) and the thresholds of `findings`; nothing here starts a
+process, opens a database or draws.
 """

@@ -16,6 +16,7 @@ from pgbenchlab.report.datasets import cell_link, run_link
 from pgbenchlab.report.model import Advice, ReportView, ServerView
 from pgbenchlab.report.payload import common_facts
 from pgbenchlab.report.tables import Table, change_tables, key_tables
+from pgbenchlab.results import RunStatus
 
 MAX_RUN_LINKS = 12
 
@@ -69,9 +70,9 @@ def data_table(t: Table) -> str:
 def campaign_facts(view: ReportView) -> str:
     c = view.campaign
     runs = view.runs
-    ok = sum(r.status == "ok" for r in runs)
-    aborted = sum(r.status == "aborted" for r in runs)
-    measured = sum(r.duration_s or 0 for r in runs if r.status != "failed")
+    ok = sum(r.status == RunStatus.OK for r in runs)
+    aborted = sum(r.status == RunStatus.ABORTED for r in runs)
+    measured = sum(r.duration_s or 0 for r in runs if r.status != RunStatus.FAILED)
     wall = (c.finished_at - c.started_at) if c.finished_at else None
     pairs: list[tuple[str, object]] = [
         ("campaign", c.name),
