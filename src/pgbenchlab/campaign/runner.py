@@ -19,7 +19,7 @@ from typing import Protocol
 from pgbenchlab import installs
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
-from pgbenchlab.campaign.executor import Executor, LocalExecutor, Telemetry
+from pgbenchlab.campaign.executor import Executor, LocalExecutor
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
     Pgbench,
@@ -124,11 +124,9 @@ def conduct(
         campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
         todo = [s for s in plan.specs if s.run_key not in done]
-        telemetry = executor.telemetry(
-            store, campaign_id, fsync_test=fsync_test_wanted(plan.estimated_seconds())
+        campaign = Campaign(
+            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter
         )
-        campaign = Campaign(plan, store, campaign_id, results_dir, reporter)
-        campaign.equip(servers, Pgbench(pgbench, executor), telemetry)
         with StopSignals() as signals:
             try:
                 reporter.campaign_started(plan, todo, len(done))
@@ -151,22 +149,28 @@ class Campaign:
     """The per-run sequence: server → dataset → hygiene → warmup → measure → assemble → store."""
 
     def __init__(
-        self, plan: Plan, store: Store, campaign_id: int, results_dir: Path, reporter: Reporter
+        self,
+        plan: Plan,
+        store: Store,
+        campaign_id: int,
+        results_dir: Path,
+        servers: ServerPool,
+        client: PgbenchClient,
+        executor: Executor,
+        reporter: Reporter,
     ) -> None:
         self.plan = plan
         self.store = store
         self.campaign_id = campaign_id
         self.results_dir = results_dir
+        self.servers = servers
+        self.pgbench = Pgbench(client, executor)
+        self.executor = executor
         self.reporter = reporter
+        fsync_test = fsync_test_wanted(plan.estimated_seconds())
+        self.telemetry = executor.telemetry(store, campaign_id, fsync_test=fsync_test)
         self.initialised: set[tuple[str, int]] = set()
         self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
-
-    def equip(self, servers: ServerPool, pgbench: Pgbench, telemetry: Telemetry) -> None:
-        """What the runs use: the servers, pgbench (whose executor also prepares datasets and
-        does the hygiene) and the telemetry."""
-        self.servers = servers
-        self.pgbench = pgbench
-        self.telemetry = telemetry
 
     @property
     def version(self) -> str:
@@ -203,7 +207,7 @@ class Campaign:
             server = self.prepare_server(spec)
             endpoint = self.prepare_dataset(server, spec)
             result = self.measure(spec, server, endpoint, artifacts, started)
-            if not RunStatus(result.status).complete and result.error is not None:
+            if result.status in (RunStatus.FAILED, RunStatus.ABORTED) and result.error is not None:
                 result = replace(result, error=self.describe(result.error, server))
             return result
         except StoreError:
@@ -250,7 +254,7 @@ class Campaign:
         key = (server.name, spec.scale)
         force = reinit == "per-run" or (reinit == "per-scale" and key not in self.initialised)
         self.reporter.phase(spec, "dataset")
-        prepared = self.pgbench.executor.prepare_dataset(
+        prepared = self.executor.prepare_dataset(
             server,
             spec.scale,
             pgbench=self.pgbench.client.binary,
@@ -270,11 +274,11 @@ class Campaign:
 
     def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> tuple[RunWarning, ...]:
         self.reporter.phase(spec, "vacuum")
-        self.pgbench.executor.vacuum(endpoint, spec.options.vacuum)
+        self.executor.vacuum(endpoint, spec.options.vacuum)
         if not spec.options.checkpoint:
             return ()
         self.reporter.phase(spec, "checkpoint")
-        refused = self.pgbench.executor.checkpoint(endpoint)
+        refused = self.executor.checkpoint(endpoint)
         return (refused,) if refused else ()
 
     def measure(
