@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,6 +185,7 @@ class ReplayExecutor:
         try:
             if replay.interrupt:  # as a terminal's Ctrl-C reaches the campaign
                 os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)  # the handler's KeyboardInterrupt ends the wait at once
             for line in replay.output.stderr.splitlines():
                 if on_stderr_line is not None:
                     on_stderr_line(line)

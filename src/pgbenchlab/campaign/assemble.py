@@ -63,7 +63,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     except PgbenchParseError:
         message = f"pgbench exited {done.returncode} without a report: {error_summary(done.stderr)}"
         failed = failure(spec, pgbench_version, RunStatus.FAILED, message, run)
-        return _replace(failed, telemetry=run.telemetry, client_cpu_s=done.cpu_s)
+        return replace(failed, telemetry=run.telemetry, client_cpu_s=done.cpu_s)
     stderr = parse_stderr(done.stderr)
     aborted = done.returncode != 0 or stderr.aborted
     latency, log_seconds = _from_log(run.log)
@@ -232,7 +232,3 @@ def log_series(summary: TransactionLogSummary, sampling: float) -> tuple[Second,
         )
         for row in summary.per_second
     )
-
-
-def _replace(result: RunResult, **changes: object) -> RunResult:
-    return replace(result, **changes)  # type: ignore[arg-type]
