@@ -26,7 +26,8 @@ from collections import Counter
 from pathlib import Path
 
 from harness import HERE, Provenance, duration_text
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, NullReporter, remove_clusters, run_campaign
 from pgbenchlab.cli import run_seconds
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views.compare import CellChange
@@ -90,11 +91,11 @@ def main() -> None:
     print(f"planned: {len(aa.specs)} runs, about {duration_text(planned)}", flush=True)
     results = Path(tempfile.mkdtemp(prefix="pgbl-aa-"))
     try:
-        outcome = runner.run_campaign(aa, results, runner.NullReporter())
-        with Store(results / runner.RESULTS_DB) as store:
+        outcome = run_campaign(aa, results, NullReporter())
+        with Store(results / RESULTS_DB) as store:
             changes = compare.within_campaign(store, "aa", "a", "b", threshold=0.02)
     finally:
-        runner.remove_clusters(results)
+        remove_clusters(results)
     text = markdown(provenance, args, len(aa.specs), outcome.failed, changes)
     args.output.write_text(text)
     print(text)

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import HERE, Provenance
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, remove_clusters
 from pgbenchlab.cli import quickstart_plan_path
 from pgbenchlab.report.views.build import campaign_id
 from pgbenchlab.results import FAILED
@@ -108,7 +109,7 @@ def timed_cli(argv: list[str]) -> tuple[float, float]:
 
 
 def failed_runs(results: Path, campaign: str) -> int:
-    with Store(results / runner.RESULTS_DB) as store:
+    with Store(results / RESULTS_DB) as store:
         return sum(row["status"] == FAILED for row in store.runs(campaign_id(store, campaign)))
 
 
@@ -122,7 +123,7 @@ def measure(name: str, plan_path: Path | None, the_plan: plan.Plan) -> Row:
         wall, report = timed_cli([str(CLI), *args, "--results", str(results), "-q"])
         failed = failed_runs(results, the_plan.name)
     finally:
-        runner.remove_clusters(results)
+        remove_clusters(results)
         shutil.rmtree(results, ignore_errors=True)
     specs = the_plan.specs
     return Row(

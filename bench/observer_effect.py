@@ -6,7 +6,7 @@ Configurations, interleaved round by round (the order rotates) on one managed se
              pgbench then does not time transactions: its latency average is derived)
   bare-P1    the same with -P 1: pgbench times every transaction (latency measured)
   lab        the argv pgbenchlab builds: -P 1 and its per-transaction log at the sampling rate
-             "auto" picks from the warmup TPS (runner.LOG_LINES_PER_SECOND)
+             "auto" picks from the warmup TPS (campaign.measure.LOG_LINES_PER_SECOND)
 
 Per workload and configuration, against bare and bare-P1, as paired ratios over the rounds
 with 95 % intervals (bench/harness.py):
@@ -38,7 +38,7 @@ from harness import (
     rotated,
     spec_for,
 )
-from pgbenchlab import runner
+from pgbenchlab.campaign.measure import LOG_LINES_PER_SECOND, sampling_rate
 
 MODES = ("bare", "bare-P1", "lab")
 REFERENCES = ("bare", "bare-P1")
@@ -49,7 +49,7 @@ def run_workload(
 ) -> dict[str, list[Measured]]:
     spec = spec_for(workload, args.clients, args.seconds)
     warmup_tps = bench.run(spec_for(workload, args.clients, 5), sampling=None, progress=False).tps
-    lab_sampling = runner.sampling_rate(spec, warmup_tps)
+    lab_sampling = sampling_rate(spec, warmup_tps)
     per_mode: dict[str, list[Measured]] = {mode: [] for mode in MODES}
     for round_no in range(args.rounds):
         for mode in rotated(MODES, round_no):
@@ -110,7 +110,7 @@ def write_markdown(
         "",
         f"Ran: PostgreSQL 18 embedded, scale 10, {args.clients} clients, {args.rounds} "
         f"interleaved rounds of {args.seconds} s per configuration; the log budget is "
-        f"{runner.LOG_LINES_PER_SECOND:,} lines/s. All figures are from this run of "
+        f"{LOG_LINES_PER_SECOND:,} lines/s. All figures are from this run of "
         "`bench/observer_effect.py` (its docstring describes the configurations).",
         "Requirement: TPS ratio ≥ 0.98 against bare pgbench with the same options.",
         "",

@@ -57,7 +57,7 @@ from harness import (
     paired_ratio,
     spec_for,
 )
-from pgbenchlab import runner
+from pgbenchlab.campaign.measure import sampling_rate
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.capture import Capture
@@ -158,7 +158,7 @@ def run_configuration(
     """The warmup that sets the log's sampling rate, then one switched run."""
     warmup_spec = spec_for(workload, clients, WARMUP_SECONDS)
     warmup = bench.run(warmup_spec, sampling=None).tps
-    sampling = runner.sampling_rate(warmup_spec, warmup)
+    sampling = sampling_rate(warmup_spec, warmup)
     bench.vacuum()
     per_mode = mode_captures(args.modes, args.magnify)
     captures = [bench.capture() for _ in range(max(per_mode.values()))]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import ci_guard
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import remove_clusters, run_campaign
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
 from support import TINY_TWO_VERSIONS, Campaign, QuietReporter, require_installs
 
@@ -29,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def results_dir(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "results"
     yield path
-    runner.remove_clusters(path)
+    remove_clusters(path)
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +42,6 @@ def real_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign
     the_plan = plan.parse(TINY_TWO_VERSIONS, str(base / "tiny.toml"), base=base)
     reporter = QuietReporter()
     results = base / "results"
-    outcome = runner.run_campaign(the_plan, results, reporter)
+    outcome = run_campaign(the_plan, results, reporter)
     yield Campaign(results, the_plan, outcome, reporter)
-    runner.remove_clusters(results)
+    remove_clusters(results)

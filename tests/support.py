@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import ci_guard
-from pgbenchlab import installs, osuser, runner
+from pgbenchlab import installs, osuser
+from pgbenchlab.campaign import Outcome
 from pgbenchlab.errors import InstallError
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
@@ -106,7 +107,7 @@ def embedded_server(name: str) -> Iterator[ManagedServer]:
 class Campaign:
     results_dir: Path
     plan: Plan
-    outcome: runner.Outcome
+    outcome: Outcome
     reporter: QuietReporter
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
 from pgbenchlab.report import write_report
 from pgbenchlab.report.render import markdown
 from pgbenchlab.report.views import steps
@@ -54,10 +55,10 @@ def planner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("planner")
     the_plan = plan.parse(PLANNER, str(base / "planner.toml"), base=base)
     results = base / "results"
-    outcome = runner.run_campaign(the_plan, results, QuietReporter())
+    outcome = run_campaign(the_plan, results, QuietReporter())
     assert outcome.failed == 0
     yield results
-    runner.remove_clusters(results)
+    remove_clusters(results)
 
 
 def compare_series(results: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -121,7 +122,7 @@ def test_axes_that_cannot_be_scanned_are_user_errors(
 
 @pytest.mark.server
 def test_the_report_shows_the_same_steps(planner: Path, tmp_path: Path) -> None:
-    db = planner / runner.RESULTS_DB
+    db = planner / RESULTS_DB
     with Store(db) as store:
         expected = within_campaign(store, "planner", "random_page_cost")
     table = steps.step_table(expected)

@@ -20,7 +20,8 @@ import pytest
 
 import test_cli
 import test_plan
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, Outcome, run_campaign
 from pgbenchlab.server import ManagedServer
 from pgbenchlab.store import SCHEMA_VERSION, Store
 from support import QuietReporter, embedded_server, require_installs
@@ -67,9 +68,9 @@ def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Comp
     return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
 
 
-def library_run(tmp_path: Path, text: str, results: Path, *, fresh: bool = False) -> runner.Outcome:
+def library_run(tmp_path: Path, text: str, results: Path, *, fresh: bool = False) -> Outcome:
     the_plan = plan.parse(text, str(tmp_path / "plan.toml"), base=tmp_path)
-    return runner.run_campaign(the_plan, results, QuietReporter(), fresh=fresh)
+    return run_campaign(the_plan, results, QuietReporter(), fresh=fresh)
 
 
 # -- run: --fresh, --json, exit codes 1 and 130 --------------------------------------------------
@@ -257,7 +258,7 @@ NEWER_SCHEMA_COMMANDS = {
 def test_a_newer_schema_is_refused_by_every_command(command: str, tmp_path: Path) -> None:
     require_installs("embedded")
     results = tmp_path / "results"
-    database = results / runner.RESULTS_DB
+    database = results / RESULTS_DB
     Store(database).close()
     db = sqlite3.connect(database)
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -271,7 +272,7 @@ def test_a_newer_schema_is_refused_by_every_command(command: str, tmp_path: Path
     assert len(lines) == 1 and lines[0].startswith("pgbenchlab: error: "), done.stderr
     assert f"schema {SCHEMA_VERSION + 1} is newer than this pgbenchlab" in lines[0]
     assert database.read_bytes() == before, "a newer database is never written"
-    assert sorted(p.name for p in results.iterdir()) == [runner.RESULTS_DB]
+    assert sorted(p.name for p in results.iterdir()) == [RESULTS_DB]
 
 
 @pytest.mark.server
@@ -314,7 +315,7 @@ def test_clean_stops_and_deletes_clusters_and_keeps_results(
     assert f"removed cluster {data}" in done.stdout
     gone(pid)
     assert not data.exists()
-    assert (results_dir / runner.RESULTS_DB).is_file()
+    assert (results_dir / RESULTS_DB).is_file()
     listed = cli("runs", "--results", results_dir)
     assert listed.returncode == 0 and len(listed.stdout.strip().splitlines()) == 1 + 1
 

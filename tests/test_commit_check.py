@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry.crosscheck import check_commits
@@ -137,12 +138,14 @@ workload = ["select-only"]
 clients = [2]
 """
     reporter = OtherClient(shared_server)
-    outcome = runner.run_campaign(plan.parse(text, "p.toml", base=tmp_path), results_dir, reporter)
+    outcome = run_campaign(plan.parse(text, "p.toml", base=tmp_path), results_dir, reporter)
     assert outcome.failed == 0
-    with sqlite3.connect(results_dir / runner.RESULTS_DB) as db:
+    with sqlite3.connect(results_dir / RESULTS_DB) as db:
         rows = db.execute("SELECT transactions, warnings_json FROM runs ORDER BY id").fetchall()
     first, second = [(n, json.loads(w)) for n, w in rows]
-    assert not any("the server committed" in w for w in first[1]), first
-    shared = [w for w in second[1] if "the server committed" in w]
+    assert not any(w["code"] == "commits_disagree" for w in first[1]), first
+    shared = [w for w in second[1] if w["code"] == "commits_disagree"]
     assert len(shared) == 1, second
-    assert f"pgbench counted {second[0]:,} transactions" in shared[0]
+    assert shared[0]["evidence"]["pgbench_transactions"] == second[0]
+    assert f"pgbench counted {second[0]:,} transactions" in shared[0]["text"]
+    assert "the server committed" in shared[0]["text"]

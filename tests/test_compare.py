@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.report.views import compare
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
@@ -51,9 +52,9 @@ def test_forced_sequential_scans_regress_against_index_scans(
 ) -> None:
     require_installs("embedded")
     the_plan = plan.parse(KNOWN_CHANGE, "p.toml", base=tmp_path)
-    outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
     assert outcome.failed == 0
-    with Store(results_dir / runner.RESULTS_DB) as store:
+    with Store(results_dir / RESULTS_DB) as store:
         changes = compare.within_campaign(store, "scan", "index", "seqscan", threshold=0.02)
     by_metric = {c.metric: c for c in changes}
     tps = by_metric["tps"]
@@ -61,7 +62,7 @@ def test_forced_sequential_scans_regress_against_index_scans(
     assert tps.verdict == "regressed", tps.reason
     assert tps.ci_high is not None and tps.ci_high < 0
     # Swapped roles, the same evidence says "improved".
-    with Store(results_dir / runner.RESULTS_DB) as store:
+    with Store(results_dir / RESULTS_DB) as store:
         swapped = compare.within_campaign(store, "scan", "seqscan", "index", threshold=0.02)
     assert {c.metric: c.verdict for c in swapped}["tps"] == "improved"
     gate = compare_cli(results_dir, "index", "seqscan", "--fail-on-regression", "--json")

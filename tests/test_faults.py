@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pgbenchlab import osuser, plan, runner
+from pgbenchlab import osuser, plan
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.results import RunResult
 from support import QuietReporter, require_installs
@@ -50,7 +52,7 @@ def write_plan(tmp_path: Path, text: str) -> Path:
 
 
 def db_rows(results: Path, sql: str) -> list[sqlite3.Row]:
-    db = sqlite3.connect(results / runner.RESULTS_DB)
+    db = sqlite3.connect(results / RESULTS_DB)
     db.row_factory = sqlite3.Row
     try:
         return db.execute(sql).fetchall()
@@ -59,7 +61,7 @@ def db_rows(results: Path, sql: str) -> list[sqlite3.Row]:
 
 
 def finished_runs(results: Path) -> int:
-    if not (results / runner.RESULTS_DB).exists():
+    if not (results / RESULTS_DB).exists():
         return 0
     try:
         return len(db_rows(results, "SELECT id FROM runs"))
@@ -68,7 +70,7 @@ def finished_runs(results: Path) -> int:
 
 
 def data_dir(results: Path, campaign: str, server: str = "pg") -> Path:
-    root = runner.cluster_root(results.resolve(), osuser.server_account())
+    root = cluster_root(results.resolve(), osuser.server_account())
     return root / campaign / server / "data"
 
 
@@ -183,7 +185,7 @@ def test_killed_postmaster_fails_that_run_and_the_campaign_goes_on(
     require_installs("embedded")
     the_plan = plan.parse(three_runs("crash", "4s"), "p.toml", base=tmp_path)
     reporter = KillPostmasterDuringRun(data_dir(results_dir, "crash"))
-    outcome = runner.run_campaign(the_plan, results_dir, reporter)
+    outcome = run_campaign(the_plan, results_dir, reporter)
     statuses = [r.status for r in outcome.results]
     assert statuses[0] == "ok" and statuses[2] == "ok"
     assert statuses[1] in ("failed", "aborted")
@@ -192,7 +194,7 @@ def test_killed_postmaster_fails_that_run_and_the_campaign_goes_on(
     assert any(kind == "note" and "restarted server pg" in str(v) for kind, v in reporter.events)
     assert outcome.failed == 1  # a run that did not complete: exit code 1
     # Run again, the incomplete run alone is repeated and completes.
-    again = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    again = run_campaign(the_plan, results_dir, QuietReporter())
     assert (again.ran, again.failed, again.skipped_done) == (1, 0, 2)
     latest = db_rows(results_dir, "SELECT status FROM latest_runs")
     assert [r["status"] for r in latest] == ["ok", "ok", "ok"]
@@ -221,7 +223,7 @@ workload = ["select-only", { script = "boom.sql", clients = [2] }]
 clients = [12, 1]
 """
     the_plan = plan.parse(text, "p.toml", base=tmp_path)
-    outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
     by_cell = {(r.spec["workload"], r.spec["clients"]): r for r in outcome.results}
     refused = by_cell[("select-only", 12)]
     assert refused.status == "failed"
@@ -265,7 +267,7 @@ workload = ["tpcb-like"]
 clients = [1]
 """
         the_plan = plan.parse(text, "p.toml", base=tmp_path)
-        outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+        outcome = run_campaign(the_plan, results_dir, QuietReporter())
         by_server = {r.spec["server"]: r for r in outcome.results}
         assert by_server["small"].status == "failed"
         assert by_server["small"].error and "No space left" in by_server["small"].error
@@ -281,7 +283,7 @@ def test_second_campaign_on_the_same_results_is_refused(tmp_path: Path, results_
     plan_path = write_plan(tmp_path, three_runs("first", "4s"))
     first = start_cli(plan_path, results_dir)
     try:
-        wait_for(lambda: (results_dir / runner.RESULTS_DB).exists())
+        wait_for(lambda: (results_dir / RESULTS_DB).exists())
         (tmp_path / "other").mkdir()
         other = write_plan(tmp_path / "other", three_runs("second"))
         second = subprocess.run(

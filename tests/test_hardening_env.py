@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest_report import write_synthetic
-from pgbenchlab import runner
+from pgbenchlab.campaign import RESULTS_DB, remove_clusters
 from pgbenchlab.plan import MAX_RUNS
 from pgbenchlab.store import Store
 from support import require_installs
@@ -398,7 +398,7 @@ def fill(directory: Path) -> Path:
 
 
 def committed_runs(results: Path) -> list[tuple[int, str]]:
-    db = sqlite3.connect(results / runner.RESULTS_DB, timeout=30)
+    db = sqlite3.connect(results / RESULTS_DB, timeout=30)
     try:
         return [(int(r[0]), str(r[1])) for r in db.execute("SELECT id, status FROM runs")]
     finally:
@@ -406,7 +406,7 @@ def committed_runs(results: Path) -> list[tuple[int, str]]:
 
 
 def campaign_status(results: Path) -> str:
-    db = sqlite3.connect(results / runner.RESULTS_DB, timeout=30)
+    db = sqlite3.connect(results / RESULTS_DB, timeout=30)
     try:
         return str(db.execute("SELECT status FROM campaigns").fetchone()[0])
     finally:
@@ -424,7 +424,7 @@ def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], limi
 def has_runs(results: Path) -> Callable[[], bool]:
     def check() -> bool:
         try:
-            return (results / runner.RESULTS_DB).exists() and len(committed_runs(results)) >= 1
+            return (results / RESULTS_DB).exists() and len(committed_runs(results)) >= 1
         except sqlite3.Error:
             return False
 
@@ -463,7 +463,7 @@ def test_results_disk_full_stops_the_campaign_and_keeps_its_runs(tmp_path: Path)
                 campaign.kill()
                 campaign.communicate()
             (mount / "filler").unlink(missing_ok=True)
-            runner.remove_clusters(results)
+            remove_clusters(results)
 
 
 # -- 9. another process holds results.db's write lock past the timeout ------------------------
@@ -487,9 +487,9 @@ def short_wait_cli(*args: str | Path) -> list[str]:
 
 def test_write_lock_held_before_the_campaign_starts(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    Store(results / runner.RESULTS_DB).close()  # an empty results database of this version
+    Store(results / RESULTS_DB).close()  # an empty results database of this version
     plan_path = write_plan(tmp_path, plan_text(name="locked"))
-    with write_lock(results / runner.RESULTS_DB):
+    with write_lock(results / RESULTS_DB):
         done = subprocess.run(
             short_wait_cli("run", plan_path, "--results", results),
             capture_output=True,
@@ -500,7 +500,7 @@ def test_write_lock_held_before_the_campaign_starts(tmp_path: Path) -> None:
     assert sorted(p.name for p in results.iterdir() if p.name != "results.db.lock") == [
         "results.db"
     ]
-    with Store(results / runner.RESULTS_DB) as store:
+    with Store(results / RESULTS_DB) as store:
         assert store.campaigns() == []
 
 
@@ -516,7 +516,7 @@ def test_write_lock_held_during_the_campaign(results_dir: Path, tmp_path: Path) 
     )
     try:
         wait_for(has_runs(results_dir), campaign, 240)
-        with write_lock(results_dir / runner.RESULTS_DB):
+        with write_lock(results_dir / RESULTS_DB):
             kept = committed_runs(results_dir)
             _, stderr = campaign.communicate(timeout=300)
         done = subprocess.CompletedProcess(campaign.args, campaign.returncode, "", stderr)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab import files, runner
+from pgbenchlab import files
+from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.errors import UserError
 from support import require_installs
 from test_cli import cli
@@ -104,7 +105,7 @@ def test_a_sql_error_is_reported_with_its_real_cause(tmp_path: Path, results_dir
     )
     done = cli("run", plan_path, "--results", results_dir, "-q")
     assert done.returncode == 1
-    with sqlite3.connect(results_dir / runner.RESULTS_DB) as db:
+    with sqlite3.connect(results_dir / RESULTS_DB) as db:
         [(status, error)] = db.execute("SELECT status, error FROM runs").fetchall()
     assert status == "aborted"
     assert error.startswith('pgbench: error: ERROR:  relation "nope" does not exist'), error

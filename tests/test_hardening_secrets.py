@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 import test_cli
-from pgbenchlab import exporting, installs, plan, report, runner
+from pgbenchlab import exporting, installs, plan, report
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.errors import ServerError
 from pgbenchlab.redaction import (
     MASK,
@@ -209,7 +210,7 @@ def test_a_passfile_reaches_pgbench(
         dsn += f" passfile={passfile}"
     text = campaign_plan(f"passfile-{given_as[:6]}", external("ext", json.dumps(dsn)))
     the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
-    outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
     assert [r.status for r in outcome.results] == ["ok"], outcome.results[0].error
 
 
@@ -232,9 +233,9 @@ setting = {{ "myext.conninfo" = [{forms["uri_basic_escaped"]}] }}
     workload = f'[{{ builtin = "select-only", define = {{ target = {forms["kv_basic"]} }} }}]'
     text = f"# the password: {password}\n" + campaign_plan("hostile", servers, workload)
     the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
-    outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
     assert [r.status for r in outcome.results] == ["ok"] * 6, [r.error for r in outcome.results]
-    database = results_dir / runner.RESULTS_DB
+    database = results_dir / RESULTS_DB
     report.write_report(database, campaign="hostile")
     with Store(database) as store:
         shown = [exporting.run_detail(store, int(r["id"])) for r in store.runs(outcome.campaign_id)]

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pgbenchlab import dataset, osuser, runner
+from pgbenchlab import dataset, osuser
+from pgbenchlab.campaign import remove_clusters
 from pgbenchlab.server import MARKER, SOCKET_RECORD
 from support import embedded_server, require_installs
 from test_faults import (
@@ -117,7 +118,7 @@ def test_cut_short_creation_is_made_again(
         assert run_to_completion(plan_path, untouched).returncode == 0
         [reference] = db_rows(untouched, "SELECT tps FROM latest_runs")
     finally:
-        runner.remove_clusters(untouched)
+        remove_clusters(untouched)
     assert run["tps"] > reference["tps"] / 3, (run["tps"], reference["tps"])
     sockets |= recorded_socket_dir(cluster)
     assert not [d for d in sockets if d.exists()]  # no socket directory left behind
@@ -219,7 +220,7 @@ def test_one_data_dir_serves_one_campaign_at_a_time_and_clean_finds_it(
     assert clean.returncode == 0, clean.stderr
     assert f"removed cluster {shared_data_dir}" in clean.stdout
     assert shared_data_dir.is_dir() and not any(shared_data_dir.iterdir())
-    runner.remove_clusters(first)
+    remove_clusters(first)
 
 
 def test_a_repeated_signal_never_cuts_the_clean_up_short(tmp_path: Path, results_dir: Path) -> None:

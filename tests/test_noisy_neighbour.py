@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from conftest_report import SyntheticPlan, add_diagnosis, write_synthetic
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views.advice import likely_cause
@@ -88,14 +89,12 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
     results = base / "results"
     reporter = Neighbour()
     try:
-        outcome = runner.run_campaign(
-            plan.parse(PLAN, "neighbour.toml", base=base), results, reporter
-        )
+        outcome = run_campaign(plan.parse(PLAN, "neighbour.toml", base=base), results, reporter)
         assert outcome.failed == 0
-        yield results / runner.RESULTS_DB, reporter.disturbed_key
+        yield results / RESULTS_DB, reporter.disturbed_key
     finally:
         reporter.stop()
-        runner.remove_clusters(results)
+        remove_clusters(results)
 
 
 def other_loads(db: Path) -> dict[str, float]:

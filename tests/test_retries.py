@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.campaign.client import require_client_features
 from pgbenchlab.errors import PlanError
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.version import parse_version
@@ -60,17 +62,17 @@ def test_an_older_pgbench_is_refused_before_anything_starts(tmp_path: Path) -> N
     the_plan = parsed(tmp_path)
     old = "pgbench (PostgreSQL) 14.10"
     with pytest.raises(PlanError, match="max_tries needs pgbench 15 or later"):
-        runner.require_client_features(the_plan, parse_version(old), old)
+        require_client_features(the_plan, parse_version(old), old)
     new = "pgbench (PostgreSQL) 15.4"
-    runner.require_client_features(the_plan, parse_version(new), new)
+    require_client_features(the_plan, parse_version(new), new)
 
 
 @pytest.mark.server
 def test_serialization_failures_are_retried_and_counted(results_dir: Path, tmp_path: Path) -> None:
     require_installs("embedded")
-    outcome = runner.run_campaign(parsed(tmp_path), results_dir, QuietReporter())
+    outcome = run_campaign(parsed(tmp_path), results_dir, QuietReporter())
     assert outcome.failed == 0
-    with Store(results_dir / runner.RESULTS_DB) as store:
+    with Store(results_dir / RESULTS_DB) as store:
         (run,) = load_view(store, 1, detail=False).runs
     assert run.ok and run.retried and run.retries and run.retries >= run.retried
     assert run.latency_source == "full log"  # the log, with its retries column, was analysed

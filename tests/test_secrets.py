@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import run_campaign
 from pgbenchlab.errors import UserError
 from pgbenchlab.server import ManagedServer
 from support import QuietReporter, embedded_server
@@ -62,7 +63,7 @@ workload = ["tpcb-like"]
 clients = [2]
 """
     the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
-    outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
     assert [r.status for r in outcome.results] == ["ok"], outcome.results[0].error
     assert password not in repr(outcome.results)
     written = list(every_text(results_dir))
@@ -83,7 +84,7 @@ def test_wrong_password_is_a_clear_error(
     text = f'[[server]]\nname = "ext"\ndsn = "{dsn}"\n[matrix]\nclients = [1]\n'
     the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
     with pytest.raises(UserError, match="password authentication failed") as caught:
-        runner.run_campaign(the_plan, tmp_path / "results", QuietReporter())
+        run_campaign(the_plan, tmp_path / "results", QuietReporter())
     assert password not in str(caught.value)
 
 

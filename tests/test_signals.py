@@ -9,17 +9,17 @@ import time
 
 import pytest
 
-from pgbenchlab import runner
+from pgbenchlab.campaign.signals import StopSignals
 
 
 def test_stop_signals_raise_once_and_never_while_shielded() -> None:
-    with runner.StopSignals() as signals:
+    with StopSignals() as signals:
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1)
         os.kill(os.getpid(), signal.SIGTERM)  # repeated: noted only
     assert signals.received
-    with runner.StopSignals() as shielded:
+    with StopSignals() as shielded:
         shielded.shield = True
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pgbenchlab import plan, runner
+from pgbenchlab import plan
+from pgbenchlab.campaign import run_campaign
 from pgbenchlab.results import RunStatus
 from support import QuietReporter, require_installs
 
@@ -41,10 +42,10 @@ def test_a_failing_workload_is_aborted_in_every_phase(
     require_installs("embedded")
     (tmp_path / "fail.sql").write_text("SELECT 1/0;\n")
     the_plan = plan.parse(PLAN.format(warmup=warmup), "p.toml", base=tmp_path)
-    outcome = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
     [result] = outcome.results
     assert result.status == RunStatus.ABORTED, result.error
     assert result.error and "division by zero" in result.error
     assert outcome.failed == 1
-    again = runner.run_campaign(the_plan, results_dir, QuietReporter())
+    again = run_campaign(the_plan, results_dir, QuietReporter())
     assert (again.ran, again.skipped_done, again.failed) == (1, 0, 1)

@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from pgbenchlab import osuser, plan, runner
+from pgbenchlab import osuser, plan
+from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
+from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.server import SUPERUSER, Endpoint
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
@@ -108,7 +110,7 @@ workload = [{{ name = "io", builtin = "select-only", clients = 4 }}]
 def server_endpoint(results: Path, server: str, dbname: str) -> Endpoint:
     """Reach a campaign's managed server from outside the runner (port and socket from
     postmaster.pid)."""
-    root = runner.cluster_root(results, osuser.server_account())
+    root = cluster_root(results, osuser.server_account())
     lines = (root / "verdicts" / server / "data" / "postmaster.pid").read_text().splitlines()
     return Endpoint(lines[4], int(lines[3]), SUPERUSER, dbname)
 
@@ -175,7 +177,7 @@ class Saboteur(QuietReporter):
 
 
 def endpoint_data_dir(results: Path, server: str) -> Path:
-    return runner.cluster_root(results, osuser.server_account()) / "verdicts" / server / "data"
+    return cluster_root(results, osuser.server_account()) / "verdicts" / server / "data"
 
 
 @pytest.fixture(scope="module")
@@ -190,16 +192,16 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Conne
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(FSYNC_TEST_ENV, "on")  # the WAL-flush rule's evidence needs it
-            outcome = runner.run_campaign(the_plan, results, reporter)
+            outcome = run_campaign(the_plan, results, reporter)
         for thread in reporter.threads:
             thread.join()
         assert outcome.failed == 0
-        db = sqlite3.connect(results / runner.RESULTS_DB)
+        db = sqlite3.connect(results / RESULTS_DB)
         db.row_factory = sqlite3.Row
         yield db
         db.close()
     finally:
-        runner.remove_clusters(results)
+        remove_clusters(results)
 
 
 def runs(db: sqlite3.Connection) -> dict[tuple[str, str], sqlite3.Row]:

@@ -12,13 +12,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from pgbenchlab import __version__, exporting, installs, jsontext, plan, report, runner
+from pgbenchlab import __version__, exporting, installs, jsontext, plan, report
+from pgbenchlab.campaign import RESULTS_DB, Reporter, remove_clusters, run_campaign
+from pgbenchlab.campaign.assemble import first_line
 from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import compare_series as series
-from pgbenchlab.results import FAILED, RunResult
+from pgbenchlab.results import FAILED, RunResult, RunStatus
 from pgbenchlab.store import Store
 
 DEFAULT_RESULTS = Path("pgbenchlab-results")
@@ -217,8 +219,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_dry_run(the_plan)
         return EXIT_OK
     reporter = make_reporter(args)
-    outcome = runner.run_campaign(the_plan, args.results, reporter, fresh=args.fresh)
-    database = outcome.results_dir / runner.RESULTS_DB
+    outcome = run_campaign(the_plan, args.results, reporter, fresh=args.fresh)
+    database = outcome.results_dir / RESULTS_DB
     try:
         summarise(args, database, outcome.campaign_id, the_plan.name)
     except UserError as exc:
@@ -331,18 +333,18 @@ class TerminalReporter:
     def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
         self.spent_expected += run_seconds(spec)
         if result.status == FAILED or result.tps is None:
-            text = f"{result.status.upper()}: {runner.first_line(result.error)}"
+            text = f"{result.status.upper()}: {first_line(result.error)}"
         else:
             p99 = result.latency.percentiles_ms.get("99") if result.latency else None
             text = f"{result.tps:,.0f} tps" + (f", p99 {p99:.3f} ms" if p99 is not None else "")
             if result.diagnosis is not None and result.diagnosis.verdict != "unclear":
                 text += f", {result.diagnosis.verdict.replace('_', ' ')}"
-            if result.status != "ok":
+            if result.status != RunStatus.OK:
                 text += f" ({result.status})"
         self.live_line("")
         self.say(f"{self.prefix()} {spec.label}: {text}")
         for warning in result.warnings:
-            self.say(f"    warning: {warning}")
+            self.say(f"    warning: {warning.text}")
 
     def note(self, text: str) -> None:
         self.say(text)
@@ -399,14 +401,14 @@ class JsonReporter:
             status=result.status,
             tps=result.tps,
             error=result.error,
-            warnings=list(result.warnings),
+            warnings=[w.text for w in result.warnings],
         )
 
     def note(self, text: str) -> None:
         self.emit("note", text=text)
 
 
-def make_reporter(args: argparse.Namespace) -> runner.Reporter:
+def make_reporter(args: argparse.Namespace) -> Reporter:
     if args.json:
         return JsonReporter()
     return TerminalReporter(sys.stderr, args.quiet)
@@ -442,7 +444,7 @@ def print_table(rows: list[list[str]], stream: TextIO = sys.stdout) -> None:
 
 
 def open_store(results: Path) -> Store:
-    path = results / runner.RESULTS_DB
+    path = results / RESULTS_DB
     if not path.is_file():
         raise UserError(f"no results database at {path}; run a campaign or give --results DIR")
     return Store(path)
@@ -516,7 +518,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     written = report.write_report(
-        args.results / runner.RESULTS_DB,
+        args.results / RESULTS_DB,
         campaign=args.campaign,
         output=args.output,
         fmt=args.format,
@@ -578,7 +580,7 @@ def compare_series(args: argparse.Namespace, threshold: float) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    removed = runner.remove_clusters(args.results)
+    removed = remove_clusters(args.results)
     for data_dir in removed:
         print(f"removed cluster {data_dir}")
     print(f"{len(removed)} clusters removed; the results database and raw outputs are kept")

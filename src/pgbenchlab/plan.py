@@ -25,6 +25,7 @@ from psycopg import conninfo as pg_conninfo
 
 from pgbenchlab import files
 from pgbenchlab.errors import PlanError
+from pgbenchlab.findings import UPDATING_BUILTINS, scale_below_clients
 from pgbenchlab.redaction import redact_plan_text, redact_setting
 
 BUILTINS = {
@@ -34,7 +35,6 @@ BUILTINS = {
     "select-only": "select-only",
     "read-only": "select-only",
 }
-UPDATING_BUILTINS = frozenset({"tpcb-like", "simple-update"})
 ORDERS = ("interleaved", "sequential", "random")
 PROTOCOLS = ("simple", "extended", "prepared")
 VACUUM_MODES = ("pgbench", "all", "none")
@@ -801,7 +801,7 @@ def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
     """What the plan check tells, one line per kind however large the matrix."""
     contended: dict[str, set[tuple[int, int]]] = {}
     for spec in specs:
-        if spec.workload.updates and spec.scale < spec.clients:
+        if scale_below_clients(spec.workload.updates, spec.scale, spec.clients):
             contended.setdefault(spec.workload.name, set()).add((spec.scale, spec.clients))
     warnings = [
         f"{workload}: scale < clients in {len(pairs)} combination(s) "

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from pgbenchlab.findings import RunWarning
+
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
     from pgbenchlab.telemetry.records import RunTelemetry
@@ -44,6 +46,15 @@ class RunStatus(StrEnum):
 
 OK, ABORTED, FAILED, INTERRUPTED = RunStatus
 COMPLETE_STATUSES = tuple(s.value for s in RunStatus if s.complete)
+
+
+class CampaignStatus(StrEnum):
+    """How a campaign ended (`running` while it runs)."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"  # the user stopped it; run it again to go on
+    STOPPED = "stopped"  # the results could no longer be written (disk full, lock)
 
 
 @dataclass(frozen=True)
@@ -109,7 +120,7 @@ class RunResult:
     latency: LatencySummary | None = None
     seconds: tuple[Second, ...] = ()
     report: dict[str, Any] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[RunWarning, ...] = ()  # what the run's checks found (`findings`)
     artifacts: tuple[str, ...] = ()
     schema_version: int = RESULT_SCHEMA_VERSION
     telemetry: RunTelemetry | None = None  # what the server and the OS did meanwhile

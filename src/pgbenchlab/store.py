@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pgbenchlab import findings
 from pgbenchlab.errors import StoreError
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import COMPLETE_STATUSES, RunResult
@@ -619,7 +620,7 @@ def _run_insert(campaign_id: int, r: RunResult) -> tuple[str, tuple[Any, ...]]:
         "client_cpu_s": r.client_cpu_s,
         "client_cpu_us_per_tx": r.client_cpu_us_per_tx,
         "report_json": json.dumps(r.report, sort_keys=True),
-        "warnings_json": json.dumps(list(r.warnings)),
+        "warnings_json": findings.to_json(r.warnings),
         "artifacts_json": json.dumps(list(r.artifacts)),
         "result_schema": r.schema_version,
     }

@@ -3,6 +3,6 @@
 Owns percentiles and confidence intervals (`stats`), latency histograms (`histogram`), run-level
 comparisons and their verdicts (`comparison`), which cells of two selections are compared
 (`cells`), step detection along an ordered axis (`changepoints`) and what limited a run
-(`diagnosis`). It may import `errors` and the records it reads (`results`,
-`telemetry.records`); nothing here starts a process, opens a database or draws.
+(`diagnosis`). It may import `errors`, the records it reads (`results`, `telemetry.records`)
+and the thresholds of `findings`; nothing here starts a process, opens a database or draws.
 """

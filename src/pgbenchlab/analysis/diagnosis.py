@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pgbenchlab.findings import saturated
 from pgbenchlab.telemetry.records import RunTelemetry
 
 RULES_VERSION = 1
-CLIENT_SATURATION = 0.90
 CHECKPOINT_DIP = 0.65
 WAIT_SHARE = 0.30
 FSYNC_RATIO = 0.70
@@ -173,7 +173,7 @@ def client_bound(f: Figures) -> Finding | None:
         return None
     busy = f.pgbench_cpu_s + (f.pgbench_wait_s or 0.0)
     saturation = busy / (f.duration_s * f.pgbench_threads)
-    if saturation < CLIENT_SATURATION:
+    if not saturated(saturation):
         return None
     return Finding(
         Bottleneck.CLIENT_BOUND,

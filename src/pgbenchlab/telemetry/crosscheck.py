@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgbenchlab.findings import RunWarning, commits_disagree
 from pgbenchlab.telemetry.capture import ACTIVITY_HZ
 from pgbenchlab.telemetry.records import RunTelemetry
 
@@ -42,14 +43,16 @@ class CommitCheck:
     def agrees(self) -> bool:
         return abs(self.unexplained) <= self.tolerance
 
-    def warning(self) -> str:
-        return (
-            f"pgbench counted {self.pgbench_transactions:,} transactions but the server "
-            f"committed {self.server_commits:,} in the database during the run "
-            f"({self.unexplained:+,} beyond the sampler's own {self.sampler_statements:,}): "
-            "another client, a pooler or another server was involved; the numbers may not be "
-            "this server's"
+    def finding(self) -> RunWarning:
+        return commits_disagree(
+            self.pgbench_transactions,
+            self.server_commits,
+            self.unexplained,
+            self.sampler_statements,
         )
+
+    def warning(self) -> str:
+        return self.finding().text
 
 
 def check_commits(

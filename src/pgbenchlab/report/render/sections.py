@@ -17,6 +17,7 @@ from pgbenchlab.report.render.tables import change_tables, key_tables
 from pgbenchlab.report.views.model import Advice, ReportView, ServerView
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
+from pgbenchlab.results import RunStatus
 
 MAX_RUN_LINKS = 12
 
@@ -70,9 +71,9 @@ def data_table(t: Table) -> str:
 def campaign_facts(view: ReportView) -> str:
     c = view.campaign
     runs = view.runs
-    ok = sum(r.status == "ok" for r in runs)
-    aborted = sum(r.status == "aborted" for r in runs)
-    measured = sum(r.duration_s or 0 for r in runs if r.status != "failed")
+    ok = sum(r.status == RunStatus.OK for r in runs)
+    aborted = sum(r.status == RunStatus.ABORTED for r in runs)
+    measured = sum(r.duration_s or 0 for r in runs if r.status != RunStatus.FAILED)
     wall = (c.finished_at - c.started_at) if c.finished_at else None
     pairs: list[tuple[str, object]] = [
         ("campaign", c.name),

@@ -11,16 +11,16 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from pgbenchlab import findings
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT, high_variation_warning
+from pgbenchlab.findings import UPDATING_BUILTINS, WarningCode
 from pgbenchlab.report.views.labels import cell_title
 from pgbenchlab.report.views.model import Advice, Axis, CellView, RunView
+from pgbenchlab.results import RunStatus
 
 # Below a minute a run measures warm-up, cache state and whether a checkpoint fell inside it
 # more than steady state; pgbench-tools and most published results use 60 s or more.
 MIN_DURATION_S = 60
-# pgbench using this share of its threads' CPU is measuring itself, not the server.
-LOAD_GENERATOR_BUSY = 0.9
-UPDATING_BUILTINS = frozenset({"tpcb-like", "simple-update"})
 # Other processes' share of the host's CPUs, beyond the other repeats', that explains a slow run.
 OTHER_LOAD_GAP = 0.10
 MAX_NAMED = 5  # cells named in one piece of advice; the rest are counted
@@ -35,10 +35,8 @@ REMEDIES = {
     "checkpoints and autovacuum happen inside every run rather than by chance)",
     "high-variation": "the interval is wide: add repeats, interleave configurations, and "
     "quieten the host before reading a difference from this cell",
-    "scale-below-clients": "with fewer branch rows than clients, updates queue on row locks and "
-    "TPS measures that contention: initialise with scale ≥ clients",
-    "load-generator": "TPS measures pgbench, not the server: give pgbench more threads (-j) or "
-    "cores, or run it on another machine",
+    "scale-below-clients": findings.REMEDIES[WarningCode.SCALE_BELOW_CLIENTS],
+    "load-generator": findings.REMEDIES[WarningCode.PGBENCH_SATURATED],
     "checkpoint": "a checkpoint's dip decides such runs: make runs long enough to hold several "
     "checkpoints (so each run has its share), or spread them (checkpoint_completion_target, a "
     "larger max_wal_size) if that is the setting under test",
@@ -89,7 +87,7 @@ def _grouped(
 def _failed(runs: Sequence[RunView]) -> list[Advice]:
     by_error: dict[str, list[RunView]] = {}
     for r in runs:
-        if r.status not in ("ok", "aborted"):
+        if r.status not in (RunStatus.OK, RunStatus.ABORTED):
             by_error.setdefault(f"{r.status}: {r.error or 'no error recorded'}", []).append(r)
     return [
         _advice("failed", "error", f"{len(group)} run(s) {error}", group)
@@ -98,11 +96,13 @@ def _failed(runs: Sequence[RunView]) -> list[Advice]:
 
 
 def _is_aborted(r: RunView) -> bool:
-    return r.status == "aborted"
+    return r.status == RunStatus.ABORTED
 
 
 def _is_short(r: RunView) -> bool:
-    return r.status != "failed" and r.duration_s is not None and r.duration_s < MIN_DURATION_S
+    return (
+        r.status != RunStatus.FAILED and r.duration_s is not None and r.duration_s < MIN_DURATION_S
+    )
 
 
 def _short_text(runs: Sequence[RunView]) -> str:
@@ -110,13 +110,14 @@ def _short_text(runs: Sequence[RunView]) -> str:
     return f"run(s) shorter than {MIN_DURATION_S} s (the shortest: {shortest} s)"
 
 
-def _stored(r: RunView, words: str) -> bool:
-    return any(words in w for w in r.stored_warnings)
+def _stored(r: RunView, code: WarningCode) -> bool:
+    return any(w.code is code for w in r.stored_warnings)
 
 
 def _scale_below_clients(r: RunView) -> bool:
-    builtin = r.workload in UPDATING_BUILTINS and r.scale < r.clients
-    return builtin or _stored(r, "updating workload")
+    """Stored by the runner, or (older results) a builtin updating workload's own figures."""
+    builtin = findings.scale_below_clients(r.workload in UPDATING_BUILTINS, r.scale, r.clients)
+    return builtin is not None or _stored(r, WarningCode.SCALE_BELOW_CLIENTS)
 
 
 def _scale_text(runs: Sequence[RunView]) -> str:
@@ -124,11 +125,11 @@ def _scale_text(runs: Sequence[RunView]) -> str:
 
 
 def _load_generator_busy(r: RunView) -> bool:
-    if _stored(r, "load generator") or r.diagnosis == "client_bound":
+    if _stored(r, WarningCode.PGBENCH_SATURATED) or r.diagnosis == "client_bound":
         return True
-    if r.client_cpu_s is None or not r.duration_s or r.status == "failed":
+    if r.status == RunStatus.FAILED:
         return False
-    return r.client_cpu_s / (r.duration_s * max(1, r.threads)) > LOAD_GENERATOR_BUSY
+    return findings.pgbench_saturated(r.client_cpu_s, r.duration_s, r.threads) is not None
 
 
 def _variation(
@@ -203,12 +204,12 @@ def likely_cause(runs: Sequence[RunView]) -> str | None:
 
 def _other_stored(runs: Sequence[RunView]) -> list[Advice]:
     """Warnings the runner stored that no check above already covers, grouped by text."""
-    covered = ("updating workload", "load generator")
+    covered = (WarningCode.SCALE_BELOW_CLIENTS, WarningCode.PGBENCH_SATURATED)
     by_text: dict[str, list[RunView]] = {}
     for r in runs:
         for w in r.stored_warnings:
-            if not any(c in w for c in covered):
-                by_text.setdefault(w, []).append(r)
+            if w.code not in covered:
+                by_text.setdefault(w.text, []).append(r)
     return [
         _advice("run-warning", "warning", f"{len(group)} run(s): {text}", group)
         for text, group in by_text.items()

@@ -16,6 +16,7 @@ from typing import Any
 
 import zstandard
 
+from pgbenchlab import findings
 from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.report.views.display_bins import display_histogram
@@ -168,7 +169,7 @@ def run_from_row(row: sqlite3.Row, **extra: Any) -> RunView:
         retried=report.get("retried"),
         retries=report.get("retries"),
         argv=tuple(json.loads(row["argv_json"])),
-        stored_warnings=tuple(json.loads(row["warnings_json"])),
+        stored_warnings=findings.from_json(row["warnings_json"]),
         pgbench_output=extra.pop("pgbench_output", None),
         **extra,
     )

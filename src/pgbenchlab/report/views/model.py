@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgbenchlab.findings import RunWarning
+from pgbenchlab.results import RunStatus
+
 Pairs = tuple[tuple[str, str], ...]
 
 
@@ -155,7 +158,7 @@ class RunView:
     argv: tuple[str, ...]
     pgbench_version: str
     pgbench_output: str | None  # pgbench's own report, from the kept raw files
-    stored_warnings: tuple[str, ...]
+    stored_warnings: tuple[RunWarning, ...]
     seconds: tuple[SecondView, ...] = ()
     histogram: HistogramView | None = None
     service_histogram: HistogramView | None = None
@@ -172,7 +175,7 @@ class RunView:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok" and self.tps is not None
+        return self.status == RunStatus.OK and self.tps is not None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,234 @@
+"""A run's result from what pgbench left behind: a pure function, no server, store or clock.
+
+Inputs are pgbench's outputs (stdout, stderr, return code, CPU and wall time), the analysis of
+its per-transaction log (read by the caller), the run spec, the pgbench version and the
+telemetry captured meanwhile; times are passed in. The figures come from pgbench's report;
+latency percentiles and (from a full log) the per-second series from the log, else the
+series from the -P 1 lines. The run's checks become warnings (`findings`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from pgbenchlab import findings
+from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
+from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.findings import RunWarning
+from pgbenchlab.pgbench.command import Completed
+from pgbenchlab.pgbench.logs import TransactionLogSummary
+from pgbenchlab.pgbench.progress import ProgressLine, error_summary, parse_stderr
+from pgbenchlab.pgbench.report import PgbenchReport, parse_report
+from pgbenchlab.plan import RunSpec
+from pgbenchlab.results import LatencySummary, RunResult, RunStatus, Second
+from pgbenchlab.telemetry.crosscheck import check_commits
+from pgbenchlab.telemetry.records import RunTelemetry
+
+INTERRUPTED_TEXT = "interrupted by the user"
+
+
+@dataclass(frozen=True)
+class LogReading:
+    """What the run's per-transaction log gave: its analysis, or why there is none."""
+
+    sampling: float | None = None  # the log's sampling rate; None: no log was written
+    summary: TransactionLogSummary | None = None
+    error: str | None = None  # the log was written but could not be analysed
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """Everything the measured pgbench left behind, and what the caller saw around it."""
+
+    completed: Completed
+    argv: tuple[str, ...]  # as stored (`layout.sanitize_argv`)
+    started_at: float
+    finished_at: float
+    log: LogReading = LogReading()
+    warmup_tps: float | None = None
+    telemetry: RunTelemetry | None = None
+    artifacts: tuple[str, ...] = ()
+    hygiene: tuple[RunWarning, ...] = field(default=())  # found before the run (CHECKPOINT)
+
+
+def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult:
+    """The run's result: ok, aborted (pgbench exited non-zero or its clients stopped early),
+    failed (no report) or interrupted."""
+    done = run.completed
+    if done.interrupted:
+        return failure(spec, pgbench_version, RunStatus.INTERRUPTED, INTERRUPTED_TEXT, run)
+    try:
+        report = parse_report(done.stdout)
+    except PgbenchParseError:
+        message = f"pgbench exited {done.returncode} without a report: {error_summary(done.stderr)}"
+        failed = failure(spec, pgbench_version, RunStatus.FAILED, message, run)
+        return replace(failed, telemetry=run.telemetry, client_cpu_s=done.cpu_s)
+    stderr = parse_stderr(done.stderr)
+    aborted = done.returncode != 0 or stderr.aborted
+    latency, log_seconds = _from_log(run.log)
+    warnings = [*run.hygiene, *_commit_warnings(spec, report, run.telemetry)]
+    warnings += run_warnings(spec, report, done)
+    if run.log.error is not None:  # the report's figures stand without the log
+        warnings.append(findings.log_unreadable(run.log.error))
+    return RunResult(
+        run_key=spec.run_key,
+        cell_id=spec.cell_id,
+        sequence=spec.sequence,
+        repeat=spec.repeat,
+        status=RunStatus.ABORTED if aborted else RunStatus.OK,
+        spec=spec.cell,
+        argv=run.argv,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        pgbench_version=pgbench_version,
+        error=error_summary(done.stderr) if aborted else None,
+        tps=report.tps,
+        transactions=report.transactions,
+        failed=report.failed,
+        skipped=report.skipped,
+        late=report.late,
+        latency_avg_ms=report.latency_avg_ms if report.latency_avg_measured else None,
+        latency_stddev_ms=report.latency_stddev_ms,
+        lag_avg_ms=report.lag_avg_ms,
+        lag_max_ms=report.lag_max_ms,
+        connection_time_ms=report.initial_connection_time_ms
+        if report.initial_connection_time_ms is not None
+        else report.average_connection_time_ms,
+        warmup_tps=run.warmup_tps,
+        client_cpu_s=done.cpu_s,
+        latency=latency,
+        seconds=log_seconds or seconds_from_progress(stderr.progress),
+        report=asdict(report),
+        warnings=tuple(warnings),
+        artifacts=run.artifacts,
+        telemetry=run.telemetry,
+    )
+
+
+def failure(
+    spec: RunSpec,
+    pgbench_version: str,
+    status: RunStatus,
+    error: str,
+    run: MeasuredRun | None = None,
+    *,
+    started_at: float | None = None,
+    finished_at: float | None = None,
+) -> RunResult:
+    """A result with no figures: the run failed, aborted before measuring, or was stopped.
+    Times and argv come from `run` where pgbench ran, else from the keywords."""
+    return RunResult(
+        run_key=spec.run_key,
+        cell_id=spec.cell_id,
+        sequence=spec.sequence,
+        repeat=spec.repeat,
+        status=status,
+        spec=spec.cell,
+        argv=run.argv if run else (),
+        started_at=run.started_at if run else started_at or 0.0,
+        finished_at=run.finished_at if run else finished_at or 0.0,
+        pgbench_version=pgbench_version,
+        error=error,
+        warnings=run.hygiene if run else (),
+        artifacts=run.artifacts if run else (),
+    )
+
+
+def run_warnings(spec: RunSpec, report: PgbenchReport, done: Completed) -> list[RunWarning]:
+    """What the run's own figures say about how far to trust it."""
+    found = (
+        findings.scale_below_clients(spec.workload.updates, spec.scale, spec.clients),
+        findings.threads_reduced(report.threads, spec.options.threads),
+        findings.run_stalled(done.wall_s, spec.options.duration_s),
+        findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.options.threads),
+    )
+    return [w for w in found if w is not None]
+
+
+def _commit_warnings(
+    spec: RunSpec, report: PgbenchReport, telemetry: RunTelemetry | None
+) -> list[RunWarning]:
+    commits = check_commits(
+        report.transactions,
+        telemetry,
+        clients=spec.clients,
+        connect_each=spec.options.connect,
+        builtin_only=all(s.kind == "builtin" for s in spec.workload.scripts),
+    )
+    return [commits.finding()] if commits is not None and not commits.agrees else []
+
+
+def _from_log(log: LogReading) -> tuple[LatencySummary | None, tuple[Second, ...]]:
+    if log.summary is None or log.sampling is None:
+        return None, ()
+    return latency_summary(log.summary, log.sampling), log_series(log.summary, log.sampling)
+
+
+def first_line(error: object) -> str:
+    return str(error).strip().split("\n", 1)[0]
+
+
+def seconds_from_progress(lines: Sequence[ProgressLine]) -> tuple[Second, ...]:
+    # After a stall pgbench reports late, off the whole second ("3.5 s" then "4.0 s"): both
+    # round to the same second, and the later line is kept.
+    by_second = {
+        (t := round(p.elapsed_s) if p.elapsed_s is not None else i + 1): Second(
+            t=t,
+            tps=p.tps,
+            latency_mean_ms=p.latency_avg_ms,
+            latency_stddev_ms=p.latency_stddev_ms,
+            lag_ms=p.lag_ms,
+            skipped=p.skipped,
+            failed=p.failed,
+        )
+        for i, p in enumerate(lines)
+    }
+    return tuple(by_second.values())
+
+
+def latency_summary(summary: TransactionLogSummary, sampling: float) -> LatencySummary | None:
+    """The run's latency distribution from the log analysis (exact on the logged sample)."""
+    latency = summary.latency
+    if latency is None or not latency.count:
+        return None
+    source = "full log" if sampling >= 1.0 else f"sampled log (rate {sampling:g})"
+    service = summary.service_time
+    service_histogram = summary.service_time_histogram
+    return LatencySummary(
+        source=source,
+        samples=latency.count,
+        percentiles_ms={p: latency.percentile_ms(p) for p in STANDARD_PERCENTILES},
+        min_ms=latency.min_ms,
+        max_ms=latency.max_ms,
+        mean_ms=latency.mean_ms,
+        stddev_ms=latency.stddev_ms,
+        histogram_json=summary.latency_histogram.to_json(),
+        service_percentiles_ms=(
+            {p: service.percentile_ms(p) for p in STANDARD_PERCENTILES} if service else None
+        ),
+        service_histogram_json=service_histogram.to_json() if service_histogram else None,
+    )
+
+
+def log_series(summary: TransactionLogSummary, sampling: float) -> tuple[Second, ...]:
+    """Per-second series from a full log (exact); a sampled log leaves it to -P 1. Numbered
+    like -P 1 and telemetry, second t covering (t - 1, t]; the log's seconds are wall-clock
+    ones, so they sit within a second of pgbench's own."""
+    if sampling < 1.0 or not summary.per_second:
+        return ()
+    first = summary.per_second[0].start_s
+    return tuple(
+        Second(
+            t=row.start_s - first + 1,
+            tps=float(row.successful),
+            latency_mean_ms=row.latency_mean_ms,
+            latency_stddev_ms=row.latency_stddev_ms,
+            latency_min_ms=row.latency_min_ms,
+            latency_max_ms=row.latency_max_ms,
+            lag_ms=row.lag_mean_ms,
+            skipped=row.skipped,
+            failed=row.failed,
+        )
+        for row in summary.per_second
+    )

@@ -1,0 +1,47 @@
+"""Which pgbench a campaign runs: the plan's [pgbench] install, its version, and the options
+that version lacks (refused before anything starts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgbenchlab import installs
+from pgbenchlab.errors import PlanError
+from pgbenchlab.installs import Installation
+from pgbenchlab.pgbench import command
+from pgbenchlab.pgbench.version import PgVersion, parse_version
+from pgbenchlab.plan import Plan
+
+RETRIES_SINCE = (15,)  # pgbench --max-tries
+
+
+@dataclass(frozen=True)
+class PgbenchClient:
+    install: Installation
+    version: PgVersion
+    version_text: str
+
+    @property
+    def binary(self) -> Path:
+        return self.install.binary("pgbench")
+
+
+def choose_pgbench(plan: Plan, found: list[Installation]) -> PgbenchClient:
+    if plan.pgbench_install == "newest":
+        install = installs.newest_pgbench(found)
+    else:
+        install = installs.resolve(plan.pgbench_install, found, need_server=False)
+    text = command.version_of(install.binary("pgbench"))
+    version = parse_version(text)
+    require_client_features(plan, version, text)
+    return PgbenchClient(install, version, text)
+
+
+def require_client_features(plan: Plan, version: PgVersion, version_text: str) -> None:
+    """Refuse, before anything starts, options the campaign's pgbench does not have."""
+    if version.major < RETRIES_SINCE and any(s.options.max_tries != 1 for s in plan.specs):
+        raise PlanError(
+            f"{plan.path}: max_tries needs pgbench 15 or later; this campaign's pgbench is "
+            f"{version_text.strip()}: remove max_tries or choose a newer [pgbench] install"
+        )

@@ -1,0 +1,110 @@
+"""The seam between a campaign and the world outside Python: pgbench, dataset preparation and
+hygiene, and the telemetry beside each run.
+
+`LocalExecutor` does these for real (`pgbench.command`, `dataset`, `telemetry`); a test can
+give a campaign another executor that replays recorded pgbench outputs instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from pgbenchlab import dataset, findings
+from pgbenchlab.findings import RunWarning
+from pgbenchlab.pgbench import command
+from pgbenchlab.results import RunResult
+from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.telemetry.campaign import CampaignTelemetry
+from pgbenchlab.telemetry.records import RunTelemetry
+
+if TYPE_CHECKING:
+    from pgbenchlab.analysis.diagnosis import Diagnosis
+    from pgbenchlab.store import Store
+
+
+class Capturing(Protocol):
+    """Telemetry beside one measured run (`telemetry.capture.Capture`)."""
+
+    def start(self) -> object: ...
+
+    def pgbench_started(self, pid: int) -> None: ...
+
+    def stop(self, pgbench_cpu_s: float | None = None) -> RunTelemetry | None: ...
+
+
+class Telemetry(Protocol):
+    """A campaign's telemetry (`telemetry.campaign.CampaignTelemetry`)."""
+
+    def capture(
+        self,
+        server: Server,
+        endpoint: Endpoint,
+        threads: int | None,
+        on_phase: Callable[[str], None] | None = None,
+    ) -> Capturing: ...
+
+    def diagnose(self, server: str, result: RunResult) -> Diagnosis | None: ...
+
+
+class Executor(Protocol):
+    def pgbench(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        cwd: Path,
+        on_stderr_line: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> command.Completed: ...
+
+    def prepare_dataset(
+        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+    ) -> dataset.Prepared: ...
+
+    def vacuum(self, endpoint: Endpoint, mode: str) -> None: ...
+
+    def checkpoint(self, endpoint: Endpoint) -> RunWarning | None:
+        """CHECKPOINT and wait for it; a warning when the server refused."""
+        ...
+
+    def telemetry(self, store: Store, campaign_id: int, *, fsync_test: bool) -> Telemetry: ...
+
+
+class LocalExecutor:
+    """The real thing: processes on this machine, SQL on the run's server."""
+
+    def pgbench(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        cwd: Path,
+        on_stderr_line: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> command.Completed:
+        return command.execute(
+            argv,
+            env,
+            cwd=cwd,
+            on_stderr_line=on_stderr_line,
+            timeout_s=timeout_s,
+            on_start=on_start,
+        )
+
+    def prepare_dataset(
+        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+    ) -> dataset.Prepared:
+        return dataset.ensure(server, scale, pgbench=pgbench, work_dir=work_dir, force=force)
+
+    def vacuum(self, endpoint: Endpoint, mode: str) -> None:
+        dataset.vacuum(endpoint, mode)
+
+    def checkpoint(self, endpoint: Endpoint) -> RunWarning | None:
+        return findings.checkpoint_refused() if dataset.checkpoint(endpoint) else None
+
+    def telemetry(self, store: Store, campaign_id: int, *, fsync_test: bool) -> Telemetry:
+        return CampaignTelemetry(store, campaign_id, fsync_test=fsync_test)

@@ -1,0 +1,139 @@
+"""Running pgbench for a run spec: the warmup (not counted; its TPS sets the log sampling rate)
+and the measured run with ``-P 1`` and a per-transaction log, through the campaign's executor;
+then reading that log for the result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgbenchlab.campaign.assemble import LogReading, first_line
+from pgbenchlab.campaign.client import PgbenchClient
+from pgbenchlab.campaign.executor import Executor
+from pgbenchlab.campaign.layout import log_files
+from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.pgbench import command
+from pgbenchlab.pgbench.logs import analyse_transaction_logs
+from pgbenchlab.pgbench.progress import (
+    ProgressLine,
+    error_summary,
+    parse_progress_line,
+    parse_stderr,
+)
+from pgbenchlab.pgbench.report import parse_report
+from pgbenchlab.plan import RunSpec
+from pgbenchlab.server import Endpoint
+
+# Per-transaction log lines per second that keep the observer effect well under 1 %
+# (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
+LOG_LINES_PER_SECOND = 5_000
+
+
+class RunAborted(Exception):
+    """pgbench's clients stopped early in a phase before the measured run (the warmup)."""
+
+
+@dataclass(frozen=True)
+class Pgbench:
+    """The campaign's pgbench, run through its executor; progress lines go to `on_progress`."""
+
+    client: PgbenchClient
+    executor: Executor
+
+    def run(
+        self,
+        endpoint: Endpoint,
+        run: command.Invocation,
+        cwd: Path,
+        on_progress: Callable[[ProgressLine], None],
+        on_start: Callable[[int], None] | None = None,
+    ) -> command.Completed:
+        argv = command.build_argv(self.client.binary, self.client.version, run, endpoint.dbname)
+
+        def on_line(line: str) -> None:
+            parsed = parse_progress_line(line)
+            if parsed is not None:
+                on_progress(parsed)
+
+        # -T is checked between transactions only; allow generous slack before killing.
+        timeout = None if run.seconds is None else run.seconds * 2 + 120
+        return self.executor.pgbench(
+            argv,
+            endpoint.libpq_env(),
+            cwd=cwd,
+            on_stderr_line=on_line,
+            timeout_s=timeout,
+            on_start=on_start,
+        )
+
+    def warmup(
+        self,
+        spec: RunSpec,
+        endpoint: Endpoint,
+        cwd: Path,
+        on_progress: Callable[[ProgressLine], None],
+        on_phase: Callable[[str], None],
+    ) -> float | None:
+        """The warmup's TPS (None without a warmup or a report); raises when it failed."""
+        if spec.options.warmup_s == 0:
+            return None
+        on_phase("warmup")
+        run = command.Invocation(
+            spec.workload, spec.scale, spec.clients, spec.options, spec.options.warmup_s
+        )
+        done = self.run(endpoint, run, cwd, on_progress)
+        if done.interrupted:
+            raise KeyboardInterrupt
+        if done.returncode != 0:
+            cause = f"warmup: pgbench exited {done.returncode}: {error_summary(done.stderr)}"
+            raise (RunAborted if parse_stderr(done.stderr).aborted else RuntimeError)(cause)
+        try:
+            return parse_report(done.stdout).tps
+        except PgbenchParseError:
+            return None
+
+    def read_log(self, spec: RunSpec, artifacts: Path, sampling: float | None) -> LogReading:
+        """The measured run's per-transaction log, analysed (or why it could not be)."""
+        files = log_files(artifacts)
+        if sampling is None or not files:
+            return LogReading()
+        try:
+            summary = analyse_transaction_logs(
+                files,
+                pg_major=self.client.version.major[0],
+                rate_limited=spec.options.rate is not None,
+                has_retries_column=spec.options.max_tries != 1,
+                sampling_rate=sampling,
+            )
+        except PgbenchParseError as exc:
+            return LogReading(sampling, error=first_line(exc))
+        return LogReading(sampling, summary)
+
+
+def measured_invocation(spec: RunSpec, log_dir: Path, sampling: float | None) -> command.Invocation:
+    return command.Invocation(
+        spec.workload,
+        spec.scale,
+        spec.clients,
+        spec.options,
+        spec.options.duration_s,
+        log_dir=log_dir if sampling else None,
+        sampling_rate=sampling or 1.0,
+    )
+
+
+def sampling_rate(spec: RunSpec, warmup_tps: float | None) -> float | None:
+    """The per-transaction log sampling rate (None: no log), from the plan and warmup TPS."""
+    mode = spec.options.latency_log
+    if mode == "off":
+        return None
+    if mode == "full":
+        return 1.0
+    if mode != "auto":
+        return float(mode)
+    expected = spec.options.rate or warmup_tps
+    if not expected or expected <= LOG_LINES_PER_SECOND:
+        return 1.0
+    rate = LOG_LINES_PER_SECOND / expected
+    return float(f"{rate:.2g}")  # a readable rate such as 0.15

@@ -1,0 +1,316 @@
+"""Execute a campaign: every run spec end to end, each result stored as soon as it finishes.
+
+Per run: the server (with the run's setting variant), the dataset, hygiene (vacuum as asked,
+CHECKPOINT), the warmup, the measured pgbench, then the result assembled from what it left
+and stored. A failure in one run is recorded with its reason and the campaign goes on; an
+interruption ends it with the runs before kept.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from pgbenchlab import installs
+from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
+from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
+from pgbenchlab.campaign.executor import Executor, LocalExecutor
+from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
+from pgbenchlab.campaign.measure import (
+    Pgbench,
+    RunAborted,
+    measured_invocation,
+    sampling_rate,
+)
+from pgbenchlab.campaign.resume import open_campaign
+from pgbenchlab.campaign.servers import ServerPool, Servers
+from pgbenchlab.campaign.signals import StopSignals
+from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
+from pgbenchlab.findings import RunWarning
+from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
+from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.store import Store
+from pgbenchlab.telemetry.campaign import fsync_test_wanted
+
+
+class Reporter(Protocol):
+    """Progress events for a display; the runner never prints."""
+
+    def campaign_started(self, plan: Plan, todo: list[RunSpec], done: int) -> None: ...
+
+    def run_started(self, spec: RunSpec, index: int, total: int) -> None: ...
+
+    def phase(self, spec: RunSpec, text: str) -> None: ...
+
+    def progress(self, spec: RunSpec, line: ProgressLine) -> None: ...
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+class NullReporter:
+    """A reporter that shows nothing: for scripts and benchmarks using the library."""
+
+    def campaign_started(self, plan: Plan, todo: list[RunSpec], done: int) -> None:
+        pass
+
+    def run_started(self, spec: RunSpec, index: int, total: int) -> None:
+        pass
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        pass
+
+    def progress(self, spec: RunSpec, line: ProgressLine) -> None:
+        pass
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@dataclass
+class Outcome:
+    campaign_id: int
+    results_dir: Path
+    ran: int = 0
+    skipped_done: int = 0
+    failed: int = 0  # runs that did not complete (failed or aborted): exit code 1
+    interrupted: bool = False
+    results: list[RunResult] = field(default_factory=list)
+
+
+def run_campaign(
+    plan: Plan,
+    results_dir: Path,
+    reporter: Reporter,
+    *,
+    fresh: bool = False,
+) -> Outcome:
+    """Run the plan's campaign on this machine (checked before anything starts)."""
+    results_dir = results_dir.resolve()
+    found = installs.discover()
+    pgbench = choose_pgbench(plan, found)
+    servers = Servers(plan, results_dir, found)
+    servers.validate()
+    return conduct(plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh)
+
+
+def conduct(
+    plan: Plan,
+    results_dir: Path,
+    reporter: Reporter,
+    pgbench: PgbenchClient,
+    servers: ServerPool,
+    executor: Executor,
+    *,
+    fresh: bool = False,
+) -> Outcome:
+    """Run the runs of the plan not yet complete in results_dir, with these servers, this
+    pgbench and this executor; every server is stopped and released at the end."""
+    store = Store(results_dir / RESULTS_DB)
+    try:
+        store.acquire()
+        servers.claim()
+        campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
+        outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
+        todo = [s for s in plan.specs if s.run_key not in done]
+        campaign = Campaign(
+            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter
+        )
+        with StopSignals() as signals:
+            try:
+                reporter.campaign_started(plan, todo, len(done))
+                campaign.run(todo, outcome)
+            except KeyboardInterrupt:
+                pass
+            finally:
+                signals.shield = True
+                servers.stop_all()
+            outcome.interrupted = signals.received
+            ended = CampaignStatus.INTERRUPTED if signals.received else CampaignStatus.FINISHED
+            store.finish_campaign(campaign_id, ended)
+        return outcome
+    finally:
+        servers.release()
+        store.close()
+
+
+class Campaign:
+    """The per-run sequence: server → dataset → hygiene → warmup → measure → assemble → store."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        campaign_id: int,
+        results_dir: Path,
+        servers: ServerPool,
+        client: PgbenchClient,
+        executor: Executor,
+        reporter: Reporter,
+    ) -> None:
+        self.plan = plan
+        self.store = store
+        self.campaign_id = campaign_id
+        self.results_dir = results_dir
+        self.servers = servers
+        self.pgbench = Pgbench(client, executor)
+        self.executor = executor
+        self.reporter = reporter
+        fsync_test = fsync_test_wanted(plan.estimated_seconds())
+        self.telemetry = executor.telemetry(store, campaign_id, fsync_test=fsync_test)
+        self.initialised: set[tuple[str, int]] = set()
+        self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+
+    @property
+    def version(self) -> str:
+        return self.pgbench.client.version_text
+
+    def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
+        with self.stopped_by_results_faults():
+            for index, spec in enumerate(todo, start=1):
+                self.reporter.run_started(spec, index, len(todo))
+                result = self.run_one(spec)
+                self.store.record_run(self.campaign_id, result)
+                self.reporter.run_finished(spec, result)
+                outcome.results.append(result)
+                outcome.ran += 1
+                outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
+                if result.status == RunStatus.INTERRUPTED:
+                    raise KeyboardInterrupt
+
+    @contextmanager
+    def stopped_by_results_faults(self) -> Iterator[None]:
+        """The results can no longer be written (disk full, database locked or damaged): the
+        campaign stops, marked stopped if the database still takes it; committed runs stay."""
+        try:
+            yield
+        except StoreError:
+            self.store.mark_stopped(self.campaign_id)
+            raise
+
+    def run_one(self, spec: RunSpec) -> RunResult:
+        started = time.time()
+        artifacts = artifact_dir(self.results_dir, self.plan.name, self.campaign_id, spec)
+        server: Server | None = None
+        try:
+            server = self.prepare_server(spec)
+            endpoint = self.prepare_dataset(server, spec)
+            result = self.measure(spec, server, endpoint, artifacts, started)
+            if result.status in (RunStatus.FAILED, RunStatus.ABORTED) and result.error is not None:
+                result = replace(result, error=self.describe(result.error, server))
+            return result
+        except StoreError:
+            raise  # the results, not the run, failed: the campaign stops
+        except KeyboardInterrupt:
+            return self.failure(spec, started, RunStatus.INTERRUPTED, INTERRUPTED_TEXT)
+        except RunAborted as exc:
+            return self.failure(spec, started, RunStatus.ABORTED, self.describe(exc, server))
+        except (UserError, PgbenchParseError, OSError, RuntimeError) as exc:
+            return self.failure(spec, started, RunStatus.FAILED, self.describe(exc, server))
+        except Exception as exc:  # a run's failure must never lose the campaign's other runs
+            detail = "".join(traceback.format_exception_only(exc)).strip()
+            return self.failure(spec, started, RunStatus.FAILED, self.describe(detail, server))
+
+    def failure(self, spec: RunSpec, started: float, status: RunStatus, error: str) -> RunResult:
+        return failure(
+            spec, self.version, status, error, started_at=started, finished_at=time.time()
+        )
+
+    def describe(self, error: object, server: Server | None) -> str:
+        """The error, with the server's log when it went down (and restarted for the next)."""
+        text = str(error)
+        if server is not None and server.managed and not server.is_alive():
+            problems = server.log_problems() or server.log_tail(3)
+            text += f" [server {server.name} was down; its log: {' | '.join(problems)}]"
+            try:
+                server.restart()
+                self.reporter.note(f"restarted server {server.name} after a failed run")
+            except UserError as exc:
+                text += f" [restart failed: {exc}]"
+        return text
+
+    def prepare_server(self, spec: RunSpec) -> Server:
+        self.reporter.phase(spec, "server")
+        server, _ = self.servers.get(spec)
+        key = (server.name, spec.server_settings)
+        if key not in self.recorded_variants:
+            self.store.record_server(self.campaign_id, server.facts(), dict(spec.server_settings))
+            self.recorded_variants.add(key)
+        return server
+
+    def prepare_dataset(self, server: Server, spec: RunSpec) -> Endpoint:
+        reinit = spec.options.reinit
+        key = (server.name, spec.scale)
+        force = reinit == "per-run" or (reinit == "per-scale" and key not in self.initialised)
+        self.reporter.phase(spec, "dataset")
+        prepared = self.executor.prepare_dataset(
+            server,
+            spec.scale,
+            pgbench=self.pgbench.client.binary,
+            work_dir=self.results_dir,
+            force=force,
+        )
+        if key not in self.initialised or prepared.init_seconds is not None:
+            self.store.record_dataset(
+                self.campaign_id,
+                server.name,
+                spec.scale,
+                prepared.endpoint.dbname,
+                prepared.init_seconds,
+            )
+        self.initialised.add(key)
+        return prepared.endpoint
+
+    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> tuple[RunWarning, ...]:
+        self.reporter.phase(spec, "vacuum")
+        self.executor.vacuum(endpoint, spec.options.vacuum)
+        if not spec.options.checkpoint:
+            return ()
+        self.reporter.phase(spec, "checkpoint")
+        refused = self.executor.checkpoint(endpoint)
+        return (refused,) if refused else ()
+
+    def measure(
+        self, spec: RunSpec, server: Server, endpoint: Endpoint, artifacts: Path, started: float
+    ) -> RunResult:
+        def phase(text: str) -> None:
+            self.reporter.phase(spec, text)
+
+        def progress(line: ProgressLine) -> None:
+            self.reporter.progress(spec, line)
+
+        capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
+        hygiene = self.hygiene(spec, endpoint)
+        warmup_tps = self.pgbench.warmup(spec, endpoint, artifacts, progress, phase)
+        sampling = sampling_rate(spec, warmup_tps)
+        phase("measuring")
+        run = measured_invocation(spec, artifacts, sampling)
+        capture.start()
+        done = None
+        try:
+            done = self.pgbench.run(endpoint, run, artifacts, progress, capture.pgbench_started)
+        finally:
+            telemetry = capture.stop(done.cpu_s if done else None)
+        argv = sanitize_argv(done.argv, self.results_dir)
+        if done.interrupted:
+            return assemble(spec, self.version, MeasuredRun(done, argv, started, time.time()))
+        phase("analysing")
+        log = self.pgbench.read_log(spec, artifacts, sampling)
+        finished = time.time()
+        kept = archive(artifacts, done, argv)
+        measured = MeasuredRun(
+            done, argv, started, finished, log, warmup_tps, telemetry, kept, hygiene
+        )
+        result = assemble(spec, self.version, measured)
+        return replace(result, diagnosis=self.telemetry.diagnose(spec.server, result))

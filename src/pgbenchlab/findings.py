@@ -1,0 +1,191 @@
+"""Warnings as data: what a run's checks found, with the numbers that show it.
+
+Each `WarningCode` has one rule here that decides it (with its one threshold) and one wording
+that renders it as the sentence users read, plus, where there is one, the remedy the report
+gives for a group of runs. The runner stores warnings as codes with their evidence; readers
+select them by code, never by their text. Imports nothing from the project: the plan check,
+the runner, the analysis and the report all use it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+Evidence = Mapping[str, int | float | str]
+
+UPDATING_BUILTINS = frozenset({"tpcb-like", "simple-update"})
+# pgbench using this share of its threads' time (CPU, or CPU and waiting for one) is
+# measuring itself, not the server.
+PGBENCH_SATURATED = 0.9
+# -T is checked between transactions only: a run this much longer than asked stalled.
+STALL_FACTOR = 1.5
+STALL_SLACK_S = 5
+
+
+class WarningCode(StrEnum):
+    SCALE_BELOW_CLIENTS = "scale_below_clients"
+    THREADS_REDUCED = "threads_reduced"
+    RUN_STALLED = "run_stalled"
+    PGBENCH_SATURATED = "pgbench_saturated"
+    LOG_UNREADABLE = "log_unreadable"
+    CHECKPOINT_REFUSED = "checkpoint_refused"
+    COMMITS_DISAGREE = "commits_disagree"
+    LEGACY = "legacy"  # a sentence stored by an older pgbenchlab, kept as it was written
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    code: WarningCode
+    evidence: Evidence = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return _SENTENCES[self.code](self.evidence)
+
+    @property
+    def remedy(self) -> str | None:
+        return REMEDIES.get(self.code)
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON object stored for this warning (the text for readers without this code)."""
+        return {"code": self.code.value, "evidence": dict(self.evidence), "text": self.text}
+
+
+# -- the rules: one per code, each with its one threshold ---------------------------------------
+
+
+def scale_below_clients(updates: bool, scale: int, clients: int) -> RunWarning | None:
+    """Fewer branch rows than clients on an updating workload: updates queue on row locks."""
+    if not updates or scale >= clients:
+        return None
+    return RunWarning(WarningCode.SCALE_BELOW_CLIENTS, {"scale": scale, "clients": clients})
+
+
+def threads_reduced(used: int, asked: int) -> RunWarning | None:
+    if used >= asked:
+        return None
+    return RunWarning(WarningCode.THREADS_REDUCED, {"used": used, "asked": asked})
+
+
+def run_stalled(wall_s: float, duration_s: int | None) -> RunWarning | None:
+    if not duration_s or wall_s <= duration_s * STALL_FACTOR + STALL_SLACK_S:
+        return None
+    return RunWarning(WarningCode.RUN_STALLED, {"wall_s": wall_s, "duration_s": duration_s})
+
+
+def saturated(share: float) -> bool:
+    """Whether pgbench's threads were busy for so much of the run that TPS measures pgbench."""
+    return share >= PGBENCH_SATURATED
+
+
+def pgbench_saturated(
+    cpu_s: float | None, duration_s: float | None, threads: int
+) -> RunWarning | None:
+    if not cpu_s or not duration_s:
+        return None
+    busy = cpu_s / (duration_s * max(1, threads))
+    if not saturated(busy):
+        return None
+    return RunWarning(WarningCode.PGBENCH_SATURATED, {"busy": busy, "threads": threads})
+
+
+def log_unreadable(error: str) -> RunWarning:
+    return RunWarning(WarningCode.LOG_UNREADABLE, {"error": error})
+
+
+def checkpoint_refused() -> RunWarning:
+    return RunWarning(WarningCode.CHECKPOINT_REFUSED)
+
+
+def commits_disagree(
+    pgbench_transactions: int, server_commits: int, unexplained: int, sampler_statements: int
+) -> RunWarning:
+    return RunWarning(
+        WarningCode.COMMITS_DISAGREE,
+        {
+            "pgbench_transactions": pgbench_transactions,
+            "server_commits": server_commits,
+            "unexplained": unexplained,
+            "sampler_statements": sampler_statements,
+        },
+    )
+
+
+# -- the one place a warning becomes words ------------------------------------------------------
+
+
+def _commits_text(e: Evidence) -> str:
+    return (
+        f"pgbench counted {e['pgbench_transactions']:,} transactions but the server "
+        f"committed {e['server_commits']:,} in the database during the run "
+        f"({e['unexplained']:+,} beyond the sampler's own {e['sampler_statements']:,}): "
+        "another client, a pooler or another server was involved; the numbers may not be "
+        "this server's"
+    )
+
+
+_SENTENCES: dict[WarningCode, Callable[[Evidence], str]] = {
+    WarningCode.SCALE_BELOW_CLIENTS: lambda e: (
+        f"scale {e['scale']} < {e['clients']} clients on an updating workload: "
+        "branch-row contention limits TPS; use scale ≥ clients"
+    ),
+    WarningCode.THREADS_REDUCED: lambda e: f"pgbench used {e['used']} threads, not {e['asked']}",
+    WarningCode.RUN_STALLED: lambda e: (
+        f"the run took {e['wall_s']:.0f} s for -T {e['duration_s']}: "
+        "transactions stalled (-T is only checked between transactions)"
+    ),
+    WarningCode.PGBENCH_SATURATED: lambda e: (
+        f"pgbench used {e['busy']:.0%} of its {e['threads']} threads' CPU: "
+        "the load generator may be the bottleneck; give it more threads or cores"
+    ),
+    WarningCode.LOG_UNREADABLE: lambda e: (
+        f"the per-transaction log could not be analysed: {e['error']}"
+    ),
+    WarningCode.CHECKPOINT_REFUSED: lambda e: (
+        "CHECKPOINT refused (needs superuser or pg_checkpoint): runs start without one"
+    ),
+    WarningCode.COMMITS_DISAGREE: _commits_text,
+    WarningCode.LEGACY: lambda e: str(e.get("text", "")),
+}
+
+# What to do about a group of runs with the same finding (the report's advice).
+REMEDIES: dict[WarningCode, str] = {
+    WarningCode.SCALE_BELOW_CLIENTS: "with fewer branch rows than clients, updates queue on "
+    "row locks and TPS measures that contention: initialise with scale ≥ clients",
+    WarningCode.PGBENCH_SATURATED: "TPS measures pgbench, not the server: give pgbench more "
+    "threads (-j) or cores, or run it on another machine",
+}
+
+
+# -- stored form ---------------------------------------------------------------------------------
+
+
+def to_json(warnings: Iterable[RunWarning]) -> str:
+    """The runs.warnings_json column: a list of {"code", "evidence", "text"} objects."""
+    return json.dumps([w.stored() for w in warnings])
+
+
+def from_json(text: str | None) -> tuple[RunWarning, ...]:
+    """Warnings as stored by any version: objects with a code, or an older version's plain
+    sentences (and codes this version does not know), which are kept as their text."""
+    return tuple(_from_stored(item) for item in json.loads(text or "[]"))
+
+
+def _from_stored(item: Any) -> RunWarning:
+    if isinstance(item, dict):
+        try:
+            code = WarningCode(str(item.get("code")))
+        except ValueError:
+            code = WarningCode.LEGACY
+        if code is not WarningCode.LEGACY:
+            return RunWarning(code, dict(item.get("evidence") or {}))
+        return legacy(str(item.get("text", "")))
+    return legacy(str(item))
+
+
+def legacy(text: str) -> RunWarning:
+    return RunWarning(WarningCode.LEGACY, {"text": text})
