@@ -2,7 +2,9 @@
 
 * :mod:`.report` — the final report on stdout,
 * :mod:`.progress` — ``-P`` progress lines and the error/abort messages on stderr,
-* :mod:`.version` — ``pgbench -V`` / ``postgres -V``.
+* :mod:`.version` — ``pgbench -V`` / ``postgres -V``,
+* :mod:`.logs` — per-transaction ``-l`` logs (:mod:`.log_files`, :mod:`.log_lines`,
+  :mod:`.log_summary`, :mod:`.log_records`); :mod:`.aggregate_logs` — aggregated ones.
 
 Every parser either returns a frozen dataclass or raises
 :class:`pgbenchlab.errors.PgbenchParseError`; no other exception escapes for any input text.
