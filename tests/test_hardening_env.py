@@ -2,8 +2,9 @@
 saying what to fix, with exit 2 before anything started (and nothing written), or a clean stop
 with exit 1 during a campaign that keeps every committed run.
 
-Every test runs the real command line in a subprocess. The root-only ones (mounts, chattr) clean
-up in `finally`; under CI (root) they must run.
+Every test runs the real command line in a process of its own (`cli_process`: forked from one
+that has imported it). The root-only ones (mounts, chattr) clean up in `finally`; under CI
+(root) they must run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_process import run_cli
 from conftest_report import write_synthetic
 from pgbenchlab import runner
 from pgbenchlab.plan import MAX_RUNS
@@ -67,7 +69,7 @@ def write_plan(directory: Path, text: str) -> Path:
 
 
 def cli(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    return run_cli(*args, timeout=timeout)
 
 
 def assert_one_line(done: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
