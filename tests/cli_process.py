@@ -38,8 +38,10 @@ def run_cli(
     cwd: Path | str | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 300,
+    before: str = "",
 ) -> subprocess.CompletedProcess[str]:
-    """Like ``subprocess.run([*CLI, *args], capture_output=True, text=True, ...)``."""
+    """Like ``subprocess.run([*CLI, *args], capture_output=True, text=True, ...)``; `before`:
+    Python statements the child runs first, as ``python -c "...; sys.exit(main())"`` would."""
     argv = [str(a) for a in args]
     helper = _started()
     assert helper.stdin is not None and helper.stdout is not None
@@ -51,6 +53,7 @@ def run_cli(
             "env": dict(os.environ if env is None else env),
             "stdout": str(out),
             "stderr": str(err),
+            "before": before,
         }
         helper.stdin.write(json.dumps(request).encode() + b"\n")
         pid = _reply(helper.stdout.fileno())
@@ -116,7 +119,7 @@ def _serve() -> None:
         pid = os.fork()
         if pid == 0:
             _become(request)
-            _exit(cli.main)
+            _exit(cli.main, request["before"])
         print(pid, flush=True)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status), flush=True)
@@ -139,12 +142,13 @@ def _become(request: dict[str, Any]) -> None:
     sys.argv = ["pgbenchlab", *request["args"]]
 
 
-def _exit(main: Callable[[], int]) -> NoReturn:
+def _exit(main: Callable[[], int], before: str = "") -> NoReturn:
     """``sys.exit(main())`` as the interpreter ends it — the exit code, an escaping exception's
     traceback, non-daemon threads joined, atexit functions run, streams flushed — but without
     tearing down every module (0.2 s of each call). A file the command left unclosed would lose
     its buffered tail: a failure here, never a false pass."""
     try:
+        exec(before, {})
         code = _status(main())
     except SystemExit as stop:
         code = _status(stop.code)

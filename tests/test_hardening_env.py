@@ -31,11 +31,11 @@ from support import require_installs
 
 CLI = [sys.executable, "-m", "pgbenchlab.cli"]
 # The real command line with a 2 s wait for SQLite's write lock instead of 30 s.
+SHORT_LOCK_WAIT = "from pgbenchlab import store_faults; store_faults.BUSY_TIMEOUT_S = 2.0"
 CLI_SHORT_LOCK_WAIT = [
     sys.executable,
     "-c",
-    "import sys; from pgbenchlab import store_faults; store_faults.BUSY_TIMEOUT_S = 2.0; "
-    "from pgbenchlab.cli import main; sys.exit(main())",
+    f"import sys; {SHORT_LOCK_WAIT}; from pgbenchlab.cli import main; sys.exit(main())",
 ]
 ERROR = "pgbenchlab: error: "
 
@@ -492,12 +492,7 @@ def test_write_lock_held_before_the_campaign_starts(tmp_path: Path) -> None:
     Store(results / runner.RESULTS_DB).close()  # an empty results database of this version
     plan_path = write_plan(tmp_path, plan_text(name="locked"))
     with write_lock(results / runner.RESULTS_DB):
-        done = subprocess.run(
-            short_wait_cli("run", plan_path, "--results", results),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = run_cli("run", plan_path, "--results", results, before=SHORT_LOCK_WAIT)
     assert_one_line(done, 2, "another process holds the write lock of", "results.db")
     assert sorted(p.name for p in results.iterdir() if p.name != "results.db.lock") == [
         "results.db"
