@@ -5,10 +5,10 @@ it reads its arguments, and the fault tests run it a hundred times. Here one hel
 imports `pgbenchlab.cli` once and forks a child per call. Each call is still a process of its
 own: its own exit status, stdout, stderr, working directory and environment; stdin is
 /dev/null; an exception that escapes `main` prints its traceback and exits 1 as the interpreter
-does (the child unwinds through the helper's loop). Only the import is shared: a setting read at
-import time (`osuser.SERVICE_USER`) comes from the environment the tests started with.
-`tests/test_cli.py` keeps calls through the real ``python -m pgbenchlab.cli`` for the entry
-point itself.
+does. Only the import is shared: a setting read at import time (`osuser.SERVICE_USER`) comes
+from the environment the tests started with. `test_cli_process.py` compares a call with the
+real ``python -m pgbenchlab.cli``. `run_forked` runs another module's entry point the same way
+(``python -m pytest``, for `test_ci_guard`'s inner runs).
 
 Run as a script, this file is the helper; imported, it is the client (`run_cli`).
 """
@@ -16,6 +16,7 @@ Run as a script, this file is the helper; imported, it is the client (`run_cli`)
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import os
 import select
@@ -24,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,7 +42,23 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """Like ``subprocess.run([*CLI, *args], capture_output=True, text=True, ...)``; `before`:
     Python statements the child runs first, as ``python -c "...; sys.exit(main())"`` would."""
+    return run_forked(
+        "pgbenchlab.cli:main", *args, cwd=cwd, env=env, timeout=timeout, before=before
+    )
+
+
+def run_forked(
+    entry: str,
+    *args: str | Path,
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    before: str = "",
+) -> subprocess.CompletedProcess[str]:
+    """``sys.exit(function())`` with `args` as its command line, `entry` = "module:function";
+    e.g. "pytest:console_main" for ``python -m pytest``."""
     argv = [str(a) for a in args]
+    command = [sys.executable, "-m", entry.partition(":")[0], *argv]
     helper = _started()
     assert helper.stdin is not None and helper.stdout is not None
     with tempfile.TemporaryDirectory(prefix="pgbl-cli-") as scratch:
@@ -54,14 +70,15 @@ def run_cli(
             "stdout": str(out),
             "stderr": str(err),
             "before": before,
+            "entry": entry,
         }
         helper.stdin.write(json.dumps(request).encode() + b"\n")
         pid = _reply(helper.stdout.fileno())
         code = _exit_code(helper.stdout.fileno(), pid, timeout)
         stdout, stderr = (p.read_text() if p.exists() else "" for p in (out, err))
     if code is None:
-        raise subprocess.TimeoutExpired([*CLI, *argv], timeout, stdout, stderr)
-    return subprocess.CompletedProcess([*CLI, *argv], code, stdout, stderr)
+        raise subprocess.TimeoutExpired(command, timeout, stdout, stderr)
+    return subprocess.CompletedProcess(command, code, stdout, stderr)
 
 
 def _started() -> subprocess.Popen[bytes]:
@@ -112,14 +129,14 @@ def _reply(replies: int) -> int:
 
 
 def _serve() -> None:
-    from pgbenchlab import cli  # the import every call shares
+    importlib.import_module("pgbenchlab.cli")  # the import every call shares
 
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
             _become(request)
-            _exit(cli.main, request["before"])
+            _exit(request["entry"], request["before"])
         print(pid, flush=True)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status), flush=True)
@@ -139,17 +156,19 @@ def _become(request: dict[str, Any]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.argv = ["pgbenchlab", *request["args"]]
+    sys.argv = [request["entry"].partition(":")[0], *request["args"]]
 
 
-def _exit(main: Callable[[], int], before: str = "") -> NoReturn:
-    """``sys.exit(main())`` as the interpreter ends it — the exit code, an escaping exception's
+def _exit(entry: str, before: str) -> NoReturn:
+    """``sys.exit(function())`` of ``entry`` = "module:function", ended as the interpreter ends
+    it — the exit code, an escaping exception's
     traceback, non-daemon threads joined, atexit functions run, streams flushed — but without
     tearing down every module (0.2 s of each call). A file the command left unclosed would lose
     its buffered tail: a failure here, never a false pass."""
     try:
         exec(before, {})
-        code = _status(main())
+        module, _, function = entry.partition(":")
+        code = _status(getattr(importlib.import_module(module), function)())
     except SystemExit as stop:
         code = _status(stop.code)
     except BaseException:
