@@ -16,6 +16,7 @@ Run as a script, this file is the helper; imported, it is the client (`run_cli`)
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import json
 import os
@@ -72,9 +73,14 @@ def run_forked(
             "before": before,
             "entry": entry,
         }
-        helper.stdin.write(json.dumps(request).encode() + b"\n")
-        pid = _reply(helper.stdout.fileno())
-        code = _exit_code(helper.stdout.fileno(), pid, timeout)
+        pid = None
+        try:
+            helper.stdin.write(json.dumps(request).encode() + b"\n")
+            pid = _reply(helper.stdout.fileno())
+            code = _exit_code(helper.stdout.fileno(), pid, timeout)
+        except BaseException:  # e.g. pytest-timeout: the helper's replies are out of step now
+            _discard(helper, pid)
+            raise
         stdout, stderr = (p.read_text() if p.exists() else "" for p in (out, err))
     if code is None:
         raise subprocess.TimeoutExpired(command, timeout, stdout, stderr)
@@ -90,6 +96,25 @@ def _started() -> subprocess.Popen[bytes]:
         )
         atexit.register(_stop, _helper)
     return _helper
+
+
+def _discard(helper: subprocess.Popen[bytes], child: int | None) -> None:
+    """Kill the helper and its running child; the next call starts a new helper."""
+    global _helper
+    if child is not None and _parent(child) == helper.pid:  # not yet reaped: not reused
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+    helper.kill()
+    helper.wait()
+    _helper = None
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[1])
 
 
 def _stop(helper: subprocess.Popen[bytes]) -> None:
