@@ -186,23 +186,27 @@ def _become(request: dict[str, Any]) -> None:
 
 def _exit(entry: str, before: str) -> NoReturn:
     """``sys.exit(function())`` of ``entry`` = "module:function", ended as the interpreter ends
-    it — the exit code, an escaping exception's
-    traceback, non-daemon threads joined, atexit functions run, streams flushed — but without
-    tearing down every module (0.2 s of each call). A file the command left unclosed would lose
-    its buffered tail: a failure here, never a false pass."""
+    it (the exit code, an escaping exception's traceback, non-daemon threads joined, atexit
+    functions run, streams flushed) but without tearing down every module: 0.2 s of each call.
+    A file the command left unclosed would lose its buffered tail: a failure, never a false
+    pass."""
+    interrupted = False
     try:
         exec(before, {})
         module, _, function = entry.partition(":")
         code = _status(getattr(importlib.import_module(module), function)())
     except SystemExit as stop:
         code = _status(stop.code)
-    except BaseException:
-        sys.excepthook(*sys.exc_info())
-        code = 1
+    except BaseException as error:
+        sys.excepthook(type(error), error, error.__traceback__)
+        code, interrupted = 1, isinstance(error, KeyboardInterrupt)
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    if interrupted:  # the interpreter ends an uncaught Ctrl-C by the signal itself
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     os._exit(code)
 
 
