@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import ci_guard
 from pgbenchlab import plan
@@ -20,6 +21,13 @@ from support import TINY_TWO_VERSIONS, Campaign, QuietReporter, require_installs
 
 # pg_test_fsync takes about 15 s per campaign; only the telemetry tests that need it turn it on.
 os.environ.setdefault(FSYNC_TEST_ENV, "off")
+
+# Property tests explore new examples on every local run, which is how they find bugs; under CI
+# they draw the same examples every time, so the suite cannot fail by chance. A bug found
+# locally is kept as an explicit @example.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if ci_guard.under_ci():
+    settings.load_profile("ci")
 
 
 def pytest_configure(config: pytest.Config) -> None:

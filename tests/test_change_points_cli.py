@@ -8,13 +8,13 @@ import json
 import re
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_process import run_cli
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
@@ -62,8 +62,7 @@ def planner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def compare_series(results: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "pgbenchlab.cli", "compare", "--results", str(results)]
-    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=120)
+    return run_cli("compare", "--results", results, *args, timeout=120)
 
 
 @pytest.mark.server

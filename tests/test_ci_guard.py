@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from cli_process import run_forked
 
 INNER = """
 import pytest
@@ -29,12 +30,13 @@ def test_skips_for_its_own_reason():
 
 
 def inner_pytest(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pytest`` on the tests above, in a process of its own (`run_forked`)."""
     (tmp_path / "test_inner.py").write_text(INNER)
     tests_dir = Path(__file__).parent
     env = {**os.environ, "CI": ci, "PYTHONPATH": str(tests_dir)}
-    argv = [sys.executable, "-m", "pytest", "-p", "ci_guard", "-rA", "-p", "no:cacheprovider"]
+    argv = ["-p", "ci_guard", "-rA", "-p", "no:cacheprovider"]
     argv += ["-o", "markers=server", str(tmp_path / "test_inner.py")]
-    return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return run_forked("pytest:console_main", *argv, cwd=tmp_path, env=env, timeout=120)
 
 
 def test_under_ci_a_missing_installation_fails_and_names_it(tmp_path: Path) -> None:

@@ -7,15 +7,13 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from cli_process import run_cli
 from support import Campaign, require_installs
-
-CLI = [sys.executable, "-m", "pgbenchlab.cli"]
 
 PLAN = """
 [campaign]
@@ -33,9 +31,7 @@ clients = [1]
 
 
 def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
+    return run_cli(*args, cwd=cwd, timeout=300)
 
 
 def free_port() -> int:

@@ -4,12 +4,11 @@ databases written before it was stored), shown atop the report and in `campaigns
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_process import run_cli
 from conftest_report import SyntheticPlan, write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.errors import PlanError
@@ -60,8 +59,8 @@ def test_report_and_markdown_show_it_first(tmp_path: Path) -> None:
 
 def test_campaigns_lists_it(tmp_path: Path) -> None:
     db = described_db(tmp_path)
-    argv = [sys.executable, "-m", "pgbenchlab.cli", "campaigns", "--results", str(db.parent)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    done = run_cli("campaigns", "--results", db.parent, timeout=60)
+    assert done.returncode == 0, done.stderr
     header, row = done.stdout.splitlines()[:2]
     assert header.split()[-1] == "description"
     assert row.rstrip().endswith(ABOUT)

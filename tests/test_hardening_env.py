@@ -2,8 +2,9 @@
 saying what to fix, with exit 2 before anything started (and nothing written), or a clean stop
 with exit 1 during a campaign that keeps every committed run.
 
-Every test runs the real command line in a subprocess. The root-only ones (mounts, chattr) clean
-up in `finally`; under CI (root) they must run.
+Every test runs the real command line in a process of its own (`cli_process`: forked from one
+that has imported it). The root-only ones (mounts, chattr) clean up in `finally`; under CI
+(root) they must run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_process import run_cli
 from conftest_report import write_synthetic
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters
 from pgbenchlab.plan import MAX_RUNS
@@ -29,11 +31,11 @@ from support import require_installs
 
 CLI = [sys.executable, "-m", "pgbenchlab.cli"]
 # The real command line with a 2 s wait for SQLite's write lock instead of 30 s.
+SHORT_LOCK_WAIT = "from pgbenchlab import store_faults; store_faults.BUSY_TIMEOUT_S = 2.0"
 CLI_SHORT_LOCK_WAIT = [
     sys.executable,
     "-c",
-    "import sys; from pgbenchlab import store_faults; store_faults.BUSY_TIMEOUT_S = 2.0; "
-    "from pgbenchlab.cli import main; sys.exit(main())",
+    f"import sys; {SHORT_LOCK_WAIT}; from pgbenchlab.cli import main; sys.exit(main())",
 ]
 ERROR = "pgbenchlab: error: "
 
@@ -67,7 +69,7 @@ def write_plan(directory: Path, text: str) -> Path:
 
 
 def cli(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    return run_cli(*args, timeout=timeout)
 
 
 def assert_one_line(done: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
@@ -490,12 +492,7 @@ def test_write_lock_held_before_the_campaign_starts(tmp_path: Path) -> None:
     Store(results / RESULTS_DB).close()  # an empty results database of this version
     plan_path = write_plan(tmp_path, plan_text(name="locked"))
     with write_lock(results / RESULTS_DB):
-        done = subprocess.run(
-            short_wait_cli("run", plan_path, "--results", results),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = run_cli("run", plan_path, "--results", results, before=SHORT_LOCK_WAIT)
     assert_one_line(done, 2, "another process holds the write lock of", "results.db")
     assert sorted(p.name for p in results.iterdir() if p.name != "results.db.lock") == [
         "results.db"

@@ -1,0 +1,35 @@
+"""The plan file: parse, validate and expand a campaign into an ordered list of run specs.
+
+Validation happens before anything starts. Every mistake raises `PlanError` naming the file, the
+key and what to do. Expansion is deterministic: the same plan (and seed) gives the same order.
+
+* :mod:`.schema` — the keys each table may hold and the values some of them allow,
+* :mod:`.records` — `Plan`, `RunSpec`, `RunOptions`, `Workload`, `Script`, `ServerPlan`,
+* :mod:`.values` — one value checked and converted (durations, latencies, names, choices),
+* :mod:`.workloads` — builtins and script files, with their weights,
+* :mod:`.servers` — the ``[[server]]`` tables: managed installations or an external dsn,
+* :mod:`.matrix` — the axes expanded into cells, and the cells into ordered runs,
+* :mod:`.parsing` — `load` and `parse`: the TOML read and checked as a whole, with warnings.
+
+The package is the top of the data flow: it imports only `errors`, `files`, `redaction` and
+psycopg's connection-string parser, never the runner, the store or the reports.
+"""
+
+from pgbenchlab.plan.parsing import load, parse
+from pgbenchlab.plan.records import Plan, RunOptions, RunSpec, Script, ServerPlan, Workload
+from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
+from pgbenchlab.plan.values import setting_text
+
+__all__ = [
+    "DEFAULT_MAX_TRIES",
+    "MAX_RUNS",
+    "Plan",
+    "RunOptions",
+    "RunSpec",
+    "Script",
+    "ServerPlan",
+    "Workload",
+    "load",
+    "parse",
+    "setting_text",
+]

@@ -1,0 +1,232 @@
+"""The matrix: its axes expanded into cells, and the cells into an ordered list of runs.
+
+Expansion is deterministic: the same plan (and seed) gives the same order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab.plan.records import RunOptions, RunSpec, ServerPlan, Workload
+from pgbenchlab.plan.schema import (
+    AXIS_KEYS,
+    DEFAULT_MAX_TRIES,
+    MAX_RUNS,
+    PROTOCOLS,
+    REINIT_MODES,
+    RESERVED_SETTINGS,
+    VACUUM_MODES,
+)
+from pgbenchlab.plan.values import (
+    Context,
+    as_list,
+    choice,
+    non_negative_int,
+    parse_bool,
+    parse_latency_log,
+    parse_ms,
+    parse_rate,
+    parse_seconds,
+    positive_int,
+    setting_text,
+)
+from pgbenchlab.plan.workloads import parse_workload
+
+
+@dataclass(frozen=True)
+class _Cell:
+    server: str
+    settings: tuple[tuple[str, str], ...]
+    scale: int
+    workload: Workload
+    clients: int
+    options: RunOptions
+
+
+def expand_cells(
+    ctx: Context,
+    base: Path,
+    defaults: dict[str, Any],
+    matrix: dict[str, Any],
+    servers: list[ServerPlan],
+    server_axes: dict[str, dict[str, Any]],
+    cpus: int,
+) -> list[_Cell]:
+    if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
+        matrix = {**matrix, "workload": ["select-only"]}
+    cells: list[_Cell] = []
+    for server in servers:
+        axes = {**matrix, **server_axes[server.name]}
+        workloads = [
+            parse_workload(w, ctx, f"matrix.workload[{i}]", base)
+            for i, w in enumerate(as_list(axes.get("workload", [])))
+        ]
+        for scale, (workload, wl_options) in itertools.product(
+            axis_values(axes, "scale", [10], ctx, positive_int), workloads
+        ):
+            # Precedence: the workload's own options, then the server's, then the matrix, then
+            # [defaults].
+            layer = {**defaults, **axes, **wl_options}
+            for clients in axis_values(layer, "clients", [1], ctx, positive_int):
+                for options in expand_options(ctx, layer, clients, cpus):
+                    for settings in setting_variants(axes.get("setting", {}), ctx):
+                        cells.append(
+                            _Cell(server.name, settings, scale, workload, clients, options)
+                        )
+    return cells
+
+
+def count_cells(
+    defaults: dict[str, Any],
+    matrix: dict[str, Any],
+    servers: list[ServerPlan],
+    server_axes: dict[str, dict[str, Any]],
+) -> int:
+    """How many cells `expand_cells` will make, from the lengths of the axes alone."""
+    if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
+        matrix = {**matrix, "workload": ["select-only"]}
+    total = 0
+    for server in servers:
+        axes = {**matrix, **server_axes[server.name]}
+        setting = axes.get("setting", {})
+        variants = (
+            math.prod(len(as_list(v)) for v in setting.values()) if isinstance(setting, dict) else 1
+        )
+        for workload in as_list(axes.get("workload", [])):
+            own = workload if isinstance(workload, dict) else {}
+            layer = {**defaults, **axes, **own}
+            lengths = (len(as_list(layer.get(k, 1))) for k in AXIS_KEYS if k != "workload")
+            total += math.prod(lengths) * variants
+    return total
+
+
+def check_size(ctx: Context, cells: int, repeats: int) -> None:
+    """Refuse a plan too large to run before expanding it: memory would run out first."""
+    runs = cells * repeats
+    if runs > MAX_RUNS:
+        raise ctx.fail(
+            "campaign.repeats" if repeats > 1 else "matrix",
+            f"the plan expands to {runs:,} runs ({cells:,} cells × {repeats:,} repeats), more "
+            f"than the {MAX_RUNS:,} a campaign may hold: lower repeats or the axes' values",
+        )
+
+
+def axis_values(
+    axes: Mapping[str, Any],
+    key: str,
+    default: list[Any],
+    ctx: Context,
+    convert: Callable[[Any, Context, str], Any],
+) -> list[Any]:
+    values = as_list(axes.get(key, default))
+    if not values:
+        raise ctx.fail(f"matrix.{key}", "must not be an empty list")
+    return [convert(v, ctx, f"matrix.{key}") for v in values]
+
+
+def expand_options(
+    ctx: Context, layer: dict[str, Any], clients: int, cpus: int
+) -> list[RunOptions]:
+    base = run_options(ctx, layer, clients, cpus)
+    rates = axis_values(layer, "rate", [None], ctx, parse_rate)
+    limits = axis_values(
+        layer,
+        "latency_limit",
+        [None],
+        ctx,
+        lambda v, c, k: None if v in (None, "none") else parse_ms(v, c, k),
+    )
+    connects = axis_values(layer, "connect", [False], ctx, parse_bool)
+    protocols = axis_values(
+        layer,
+        "protocol",
+        ["prepared"],
+        ctx,
+        lambda v, c, k: choice(v, PROTOCOLS, c, k),
+    )
+    found = [
+        replace(base, rate=r, latency_limit_ms=lim, connect=c, protocol=p)
+        for r, lim, c, p in itertools.product(rates, limits, connects, protocols)
+    ]
+    if any(o.max_tries == 0 and o.duration_s is None and o.latency_limit_ms is None for o in found):
+        raise ctx.fail(
+            "max_tries",
+            "0 (retry without limit) needs a duration or a latency_limit, or a run may never end",
+        )
+    return found
+
+
+def run_options(ctx: Context, opts: dict[str, Any], clients: int, cpus: int) -> RunOptions:
+    if "duration" in opts and "transactions" in opts:
+        raise ctx.fail("defaults.transactions", 'give "duration" or "transactions", not both')
+    transactions = None
+    duration: int | None = None
+    if "transactions" in opts:
+        transactions = positive_int(opts["transactions"], ctx, "transactions")
+    else:
+        duration = parse_seconds(opts.get("duration", "60s"), ctx, "duration")
+    threads_value = opts.get("threads", "auto")
+    if threads_value == "auto":
+        threads = min(clients, cpus)
+    else:
+        threads = positive_int(threads_value, ctx, "threads")
+        if threads > clients:
+            raise ctx.fail(
+                "threads", f"{threads} threads for {clients} clients: give at most one per client"
+            )
+    return RunOptions(
+        duration_s=duration,
+        transactions=transactions,
+        warmup_s=parse_seconds(opts.get("warmup", "10s"), ctx, "warmup", allow_zero=True),
+        protocol="prepared",
+        threads=threads,
+        rate=None,
+        latency_limit_ms=None,
+        connect=False,
+        vacuum=choice(opts.get("vacuum", "pgbench"), VACUUM_MODES, ctx, "vacuum"),
+        checkpoint=parse_bool(opts.get("checkpoint", True), ctx, "checkpoint"),
+        reinit=choice(opts.get("reinit", "never"), REINIT_MODES, ctx, "reinit"),
+        latency_log=parse_latency_log(opts.get("latency_log", "auto"), ctx, "latency_log"),
+        max_tries=non_negative_int(opts.get("max_tries", DEFAULT_MAX_TRIES), ctx, "max_tries"),
+    )
+
+
+def setting_variants(value: Any, ctx: Context) -> list[tuple[tuple[str, str], ...]]:
+    """Server-setting axes: {name = [v1, v2]} → one variant per combination."""
+    if not isinstance(value, dict):
+        raise ctx.fail("setting", "must be a table of setting = [values]")
+    names = sorted(value)
+    for name in names:
+        if name in RESERVED_SETTINGS:
+            raise ctx.fail(f"setting.{name}", "is managed by pgbenchlab; remove it")
+        if not as_list(value[name]):
+            raise ctx.fail(f"setting.{name}", "must not be an empty list")
+    lists = [[setting_text(v) for v in as_list(value[n])] for n in names]
+    return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
+
+
+def order_runs(
+    cells: list[_Cell], campaign: str, repeats: int, order: str, seed: int
+) -> tuple[RunSpec, ...]:
+    """Interleaved: every cell once per round. Random: rounds shuffled under the seed.
+    Sequential: each cell's repeats back to back."""
+    rng = random.Random(seed)
+    if order == "sequential":
+        pairs = [(cell, r) for cell in cells for r in range(1, repeats + 1)]
+    else:
+        pairs = []
+        for r in range(1, repeats + 1):
+            round_cells = list(cells)
+            if order == "random":
+                rng.shuffle(round_cells)
+            pairs.extend((cell, r) for cell in round_cells)
+    return tuple(
+        RunSpec(campaign, c.server, c.settings, c.scale, c.workload, c.clients, c.options, r, i)
+        for i, (c, r) in enumerate(pairs)
+    )

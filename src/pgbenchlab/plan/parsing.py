@@ -1,0 +1,108 @@
+"""A plan file read, validated and expanded: `load` and `parse`, and the plan check's warnings."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from pgbenchlab import files
+from pgbenchlab.errors import PlanError
+from pgbenchlab.findings import scale_below_clients
+from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
+from pgbenchlab.plan.records import Plan, RunSpec
+from pgbenchlab.plan.schema import (
+    CAMPAIGN_KEYS,
+    MATRIX_KEYS,
+    OPTION_KEYS,
+    ORDERS,
+    PGBENCH_KEYS,
+    TOP_KEYS,
+)
+from pgbenchlab.plan.servers import parse_servers
+from pgbenchlab.plan.values import (
+    Context,
+    check_finite,
+    check_name,
+    choice,
+    positive_int,
+    table,
+)
+
+
+def load(path: str | Path, *, cpu_count: int | None = None) -> Plan:
+    """Read, validate and expand a plan file."""
+    file = Path(path)
+    try:
+        text = files.read_text(file)
+    except files.Unreadable as exc:
+        raise PlanError(f"cannot read the plan file: {exc}", where=str(file)) from None
+    return parse(text, str(file), base=file.resolve().parent, cpu_count=cpu_count)
+
+
+def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> Plan:
+    ctx = Context(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"not valid TOML: {exc}", where=path) from None
+    check_finite(data, ctx, "")
+    ctx.check_keys(data, TOP_KEYS, "")
+    campaign = table(data, "campaign", ctx)
+    ctx.check_keys(campaign, CAMPAIGN_KEYS, "campaign")
+    name = check_name(campaign.get("name", Path(path).stem), ctx, "campaign.name")
+    repeats = positive_int(campaign.get("repeats", 1), ctx, "campaign.repeats")
+    order = choice(campaign.get("order", "interleaved"), ORDERS, ctx, "campaign.order")
+    description = campaign.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.fail("campaign.description", f"must be a string; got {description!r}")
+    seed = campaign.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ctx.fail("campaign.seed", f"must be an integer; got {seed!r}")
+    pgbench = table(data, "pgbench", ctx)
+    ctx.check_keys(pgbench, PGBENCH_KEYS, "pgbench")
+    pgbench_install = str(pgbench.get("install", "newest"))
+    defaults = table(data, "defaults", ctx)
+    ctx.check_keys(defaults, OPTION_KEYS, "defaults")
+    matrix = table(data, "matrix", ctx)
+    ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
+    servers, server_axes = parse_servers(data.get("server"), ctx, base)
+    check_size(ctx, count_cells(defaults, matrix, servers, server_axes), repeats)
+    cpus = cpu_count or os.cpu_count() or 1
+    cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
+    specs = order_runs(cells, name, repeats, order, seed)
+    warnings = plan_warnings(specs)
+    return Plan(
+        name,
+        path,
+        text,
+        repeats,
+        order,
+        seed,
+        tuple(servers),
+        pgbench_install,
+        specs,
+        warnings,
+        description=description,
+    )
+
+
+def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
+    """What the plan check tells, one line per kind however large the matrix."""
+    contended: dict[str, set[tuple[int, int]]] = {}
+    for spec in specs:
+        if scale_below_clients(spec.workload.updates, spec.scale, spec.clients):
+            contended.setdefault(spec.workload.name, set()).add((spec.scale, spec.clients))
+    warnings = [
+        f"{workload}: scale < clients in {len(pairs)} combination(s) "
+        f"({', '.join(f'scale {s} with {c} clients' for s, c in sorted(pairs)[:3])}"
+        f"{', …' if len(pairs) > 3 else ''}): clients contend for the same branch rows; "
+        "use scale ≥ clients"
+        for workload, pairs in contended.items()
+    ]
+    durations = [s.options.duration_s for s in specs if s.options.duration_s is not None]
+    if durations and min(durations) < 10:
+        warnings.append(
+            f"runs of {min(durations)} s are short: per-run noise is high; use ≥ 60 s to publish"
+        )
+    return tuple(warnings)

@@ -1,0 +1,176 @@
+"""The plan's records: a campaign's servers, workloads and the ordered run specs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pgbenchlab.findings import UPDATING_BUILTINS
+from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES
+from pgbenchlab.redaction import redact_plan_text, redact_setting
+
+
+@dataclass(frozen=True)
+class Script:
+    """One script of a workload: a pgbench builtin or a file, with its weight."""
+
+    kind: str  # builtin | file
+    name: str  # builtin name, or absolute path of the file
+    weight: int = 1
+    text: str = ""  # a file's content, read at plan time (recorded with the results)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    scripts: tuple[Script, ...]
+    defines: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def updates(self) -> bool:
+        """Whether the workload writes to pgbench's tables (branch contention matters)."""
+        for script in self.scripts:
+            if script.kind == "builtin" and script.name in UPDATING_BUILTINS:
+                return True
+            if script.kind == "file" and re.search(
+                r"\b(update|insert|delete)\b", script.text, re.I
+            ):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    name: str
+    install: str | None = None  # managed: an installation spec
+    dsn: str | None = field(default=None, repr=False)  # external: a libpq connection string
+    settings: tuple[tuple[str, str], ...] = ()
+    data_dir: str | None = None
+    init: bool = False  # external only: may pgbenchlab run pgbench -i there?
+
+    @property
+    def managed(self) -> bool:
+        return self.dsn is None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How one run is executed; every field is part of the cell's identity."""
+
+    duration_s: int | None
+    transactions: int | None
+    warmup_s: int
+    protocol: str
+    threads: int
+    rate: float | None
+    latency_limit_ms: float | None
+    connect: bool
+    vacuum: str
+    checkpoint: bool
+    reinit: str
+    latency_log: str  # auto | full | off | a sampling rate such as "0.1"
+    max_tries: int  # pgbench --max-tries (15+): 1 = no retry, 0 = unlimited
+
+
+def _in_cell(option: str, value: Any) -> bool:
+    """Options that tell cells apart; one left at pgbench's default keeps the cell ids of
+    plans written before it existed."""
+    return option != "reinit" and not (option == "max_tries" and value == DEFAULT_MAX_TRIES)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of the campaign: a matrix cell and which repeat of it."""
+
+    campaign: str
+    server: str
+    server_settings: tuple[tuple[str, str], ...]
+    scale: int
+    workload: Workload
+    clients: int
+    options: RunOptions
+    repeat: int
+    sequence: int
+
+    @property
+    def cell(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "server_settings": dict(self.server_settings),
+            "scale": self.scale,
+            "workload": self.workload.name,
+            "clients": self.clients,
+            **{k: v for k, v in asdict(self.options).items() if _in_cell(k, v)},
+        }
+
+    @property
+    def cell_id(self) -> str:
+        scripts = [(s.kind, s.name, s.weight, s.text) for s in self.workload.scripts]
+        payload = json.dumps([self.cell, scripts, self.workload.defines], sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def run_key(self) -> str:
+        return f"{self.cell_id}-r{self.repeat}"
+
+    @property
+    def label(self) -> str:
+        extra = "".join(f" {k}={redact_setting(k, v)}" for k, v in self.server_settings)
+        rate = f" R={self.options.rate:g}" if self.options.rate else ""
+        conn = " -C" if self.options.connect else ""
+        return (
+            f"{self.server}{extra} s={self.scale} {self.workload.name} c={self.clients}"
+            f" {self.options.protocol}{rate}{conn} #{self.repeat}"
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    path: str
+    text: str
+    repeats: int
+    order: str
+    seed: int
+    servers: tuple[ServerPlan, ...]
+    pgbench_install: str
+    specs: tuple[RunSpec, ...]
+    warnings: tuple[str, ...]
+    description: str = ""  # what the campaign is for, shown atop its report
+
+    @property
+    def stored_text(self) -> str:
+        """The plan's text as it may be stored or shown: no secret in it."""
+        return redact_plan_text(self.text)
+
+    @property
+    def files(self) -> dict[str, str]:
+        """Every file the plan refers to (custom scripts) and its content's digest: part of
+        the plan's identity, so an edited script is a changed plan."""
+        return {
+            script.name: hashlib.sha256(script.text.encode()).hexdigest()[:16]
+            for spec in self.specs
+            for script in spec.workload.scripts
+            if script.kind == "file"
+        }
+
+    @property
+    def digest(self) -> str:
+        """Identity of the plan: its stored text and its files' contents (never a secret)."""
+        identity = json.dumps([self.stored_text, sorted(self.files.items())])
+        return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+    def server(self, name: str) -> ServerPlan:
+        return next(s for s in self.servers if s.name == name)
+
+    def estimated_seconds(self, per_run_overhead: float = 1.5) -> float:
+        total = 0.0
+        for spec in self.specs:
+            duration = spec.options.duration_s
+            if duration is None:  # -t mode: unknown; count a nominal 10 s
+                duration = 10
+            total += duration + spec.options.warmup_s + per_run_overhead
+        return total

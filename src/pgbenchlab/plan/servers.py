@@ -1,0 +1,101 @@
+"""The [[server]] tables: managed installations or external servers (a libpq dsn)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import conninfo as pg_conninfo
+
+from pgbenchlab.plan.records import ServerPlan
+from pgbenchlab.plan.schema import AXIS_KEYS, RESERVED_SETTINGS, SERVER_KEYS
+from pgbenchlab.plan.values import Context, check_name, setting_text
+
+
+def parse_servers(
+    value: Any, ctx: Context, base: Path
+) -> tuple[list[ServerPlan], dict[str, dict[str, Any]]]:
+    if value is None:
+        value = [{"name": "default", "install": "embedded"}]
+    if not isinstance(value, list) or not value:
+        raise ctx.fail("server", "must be one or more [[server]] tables")
+    servers: list[ServerPlan] = []
+    axes: dict[str, dict[str, Any]] = {}
+    for i, item in enumerate(value):
+        key = f"server[{i}]"
+        if not isinstance(item, dict):
+            raise ctx.fail(key, "must be a table")
+        ctx.check_keys(item, SERVER_KEYS, key)
+        server = parse_server(item, ctx, key, base)
+        if any(s.name == server.name for s in servers):
+            raise ctx.fail(f"{key}.name", f'server name "{server.name}" is used twice')
+        servers.append(server)
+        axes[server.name] = {k: v for k, v in item.items() if k in (*AXIS_KEYS, "setting")}
+        if axes[server.name].get("setting") and not server.managed:
+            raise ctx.fail(f"{key}.setting", "setting axes need a managed server, not a dsn")
+    return servers, axes
+
+
+def parse_server(item: dict[str, Any], ctx: Context, key: str, base: Path) -> ServerPlan:
+    name = check_name(item.get("name"), ctx, f"{key}.name")
+    if ("install" in item) == ("dsn" in item):
+        if "dsn" in item:
+            raise ctx.fail(key, 'give "install" (a managed server) or "dsn" (external), not both')
+        item = {**item, "install": "embedded"}
+    settings = item.get("settings", {})
+    if not isinstance(settings, dict):
+        raise ctx.fail(f"{key}.settings", "must be a table of setting = value")
+    for setting in settings:
+        if setting in RESERVED_SETTINGS:
+            raise ctx.fail(f"{key}.settings.{setting}", "is managed by pgbenchlab; remove it")
+    if "dsn" in item:
+        check_dsn(item["dsn"], ctx, f"{key}.dsn")
+        for field_name in ("settings", "data_dir"):
+            if field_name in item:
+                raise ctx.fail(f"{key}.{field_name}", "applies to managed servers only, not a dsn")
+    init = item.get("init", False)
+    if not isinstance(init, bool):
+        raise ctx.fail(f"{key}.init", "must be true or false")
+    data_dir = item.get("data_dir")
+    if data_dir is not None:
+        if not isinstance(data_dir, str) or not data_dir:
+            raise ctx.fail(f"{key}.data_dir", "must be a directory path")
+        data_dir = str((base / data_dir).resolve())
+    return ServerPlan(
+        name=name,
+        install=str(item["install"]) if "install" in item else None,
+        dsn=str(item["dsn"]) if "dsn" in item else None,
+        settings=tuple(sorted((str(k), setting_text(v)) for k, v in settings.items())),
+        data_dir=data_dir,
+        init=init,
+    )
+
+
+def check_dsn(value: Any, ctx: Context, key: str) -> None:
+    """A libpq connection string that parses, with one port number (its own or PGPORT). Its
+    text is never echoed: it may hold a password."""
+    if not isinstance(value, str):
+        raise ctx.fail(key, 'must be a connection string such as "host=db1 dbname=bench"')
+    try:
+        params = pg_conninfo.conninfo_to_dict(value)
+    except psycopg.ProgrammingError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "cannot be parsed"
+        reason = _hide_tokens(reason, words=not _has_password(value))
+        raise ctx.fail(key, f"invalid connection string: {reason}") from None
+    port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ctx.fail(key, f"port {port!r} is not a port number: give one number, 1 to 65535")
+
+
+def _hide_tokens(text: str, *, words: bool) -> str:
+    """libpq quotes the offending token, which may be part of a password: only single
+    characters stay, and names (words) when the string holds no password."""
+    keep = r"\w+|\W" if words else r"\W"
+    return re.sub(r'"([^"]*)"', lambda m: m[0] if re.fullmatch(keep, m[1]) else '"…"', text)
+
+
+def _has_password(dsn: str) -> bool:
+    return "password" in dsn.lower() or re.search(r"://[^/@]*:[^/@]*@", dsn) is not None
