@@ -3,7 +3,9 @@
 PostgreSQL refuses to run as root. When pgbenchlab runs as root it creates (once) a system user
 ``pgbenchlab`` and runs initdb, pg_ctl and the server as that user. That user must reach the
 binaries: an installation it cannot execute (a wheel inside a virtual environment under a
-root-only home, say) is copied once to a shared, root-owned cache it can read.
+root-only home, say) is copied once to a shared, root-owned cache it can read. The switch to
+the account is the host's (`hosts.local`); the account database, the installations and their
+cache are this machine's.
 """
 
 from __future__ import annotations

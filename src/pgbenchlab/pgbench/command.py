@@ -1,4 +1,4 @@
-"""Build pgbench's argv for a run and execute it (never through a shell).
+"""Build pgbench's argv for a run and execute it on a `Host` (never through a shell).
 
 Connection details reach pgbench through libpq's environment variables, so a password never
 appears in argv, a process listing or a stored command line.
