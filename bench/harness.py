@@ -27,12 +27,12 @@ from pathlib import Path
 from cpuclock import machine_busy_s, own_cpu_s
 from pgbenchlab import dataset, installs, osuser, plan
 from pgbenchlab.analysis.comparison import LogDifference, log_half_width
+from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.pgbench.version import PgVersion, parse_version
-from pgbenchlab.server import Endpoint, ManagedServer
+from pgbenchlab.server import Endpoint, ManagedServer, postmaster_pid
 from pgbenchlab.telemetry import osstats
-from pgbenchlab.telemetry.campaign import device_of, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.machine import describe_machine
 
@@ -221,7 +221,7 @@ class BenchServer:
                 self.endpoint,
                 log_path=self.server.log_path,
                 postmaster_pid=postmaster_pid(self.server.data_dir),
-                disk_device=device_of(self.server.data_dir),
+                disk_device=LOCAL_HOST.device_of(self.server.data_dir),
                 pgbench_threads=None,
                 host_cpus=os.cpu_count(),
             )

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pgbenchlab.server import ManagedServer
-from pgbenchlab.telemetry.campaign import postmaster_pid
+from pgbenchlab.server import ManagedServer, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from support import embedded_server
 

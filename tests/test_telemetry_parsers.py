@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.fsync import parse_one_write
 from pgbenchlab.telemetry.machine import parse_mountinfo, parse_pg_config
-from pgbenchlab.telemetry.serverlog import LogTail, parse_events, records
+from pgbenchlab.telemetry.serverlog import parse_events, records
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -103,7 +104,7 @@ def test_multi_line_detail_keeps_its_continuation_lines() -> None:
 def test_log_tail_reads_only_new_whole_lines(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.write_text("2026-01-01 00:00:00.000 UTC [1] LOG:  old line\n")
-    tail = LogTail(log)
+    tail = LOCAL_HOST.follow(log)
     with log.open("a") as f:
         f.write("2026-01-01 00:00:01.500 UTC [1] LOG:  checkpoint starting: time\n")
         f.write("2026-01-01 00:00:02.000 UTC [1] LOG:  checkpoint comp")  # still being written
@@ -157,8 +158,8 @@ def fake_proc(root: Path, tick: int) -> Path:
     sectors, ios, ms, io_ms = 800 + 2048 * n, 100 + 50 * n, 50 + 25 * n, 120 + 500 * n
     vda = f"{ios} 0 {sectors} {ms} {ios} 0 {sectors} {ms} 0 {io_ms} 0"
     write("diskstats", f"   7  0 loop0 0 0 0 0 0 0 0 0 0 0 0\n 254  0 vda {vda}\n")
-    # postmaster: utime 5, stime 5, cutime grows as children exit (ticks of 1/TICKS_PER_S s).
-    reaped = osstats.TICKS_PER_S * n
+    # postmaster: utime 5, stime 5, cutime grows as children exit (ticks of 1/SC_CLK_TCK s).
+    reaped = LOCAL_HOST.clock_ticks_per_s() * n
     write("100/stat", f"100 (postgres: main) S 1 100 100 0 -1 0 0 0 0 0 5 5 {reaped} 0 20 0\n")
     write("100/schedstat", f"{10**8} 0 5\n")
     write("100/task/100/children", "101 102")

@@ -10,19 +10,20 @@ recognised as pgbenchlab's own and made again, instead of being refused or writt
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from pgbenchlab import osuser
 from pgbenchlab.errors import ServerError
+from pgbenchlab.hosts import LOCAL_HOST, Host, LockedFile
 
 CREATING, READY = "creating", "ready"
 
 
 def claims_dir() -> Path:
+    """pgbenchlab's state directory for claims (of the account pgbenchlab runs as)."""
     if os.geteuid() == 0:
         return osuser.ROOT_STATE_DIR / "claims"
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -30,20 +31,22 @@ def claims_dir() -> Path:
 
 
 class Claim:
-    """The held claim on one data directory; `release()` (or process exit) gives it up."""
+    """The held claim on one data directory of a host; `release()` (or process exit) gives it
+    up. The claim file is on the same host."""
 
-    def __init__(self, data_dir: Path, owner: str) -> None:
-        self.data_dir = data_dir.resolve()
+    def __init__(self, data_dir: PurePath, owner: str, host: Host = LOCAL_HOST) -> None:
+        self.host = host
+        self.data_dir = host.resolve(data_dir)
         key = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:24]
         directory = claims_dir()
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not host.exists(directory):
+            host.mkdir(directory, mode=0o700)
         self.path = directory / f"{key}.json"
-        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._file: LockedFile | None = None
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._file = host.lock(self.path)
         except BlockingIOError:
             holder = self._read().get("owner", "another campaign")
-            self.release()
             raise ServerError(
                 f"data directory is in use by {holder}; wait for it to finish, or give this "
                 "server another data_dir",
@@ -59,21 +62,19 @@ class Claim:
         self._write(state, str(self._read().get("owner", "")))
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._file is not None:
+            self._file.release()
+            self._file = None
 
     def _read(self) -> dict[str, str]:
         try:
-            data = json.loads(self.path.read_text() or "{}")
+            text = self._file.read_text() if self._file else self.host.read_text(self.path)
+            data = json.loads(text or "{}")
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
 
     def _write(self, state: str, owner: str) -> None:
-        # In place through the locked descriptor: a renamed file would carry no lock.
-        assert self._fd is not None
+        assert self._file is not None
         record = json.dumps({"data_dir": str(self.data_dir), "owner": owner, "state": state})
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, (record + "\n").encode(), 0)
-        os.fsync(self._fd)
+        self._file.write_text(record + "\n")

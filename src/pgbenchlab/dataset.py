@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 
 from pgbenchlab.errors import ServerError
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.pgbench.command import execute
 from pgbenchlab.pgbench.progress import error_summary
 from pgbenchlab.server import Endpoint, Server
@@ -87,8 +88,10 @@ def ensure(
     pgbench: Path,
     work_dir: Path,
     force: bool,
+    host: Host = LOCAL_HOST,
 ) -> Prepared:
-    """A database holding pgbench tables of this scale: reused when valid, else initialised."""
+    """A database holding pgbench tables of this scale: reused when valid, else initialised
+    (by the pgbench of host)."""
     endpoint = server.endpoint.with_dbname(database_name(server, scale))
     ready = f"scale {scale} ready"
     if server.managed:
@@ -106,7 +109,7 @@ def ensure(
     if server.managed:
         _record_state(server.endpoint, endpoint.dbname, f"initialising scale {scale}")
     argv = [str(pgbench), "-i", "-q", "-s", str(scale), endpoint.dbname]
-    done = execute(argv, endpoint.libpq_env(), cwd=work_dir)
+    done = execute(argv, endpoint.libpq_env(), cwd=work_dir, host=host)
     if done.interrupted:
         raise KeyboardInterrupt
     if done.returncode != 0:

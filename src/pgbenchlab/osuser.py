@@ -3,7 +3,9 @@
 PostgreSQL refuses to run as root. When pgbenchlab runs as root it creates (once) a system user
 ``pgbenchlab`` and runs initdb, pg_ctl and the server as that user. That user must reach the
 binaries: an installation it cannot execute (a wheel inside a virtual environment under a
-root-only home, say) is copied once to a shared, root-owned cache it can read.
+root-only home, say) is copied once to a shared, root-owned cache it can read. The switch to
+the account is the host's (`hosts.local`); the account database, the installations and their
+cache are this machine's.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 
 SERVICE_USER = os.environ.get("PGBENCHLAB_OS_USER", "pgbenchlab")
@@ -37,38 +39,27 @@ class OsAccount:
         """True when commands must switch to this account (we run as someone else)."""
         return os.geteuid() != self.uid
 
-    def run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        """Run argv (never through a shell) as this account, capturing text output."""
-        return subprocess.run(argv, **self.popen_kwargs(), capture_output=True, text=True, **kwargs)
-
-    def popen_kwargs(self) -> dict[str, Any]:
-        if not self.is_switch:
-            return {}
-        return {"user": self.uid, "group": self.gid, "extra_groups": [], "umask": 0o077}
-
-    def make_dir(self, path: Path, mode: int = 0o700) -> Path:
+    def make_dir(self, path: Path, mode: int = 0o700, *, host: Host = LOCAL_HOST) -> Path:
         """Create path (and missing parents) owned by this account."""
-        path.mkdir(parents=True, exist_ok=True, mode=mode)
-        if self.is_switch:
-            os.chown(path, self.uid, self.gid)
-        path.chmod(mode)
+        host.mkdir(path, mode=mode, owner=self)
         return path
 
-    def can_create(self, path: Path) -> bool:
+    def can_create(self, path: Path, *, host: Host = LOCAL_HOST) -> bool:
         """Whether this account can create path (its nearest existing ancestor is writable)."""
         existing = path
-        while not existing.exists():
+        while not host.exists(existing):
             existing = existing.parent
+        where = str(existing.absolute())
         try:
-            check = self.run(["test", "-w", str(existing), "-a", "-x", str(existing)], timeout=20)
-        except (OSError, subprocess.SubprocessError):
+            check = host.run(["test", "-w", where, "-a", "-x", where], timeout=20, as_user=self)
+            return check.returncode == 0
+        except OSError:
             return False
-        return check.returncode == 0
 
-    def can_run(self, program: Path) -> bool:
+    def can_run(self, program: Path, *, host: Host = LOCAL_HOST) -> bool:
         try:
-            return self.run([str(program), "-V"], timeout=20, cwd="/").returncode == 0
-        except (OSError, subprocess.SubprocessError):
+            return host.run([str(program), "-V"], timeout=20, as_user=self).returncode == 0
+        except OSError:
             return False
 
 
@@ -78,30 +69,29 @@ def current_account() -> OsAccount:
 
 
 def server_account() -> OsAccount:
-    """The account managed servers run as: ourselves, or a dedicated user when we are root."""
+    """The account managed servers run as: ourselves, or a dedicated user when we are root.
+
+    This machine's: installations, the install cache and this account are where the campaign
+    runs."""
     if os.geteuid() != 0:
         return current_account()
     try:
         entry = pwd.getpwnam(SERVICE_USER)
     except KeyError:
-        subprocess.run(
-            [
-                "useradd",
-                "--system",
-                "--user-group",
-                "--no-create-home",
-                "--home-dir",
-                "/nonexistent",
-                "--shell",
-                "/usr/sbin/nologin",
-                SERVICE_USER,
-            ],
-            check=True,
-            capture_output=True,
-        )
+        _create_service_user()
         entry = pwd.getpwnam(SERVICE_USER)
     grp.getgrgid(entry.pw_gid)  # fail early if the group vanished
     return OsAccount(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+def _create_service_user() -> None:
+    argv = ["useradd", "--system", "--user-group", "--no-create-home"]
+    argv += ["--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", SERVICE_USER]
+    created = LOCAL_HOST.run(argv, timeout=60)
+    if created.returncode != 0:
+        raise subprocess.CalledProcessError(
+            created.returncode, argv, created.stdout, created.stderr
+        )
 
 
 def reachable_install(install: Installation, account: OsAccount) -> Installation:

@@ -1,4 +1,4 @@
-"""Build pgbench's argv for a run and execute it (never through a shell).
+"""Build pgbench's argv for a run and execute it on a `Host` (never through a shell).
 
 Connection details reach pgbench through libpq's environment variables, so a password never
 appears in argv, a process listing or a stored command line.
@@ -7,14 +7,14 @@ appears in argv, a process listing or a stored command line.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
+from pgbenchlab.hosts import LOCAL_HOST, Host, Process
 from pgbenchlab.pgbench.version import PgVersion
 from pgbenchlab.plan import RunOptions, Workload
 
@@ -85,55 +85,51 @@ def execute(
     argv: list[str],
     env: dict[str, str],
     *,
-    cwd: Path,
+    cwd: PurePath,
     on_stderr_line: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
     on_start: Callable[[int], None] | None = None,
+    host: Host = LOCAL_HOST,
 ) -> Completed:
-    """Run pgbench, streaming stderr lines to the callback; measure its CPU time.
+    """Run pgbench on host, streaming stderr lines to the callback; measure its CPU time.
 
     `on_start` receives pgbench's pid as soon as it is started (a sampler watches it)."""
     started = time.monotonic()
-    full_env = {**_base_env(), **env, "PG_COLOR": "never"}
-    proc = subprocess.Popen(
+    stdout_lines: list[str] = []
+    stderr_lines: list[str] = []
+
+    def on_stderr(line: str) -> None:
+        stderr_lines.append(line)
+        if on_stderr_line:
+            on_stderr_line(line)
+
+    proc = host.start(
         argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        env=full_env,
+        env={**_base_env(), **env, "PG_COLOR": "never"},
         cwd=cwd,
-        text=True,
-        errors="replace",
+        on_stdout_line=stdout_lines.append,
+        on_stderr_line=on_stderr,
     )
     if on_start is not None:
         on_start(proc.pid)
-    stdout_parts: list[str] = []
-    assert proc.stdout is not None and proc.stderr is not None
-    reader = threading.Thread(target=lambda: stdout_parts.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    stderr_lines: list[str] = []
     interrupted = False
-    killer = _start_watchdog(proc, timeout_s) if timeout_s else None
+    killer = _kill_after(proc, timeout_s) if timeout_s else None
     try:
-        for line in proc.stderr:
-            stderr_lines.append(line)
-            if on_stderr_line:
-                on_stderr_line(line.rstrip("\n"))
+        end = proc.wait()
     except KeyboardInterrupt:
         interrupted = True
-        _stop(proc)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.interrupt()  # ask pgbench to stop; kill it if it has not within 10 s
+        _kill_after(proc, 10)
+        end = proc.wait()
     if killer:
         killer.cancel()
-    reader.join()
     return Completed(
         tuple(argv),
-        proc.returncode,
-        "".join(stdout_parts),
-        "".join(stderr_lines),
+        end.returncode,
+        "".join(f"{line}\n" for line in stdout_lines),
+        "".join(f"{line}\n" for line in stderr_lines),
         time.monotonic() - started,
-        usage.ru_utime + usage.ru_stime,
+        end.cpu_s,
         interrupted,
     )
 
@@ -145,25 +141,17 @@ def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in keep}
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """Ask pgbench to stop; kill it if it has not within 10 s (the caller reaps it)."""
-    proc.send_signal(signal.SIGINT)
-    _start_watchdog(proc, 10)
-
-
-def _start_watchdog(proc: subprocess.Popen[str], timeout_s: float) -> threading.Timer:
-    # returncode is set only once we reaped the process, so kill() never hits a reused pid.
-    def kill_if_running() -> None:
-        if proc.returncode is None:
-            proc.kill()
-
-    timer = threading.Timer(timeout_s, kill_if_running)
+def _kill_after(proc: Process, timeout_s: float) -> threading.Timer:
+    # A reaped process is never signalled (its pid may be someone else's by then).
+    timer = threading.Timer(timeout_s, proc.kill)
     timer.daemon = True
     timer.start()
     return timer
 
 
-def version_of(binary: Path) -> str:
-    return subprocess.run(
-        [str(binary), "-V"], capture_output=True, text=True, check=True, timeout=20
-    ).stdout.strip()
+def version_of(binary: PurePath, host: Host = LOCAL_HOST) -> str:
+    argv = [str(binary), "-V"]
+    done = host.run(argv, timeout=20)
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
+    return done.stdout.strip()

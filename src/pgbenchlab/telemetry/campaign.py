@@ -5,16 +5,15 @@ device), and per run a `Capture` configured for that server and a diagnosis of t
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from pgbenchlab.analysis import diagnosis
-from pgbenchlab.server import Endpoint, ManagedServer, Server
+from pgbenchlab.hosts import LOCAL_HOST, Host
+from pgbenchlab.server import Endpoint, ManagedServer, Server, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.fsync import FsyncFigure, run_pg_test_fsync
 from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
@@ -59,28 +58,11 @@ def read_pg_config(endpoint: Endpoint, server: Server) -> dict[str, str] | None:
         pass
     if isinstance(server, ManagedServer):
         try:
-            done = subprocess.run(
-                [str(server.install.binary("pg_config"))],
-                capture_output=True,
-                text=True,
-                timeout=20,
-            )
-        except (OSError, subprocess.SubprocessError):
+            done = server.host.run([str(server.install.binary("pg_config"))], env=None, timeout=20)
+        except OSError:
             return None
         return parse_pg_config(done.stdout) or None
     return None
-
-
-def postmaster_pid(data_dir: Path) -> int | None:
-    try:
-        return int((data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return None
-
-
-def device_of(path: Path) -> str:
-    st = os.stat(path)
-    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
 
 
 class CampaignTelemetry:
@@ -90,9 +72,11 @@ class CampaignTelemetry:
         campaign_id: int | None = None,
         *,
         fsync_test: bool | None = None,
+        host: Host = LOCAL_HOST,
     ) -> None:
         self.store = store
         self.campaign_id = campaign_id
+        self.host = host  # where pgbench runs; a managed server's samplers run on its own
         if fsync_test is None:
             fsync_test = os.environ.get(FSYNC_TEST_ENV, "on") != "off"
         self.fsync_test = fsync_test
@@ -111,16 +95,19 @@ class CampaignTelemetry:
         server is seen its facts are recorded (and pg_test_fsync runs: call this before the
         run's hygiene, not between the warmup and the run)."""
         self._prepare(server, endpoint, on_phase or (lambda text: None))
-        managed = isinstance(server, ManagedServer)
-        data_dir = server.data_dir if isinstance(server, ManagedServer) else None
+        if not isinstance(server, ManagedServer):
+            return Capture(
+                CaptureConfig(endpoint, pgbench_threads=threads, host_cpus=self.host.cpu_count())
+            )
         return Capture(
             CaptureConfig(
                 endpoint,
-                log_path=server.log_path if isinstance(server, ManagedServer) else None,
-                postmaster_pid=postmaster_pid(data_dir) if data_dir else None,
-                disk_device=self._block_device(server.name) if managed else None,
+                log_path=server.log_path,
+                postmaster_pid=postmaster_pid(server.data_dir, server.host),
+                disk_device=self._block_device(server.name),
                 pgbench_threads=threads,
-                host_cpus=os.cpu_count(),
+                host_cpus=server.host.cpu_count(),
+                host=server.host,
             )
         )
 
@@ -151,7 +138,7 @@ class CampaignTelemetry:
         storage = fsync = None
         if isinstance(server, ManagedServer):
             try:
-                storage = storage_facts(server.data_dir)
+                storage = storage_facts(server.data_dir, server.host)
             except OSError:
                 storage = None  # recorded as unknown; the run goes on
             if storage is not None:
@@ -177,9 +164,11 @@ class CampaignTelemetry:
             if stored is None:
                 on_phase("pg_test_fsync")
                 binary = server.install.binary("pg_test_fsync")
-                stored = run_pg_test_fsync(binary, server.account, server.data_dir.parent, device)
+                account, host = server.account, server.host
+                parent = server.data_dir.parent
+                stored = run_pg_test_fsync(binary, account, parent, device, host)
                 if stored is None:  # the parent may not be the account's: try the data dir
-                    stored = run_pg_test_fsync(binary, server.account, server.data_dir, device)
+                    stored = run_pg_test_fsync(binary, account, server.data_dir, device, host)
             self.fsync_by_device[device] = stored
         return self.fsync_by_device[device]
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from pgbenchlab.hosts import LOCAL_HOST, Host, Tail
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.records import (
@@ -33,7 +34,7 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
-from pgbenchlab.telemetry.serverlog import LogTail, parse_events
+from pgbenchlab.telemetry.serverlog import parse_events
 from pgbenchlab.telemetry.statements import StatementsProbe
 
 ACTIVITY_HZ = 5
@@ -52,7 +53,7 @@ class Sample:
 
 @dataclass
 class CaptureConfig:
-    """What to watch. Only what is given is sampled: a remote server passes no data_dir."""
+    """What to watch, on which host. Only what is given is sampled."""
 
     endpoint: Endpoint
     log_path: Path | None = None
@@ -62,6 +63,7 @@ class CaptureConfig:
     host_cpus: int | None = None
     proc: Path = Path("/proc")
     activity_hz: int = ACTIVITY_HZ
+    host: Host = LOCAL_HOST  # the server's: its log, its /proc
 
 
 @dataclass
@@ -78,13 +80,15 @@ class _State:
 class Capture:
     def __init__(self, config: CaptureConfig) -> None:
         self.config = config
-        self.os = osstats.OsSampler(config.proc, config.postmaster_pid, config.disk_device)
+        self.os = osstats.OsSampler(
+            config.proc, config.postmaster_pid, config.disk_device, host=config.host
+        )
         self.state = _State()
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
         self.statements: StatementsProbe | None = None
-        self.log: LogTail | None = None
+        self.log: Tail | None = None
         self.t0_mono = 0.0
         self.t0_epoch = 0.0
         self._go = threading.Event()
@@ -98,7 +102,7 @@ class Capture:
     def start(self) -> Capture:
         self._connect()
         if self.config.log_path is not None:
-            self.log = LogTail(self.config.log_path)
+            self.log = self.config.host.follow(self.config.log_path)
         if self.conn is not None and self.settings is not None:
             self.statements = StatementsProbe.open(self.conn, self.settings, self._error)
         self._await_backend_exit()  # the warmup's commits must not count in this run

@@ -9,10 +9,11 @@ one second per test (about 15 s in all).
 from __future__ import annotations
 
 import re
-import subprocess
+from contextlib import suppress
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import PurePath
 
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.osuser import OsAccount
 
 ONE_WRITE = "Compare file sync methods using one 8kB write"
@@ -47,21 +48,26 @@ def parse_one_write(output: str) -> dict[str, float]:
 
 
 def run_pg_test_fsync(
-    binary: Path, account: OsAccount, directory: Path, device: str
+    binary: PurePath,
+    account: OsAccount,
+    directory: PurePath,
+    device: str,
+    host: Host = LOCAL_HOST,
 ) -> FsyncFigure | None:
     """pg_test_fsync in directory (must be writable by the account); None if it fails."""
     target = directory / "pgbenchlab-fsync.test"
     try:
-        done = account.run(
+        done = host.run(
             [str(binary), "-s", "1", "-f", str(target)],
-            cwd="/",
             timeout=120,
             env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+            as_user=account,
         )
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
     finally:
-        target.unlink(missing_ok=True)  # pg_test_fsync removes it too, unless interrupted
+        with suppress(OSError):  # pg_test_fsync removes it too, unless interrupted
+            host.remove_tree(target)
     figures = parse_one_write(done.stdout)
     if done.returncode != 0 or not figures:
         return None

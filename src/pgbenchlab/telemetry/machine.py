@@ -1,50 +1,55 @@
-"""What the machine, the server and the OS were: facts recorded beside the results."""
+"""What the machine, the server and the OS were: facts recorded beside the results, read
+through the `Host` they are about."""
 
 from __future__ import annotations
 
-import os
 import platform
 import re
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import PurePath
 from typing import Any
 
+from pgbenchlab.hosts import LOCAL_HOST, Host
 
-def _read(path: str) -> str | None:
+SYS_BLOCK = PurePath("/sys/dev/block")
+
+
+def _read(path: PurePath | str, host: Host) -> str | None:
     try:
-        return Path(path).read_text().strip()
+        return host.read_text(PurePath(path)).strip()
     except OSError:
         return None
 
 
-def cpu_model() -> str | None:
-    text = _read("/proc/cpuinfo") or ""
+def cpu_model(host: Host = LOCAL_HOST) -> str | None:
+    text = _read("/proc/cpuinfo", host) or ""
     for line in text.splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return None
 
 
-def memory_bytes() -> int | None:
-    text = _read("/proc/meminfo") or ""
+def memory_bytes(host: Host = LOCAL_HOST) -> int | None:
+    text = _read("/proc/meminfo", host) or ""
     for line in text.splitlines():
         if line.startswith("MemTotal:"):
             return int(line.split()[1]) * 1024
     return None
 
 
-def os_release() -> str | None:
-    text = _read("/etc/os-release") or ""
+def os_release(host: Host = LOCAL_HOST) -> str | None:
+    text = _read("/etc/os-release", host) or ""
     for line in text.splitlines():
         if line.startswith("PRETTY_NAME="):
             return line.split("=", 1)[1].strip('"')
     return None
 
 
-def machine_facts() -> dict[str, Any]:
-    """The machine a campaign ran on (no local paths, no user names)."""
+def machine_facts(host: Host = LOCAL_HOST) -> dict[str, Any]:
+    """The machine a campaign ran on (no local paths, no user names). Python is pgbenchlab's
+    own, wherever the host is."""
     vm = {
-        name: _read(f"/proc/sys/vm/{name}")
+        name: _read(f"/proc/sys/vm/{name}", host)
         for name in (
             "dirty_ratio",
             "dirty_background_ratio",
@@ -55,15 +60,15 @@ def machine_facts() -> dict[str, Any]:
         )
     }
     return {
-        "hostname": platform.node(),
-        "cpu_model": cpu_model(),
-        "cpus": os.cpu_count(),
-        "memory_bytes": memory_bytes(),
-        "kernel": platform.release(),
-        "os": os_release(),
+        "hostname": _read("/proc/sys/kernel/hostname", host),
+        "cpu_model": cpu_model(host),
+        "cpus": host.cpu_count(),
+        "memory_bytes": memory_bytes(host),
+        "kernel": _read("/proc/sys/kernel/osrelease", host),
+        "os": os_release(host),
         "python": platform.python_version(),
-        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "transparent_hugepages": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", host),
+        "transparent_hugepages": _read("/sys/kernel/mm/transparent_hugepage/enabled", host),
         "vm": vm,
     }
 
@@ -95,17 +100,20 @@ def parse_mountinfo(text: str) -> dict[str, list[Mount]]:
     return found
 
 
-def block_device(dev: str, sys_root: Path = Path("/sys/dev/block")) -> dict[str, Any]:
+def block_device(
+    dev: str, sys_root: PurePath = SYS_BLOCK, host: Host = LOCAL_HOST
+) -> dict[str, Any]:
     """Name, rotational flag and I/O scheduler of a block device ("major:minor")."""
     base = sys_root / dev
-    uevent = _read(str(base / "uevent")) or ""
+    uevent = _read(base / "uevent", host) or ""
     name = next(
         (v for k, _, v in (x.partition("=") for x in uevent.split()) if k == "DEVNAME"), None
     )
-    queue = base / "queue" if (base / "queue").is_dir() else base / ".." / "queue"  # partitions
-    scheduler = _read(str(queue / "scheduler"))
+    own_queue = host.exists(base / "queue")
+    queue = base / "queue" if own_queue else base / ".." / "queue"  # partitions
+    scheduler = _read(queue / "scheduler", host)
     chosen = re.search(r"\[(\S+)\]", scheduler or "")
-    rotational = _read(str(queue / "rotational"))
+    rotational = _read(queue / "rotational", host)
     return {
         "name": name,
         "rotational": None if rotational is None else rotational == "1",
@@ -113,12 +121,11 @@ def block_device(dev: str, sys_root: Path = Path("/sys/dev/block")) -> dict[str,
     }
 
 
-def storage_facts(path: Path) -> dict[str, Any]:
+def storage_facts(path: PurePath, host: Host = LOCAL_HOST) -> dict[str, Any]:
     """The file system holding path: type, source, mount and super-block options, device."""
-    st = os.stat(path)
-    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    mounts = parse_mountinfo(_read("/proc/self/mountinfo") or "").get(dev, [])
-    real = str(path.resolve())
+    dev = host.device_of(path)
+    mounts = parse_mountinfo(_read("/proc/self/mountinfo", host) or "").get(dev, [])
+    real = str(host.resolve(path))
     under = [
         m
         for m in mounts
@@ -128,8 +135,8 @@ def storage_facts(path: Path) -> dict[str, Any]:
     facts: dict[str, Any] = {"device": dev, "block_device": None}
     if mount is not None:
         facts |= asdict(mount)
-    if os.major(st.st_dev) != 0:  # major 0: no block device (tmpfs, overlay, btrfs subvolume)
-        facts["block_device"] = block_device(dev)
+    if not dev.startswith("0:"):  # major 0: no block device (tmpfs, overlay, btrfs subvolume)
+        facts["block_device"] = block_device(dev, host=host)
     return facts
 
 
@@ -139,9 +146,8 @@ def parse_pg_config(text: str) -> dict[str, str]:
     return {name.strip(): value.strip() for name, sep, value in pairs if sep}
 
 
-def describe_machine() -> str:
+def describe_machine(host: Host = LOCAL_HOST) -> str:
     """One line naming the machine, for benchmark results: CPUs, CPU model, kernel."""
-    return (
-        f"{os.cpu_count()} CPUs ({cpu_model() or 'unknown CPU'}), "
-        f"{platform.system()} {platform.release()}"
-    )
+    system = _read("/proc/sys/kernel/ostype", host) or "unknown system"
+    kernel = _read("/proc/sys/kernel/osrelease", host) or "unknown kernel"
+    return f"{host.cpu_count()} CPUs ({cpu_model(host) or 'unknown CPU'}), {system} {kernel}"

@@ -1,19 +1,19 @@
 """Operating-system counters from /proc: CPU, memory, the data directory's disk, and the CPU
 of the server's processes and of pgbench.
 
-The sampler is told everything it watches (the postmaster's pid, pgbench's pid, a block device
-"major:minor" and the /proc root), so an agent on another host can run it against that host's
-server while pgbench runs elsewhere. Each read is a few small files: the per-sample cost is
+The sampler is told everything it watches (the host, the postmaster's pid, pgbench's pid, a
+block device "major:minor" and the /proc root), and reads through the `Host`, so it can watch a
+server on another machine. Each read is a few small files: the per-sample cost is
 tens of microseconds, plus one small read per server process.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
-TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+from pgbenchlab.hosts import LOCAL_HOST, Host
+
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's sector size
 MB = 1024 * 1024
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -37,24 +37,24 @@ DISK_FIELDS = {
 Snapshot = dict[str, dict[str, float]]  # source → metric → raw value
 
 
-def _read(path: Path) -> str | None:
+def _read(path: PurePath, host: Host) -> str | None:
     try:
-        return path.read_text()
+        return host.read_text(path)
     except OSError:
         return None
 
 
-def read_cpu(proc: Path) -> dict[str, float] | None:
+def read_cpu(proc: PurePath, host: Host = LOCAL_HOST) -> dict[str, float] | None:
     """Host CPU time by state (ticks, all CPUs) from the first line of /proc/stat."""
-    text = _read(proc / "stat")
+    text = _read(proc / "stat", host)
     if not text or not text.startswith("cpu "):
         return None
     values = text.split("\n", 1)[0].split()[1:]
     return {name: float(v) for name, v in zip(CPU_FIELDS, values, strict=False)}
 
 
-def read_memory(proc: Path) -> dict[str, float] | None:
-    text = _read(proc / "meminfo")
+def read_memory(proc: PurePath, host: Host = LOCAL_HOST) -> dict[str, float] | None:
+    text = _read(proc / "meminfo", host)
     if text is None:
         return None
     found: dict[str, float] = {}
@@ -65,52 +65,54 @@ def read_memory(proc: Path) -> dict[str, float] | None:
     return found
 
 
-def read_disk(proc: Path, device: str) -> dict[str, float] | None:
+def read_disk(proc: PurePath, device: str, host: Host = LOCAL_HOST) -> dict[str, float] | None:
     """Cumulative I/O counters of one block device ("major:minor") from /proc/diskstats."""
     major, _, minor = device.partition(":")
-    for line in (_read(proc / "diskstats") or "").splitlines():
+    for line in (_read(proc / "diskstats", host) or "").splitlines():
         fields = line.split()
         if len(fields) >= 14 and fields[0] == major and fields[1] == minor:
             return {name: float(fields[3 + i]) for i, name in DISK_FIELDS.items()}
     return None
 
 
-def schedstat(proc: Path, task: str) -> tuple[float, float] | None:
+def schedstat(proc: PurePath, task: str, host: Host = LOCAL_HOST) -> tuple[float, float] | None:
     """(seconds on a CPU, seconds waiting for one) of a task ("pid" or "pid/task/tid")."""
-    text = _read(proc / task / "schedstat")
+    text = _read(proc / task / "schedstat", host)
     if not text:
         return None
     fields = text.split()
     return int(fields[0]) / 1e9, int(fields[1]) / 1e9
 
 
-def reaped_children_s(proc: Path, pid: int) -> float | None:
+def reaped_children_s(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> float | None:
     """CPU of the children a process has waited for (cutime + cstime), in seconds."""
-    text = _read(proc / str(pid) / "stat")
+    text = _read(proc / str(pid) / "stat", host)
     if text is None:
         return None
     # The command name is in parentheses and may hold spaces: fields follow the last ')'.
     fields = text[text.rfind(")") + 2 :].split()
-    return (int(fields[13]) + int(fields[14])) / TICKS_PER_S
+    return (int(fields[13]) + int(fields[14])) / host.clock_ticks_per_s()
 
 
-def child_pids(proc: Path, pid: int) -> list[int]:
-    text = _read(proc / str(pid) / "task" / str(pid) / "children")
+def child_pids(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> list[int]:
+    text = _read(proc / str(pid) / "task" / str(pid) / "children", host)
     if text is not None:
         return [int(p) for p in text.split()]
     found = []  # kernels without CONFIG_PROC_CHILDREN: scan every process's parent
-    for entry in proc.iterdir():
-        if entry.name.isdigit():
-            stat = _read(entry / "stat")
+    for name in host.list_dir(proc):
+        if name.isdigit():
+            stat = _read(proc / name / "stat", host)
             if stat and int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
-                found.append(int(entry.name))
+                found.append(int(name))
     return found
 
 
 SNAPSHOT_TRIES = 5
 
 
-def server_times(proc: Path, postmaster: int) -> tuple[float, float] | None:
+def server_times(
+    proc: PurePath, postmaster: int, host: Host = LOCAL_HOST
+) -> tuple[float, float] | None:
     """(CPU seconds, run-queue wait seconds) of a PostgreSQL server: the postmaster, its live
     children, and the CPU of the children it reaped (backends that came and went between two
     samples still count). Server processes are single-threaded.
@@ -118,13 +120,13 @@ def server_times(proc: Path, postmaster: int) -> tuple[float, float] | None:
     A child reaped while its siblings are read would count in neither sum (the reaped CPU was
     read before, its own file is gone after), which happens to every backend when pgbench
     ends: the reaped CPU is read before and after, and the scan repeated until they agree."""
-    own = schedstat(proc, str(postmaster))
-    reaped = reaped_children_s(proc, postmaster)
+    own = schedstat(proc, str(postmaster), host)
+    reaped = reaped_children_s(proc, postmaster, host)
     if own is None or reaped is None:
         return None
     for _ in range(SNAPSHOT_TRIES):
-        live = [schedstat(proc, str(pid)) for pid in child_pids(proc, postmaster)]
-        after = reaped_children_s(proc, postmaster)
+        live = [schedstat(proc, str(pid), host) for pid in child_pids(proc, postmaster, host)]
+        after = reaped_children_s(proc, postmaster, host)
         if after is None:
             return None
         if after == reaped:
@@ -135,13 +137,13 @@ def server_times(proc: Path, postmaster: int) -> tuple[float, float] | None:
     return cpu, own[1] + sum(c[1] for c in children)
 
 
-def process_times(proc: Path, pid: int) -> tuple[float, float] | None:
+def process_times(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> tuple[float, float] | None:
     """(CPU seconds, run-queue wait seconds) of a process, summed over its threads."""
     try:
-        tids = [t.name for t in (proc / str(pid) / "task").iterdir()]
+        tids = host.list_dir(proc / str(pid) / "task")
     except OSError:
         return None
-    found = [t for tid in tids if (t := schedstat(proc, f"{pid}/task/{tid}")) is not None]
+    found = [t for tid in tids if (t := schedstat(proc, f"{pid}/task/{tid}", host)) is not None]
     if not found:
         return None  # exited meanwhile
     return sum(t[0] for t in found), sum(t[1] for t in found)
@@ -160,18 +162,19 @@ class OsSampler:
     postmaster_pid: int | None = None
     disk_device: str | None = None
     pgbench_pid: int | None = None
+    host: Host = LOCAL_HOST
     _pgbench_last: tuple[float, float] = field(default=(0.0, 0.0), init=False)
 
     def sample(self) -> Snapshot:
         snap: Snapshot = {}
-        cpu = read_cpu(self.proc)
+        cpu = read_cpu(self.proc, self.host)
         if cpu is not None:
             snap["cpu"] = cpu
-        memory = read_memory(self.proc)
+        memory = read_memory(self.proc, self.host)
         if memory:
             snap["memory"] = memory
         if self.disk_device is not None:
-            disk = read_disk(self.proc, self.disk_device)
+            disk = read_disk(self.proc, self.disk_device, self.host)
             if disk is not None:
                 snap["disk"] = disk
         snap["processes"] = self._processes()
@@ -180,13 +183,14 @@ class OsSampler:
     def _processes(self) -> dict[str, float]:
         found: dict[str, float] = {}
         if self.postmaster_pid is not None:
-            server = server_times(self.proc, self.postmaster_pid)
+            server = server_times(self.proc, self.postmaster_pid, self.host)
             if server is not None:
                 found["server_cpu_s"], found["server_wait_s"] = server
         if self.pgbench_pid is not None:
             # 0 before pgbench starts; once it has exited (and been reaped) the last reading
             # stands, and the capture's caller knows the rest from wait4.
-            self._pgbench_last = process_times(self.proc, self.pgbench_pid) or self._pgbench_last
+            pgbench = process_times(self.proc, self.pgbench_pid, self.host)
+            self._pgbench_last = pgbench or self._pgbench_last
         found["pgbench_cpu_s"], found["pgbench_wait_s"] = self._pgbench_last
         return found
 

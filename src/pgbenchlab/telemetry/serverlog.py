@@ -4,7 +4,8 @@ autovacuum and autoanalyze runs, lock waits, errors — each on the run's time a
 The log is written with ``log_line_prefix = '%m [%p] '`` and ``log_timezone = UTC``, so every
 record starts with a UTC timestamp in milliseconds and the process id. A record's following
 lines (tab-indented autovacuum figures) carry no prefix; DETAIL, HINT, CONTEXT and STATEMENT
-lines carry one and belong to the previous record of the same process.
+lines carry one and belong to the previous record of the same process. The log is followed
+through its host (`Host.follow`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pgbenchlab.telemetry.records import LogEvent
 
@@ -151,21 +151,3 @@ def parse_events(text: str, t0: float) -> list[LogEvent]:
                 LogEvent(round(rec.at - t0, 3), kind, summary, {"pid": rec.pid, **detail})
             )
     return events
-
-
-class LogTail:
-    """The part of a log file written between `__init__` and `read()` (whole lines only)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            self.offset = path.stat().st_size
-        except OSError:
-            self.offset = 0
-
-    def read(self, limit: int = 16 << 20) -> str:
-        with self.path.open("rb") as f:
-            f.seek(self.offset)
-            data = f.read(limit)
-        end = data.rfind(b"\n") + 1
-        return data[:end].decode(errors="replace")

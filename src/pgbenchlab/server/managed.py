@@ -1,0 +1,254 @@
+"""`ManagedServer`: a cluster pgbenchlab creates, configures, starts and stops on a host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePath
+
+import psycopg
+
+from pgbenchlab.claims import CREATING, READY, Claim
+from pgbenchlab.errors import ServerError
+from pgbenchlab.hosts import LOCAL_HOST, Finished, Host
+from pgbenchlab.installs import Installation
+from pgbenchlab.osuser import OsAccount
+from pgbenchlab.redaction import redact_setting
+from pgbenchlab.server.cluster_files import (
+    LOG_FILE,
+    MARKER,
+    SOCKET_PARENT,
+    SOCKET_PREFIX,
+    SOCKET_RECORD,
+    check_data_dir,
+    postmaster_socket_dir,
+    remove_cluster_files,
+    remove_recorded_socket_dir,
+    remove_socket_dir,
+)
+from pgbenchlab.server.endpoint import Endpoint, ServerFacts, query_facts
+from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FILE, settings_text
+
+SUPERUSER = "pgbenchlab"
+
+
+class ManagedServer:
+    """A cluster pgbenchlab creates, configures, starts and stops, owned by `account` on
+    `host`."""
+
+    managed = True
+    init_allowed = True
+
+    def __init__(
+        self,
+        name: str,
+        install: Installation,
+        data_dir: Path,
+        account: OsAccount,
+        settings: dict[str, str] | None = None,
+        *,
+        owner_tag: str = "",
+        claim: Claim | None = None,
+        host: Host = LOCAL_HOST,
+    ) -> None:
+        self.name = name
+        self.install = install
+        self.data_dir = data_dir
+        self.account = account
+        self.settings = dict(settings or {})
+        self.owner_tag = owner_tag
+        self.claim = claim  # records initdb's progress, so a cut-short one is made again
+        self.host = host
+        self.port = 0
+        self.socket_dir: PurePath | None = None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        if self.socket_dir is None:
+            raise RuntimeError(f"server {self.name} is not started")
+        return Endpoint(str(self.socket_dir), self.port, SUPERUSER, "postgres")
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / LOG_FILE
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """initdb when needed (only into an empty directory or one pgbenchlab made), then start."""
+        if self._half_made():
+            remove_cluster_files(self.data_dir, self.host)
+            self._initdb()
+        elif self._is_ours():
+            if self._pg_major_on_disk() != self.install.version.major_text:
+                self._stop_if_running()
+                remove_cluster_files(self.data_dir, self.host)
+                self._initdb()
+            else:
+                self._stop_if_running()
+        else:
+            self._initdb()
+        self.start()
+
+    def start(self) -> None:
+        self.socket_dir = self.host.make_temp_dir(SOCKET_PREFIX, SOCKET_PARENT, owner=self.account)
+        # Recorded first, so that a kill -9 at any later moment leaves nothing unfound.
+        self._write_owned(self.data_dir / SOCKET_RECORD, f"{self.socket_dir}\n")
+        for _attempt in range(3):
+            self.port = self.host.free_port()
+            self._write_settings()
+            result = self._pg_ctl("start", "-w", "-t", "120", "-l", str(self.log_path))
+            if result.returncode == 0:
+                self._check_settings()
+                return
+            if "could not bind" not in "\n".join(self.log_tail(10)):
+                break
+        raise ServerError(
+            f"server {self.name} did not start: " + " | ".join(self.log_tail(5)),
+            where=str(self.data_dir),
+        )
+
+    def stop(self) -> None:
+        self._stop_if_running()
+        if self.socket_dir is not None:
+            remove_socket_dir(self.socket_dir, self.host)
+            self.socket_dir = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def is_alive(self) -> bool:
+        """Accepting connections. (pg_ctl status alone is fooled for a moment after a crash:
+        the dead postmaster lingers as a zombie until it is reaped.)"""
+        if self.socket_dir is None:
+            return False
+        try:
+            with self.endpoint.connect(timeout=5) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error:
+            return False
+        return True
+
+    def facts(self) -> ServerFacts:
+        version, number, settings = query_facts(self.endpoint)
+        return ServerFacts(
+            self.name,
+            "managed",
+            version,
+            number,
+            settings,
+            dict(self.settings),
+            self.install.name,
+            str(self.data_dir),
+        )
+
+    def log_tail(self, lines: int = 20) -> list[str]:
+        try:
+            text = self.host.read_text(self.log_path)
+        except OSError:
+            return []
+        return text.splitlines()[-lines:]
+
+    def log_problems(self, lines: int = 3) -> list[str]:
+        """The last PANIC, FATAL or ERROR lines of the server log: why it went down."""
+        levels = ("PANIC:", "FATAL:", "ERROR:")
+        found = [line for line in self.log_tail(200) if any(lv in line for lv in levels)]
+        return found[-lines:]
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _pg_ctl(self, *args: str) -> Finished:
+        argv = [str(self.install.binary("pg_ctl")), "-D", str(self.data_dir), *args]
+        # A new session keeps a terminal's Ctrl-C away from the postmaster: we stop it ourselves.
+        return self.host.run(
+            argv, env=POSTGRES_ENV, timeout=300, as_user=self.account, new_session=True
+        )
+
+    def _half_made(self) -> bool:
+        """An initdb pgbenchlab began here and never finished (a signal or a kill)."""
+        return (
+            self.claim is not None
+            and self.claim.state == CREATING
+            and self.host.exists(self.data_dir)
+            and not self.host.exists(self.data_dir / MARKER)
+        )
+
+    def _is_ours(self) -> bool:
+        check_data_dir(self.data_dir, self.host)
+        return self.host.exists(self.data_dir / MARKER)
+
+    def _pg_major_on_disk(self) -> str:
+        try:
+            return self.host.read_text(self.data_dir / "PG_VERSION").strip()
+        except OSError:
+            return ""
+
+    def _stop_if_running(self) -> None:
+        if self._pg_ctl("status").returncode == 0:
+            leftover_socket_dir = postmaster_socket_dir(self.data_dir, self.host)
+            stopped = self._pg_ctl("stop", "-m", "fast", "-w", "-t", "60")
+            if stopped.returncode != 0:  # e.g. its shutdown checkpoint cannot write
+                self._pg_ctl("stop", "-m", "immediate", "-w", "-t", "60")
+            # A killed campaign's server: its private socket directory goes with it.
+            if leftover_socket_dir and leftover_socket_dir != self.socket_dir:
+                remove_socket_dir(leftover_socket_dir, self.host)
+        remove_recorded_socket_dir(self.data_dir, keep=self.socket_dir, host=self.host)
+
+    def _initdb(self) -> None:
+        if self.claim is not None:
+            self.claim.set_state(CREATING)
+        self.host.mkdir(self.data_dir, owner=self.account)
+        argv = [
+            str(self.install.binary("initdb")),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",  # no password is ever set: TCP logins are refused
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]
+        result = self.host.run(argv, env=POSTGRES_ENV, timeout=600, as_user=self.account)
+        if result.returncode != 0:
+            raise ServerError(f"initdb failed: {result.stderr.strip()[-500:]}")
+        conf = self.data_dir / "postgresql.conf"
+        text = self.host.read_text(conf)
+        self._write_owned(conf, text + f"\ninclude_if_exists = '{SETTINGS_FILE}'\n")
+        marker = {"created_by": "pgbenchlab", "server": self.name, "owner": self.owner_tag}
+        self._write_owned(self.data_dir / MARKER, json.dumps(marker) + "\n")  # complete now
+        if self.claim is not None:
+            self.claim.set_state(READY)
+
+    def _write_settings(self) -> None:
+        assert self.socket_dir is not None
+        ours = {
+            "port": str(self.port),
+            "listen_addresses": "127.0.0.1",
+            "unix_socket_directories": str(self.socket_dir),
+            "unix_socket_permissions": "0700",
+        }
+        merged = BASE_SETTINGS | self.settings | ours
+        self._write_owned(self.data_dir / SETTINGS_FILE, settings_text(merged))
+
+    def _write_owned(self, path: Path, text: str) -> None:
+        self.host.write_text(path, text, mode=0o600, owner=self.account)
+
+    def _check_settings(self) -> None:
+        """Every setting the plan asked for was accepted by the server."""
+        if not self.settings:
+            return
+        with self.endpoint.connect() as conn:
+            rows = conn.execute(
+                "SELECT name, error FROM pg_file_settings "
+                "WHERE sourcefile LIKE %s AND (error IS NOT NULL OR NOT applied)",
+                (f"%/{SETTINGS_FILE}",),
+            ).fetchall()
+        bad = {str(name): str(error) for name, error in rows if name in self.settings}
+        if bad:
+            self.stop()
+            detail = "; ".join(
+                f"{k} = {redact_setting(k, self.settings[k])!r}: {v}" for k, v in bad.items()
+            )
+            raise ServerError(f"server {self.name} rejected settings: {detail}")
