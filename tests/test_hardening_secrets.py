@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 import test_cli
-from pgbenchlab import exporting, installs, plan, report, runner
+from pgbenchlab import installs, plan, report, runner, runview
 from pgbenchlab.errors import ServerError
 from pgbenchlab.redaction import (
     MASK,
@@ -235,7 +235,7 @@ setting = {{ "myext.conninfo" = [{forms["uri_basic_escaped"]}] }}
     database = results_dir / runner.RESULTS_DB
     report.write_report(database, campaign="hostile")
     with Store(database) as store:
-        shown = [exporting.run_detail(store, int(r["id"])) for r in store.runs(outcome.campaign_id)]
+        shown = [runview.run_detail(store, int(r["id"])) for r in store.runs(outcome.campaign_id)]
         managed = [dict(r) for r in store.servers(outcome.campaign_id) if r["name"] == "managed"]
         stored_plan = str(store.campaign("hostile")["plan_text"])  # type: ignore[index]
     written = {path: data for path, data in every_text(results_dir)}
