@@ -37,14 +37,6 @@ class LiveReporter:
         self.console = console
         self.clock = clock
         self.eta = CampaignEta(clock)
-        self.live = Live(
-            console=console,
-            get_renderable=self.render,
-            refresh_per_second=REFRESHES_PER_SECOND,
-            transient=True,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
         self.name = ""
         self.total = 0
         self.index = 0
@@ -53,6 +45,14 @@ class LiveReporter:
         self.phase_text = ""
         self.run_started_at = 0.0
         self.last: ProgressLine | None = None
+        self.live = Live(
+            console=console,
+            get_renderable=self.render,
+            refresh_per_second=REFRESHES_PER_SECOND,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
 
     @classmethod
     def on_stderr(cls) -> LiveReporter:
@@ -109,6 +109,8 @@ class LiveReporter:
     # -- drawing ---------------------------------------------------------------------------------
 
     def render(self) -> RenderableType:
+        if not self.name:  # the campaign is still being set up (servers checked, database)
+            return Text("")
         return Group(self.campaign_row(), self.run_row())
 
     def campaign_row(self) -> Table:
@@ -116,8 +118,10 @@ class LiveReporter:
         row.add_column(no_wrap=True)
         row.add_column(width=30)
         row.add_column(no_wrap=True)
-        bar = ProgressBar(total=1.0, completed=self.eta.fraction_done(), width=30)
-        elapsed, left = format_duration(self.eta.elapsed()), format_duration(self.eta.remaining())
+        in_flight = self.in_flight()
+        bar = ProgressBar(total=1.0, completed=self.eta.fraction_done(in_flight), width=30)
+        elapsed = format_duration(self.eta.elapsed())
+        left = format_duration(self.eta.remaining(in_flight))
         row.add_row(
             Text(f"campaign {self.name}", style="bold"),
             bar,
@@ -137,6 +141,12 @@ class LiveReporter:
             if self.last.latency_avg_ms is not None:
                 text.append(f"  lat {self.last.latency_avg_ms:.3f} ms")
         return text
+
+    def in_flight(self) -> float:
+        """Seconds into the run under way, at most what it should take."""
+        if self.spec is None:
+            return 0.0
+        return min(self.clock() - self.run_started_at, run_seconds(self.spec))
 
     def run_clock(self, spec: plan.RunSpec) -> str:
         """The run's time so far against what it should take."""

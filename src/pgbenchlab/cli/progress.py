@@ -42,13 +42,17 @@ class CampaignEta:
     def elapsed(self) -> float:
         return self.clock() - self.started
 
-    def remaining(self) -> float:
+    def remaining(self, in_flight: float = 0.0) -> float:
+        """`in_flight`: seconds spent in the run under way, so that a live display counts
+        down between runs (the plain lines are printed between runs, where it is 0)."""
         left = max(0.0, self.expected - self.spent_expected)
         rate = self.elapsed() / self.spent_expected if self.spent_expected else 1.0
-        return left * rate
+        return max(0.0, left * rate - in_flight)
 
-    def fraction_done(self) -> float:
-        return self.spent_expected / self.expected if self.expected else 0.0
+    def fraction_done(self, in_flight: float = 0.0) -> float:
+        if not self.expected:
+            return 0.0
+        return min(1.0, (self.spent_expected + in_flight) / self.expected)
 
 
 def finished_text(result: RunResult) -> str:
