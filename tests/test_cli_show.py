@@ -6,16 +6,25 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 import zstandard
 
 from conftest_report import SyntheticPlan, add_diagnosis, add_events, write_synthetic
-from pgbenchlab import runner, runview
+from pgbenchlab import jsontext, runner, runview
 from pgbenchlab.cli import main
+from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.store import Store
-from support import Campaign
+from support import Campaign, case_id
+
+GOLDEN = Path(__file__).parent / "golden" / "pgbench"
+REPORTS = [  # the cases in which pgbench printed a report
+    p
+    for p in sorted(GOLDEN.glob("*/*.stdout"))
+    if json.loads(p.with_suffix(".json").read_text())["report"]
+]
 
 
 def show(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
@@ -89,3 +98,14 @@ def stored_stdout(results: Path, row: dict[str, object]) -> str:
     run_dir = f"{row['sequence']:04d}-{row['run_key']}"
     path = results / "artifacts" / f"tiny-{row['campaign_id']}" / run_dir / "stdout.txt.zst"
     return zstandard.ZstdDecompressor().decompress(path.read_bytes()).decode()
+
+
+@pytest.mark.parametrize("stdout", REPORTS, ids=case_id)
+def test_the_rebuilt_report_says_what_pgbench_printed(stdout: Path) -> None:
+    """Every line rebuilt from the stored fields is one pgbench printed, in every version."""
+    printed = stdout.read_text()
+    stored = json.loads(jsontext.dumps(asdict(parse_report(printed))))  # as the store keeps it
+    rebuilt = runview.rebuilt_report(stored).splitlines()
+    assert set(rebuilt) <= set(printed.splitlines())
+    assert any(line.startswith("transaction type: ") for line in rebuilt)
+    assert any(line.startswith("tps = ") for line in rebuilt) == (stored["tps"] is not None)

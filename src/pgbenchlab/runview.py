@@ -110,11 +110,12 @@ def stored_stdout(results_dir: Path, campaign: str, detail: dict[str, Any]) -> s
 
 
 def rebuilt_report(report: dict[str, Any]) -> str:
-    """The main lines of pgbench's report, in its wording, from the parsed fields."""
+    """The main lines of pgbench's report, in its wording, from the parsed fields (the
+    per-script and per-statement tables are left out)."""
     if not report:
         return ""
     lines = [
-        f"pgbench ({report['client_version']})" if report.get("client_version") else None,
+        header_line(report),
         f"transaction type: {report.get('transaction_type')}",
         f"scaling factor: {report.get('scale')}",
         f"query mode: {report.get('query_mode')}",
@@ -127,14 +128,41 @@ def rebuilt_report(report: dict[str, Any]) -> str:
         counted_line(report, "failed", "number of failed transactions"),
         counted_line(report, "skipped", "number of transactions skipped"),
         late_line(report),
-        optional(report, "latency_avg_ms", "latency average = {:.3f} ms"),
+        latency_line(report),
         optional(report, "latency_stddev_ms", "latency stddev = {:.3f} ms"),
         lag_line(report),
         optional(report, "initial_connection_time_ms", "initial connection time = {:.3f} ms"),
         optional(report, "average_connection_time_ms", "average connection time = {:.3f} ms"),
-        optional(report, "tps", "tps = {:f} (without initial connection time)"),
+        *tps_lines(report),
     ]
     return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def major_version(report: dict[str, Any]) -> int | None:
+    """pgbench's major version from its header (printed from 14 on; None before)."""
+    client = str(report.get("client_version") or "")
+    digits = client.split(".", 1)[0]
+    return int(digits) if digits.isdigit() else None
+
+
+def before_14(report: dict[str, Any]) -> bool:
+    """pgbench 13 and older: no header and two tps lines."""
+    return major_version(report) is None
+
+
+def share(report: dict[str, Any], key: str) -> str:
+    value = report.get(key)
+    text = "NaN" if value is None else f"{value:.3f}"  # NaN: stored as null
+    major = major_version(report)
+    spaced = major is None or major <= 14  # "(2.116 %)" up to 14, "(2.116%)" from 15
+    return f" ({text} %)" if spaced else f" ({text}%)"
+
+
+def header_line(report: dict[str, Any]) -> str | None:
+    client, server = report.get("client_version"), report.get("server_version")
+    if client is None:  # pgbench before 14 prints no header
+        return None
+    return f"pgbench ({client}, server {server})" if server else f"pgbench ({client})"
 
 
 def optional(report: dict[str, Any], key: str, template: str) -> str | None:
@@ -149,10 +177,8 @@ def processed_line(report: dict[str, Any]) -> str:
 
 
 def counted_line(report: dict[str, Any], key: str, label: str) -> str | None:
-    count, share = report.get(key), report.get(f"{key}_pct")
-    if count is None:
-        return None
-    return f"{label}: {count}" + (f" ({share:.3f}%)" if share is not None else "")
+    count = report.get(key)
+    return None if count is None else f"{label}: {count}{share(report, f'{key}_pct')}"
 
 
 def late_line(report: dict[str, Any]) -> str | None:
@@ -160,8 +186,16 @@ def late_line(report: dict[str, Any]) -> str | None:
     if late is None or limit is None:
         return None
     of = f"/{report['late_of']}" if report.get("late_of") is not None else ""
-    share = f" ({report['late_pct']:.3f}%)" if report.get("late_pct") is not None else ""
-    return f"number of transactions above the {limit:g} ms latency limit: {late}{of}{share}"
+    above = f"number of transactions above the {limit:.1f} ms latency limit"
+    return f"{above}: {late}{of}{share(report, 'late_pct')}"
+
+
+def latency_line(report: dict[str, Any]) -> str | None:
+    value = report.get("latency_avg_ms")
+    if value is None:
+        return None
+    failures = " (including failures)" if report.get("includes_failures") else ""
+    return f"latency average = {value:.3f} ms{failures}"
 
 
 def lag_line(report: dict[str, Any]) -> str | None:
@@ -169,3 +203,17 @@ def lag_line(report: dict[str, Any]) -> str | None:
     if avg is None:
         return None
     return f"rate limit schedule lag: avg {avg:.3f} (max {peak or 0:.3f}) ms"
+
+
+def tps_lines(report: dict[str, Any]) -> list[str | None]:
+    tps = report.get("tps")
+    if tps is None:
+        return []
+    if before_14(report):
+        including = optional(
+            report, "tps_including_connections", "tps = {:f} (including connections establishing)"
+        )
+        return [including, f"tps = {tps:f} (excluding connections establishing)"]
+    if report.get("reconnect_each_transaction"):
+        return [f"tps = {tps:f} (including reconnection times)"]
+    return [f"tps = {tps:f} (without initial connection time)"]
