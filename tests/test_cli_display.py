@@ -155,6 +155,7 @@ def test_eta_scales_the_rest_by_the_pace_so_far() -> None:
     clock.now += 27.0  # the first run took twice as long as expected
     eta.run_done(todo[0])
     assert eta.remaining() == 27.0
+    assert eta.remaining(in_flight=5.0) == 17.0, "the rest of the run under way, at that pace"
     assert eta.fraction_done() == 0.5
 
 

@@ -43,11 +43,11 @@ class CampaignEta:
         return self.clock() - self.started
 
     def remaining(self, in_flight: float = 0.0) -> float:
-        """`in_flight`: seconds spent in the run under way, so that a live display counts
-        down between runs (the plain lines are printed between runs, where it is 0)."""
-        left = max(0.0, self.expected - self.spent_expected)
+        """`in_flight`: expected seconds of the run under way already spent, so that a live
+        display counts down within a run (the plain lines are printed between runs, at 0)."""
+        left = max(0.0, self.expected - self.spent_expected - in_flight)
         rate = self.elapsed() / self.spent_expected if self.spent_expected else 1.0
-        return max(0.0, left * rate - in_flight)
+        return left * rate
 
     def fraction_done(self, in_flight: float = 0.0) -> float:
         if not self.expected:
