@@ -140,7 +140,7 @@ def test_reading_commands_on_a_real_campaign(real_campaign: Campaign, tmp_path: 
     assert listing.returncode == 0
     assert len(listing.stdout.strip().splitlines()) == 1 + 48
     runs = json.loads(cli("runs", "--json", "--results", results).stdout)
-    detail = json.loads(cli("show", str(runs[0]["id"]), "--results", results).stdout)
+    detail = json.loads(cli("show", str(runs[0]["id"]), "--json", "--results", results).stdout)
     assert detail["tps"] == runs[0]["tps"] and detail["seconds"]
     assert detail["diagnosis"]["verdict"] and detail["diagnosis"]["evidence"]
     assert detail["wait_events"], "pg_stat_activity was sampled during the run"

@@ -46,7 +46,7 @@ def test_printed_json_is_valid_json_with_non_finite_values(tmp_path: Path) -> No
     def refuse(token: str) -> None:
         raise AssertionError(f"not JSON: {token}")
 
-    shown = cli("show", "1", "--results", tmp_path)
+    shown = cli("show", "1", "--json", "--results", tmp_path)
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout, parse_constant=refuse)["report"]
     assert report == {"tps": None, "lag": None}

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 import test_cli
-from pgbenchlab import exporting, installs, plan, report
+from pgbenchlab import installs, plan, report
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.errors import ServerError
 from pgbenchlab.redaction import (
@@ -27,6 +27,7 @@ from pgbenchlab.redaction import (
     redact_plan_text,
     redact_setting,
 )
+from pgbenchlab.report.views import run as runview
 from pgbenchlab.server import PER_TRANSACTION, ExternalServer, ManagedServer, settings_problem
 from pgbenchlab.store import Store
 from support import QuietReporter, embedded_server, require_installs
@@ -238,7 +239,7 @@ setting = {{ "myext.conninfo" = [{forms["uri_basic_escaped"]}] }}
     database = results_dir / RESULTS_DB
     report.write_report(database, campaign="hostile")
     with Store(database) as store:
-        shown = [exporting.run_detail(store, int(r["id"])) for r in store.runs(outcome.campaign_id)]
+        shown = [runview.run_detail(store, int(r["id"])) for r in store.runs(outcome.campaign_id)]
         managed = [dict(r) for r in store.servers(outcome.campaign_id) if r["name"] == "managed"]
         stored_plan = str(store.campaign("hostile")["plan_text"])  # type: ignore[index]
     written = {path: data for path, data in every_text(results_dir)}

@@ -1,4 +1,5 @@
-"""Runs as rows for people and scripts: tables, CSV, JSON and Parquet exports."""
+"""A campaign's runs as flat rows for people and scripts: tables, CSV, JSON and Parquet
+exports. One run in detail is `report.views.run`'s."""
 
 from __future__ import annotations
 
@@ -36,54 +37,6 @@ def run_rows(store: Store, campaign_id: int) -> list[dict[str, Any]]:
                 record[key.removesuffix("_json")] = json.loads(record.pop(key))
         rows.append(record)
     return rows
-
-
-def run_detail(store: Store, run_id: int) -> dict[str, Any]:
-    row = store.run(run_id)
-    if row is None:
-        raise UserError(f"no run with id {run_id}; see `pgbenchlab runs`")
-    detail = dict(row)
-    for key in JSON_COLUMNS:
-        detail[key.removesuffix("_json")] = json.loads(detail.pop(key))
-    detail["seconds"] = [dict(s) for s in store.seconds(run_id)]
-    for s in detail["seconds"]:
-        s.pop("run_id", None)
-    detail |= telemetry_detail(store, run_id)
-    return detail
-
-
-def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:
-    """What limited the run and the evidence: diagnosis, top wait events, server-log events."""
-    diagnosis = store.db.execute(
-        "SELECT verdict, evidence_json FROM run_diagnosis WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    rounds = store.db.execute(
-        "SELECT activity_rounds FROM run_telemetry WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    waits = store.db.execute(
-        "SELECT wait_event_type, wait_event, samples FROM run_wait_events WHERE run_id = ? "
-        "ORDER BY samples DESC LIMIT 10",
-        (run_id,),
-    ).fetchall()
-    events = store.db.execute(
-        "SELECT t, kind, detail FROM run_events WHERE run_id = ? ORDER BY t", (run_id,)
-    ).fetchall()
-    per_round = rounds[0] if rounds and rounds[0] else None
-    return {
-        "diagnosis": (
-            {"verdict": diagnosis[0], "evidence": json.loads(diagnosis[1])} if diagnosis else None
-        ),
-        "wait_events": [
-            {
-                "type": w[0],
-                "event": w[1],
-                "samples": w[2],
-                "average_backends": w[2] / per_round if per_round else None,
-            }
-            for w in waits
-        ],
-        "server_events": [dict(e) for e in events],
-    }
 
 
 def write(rows: list[dict[str, Any]], fmt: str, output: Path | None) -> None:

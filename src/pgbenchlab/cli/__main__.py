@@ -1,0 +1,7 @@
+"""`python -m pgbenchlab.cli`."""
+
+import sys
+
+from pgbenchlab.cli import main
+
+sys.exit(main())

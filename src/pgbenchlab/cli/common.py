@@ -1,0 +1,86 @@
+"""What the command modules share: exit codes, the common options, opening the results and
+plain-text tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from pgbenchlab.campaign import RESULTS_DB
+from pgbenchlab.errors import UserError
+from pgbenchlab.store import Store
+
+DEFAULT_RESULTS = Path("pgbenchlab-results")
+EXIT_OK, EXIT_RUNS_FAILED, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+Subparsers = Any  # argparse's _SubParsersAction, private in typeshed
+
+
+def add_command(
+    subparsers: Subparsers,
+    name: str,
+    help_text: str,
+    options_from: Callable[[argparse.Namespace], Any],
+    run: Callable[[Any], int],
+) -> argparse.ArgumentParser:
+    """A subcommand whose parsed arguments become `options_from(args)`, handed to `run`."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help_text, description=help_text
+    )
+    parser.set_defaults(options_from=options_from, run=run)
+    return parser
+
+
+def add_results_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        metavar="DIR",
+        help="results directory (database, raw outputs); default %(default)s",
+    )
+
+
+def add_json_option(
+    parser: argparse.ArgumentParser, help_text: str = "machine-readable output"
+) -> None:
+    parser.add_argument("--json", action="store_true", help=help_text)
+
+
+def open_store(results: Path) -> Store:
+    path = results / RESULTS_DB
+    if not path.is_file():
+        raise UserError(f"no results database at {path}; run a campaign or give --results DIR")
+    return Store(path)
+
+
+def campaign_id(store: Store, name: str | None) -> int:
+    row = store.campaign(name)
+    if row is None:
+        raise UserError(f"no campaign {name!r} in {store.path}" if name else "no campaign yet")
+    return int(row["id"])
+
+
+def format_duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(rows: list[list[str]], stream: TextIO | None = None) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip(),
+            file=stream or sys.stdout,
+        )

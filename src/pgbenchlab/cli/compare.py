@@ -1,0 +1,157 @@
+"""`pgbenchlab compare`: two servers of a campaign, two campaigns, or the steps along an axis.
+
+The options say which of the three comparisons is asked for; a combination that makes none of
+them is a user mistake, refused before the results are opened."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgbenchlab.cli.common import (
+    EXIT_OK,
+    EXIT_RUNS_FAILED,
+    Subparsers,
+    add_command,
+    add_json_option,
+    add_results_option,
+    open_store,
+)
+from pgbenchlab.errors import UserError
+from pgbenchlab.report.views import compare
+from pgbenchlab.report.views import compare_series as series
+
+SERIES_HELP = (
+    "find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
+    "server (servers in the order the plan lists them: list versions oldest first), a "
+    "[matrix.setting] name (its values in plan order), scale, clients, rate, "
+    "latency_limit or duration (numeric order); or `campaign` with the campaigns as "
+    "arguments, in order (one per commit or nightly build)"
+)
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    results: Path
+    campaigns: tuple[str, ...]
+    campaign: str | None
+    baseline: str | None
+    candidate: str | None
+    series: str | None
+    threshold: float
+    fail_on_regression: bool
+    json: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CompareOptions:
+        options = cls(
+            results=args.results,
+            campaigns=tuple(args.campaigns),
+            campaign=args.campaign,
+            baseline=args.baseline,
+            candidate=args.candidate,
+            series=args.series,
+            threshold=parse_threshold(args.threshold),
+            fail_on_regression=args.fail_on_regression,
+            json=args.json,
+        )
+        options.check()
+        return options
+
+    def check(self) -> None:
+        if self.series:
+            self.check_series()
+        elif self.campaigns:
+            if len(self.campaigns) != 2 or self.baseline or self.candidate:
+                raise UserError("compare CAMPAIGN_A CAMPAIGN_B, or --baseline and --candidate")
+        elif not (self.baseline and self.candidate):
+            raise UserError("give --baseline SERVER and --candidate SERVER, or two campaigns")
+
+    def check_series(self) -> None:
+        if self.baseline or self.candidate:
+            raise UserError("--series scans every value of an axis; drop --baseline/--candidate")
+        if self.series == series.CAMPAIGN and self.campaign:
+            raise UserError("--series campaign takes the campaigns as arguments, in order")
+        if self.series != series.CAMPAIGN and self.campaigns:
+            raise UserError(
+                f"--series {self.series} scans one campaign (--campaign NAME); "
+                "campaigns in order need --series campaign"
+            )
+
+
+def parse_threshold(text: str) -> float:
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise UserError(f"--threshold {text!r}: give a share such as 3% or 0.03")
+    return value
+
+
+def add_arguments(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
+        "compare",
+        "compare two servers of a campaign (--baseline/--candidate) or two campaigns, "
+        "cell by cell, with confidence intervals and verdicts; or find the steps along an "
+        "ordered axis (--series)",
+        CompareOptions.from_args,
+        run,
+    )
+    add_results_option(parser)
+    parser.add_argument(
+        "campaigns",
+        nargs="*",
+        metavar="CAMPAIGN",
+        help="two campaigns to compare, or with --series campaign three or more, in order",
+    )
+    parser.add_argument("--campaign", help="within this campaign (default: the latest)")
+    parser.add_argument("--baseline", metavar="SERVER")
+    parser.add_argument("--candidate", metavar="SERVER")
+    parser.add_argument("--series", metavar="AXIS", help=SERIES_HELP)
+    parser.add_argument(
+        "--threshold",
+        default="2%",
+        help="smallest change that matters, e.g. 3%% (default %(default)s)",
+    )
+    parser.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when any cell regressed (with --series: when any step is a regression)",
+    )
+    add_json_option(parser)
+
+
+def run(options: CompareOptions) -> int:
+    if options.series:
+        return run_series(options, options.series)
+    with open_store(options.results) as store:
+        if options.campaigns:
+            baseline, candidate = options.campaigns
+            changes = compare.across_campaigns(store, baseline, candidate, options.threshold)
+        else:
+            baseline, candidate = str(options.baseline), str(options.candidate)
+            changes = compare.within_campaign(
+                store, options.campaign, baseline, candidate, options.threshold
+            )
+    if options.json:
+        print(compare.as_json(changes))
+    else:
+        print(compare.as_text(changes, baseline, candidate))
+    if options.fail_on_regression and compare.regressed(changes):
+        return EXIT_RUNS_FAILED
+    return EXIT_OK
+
+
+def run_series(options: CompareOptions, axis: str) -> int:
+    with open_store(options.results) as store:
+        if axis == series.CAMPAIGN:
+            found = series.across_campaigns(store, list(options.campaigns), options.threshold)
+        else:
+            found = series.within_campaign(store, options.campaign, axis, options.threshold)
+    print(series.as_json(found) if options.json else series.as_text(found))
+    if options.fail_on_regression and series.regressed(found):
+        return EXIT_RUNS_FAILED
+    return EXIT_OK

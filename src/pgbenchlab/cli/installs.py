@@ -1,0 +1,58 @@
+"""`pgbenchlab installs`: the PostgreSQL installations found here."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from pgbenchlab import installs, jsontext
+from pgbenchlab.cli.common import EXIT_OK, Subparsers, add_command, add_json_option, print_table
+
+
+@dataclass(frozen=True)
+class InstallsOptions:
+    json: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> InstallsOptions:
+        return cls(json=args.json)
+
+
+def add_arguments(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
+        "installs",
+        "list the PostgreSQL installations found here",
+        InstallsOptions.from_args,
+        run,
+    )
+    add_json_option(parser)
+
+
+def run(options: InstallsOptions) -> int:
+    found = installs.discover()
+    if options.json:
+        rows = [
+            {
+                "name": i.name,
+                "source": i.source,
+                "version": i.version.text,
+                "bin_dir": str(i.bin_dir),
+                "server": i.has_server,
+                "pgbench": i.has_pgbench,
+            }
+            for i in found
+        ]
+        print(jsontext.dumps(rows, indent=2))
+        return EXIT_OK
+    table = [["name", "version", "server", "pgbench", "bin directory"]]
+    for i in found:
+        table.append(
+            [i.name, i.version.text, yes(i.has_server), yes(i.has_pgbench), str(i.bin_dir)]
+        )
+    print_table(table)
+    return EXIT_OK
+
+
+def yes(flag: bool) -> str:
+    return "yes" if flag else "-"

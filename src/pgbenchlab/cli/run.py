@@ -1,0 +1,150 @@
+"""`pgbenchlab run PLAN` and `pgbenchlab quickstart`: run a campaign (or show its matrix with
+`--dry-run`), then print its summary and write its report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from pgbenchlab import plan, report
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_RUNS_FAILED,
+    Subparsers,
+    add_command,
+    add_results_option,
+    format_duration,
+    print_table,
+)
+from pgbenchlab.cli.progress import print_plan_warnings, reporter_for
+from pgbenchlab.errors import CampaignStopped, UserError
+from pgbenchlab.redaction import redact_setting
+from pgbenchlab.store import Store
+
+DRY_RUN_HEADER = [
+    "#",
+    "server",
+    "settings",
+    "scale",
+    "workload",
+    "clients",
+    "threads",
+    "protocol",
+    "duration",
+    "warmup",
+    "rate",
+    "repeat",
+]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    plan: Path
+    results: Path
+    dry_run: bool
+    fresh: bool
+    quiet: bool
+    json: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunOptions:
+        return cls(
+            plan=args.plan if "plan" in args else quickstart_plan_path(),
+            results=args.results,
+            dry_run=args.dry_run,
+            fresh=args.fresh,
+            quiet=args.quiet,
+            json=args.json,
+        )
+
+
+def quickstart_plan_path() -> Path:
+    return Path(str(resources.files("pgbenchlab") / "plans" / "quickstart.toml"))
+
+
+def add_arguments(subparsers: Subparsers) -> None:
+    for name, help_text in (
+        ("run", "run every cell of a plan file and store the results"),
+        ("quickstart", "a small campaign on the embedded PostgreSQL, in minutes"),
+    ):
+        parser = add_command(subparsers, name, help_text, RunOptions.from_args, run)
+        if name == "run":
+            parser.add_argument("plan", type=Path, help="the plan file (TOML)")
+        add_results_option(parser)
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="show the expanded matrix, its order and estimated time; run nothing",
+        )
+        parser.add_argument(
+            "--fresh",
+            action="store_true",
+            help="start the campaign anew instead of continuing it (keeps old results)",
+        )
+        parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+        parser.add_argument("--json", action="store_true", help="JSON lines of events on stdout")
+
+
+def run(options: RunOptions) -> int:
+    the_plan = plan.load(options.plan)
+    if options.dry_run:
+        if not options.quiet:
+            print_plan_warnings(the_plan, sys.stderr)
+        print_dry_run(the_plan)
+        return EXIT_OK
+    with reporter_for(options.json, options.quiet) as reporter:
+        outcome = run_campaign(the_plan, options.results, reporter, fresh=options.fresh)
+    database = outcome.results_dir / RESULTS_DB
+    try:
+        summarise(options, database, outcome.campaign_id, the_plan.name)
+    except UserError as exc:
+        raise CampaignStopped(
+            f"{exc}; every run is stored: `pgbenchlab report` writes the report once fixed"
+        ) from None
+    if outcome.interrupted:
+        print("pgbenchlab: interrupted; run the same command again to continue", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_RUNS_FAILED if outcome.failed else EXIT_OK
+
+
+def summarise(options: RunOptions, database: Path, campaign: int, name: str) -> None:
+    """The summary table and the HTML report of a campaign that ran."""
+    with Store(database) as store:
+        summary = report.summary_text(store, campaign)
+    print(summary, file=sys.stdout if not options.json else sys.stderr)
+    html = report.write_report(database, campaign=name)
+    print(f"results: {database}\nreport: {html}", file=sys.stderr)
+
+
+def print_dry_run(the_plan: plan.Plan) -> None:
+    table = [DRY_RUN_HEADER]
+    for spec in the_plan.specs:
+        o = spec.options
+        table.append(
+            [
+                str(spec.sequence + 1),
+                spec.server,
+                ",".join(f"{k}={redact_setting(k, v)}" for k, v in spec.server_settings) or "-",
+                str(spec.scale),
+                spec.workload.name,
+                str(spec.clients),
+                str(o.threads),
+                o.protocol,
+                f"{o.duration_s}s" if o.duration_s else f"-t {o.transactions}",
+                f"{o.warmup_s}s",
+                f"{o.rate:g}" if o.rate else "-",
+                str(spec.repeat),
+            ]
+        )
+    print_table(table)
+    estimate = the_plan.estimated_seconds()
+    print(
+        f"\n{len(the_plan.specs)} runs, order {the_plan.order}, "
+        f"estimated {format_duration(estimate)} (runs, warmups and ~1.5 s per run around them; "
+        "plus initialising datasets)"
+    )

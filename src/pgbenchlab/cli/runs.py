@@ -1,0 +1,85 @@
+"""`pgbenchlab runs`: one line per run of a campaign."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab import exporting, jsontext
+from pgbenchlab.cli.common import (
+    EXIT_OK,
+    Subparsers,
+    add_command,
+    add_json_option,
+    add_results_option,
+    campaign_id,
+    fmt,
+    open_store,
+    print_table,
+)
+
+HEADER = [
+    "id",
+    "server",
+    "scale",
+    "workload",
+    "clients",
+    "repeat",
+    "status",
+    "tps",
+    "lat avg ms",
+    "p99 ms",
+    "latency from",
+]
+
+
+@dataclass(frozen=True)
+class RunsOptions:
+    results: Path
+    campaign: str | None
+    json: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunsOptions:
+        return cls(results=args.results, campaign=args.campaign, json=args.json)
+
+
+def add_arguments(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
+        "runs",
+        "list the runs of a campaign (the latest by default)",
+        RunsOptions.from_args,
+        run,
+    )
+    add_results_option(parser)
+    parser.add_argument("--campaign", help="campaign name (default: the latest)")
+    add_json_option(parser)
+
+
+def run(options: RunsOptions) -> int:
+    with open_store(options.results) as store:
+        rows = exporting.run_rows(store, campaign_id(store, options.campaign))
+    if options.json:
+        print(jsontext.dumps(rows, indent=2))
+    else:
+        print_table([HEADER, *(table_row(r) for r in rows)])
+    return EXIT_OK
+
+
+def table_row(r: dict[str, Any]) -> list[str]:
+    return [
+        str(r["id"]),
+        r["server"],
+        str(r["scale"]),
+        r["workload"],
+        str(r["clients"]),
+        str(r["repeat"]),
+        r["status"],
+        fmt(r["tps"], ",.0f"),
+        fmt(r["latency_avg_ms"], ".3f"),
+        fmt(r["p99_ms"], ".3f"),
+        r["latency_source"] or "-",
+    ]

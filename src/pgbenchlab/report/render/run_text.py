@@ -1,0 +1,130 @@
+"""One run for a person, on one screen: the run's line, pgbench's own report, the latency
+percentiles and where they came from, what limited the run and its evidence, the top wait
+events and the server events (checkpoints, autovacuum). `show --json` prints the data instead."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+from pgbenchlab.report.views.run import RunView
+
+PERCENTILES = (("p50", "p50_ms"), ("p90", "p90_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
+MORE_PERCENTILES = (("p99.9", "p999_ms"), ("min", "min_ms"), ("max", "max_ms"))
+SERVICE_PERCENTILES = (("p50", "service_p50_ms"), ("p99", "service_p99_ms"))
+INDENT = "  "
+
+
+def as_text(view: RunView) -> str:
+    d = view.detail
+    sections = [
+        run_lines(view.campaign, d),
+        pgbench_lines(view),
+        latency_lines(d),
+        diagnosis_lines(d),
+        wait_lines(d),
+        event_lines(d),
+    ]
+    return "\n\n".join("\n".join(s) for s in sections if s) + "\n"
+
+
+def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
+    settings = " ".join(f"{k}={v}" for k, v in d["server_settings"].items())
+    duration = f"{d['duration_s']} s" if d["duration_s"] else f"-t {d['transactions_per_client']}"
+    cell = (
+        f"{d['server']}{' ' + settings if settings else ''} · {d['workload']} · "
+        f"scale {d['scale']} · {plural(d['clients'], 'client')} · "
+        f"{plural(d['threads'], 'thread')} · {d['protocol']} · {duration}"
+        f" (warmup {d['warmup_s']} s)"
+    )
+    if d["rate"]:
+        cell += f" · rate {d['rate']:g}/s"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d["started_at"]))
+    lines = [
+        f"run {d['id']} of campaign {campaign} (repeat {d['repeat']}, started {started})",
+        cell,
+        f"status {d['status']} · {tps_text(d)}",
+    ]
+    if d["error"]:
+        lines.append(f"error: {d['error'].strip()}")
+    lines += [f"warning: {w}" for w in d["warnings"]]
+    if d["argv"]:
+        lines.append(f"command: {shlex.join(d['argv'])}")
+    return lines
+
+
+def tps_text(d: dict[str, Any]) -> str:
+    if d["tps"] is None:
+        return "no TPS"
+    text = f"{d['tps']:,.0f} tps"
+    if d["warmup_tps"] is not None:
+        text += f" (warmup {d['warmup_tps']:,.0f} tps)"
+    return text
+
+
+def pgbench_lines(view: RunView) -> list[str]:
+    if not view.pgbench_output.strip():
+        return []
+    title = (
+        "pgbench's report, as pgbench printed it:"
+        if view.output_kept
+        else "pgbench's report, rebuilt from the stored fields (its raw output is not kept):"
+    )
+    return [title, *(INDENT + line for line in view.pgbench_output.rstrip().splitlines())]
+
+
+def latency_lines(d: dict[str, Any]) -> list[str]:
+    if d["p50_ms"] is None:
+        return []
+    samples = d["latency_samples"]
+    counted = f", {samples:,} samples" if samples else ""
+    lines = [
+        f"latency percentiles (from the {d['latency_source'] or 'unknown source'}{counted}):",
+        INDENT + ms_row(d, PERCENTILES),
+        INDENT + ms_row(d, MORE_PERCENTILES),
+    ]
+    if d["service_p50_ms"] is not None:
+        lines.append(
+            INDENT + "service time (without schedule lag): " + ms_row(d, SERVICE_PERCENTILES)
+        )
+    return lines
+
+
+def ms_row(d: dict[str, Any], names: tuple[tuple[str, str], ...]) -> str:
+    return "  ".join(f"{name} {d[key]:.3f} ms" for name, key in names if d[key] is not None)
+
+
+def diagnosis_lines(d: dict[str, Any]) -> list[str]:
+    diagnosis = d["diagnosis"]
+    if not diagnosis:
+        return []
+    verdict = str(diagnosis["verdict"]).replace("_", " ")
+    return [f"what limited it: {verdict}", *(f"{INDENT}- {e}" for e in diagnosis["evidence"])]
+
+
+def wait_lines(d: dict[str, Any]) -> list[str]:
+    waits = d["wait_events"]
+    if not waits:
+        return []
+    width = max(len(f"{w['type']}:{w['event']}") for w in waits)
+    lines = ["top wait events (pg_stat_activity samples; average backends in each):"]
+    for w in waits:
+        name = f"{w['type']}:{w['event']}"
+        average = w["average_backends"]
+        share = f"  {average:.2f}" if average is not None else ""
+        lines.append(f"{INDENT}{name:<{width}}  {w['samples']:>6} samples{share}")
+    return lines
+
+
+def event_lines(d: dict[str, Any]) -> list[str]:
+    events = d["server_events"]
+    if not events:
+        return ["server events (checkpoints, autovacuum): none during the run"]
+    lines = ["server events (from the server log; seconds into the run):"]
+    lines += [f"{INDENT}{e['t']:7.1f} s  {e['kind']:<12} {e['detail']}" for e in events]
+    return lines
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

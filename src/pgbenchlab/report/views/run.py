@@ -1,0 +1,219 @@
+"""One stored run, gathered for reading: everything stored about it (`run_detail`, which
+`show --json` prints) and what pgbench printed for it (its stdout kept zstd-compressed under the
+results directory's artifacts/, or rebuilt from the stored report when that file is gone).
+`runtext` lays it out for a person. Reads the store and the artifacts; writes nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from pgbenchlab.errors import UserError
+from pgbenchlab.exporting import JSON_COLUMNS
+from pgbenchlab.store import Store
+
+STDOUT_ARTIFACT = "stdout.txt.zst"
+TOP_WAIT_EVENTS = 10
+
+
+@dataclass(frozen=True)
+class RunView:
+    campaign: str
+    detail: dict[str, Any]  # run_detail: the stored run, its seconds and its telemetry
+    pgbench_output: str  # pgbench's report as it printed it, or rebuilt from the stored fields
+    output_kept: bool  # True: pgbench_output is the stored stdout itself
+
+
+def load(store: Store, run_id: int) -> RunView:
+    detail = run_detail(store, run_id)
+    campaign = campaign_name(store, int(detail["campaign_id"]))
+    stdout = stored_stdout(store.path.parent, campaign, detail)
+    if stdout is not None:
+        return RunView(campaign, detail, stdout, output_kept=True)
+    return RunView(campaign, detail, rebuilt_report(detail["report"]), output_kept=False)
+
+
+def run_detail(store: Store, run_id: int) -> dict[str, Any]:
+    row = store.run(run_id)
+    if row is None:
+        raise UserError(f"no run with id {run_id}; see `pgbenchlab runs`")
+    detail = dict(row)
+    for key in JSON_COLUMNS:
+        detail[key.removesuffix("_json")] = json.loads(detail.pop(key))
+    detail["seconds"] = [dict(s) for s in store.seconds(run_id)]
+    for s in detail["seconds"]:
+        s.pop("run_id", None)
+    detail |= telemetry_detail(store, run_id)
+    return detail
+
+
+def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:
+    """What limited the run and the evidence: diagnosis, top wait events, server-log events."""
+    diagnosis = store.db.execute(
+        "SELECT verdict, evidence_json FROM run_diagnosis WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    rounds = store.db.execute(
+        "SELECT activity_rounds FROM run_telemetry WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    waits = store.db.execute(
+        "SELECT wait_event_type, wait_event, samples FROM run_wait_events WHERE run_id = ? "
+        "ORDER BY samples DESC LIMIT ?",
+        (run_id, TOP_WAIT_EVENTS),
+    ).fetchall()
+    events = store.db.execute(
+        "SELECT t, kind, detail FROM run_events WHERE run_id = ? ORDER BY t", (run_id,)
+    ).fetchall()
+    per_round = rounds[0] if rounds and rounds[0] else None
+    return {
+        "diagnosis": (
+            {"verdict": diagnosis[0], "evidence": json.loads(diagnosis[1])} if diagnosis else None
+        ),
+        "wait_events": [
+            {
+                "type": w[0],
+                "event": w[1],
+                "samples": w[2],
+                "average_backends": w[2] / per_round if per_round else None,
+            }
+            for w in waits
+        ],
+        "server_events": [dict(e) for e in events],
+    }
+
+
+def campaign_name(store: Store, campaign_id: int) -> str:
+    return next(str(c["name"]) for c in store.campaigns() if c["id"] == campaign_id)
+
+
+def artifact_dir(results_dir: Path, campaign: str, detail: dict[str, Any]) -> Path:
+    """Where the runner kept the run's raw outputs (the layout of `Campaign.artifact_dir`)."""
+    run_dir = f"{detail['sequence']:04d}-{detail['run_key']}"
+    return results_dir / "artifacts" / f"{campaign}-{detail['campaign_id']}" / run_dir
+
+
+def stored_stdout(results_dir: Path, campaign: str, detail: dict[str, Any]) -> str | None:
+    """pgbench's stdout as archived, or None when it was not kept or is gone."""
+    path = artifact_dir(results_dir, campaign, detail) / STDOUT_ARTIFACT
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        text = zstandard.ZstdDecompressor().decompressobj().decompress(data).decode()
+    except (zstandard.ZstdError, UnicodeDecodeError):
+        return None
+    return text if text.strip() else None
+
+
+def rebuilt_report(report: dict[str, Any]) -> str:
+    """The main lines of pgbench's report, in its wording, from the parsed fields (the
+    per-script and per-statement tables are left out)."""
+    if not report:
+        return ""
+    lines = [
+        header_line(report),
+        f"transaction type: {report.get('transaction_type')}",
+        f"scaling factor: {report.get('scale')}",
+        f"query mode: {report.get('query_mode')}",
+        f"number of clients: {report.get('clients')}",
+        f"number of threads: {report.get('threads')}",
+        optional(report, "max_tries", "maximum number of tries: {}"),
+        optional(report, "duration_s", "duration: {} s"),
+        optional(report, "transactions_per_client", "number of transactions per client: {}"),
+        processed_line(report),
+        counted_line(report, "failed", "number of failed transactions"),
+        counted_line(report, "skipped", "number of transactions skipped"),
+        late_line(report),
+        latency_line(report),
+        optional(report, "latency_stddev_ms", "latency stddev = {:.3f} ms"),
+        lag_line(report),
+        optional(report, "initial_connection_time_ms", "initial connection time = {:.3f} ms"),
+        optional(report, "average_connection_time_ms", "average connection time = {:.3f} ms"),
+        *tps_lines(report),
+    ]
+    return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def major_version(report: dict[str, Any]) -> int | None:
+    """pgbench's major version from its header (printed from 14 on; None before)."""
+    client = str(report.get("client_version") or "")
+    digits = client.split(".", 1)[0]
+    return int(digits) if digits.isdigit() else None
+
+
+def before_14(report: dict[str, Any]) -> bool:
+    """pgbench 13 and older: no header and two tps lines."""
+    return major_version(report) is None
+
+
+def share(report: dict[str, Any], key: str) -> str:
+    value = report.get(key)
+    text = "NaN" if value is None else f"{value:.3f}"  # NaN: stored as null
+    major = major_version(report)
+    spaced = major is None or major <= 14  # "(2.116 %)" up to 14, "(2.116%)" from 15
+    return f" ({text} %)" if spaced else f" ({text}%)"
+
+
+def header_line(report: dict[str, Any]) -> str | None:
+    client, server = report.get("client_version"), report.get("server_version")
+    if client is None:  # pgbench before 14 prints no header
+        return None
+    return f"pgbench ({client}, server {server})" if server else f"pgbench ({client})"
+
+
+def optional(report: dict[str, Any], key: str, template: str) -> str | None:
+    value = report.get(key)
+    return None if value is None else template.format(value)
+
+
+def processed_line(report: dict[str, Any]) -> str:
+    planned = report.get("transactions_planned")
+    of = f"/{planned}" if planned is not None else ""
+    return f"number of transactions actually processed: {report.get('transactions')}{of}"
+
+
+def counted_line(report: dict[str, Any], key: str, label: str) -> str | None:
+    count = report.get(key)
+    return None if count is None else f"{label}: {count}{share(report, f'{key}_pct')}"
+
+
+def late_line(report: dict[str, Any]) -> str | None:
+    late, limit = report.get("late"), report.get("latency_limit_ms")
+    if late is None or limit is None:
+        return None
+    of = f"/{report['late_of']}" if report.get("late_of") is not None else ""
+    above = f"number of transactions above the {limit:.1f} ms latency limit"
+    return f"{above}: {late}{of}{share(report, 'late_pct')}"
+
+
+def latency_line(report: dict[str, Any]) -> str | None:
+    value = report.get("latency_avg_ms")
+    if value is None:
+        return None
+    failures = " (including failures)" if report.get("includes_failures") else ""
+    return f"latency average = {value:.3f} ms{failures}"
+
+
+def lag_line(report: dict[str, Any]) -> str | None:
+    avg, peak = report.get("lag_avg_ms"), report.get("lag_max_ms")
+    if avg is None:
+        return None
+    return f"rate limit schedule lag: avg {avg:.3f} (max {peak or 0:.3f}) ms"
+
+
+def tps_lines(report: dict[str, Any]) -> list[str | None]:
+    tps = report.get("tps")
+    if tps is None:
+        return []
+    if before_14(report):
+        including = optional(
+            report, "tps_including_connections", "tps = {:f} (including connections establishing)"
+        )
+        return [including, f"tps = {tps:f} (excluding connections establishing)"]
+    if report.get("reconnect_each_transaction"):
+        return [f"tps = {tps:f} (including reconnection times)"]
+    return [f"tps = {tps:f} (without initial connection time)"]
