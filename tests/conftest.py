@@ -1,7 +1,8 @@
-"""Shared fixtures: results directories whose clusters are cleaned up, and one real campaign.
+"""Shared fixtures: results directories whose clusters are cleaned up, one real campaign, and
+one headless Chromium.
 
-Tests that need real PostgreSQL skip loudly when an installation is missing, and fail instead
-under CI (`ci_guard`).
+Tests that need real PostgreSQL or a browser skip loudly when an installation is missing, and
+fail instead under CI (`ci_guard`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import ci_guard
+import report_browser
 from pgbenchlab import plan, runner
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
 from support import TINY_TWO_VERSIONS, Campaign, QuietReporter, require_installs
@@ -44,3 +46,14 @@ def real_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign
     outcome = runner.run_campaign(the_plan, results, reporter)
     yield Campaign(results, the_plan, outcome, reporter)
     runner.remove_clusters(results)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[report_browser.Browser]:
+    """One headless Chromium for the session's browser tests (each page a fresh context). When
+    Playwright or chromium is missing, its users skip naming it (and fail under CI)."""
+    missing = report_browser.unavailable()
+    if missing:
+        pytest.skip(missing)
+    with report_browser.Browser() as launched:
+        yield launched
