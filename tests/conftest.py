@@ -1,7 +1,8 @@
-"""Shared fixtures: results directories whose clusters are cleaned up, and one real campaign.
+"""Shared fixtures: results directories whose clusters are cleaned up, one real campaign, and
+one headless Chromium.
 
-Tests that need real PostgreSQL skip loudly when an installation is missing, and fail instead
-under CI (`ci_guard`).
+Tests that need real PostgreSQL or a browser skip loudly when an installation is missing, and
+fail instead under CI (`ci_guard`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 import ci_guard
+import report_browser
 from pgbenchlab import plan
 from pgbenchlab.campaign import remove_clusters, run_campaign
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
@@ -53,3 +55,14 @@ def real_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign
     outcome = run_campaign(the_plan, results, reporter)
     yield Campaign(results, the_plan, outcome, reporter)
     remove_clusters(results)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[report_browser.Browser]:
+    """One headless Chromium for the session's browser tests (each page a fresh context). When
+    Playwright or chromium is missing, its users skip naming it (and fail under CI)."""
+    missing = report_browser.unavailable()
+    if missing:
+        pytest.skip(missing)
+    with report_browser.Browser() as launched:
+        yield launched

@@ -21,7 +21,7 @@ from pgbenchlab.report import write_report
 from pgbenchlab.report.views import telemetry_series
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
-from report_browser import Browser, chromium, open_report, screenshot_of
+from report_browser import Browser, open_report, screenshot_of
 from support import embedded_data
 
 pytestmark = pytest.mark.browser
@@ -57,19 +57,36 @@ TIMELINE_PROBES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def need_chromium() -> None:
-    if chromium() is None:
-        pytest.skip("chromium not installed: browser test NOT run (apt-get install chromium)")
-
-
 def assert_drawn(charts: dict[str, int], expected: set[str]) -> None:
     assert expected <= set(charts), f"missing charts: {expected - set(charts)}"
     empty = [name for name, marks in charts.items() if marks <= 0]
     assert not empty, f"charts with nothing drawn: {empty}"
 
 
-def test_hostile_names_render_as_text(tmp_path: Path) -> None:
+SELF_REPORTING_PAGE = """<!doctype html><html><body><script>
+console.warn('odd', 2); alert('boo');
+setTimeout(() => { throw new Error('late boom'); }, 10);
+document.body.dataset.renderMs = '12'; document.body.dataset.chartsDone = '1';
+</script><img src="https://cdn.example.com/x.png"><script src="missing.js"></script></body></html>
+"""
+
+
+def test_the_browser_reports_every_kind_of_problem(browser: Browser, tmp_path: Path) -> None:
+    """What the report tests assert empty does catch trouble: a console message, a dialog, an
+    exception after load, a load from the network (unusable here) and a missing file."""
+    page_path = tmp_path / "page.html"
+    page_path.write_text(SELF_REPORTING_PAGE, encoding="utf-8")
+    result = open_report(page_path, browser=browser)
+    found = "\n".join(result.console)
+    assert "console.warning: odd 2" in found, found
+    assert "dialog alert: boo" in found, found
+    assert "exception: late boom" in found, found
+    assert "failed load: https://cdn.example.com/x.png" in found, found
+    assert "failed load: " + (tmp_path / "missing.js").as_uri() in found, found
+    assert result.render_ms is not None and result.render_ms >= 12
+
+
+def test_hostile_names_render_as_text(browser: Browser, tmp_path: Path) -> None:
     payload = "<img src=x onerror=window.pwned=1>"
     plan = SyntheticPlan(
         name=f"</script>{payload}",
@@ -91,7 +108,7 @@ def test_hostile_names_render_as_text(tmp_path: Path) -> None:
     out = write_report(db, output=tmp_path / "report.html")
     assert isinstance(out, Path)
     failed_id = 5  # sequence 4
-    result = open_report(out, f"#run-{failed_id}", probes=PROBES)
+    result = open_report(out, f"#run-{failed_id}", probes=PROBES, browser=browser)
     assert result.console == []
     assert result.checks["pwned"] == "undefined"
     text = result.checks["text"]
@@ -99,18 +116,20 @@ def test_hostile_names_render_as_text(tmp_path: Path) -> None:
     assert result.checks["detail_hidden"] is False
     assert_drawn(result.charts, {"chart-tps", "chart-latency", "chart-rate", "chart-heat-tps"})
     # a run with a server event: the event is a mark on its time series
-    with_event = open_report(out, "#run-1", probes=PROBES)
+    with_event = open_report(out, "#run-1", probes=PROBES, browser=browser)
     assert with_event.console == [] and with_event.checks["pwned"] == "undefined"
     assert_drawn(with_event.charts, {"run-tps", "run-latency", "run-sorted", "run-hist"})
     assert with_event.charts["run-tps"] == 2  # the TPS line and the event's rule
 
 
 @pytest.mark.server
-def test_real_campaign_report_in_the_browser(real_campaign: Any, tmp_path: Path) -> None:
+def test_real_campaign_report_in_the_browser(
+    browser: Browser, real_campaign: Any, tmp_path: Path
+) -> None:
     db = real_campaign.results_dir / "results.db"
     out = write_report(db, output=tmp_path / "report.html")
     assert isinstance(out, Path)
-    result = open_report(out, probes=PROBES, screenshot=True)
+    result = open_report(out, probes=PROBES, screenshot=True, browser=browser)
     assert result.console == [], result.console
     assert_drawn(
         result.charts,
@@ -130,7 +149,7 @@ def test_real_campaign_report_in_the_browser(real_campaign: Any, tmp_path: Path)
     (tmp_path / "report.png").write_bytes(result.screenshot)
     # a run's detail: its per-second series and its latency distribution
     run_id = int(runs[-1]["id"])
-    detail = open_report(out, f"#run-{run_id}", probes=PROBES | TIMELINE_PROBES)
+    detail = open_report(out, f"#run-{run_id}", probes=PROBES | TIMELINE_PROBES, browser=browser)
     assert detail.console == [], detail.console
     assert detail.checks["detail_hidden"] is False
     assert_drawn(detail.charts, {"run-tps", "run-latency", "run-sorted", "run-hist", "run-cdf"})
@@ -139,7 +158,7 @@ def test_real_campaign_report_in_the_browser(real_campaign: Any, tmp_path: Path)
     assert result.render_ms is not None and result.render_ms < 5000
     if os.environ.get("PGBENCHLAB_UPDATE_SCREENSHOT"):
         DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
-        DOCS_SCREENSHOT.write_bytes(screenshot_of(out, "#charts", 1900))
+        DOCS_SCREENSHOT.write_bytes(screenshot_of(out, "#charts", 1900, browser))
 
 
 @pytest.mark.server
@@ -173,26 +192,26 @@ def test_real_campaign_view_model_matches_the_database(real_campaign: Any) -> No
     assert all(r.seconds for r in view.runs if r.ok)
 
 
-def test_lines_per_any_axis_the_reader_picks(tmp_path: Path) -> None:
+def test_lines_per_any_axis_the_reader_picks(browser: Browser, tmp_path: Path) -> None:
     plan = SyntheticPlan(clients=(1, 4), rates=(None, 2000.0), repeats=2, duration_s=5)
     out = write_report(write_synthetic(tmp_path, plan), output=tmp_path / "r.html")
     assert isinstance(out, Path)
-    with Browser() as browser:
-        first = browser.open(out.as_uri())
-        options = browser.evaluate(
+    with browser.page() as page:
+        first = page.open(out.as_uri())
+        options = page.evaluate(
             "[...document.querySelectorAll('#series-axis option')].map(o => o.value)"
         )
         assert options == ["server", "workload", "rate"]
         legend = "[...document.querySelectorAll('#chart-tps .role-legend-label text')]"
-        assert browser.evaluate(f"{legend}.map(t => t.textContent)") == ["pg15", "pg18"]
-        browser.evaluate(
+        assert page.evaluate(f"{legend}.map(t => t.textContent)") == ["pg15", "pg18"]
+        page.evaluate(
             "(() => { const s = document.getElementById('series-axis'); s.value = 'rate';"
             " s.dispatchEvent(new Event('change'));"
             " return new Promise(r => setTimeout(r, 1500)); })()"
         )
-        labels = browser.evaluate(f"{legend}.map(t => t.textContent)")
-        redrawn = browser.marks()
-        problems = browser.problems()
+        labels = page.evaluate(f"{legend}.map(t => t.textContent)")
+        redrawn = page.marks()
+        problems = page.problems()
     assert first.console == [] and problems == []
     assert labels == ["unlimited", "2000 tps"]  # in the matrix order, not alphabetical
     assert all(redrawn[c] > 0 for c in ("chart-tps", "chart-latency", "chart-efficiency"))
@@ -220,51 +239,43 @@ TELEMETRY_PLAN = SyntheticPlan(
 )
 
 
-def test_telemetry_under_the_tps_zooms_with_it(tmp_path: Path) -> None:
+def test_telemetry_under_the_tps_zooms_with_it(browser: Browser, tmp_path: Path) -> None:
     db = write_synthetic(tmp_path / "res", TELEMETRY_PLAN)
     out = write_report(db, output=tmp_path / "report.html")
     assert isinstance(out, Path)
     data = embedded_data(out.read_text(encoding="utf-8"))
-    with Browser(1400, 2400) as browser:
-        shown = browser.open(out.as_uri() + "#run-2")
-        checks = {name: browser.evaluate(js) for name, js in TIMELINE_PROBES.items()}
+    with browser.page(1400, 2400) as page:
+        shown = page.open(out.as_uri() + "#run-2")
+        checks = {name: page.evaluate(js) for name, js in TIMELINE_PROBES.items()}
         assert_timeline(data, 2, checks)
         assert checks["note"] == []  # every run's telemetry is drawn: nothing to explain
         assert set(checks["first_ticks"]) == {"0"}  # one time axis from the first second
         # the wheel over the CPU panel zooms every panel's time axis, the TPS's too
-        centre = browser.evaluate(
+        centre = page.evaluate(
             "(() => { const r = document.querySelector('#run-tps svg g.cpu_group "
             "path.background').getBoundingClientRect();"
             " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
         )
-        browser.call(
-            "Input.dispatchMouseEvent",
-            session=True,
-            type="mouseWheel",
-            x=centre[0],
-            y=centre[1],
-            deltaX=0,
-            deltaY=-400,
-        )
-        browser.evaluate("new Promise(r => setTimeout(r, 500))")
-        zoomed = browser.evaluate(TIMELINE_PROBES["first_ticks"])
-        problems = browser.problems()
+        page.wheel(centre[0], centre[1], -400)
+        page.evaluate("new Promise(r => setTimeout(r, 500))")
+        zoomed = page.evaluate(TIMELINE_PROBES["first_ticks"])
+        problems = page.problems()
     assert shown.console == [] and problems == [], shown.console + problems
     assert len(set(zoomed)) == 1 and zoomed[0] != "0", zoomed
 
 
 def test_runs_beyond_the_telemetry_budget_say_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(telemetry_series, "TELEMETRY_SECONDS", 2 * TELEMETRY_PLAN.duration_s)
     db = write_synthetic(tmp_path / "res", TELEMETRY_PLAN)
     out = write_report(db, output=tmp_path / "report.html")
     assert isinstance(out, Path)
     header = "[...document.querySelectorAll('#run-table th')].map(th => th.textContent)"
-    with Browser() as browser:
-        left_out = browser.open(out.as_uri() + "#run-8")  # repeat 2: beyond the budget
-        checks = {name: browser.evaluate(js) for name, js in TIMELINE_PROBES.items()}
-        columns = browser.evaluate(header)
+    with browser.page() as page:
+        left_out = page.open(out.as_uri() + "#run-8")  # repeat 2: beyond the budget
+        checks = {name: page.evaluate(js) for name, js in TIMELINE_PROBES.items()}
+        columns = page.evaluate(header)
     assert left_out.console == [], left_out.console
     assert checks["panel_marks"] == {}  # the plain TPS chart, drawn
     assert left_out.charts["run-tps"] > 0
