@@ -32,7 +32,7 @@ CLI = [sys.executable, "-m", "pgbenchlab.cli"]
 CLI_SHORT_LOCK_WAIT = [
     sys.executable,
     "-c",
-    "import sys; from pgbenchlab import store_faults; store_faults.BUSY_TIMEOUT_S = 2.0; "
+    "import sys; from pgbenchlab.store import faults; faults.BUSY_TIMEOUT_S = 2.0; "
     "from pgbenchlab.cli import main; sys.exit(main())",
 ]
 ERROR = "pgbenchlab: error: "

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
-import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -12,77 +12,59 @@ import polars as pl
 
 from pgbenchlab import files, jsontext
 from pgbenchlab.errors import UserError
-from pgbenchlab.store import Store
+from pgbenchlab.store import RUN_COLUMNS, RunRecord, Store
 
 FORMATS = ("csv", "json", "parquet")
-JSON_COLUMNS = (
-    "server_settings_json",
-    "spec_json",
-    "argv_json",
-    "report_json",
-    "warnings_json",
-    "artifacts_json",
-)
-EXPORT_SKIP = ("spec_json", "report_json")
+TOP_WAIT_EVENTS = 10
+
+
+def exported(run: RunRecord, *, every_column: bool = False) -> dict[str, Any]:
+    """A run as one flat dict: its id, campaign and registry columns (JSON ones decoded, under
+    their names without ``_json``); the cell's spec and pgbench's parsed report only with
+    ``every_column``."""
+    record: dict[str, Any] = {"id": run.id, "campaign_id": run.campaign_id}
+    wanted = [c for c in RUN_COLUMNS if c.exported or every_column]
+    for column in sorted(wanted, key=lambda c: c.json):  # the JSON ones last
+        record[column.key] = run[column.key]
+    return record
 
 
 def run_rows(store: Store, campaign_id: int) -> list[dict[str, Any]]:
     """The campaign's runs (the latest attempt of each), one flat dict per run."""
-    rows = []
-    for row in store.runs(campaign_id):
-        record = {k: v for k, v in dict(row).items() if k not in EXPORT_SKIP}
-        for key in JSON_COLUMNS:
-            if key in record:
-                record[key.removesuffix("_json")] = json.loads(record.pop(key))
-        rows.append(record)
-    return rows
+    return [exported(run) for run in store.run_records(campaign_id)]
 
 
 def run_detail(store: Store, run_id: int) -> dict[str, Any]:
-    row = store.run(run_id)
-    if row is None:
+    run = store.run_record(run_id)
+    if run is None:
         raise UserError(f"no run with id {run_id}; see `pgbenchlab runs`")
-    detail = dict(row)
-    for key in JSON_COLUMNS:
-        detail[key.removesuffix("_json")] = json.loads(detail.pop(key))
-    detail["seconds"] = [dict(s) for s in store.seconds(run_id)]
-    for s in detail["seconds"]:
-        s.pop("run_id", None)
+    detail = exported(run, every_column=True)
+    detail["seconds"] = [asdict(s) for s in store.seconds_by_run([run_id]).get(run_id, ())]
     detail |= telemetry_detail(store, run_id)
     return detail
 
 
 def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:
     """What limited the run and the evidence: diagnosis, top wait events, server-log events."""
-    diagnosis = store.db.execute(
-        "SELECT verdict, evidence_json FROM run_diagnosis WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    rounds = store.db.execute(
-        "SELECT activity_rounds FROM run_telemetry WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    waits = store.db.execute(
-        "SELECT wait_event_type, wait_event, samples FROM run_wait_events WHERE run_id = ? "
-        "ORDER BY samples DESC LIMIT 10",
-        (run_id,),
-    ).fetchall()
-    events = store.db.execute(
-        "SELECT t, kind, detail FROM run_events WHERE run_id = ? ORDER BY t", (run_id,)
-    ).fetchall()
-    per_round = rounds[0] if rounds and rounds[0] else None
+    diagnosis = store.diagnoses_by_run([run_id]).get(run_id)
+    facts = store.telemetry_facts_by_run([run_id]).get(run_id)
+    per_round = facts.activity_rounds if facts and facts.activity_rounds else None
     return {
         "diagnosis": (
-            {"verdict": diagnosis[0], "evidence": json.loads(diagnosis[1])} if diagnosis else None
+            {"verdict": diagnosis.verdict, "evidence": list(diagnosis.evidence)}
+            if diagnosis
+            else None
         ),
         "wait_events": [
             {
-                "type": w[0],
-                "event": w[1],
-                "samples": w[2],
-                "average_backends": w[2] / per_round if per_round else None,
+                "type": w.wait_event_type,
+                "event": w.wait_event,
+                "samples": w.samples,
+                "average_backends": w.samples / per_round if per_round else None,
             }
-            for w in waits
+            for w in store.wait_events(run_id, TOP_WAIT_EVENTS)
         ],
-        "server_events": [dict(e) for e in events],
+        "server_events": [asdict(e) for e in store.events_by_run([run_id]).get(run_id, ())],
     }
 
 

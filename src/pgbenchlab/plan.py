@@ -234,6 +234,11 @@ class Plan:
     def server(self, name: str) -> ServerPlan:
         return next(s for s in self.servers if s.name == name)
 
+    @property
+    def axis_orders(self) -> dict[str, list[str]]:
+        """The order of the plan's ordered axes (`planned_axis_orders`)."""
+        return planned_axis_orders(self.text)
+
     def estimated_seconds(self, per_run_overhead: float = 1.5) -> float:
         total = 0.0
         for spec in self.specs:
@@ -602,6 +607,26 @@ def setting_text(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
+
+
+def planned_axis_orders(text: str) -> dict[str, list[str]]:
+    """Server names ("server") and each server-setting axis's values in the order the plan
+    lists them, which its run order cannot tell (random order, a resumed campaign). An
+    unreadable plan (a stored one of an older format) gives nothing."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+    servers = [s for s in document.get("server", []) if isinstance(s, dict)]
+    orders = {"server": [str(s.get("name")) for s in servers]}
+    for layer in (document.get("matrix", {}), *servers):
+        axes = layer.get("setting", {}) if isinstance(layer, dict) else {}
+        for name, listed in axes.items() if isinstance(axes, dict) else ():
+            found = orders.setdefault(str(name), [])
+            for value in listed if isinstance(listed, list) else [listed]:
+                if setting_text(value) not in found:
+                    found.append(setting_text(value))
+    return orders
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from pgbenchlab.redaction import redact_setting
 from pgbenchlab.results import ABORTED, FAILED, INTERRUPTED, OK, LatencySummary, RunResult, Second
 from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server
 from pgbenchlab.store import Store
-from pgbenchlab.store_faults import results_writes
+from pgbenchlab.store.faults import results_writes
 from pgbenchlab.telemetry import machine_facts
 from pgbenchlab.telemetry.campaign import CampaignTelemetry, fsync_test_wanted
 from pgbenchlab.telemetry.crosscheck import check_commits
@@ -428,6 +428,7 @@ def open_campaign(
         machine_facts(),
         plan.description,
         plan.files,
+        plan.axis_orders,
     )
     return campaign_id, set()
 

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
@@ -21,7 +21,6 @@ from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
 
 if TYPE_CHECKING:
     from pgbenchlab.results import RunResult
-    from pgbenchlab.store import Store
 
 FSYNC_TEST_ENV = "PGBENCHLAB_FSYNC_TEST"  # "on"/"off": force pg_test_fsync either way
 # pg_test_fsync takes about 15 s per storage device: worth it when that is under 2 % of the
@@ -83,10 +82,18 @@ def device_of(path: Path) -> str:
     return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
 
 
+class FactsStore(Protocol):
+    """Where a campaign keeps its servers' facts (the results store)."""
+
+    def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None: ...
+
+    def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None: ...
+
+
 class CampaignTelemetry:
     def __init__(
         self,
-        store: Store | None = None,
+        store: FactsStore | None = None,
         campaign_id: int | None = None,
         *,
         fsync_test: bool | None = None,
