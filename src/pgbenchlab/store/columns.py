@@ -16,7 +16,8 @@ from typing import Any
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import LatencySummary, RunResult
 
-KEY_COLUMNS = (("id", "INTEGER"), ("campaign_id", "INTEGER"))  # the store's, not the run's
+# The store's own columns of `runs`, not the run's: (name, SQL type, NOT NULL).
+KEY_COLUMNS = (("id", "INTEGER", False), ("campaign_id", "INTEGER", True))
 
 
 @dataclass(frozen=True)
@@ -258,9 +259,12 @@ def run_insert(campaign_id: int, result: RunResult) -> tuple[str, tuple[Any, ...
     return f"INSERT INTO runs ({names}) VALUES ({marks})", values
 
 
-def added_columns_sql(version: int) -> str:
-    """The migration adding the columns of schema ``version`` (NULL in runs stored before)."""
-    added = [c for c in RUN_COLUMNS if c.since == version]
+def added_columns_sql(version: int, columns: tuple[RunColumn, ...] = RUN_COLUMNS) -> str:
+    """The migration adding the columns of schema ``version`` (> 1; NULL in runs stored
+    before it): ``MIGRATIONS[version] = added_columns_sql(version)``."""
+    if version <= 1:
+        raise ValueError("schema 1 created its columns with its own SQL")
+    added = [c for c in columns if c.since == version]
     if any(c.required for c in added):
         raise ValueError("a column added to stored runs cannot be NOT NULL")
     return "".join(f"ALTER TABLE runs ADD COLUMN {c.ddl};\n" for c in added)
