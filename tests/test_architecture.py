@@ -29,7 +29,7 @@ LAYERS: dict[str, int] = {
     "telemetry.records": 0,
     "analysis": 1,
     "results": 2,
-    "findings": 2,
+    "findings": 0,
     "hosts": 2,
     "installs": 2,
     "osuser": 2,

@@ -18,6 +18,7 @@ from cli_process import run_cli
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
+from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.report import write_report
 from pgbenchlab.report.render import markdown
 from pgbenchlab.report.views import steps
@@ -184,14 +185,16 @@ def test_servers_follow_the_plan_not_the_run_order(tmp_path: Path) -> None:
     servers = tuple(
         FakeServer(f"pg{v}", f"{v}.1", speed) for v, speed in ((14, 1.0), (15, 1.0), (16, 0.6))
     )
-    plan_order = "".join(f'[[server]]\nname = "pg{v}"\n' for v in (16, 15, 14))
     db = write_synthetic(
         tmp_path, SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(2,), repeats=4)
     )
     with Store(db) as store:
         ran = within_campaign(store, None, "server")
+    planned_order = {"server": ["pg16", "pg15", "pg14"]}  # as the campaign's plan stored it
     with sqlite3.connect(db) as connection:
-        connection.execute("UPDATE campaigns SET plan_text = ?", (plan_order,))
+        connection.execute(
+            "UPDATE campaigns SET axis_orders_json = ?", (json.dumps(planned_order),)
+        )
     with Store(db) as store:
         planned = within_campaign(store, None, "server")
     assert ran.order == ("pg14", "pg15", "pg16") and planned.order == ("pg16", "pg15", "pg14")
@@ -215,11 +218,12 @@ setting = { work_mem = ["64MB", "4MB"] }
 [[server]]
 name = "a"
 """
-    assert steps.plan_order(text) == (
-        ["b", "a"],
-        {"synchronous_commit": ["off", "local", "on"], "work_mem": ["64MB", "4MB"]},
-    )
-    assert steps.plan_order("not = [toml") == ([], {})
+    assert planned_axis_orders(text) == {
+        "server": ["b", "a"],
+        "synchronous_commit": ["off", "local", "on"],
+        "work_mem": ["64MB", "4MB"],
+    }
+    assert planned_axis_orders("not = [toml") == {}
 
 
 def test_a_series_too_short_to_show_a_step_says_so(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from support import require_installs
 
 CLI = [sys.executable, "-m", "pgbenchlab.cli"]
 # The real command line with a 2 s wait for SQLite's write lock instead of 30 s.
-SHORT_LOCK_WAIT = "from pgbenchlab import store_faults; store_faults.BUSY_TIMEOUT_S = 2.0"
+SHORT_LOCK_WAIT = "from pgbenchlab.store import faults; faults.BUSY_TIMEOUT_S = 2.0"
 CLI_SHORT_LOCK_WAIT = [
     sys.executable,
     "-c",

@@ -4,7 +4,6 @@ exports. One run in detail is `report.views.run`'s."""
 from __future__ import annotations
 
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,30 +12,14 @@ import polars as pl
 
 from pgbenchlab import files, jsontext
 from pgbenchlab.errors import UserError
-from pgbenchlab.store import Store
+from pgbenchlab.store import Store, run_as_dict
 
 FORMATS = ("csv", "json", "parquet")
-JSON_COLUMNS = (
-    "server_settings_json",
-    "spec_json",
-    "argv_json",
-    "report_json",
-    "warnings_json",
-    "artifacts_json",
-)
-EXPORT_SKIP = ("spec_json", "report_json")
 
 
 def run_rows(store: Store, campaign_id: int) -> list[dict[str, Any]]:
     """The campaign's runs (the latest attempt of each), one flat dict per run."""
-    rows = []
-    for row in store.runs(campaign_id):
-        record = {k: v for k, v in dict(row).items() if k not in EXPORT_SKIP}
-        for key in JSON_COLUMNS:
-            if key in record:
-                record[key.removesuffix("_json")] = json.loads(record.pop(key))
-        rows.append(record)
-    return rows
+    return [run_as_dict(run) for run in store.run_records(campaign_id)]
 
 
 def write(rows: list[dict[str, Any]], fmt: str, output: Path | None) -> None:

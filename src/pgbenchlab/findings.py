@@ -172,7 +172,12 @@ def to_json(warnings: Iterable[RunWarning]) -> str:
 def from_json(text: str | None) -> tuple[RunWarning, ...]:
     """Warnings as stored by any version: objects with a code, or an older version's plain
     sentences (and codes this version does not know), which are kept as their text."""
-    return tuple(_from_stored(item) for item in json.loads(text or "[]"))
+    return from_stored(json.loads(text or "[]"))
+
+
+def from_stored(items: Iterable[Any]) -> tuple[RunWarning, ...]:
+    """Warnings from the decoded warnings_json column (see `from_json`)."""
+    return tuple(_from_stored(item) for item in items)
 
 
 def _from_stored(item: Any) -> RunWarning:

@@ -19,7 +19,8 @@ from pgbenchlab import files, osuser
 from pgbenchlab.pgbench import command
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.redaction import redact_setting
-from pgbenchlab.store_faults import results_writes
+from pgbenchlab.store import artifact_parts
+from pgbenchlab.store.faults import results_writes
 
 RESULTS_DB = "results.db"
 
@@ -39,10 +40,7 @@ def cluster_root(results_dir: Path, account: osuser.OsAccount) -> Path:
 def artifact_dir(results_dir: Path, campaign: str, campaign_id: int, spec: RunSpec) -> Path:
     """An empty directory for one run attempt's files (an earlier attempt's are removed)."""
     path = files.inside(
-        results_dir,
-        "artifacts",
-        f"{campaign}-{campaign_id}",
-        f"{spec.sequence:04d}-{spec.run_key}",
+        results_dir, *artifact_parts(campaign, campaign_id, spec.sequence, spec.run_key)
     )
     shutil.rmtree(path, ignore_errors=True)  # an interrupted earlier attempt's leftovers
     with results_writes(path):

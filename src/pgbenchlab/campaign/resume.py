@@ -42,6 +42,7 @@ def open_campaign(
         machine_facts(),
         plan.description,
         plan.files,
+        plan.axis_orders,
     )
     return campaign_id, set()
 

@@ -4,14 +4,11 @@ campaign's ETA both displays share, and the choice of display (the live one is i
 from __future__ import annotations
 
 import os
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from pgbenchlab import jsontext, plan
-from pgbenchlab.campaign import Reporter
 from pgbenchlab.campaign.assemble import first_line
 from pgbenchlab.cli.common import format_duration
 from pgbenchlab.pgbench.progress import ProgressLine
@@ -190,17 +187,3 @@ def interactive(stream: TextIO) -> bool:
     """A person watches: a terminal, and not a CI job (which may fake one)."""
     in_ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
     return stream.isatty() and not in_ci and os.environ.get("TERM") != "dumb"
-
-
-@contextmanager
-def reporter_for(json: bool, quiet: bool) -> Iterator[Reporter]:
-    """The display for a campaign; a live one is taken down when the campaign ends."""
-    if json:
-        yield JsonReporter()
-    elif quiet or not interactive(sys.stderr):
-        yield TerminalReporter(sys.stderr, quiet)
-    else:
-        from pgbenchlab.cli.live import LiveReporter  # rich is loaded only for a live display
-
-        with LiveReporter.on_stderr() as live:
-            yield live

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from pgbenchlab import plan, report
-from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.campaign import RESULTS_DB, Reporter, run_campaign
 from pgbenchlab.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -21,7 +23,12 @@ from pgbenchlab.cli.common import (
     format_duration,
     print_table,
 )
-from pgbenchlab.cli.progress import print_plan_warnings, reporter_for
+from pgbenchlab.cli.progress import (
+    JsonReporter,
+    TerminalReporter,
+    interactive,
+    print_plan_warnings,
+)
 from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store import Store
@@ -148,3 +155,17 @@ def print_dry_run(the_plan: plan.Plan) -> None:
         f"estimated {format_duration(estimate)} (runs, warmups and ~1.5 s per run around them; "
         "plus initialising datasets)"
     )
+
+
+@contextmanager
+def reporter_for(json: bool, quiet: bool) -> Iterator[Reporter]:
+    """The display for a campaign; a live one is taken down when the campaign ends."""
+    if json:
+        yield JsonReporter()
+    elif quiet or not interactive(sys.stderr):
+        yield TerminalReporter(sys.stderr, quiet)
+    else:
+        from pgbenchlab.cli.live import LiveReporter  # rich is loaded only for a live display
+
+        with LiveReporter.on_stderr() as live:
+            yield live

@@ -18,7 +18,7 @@ psycopg's connection-string parser, never the runner, the store or the reports.
 from pgbenchlab.plan.parsing import load, parse
 from pgbenchlab.plan.records import Plan, RunOptions, RunSpec, Script, ServerPlan, Workload
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
-from pgbenchlab.plan.values import setting_text
+from pgbenchlab.plan.values import planned_axis_orders, setting_text
 
 __all__ = [
     "DEFAULT_MAX_TRIES",
@@ -31,5 +31,6 @@ __all__ = [
     "Workload",
     "load",
     "parse",
+    "planned_axis_orders",
     "setting_text",
 ]

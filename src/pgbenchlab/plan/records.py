@@ -10,6 +10,7 @@ from typing import Any
 
 from pgbenchlab.findings import UPDATING_BUILTINS
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES
+from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.redaction import redact_plan_text, redact_setting
 
 
@@ -165,6 +166,11 @@ class Plan:
 
     def server(self, name: str) -> ServerPlan:
         return next(s for s in self.servers if s.name == name)
+
+    @property
+    def axis_orders(self) -> dict[str, list[str]]:
+        """The order of the plan's ordered axes (`planned_axis_orders`)."""
+        return planned_axis_orders(self.text)
 
     def estimated_seconds(self, per_run_overhead: float = 1.5) -> float:
         total = 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import tomllib
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,6 +137,26 @@ def parse_latency_log(value: Any, ctx: Context, key: str) -> str:
             raise ctx.fail(key, f"a sampling rate must be in (0, 1]; got {value!r}")
         return repr(float(value))
     return choice(value, LATENCY_LOG_MODES, ctx, key)
+
+
+def planned_axis_orders(text: str) -> dict[str, list[str]]:
+    """Server names ("server") and each server-setting axis's values in the order the plan
+    lists them, which its run order cannot tell (random order, a resumed campaign). An
+    unreadable plan (a stored one of an older format) gives nothing."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+    servers = [s for s in document.get("server", []) if isinstance(s, dict)]
+    orders = {"server": [str(s.get("name")) for s in servers]}
+    for layer in (document.get("matrix", {}), *servers):
+        axes = layer.get("setting", {}) if isinstance(layer, dict) else {}
+        for name, listed in axes.items() if isinstance(axes, dict) else ():
+            found = orders.setdefault(str(name), [])
+            for value in listed if isinstance(listed, list) else [listed]:
+                if setting_text(value) not in found:
+                    found.append(setting_text(value))
+    return orders
 
 
 def setting_text(value: Any) -> str:

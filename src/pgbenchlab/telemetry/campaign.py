@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
@@ -20,7 +20,6 @@ from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
 
 if TYPE_CHECKING:
     from pgbenchlab.results import RunResult
-    from pgbenchlab.store import Store
 
 FSYNC_TEST_ENV = "PGBENCHLAB_FSYNC_TEST"  # "on"/"off": force pg_test_fsync either way
 # pg_test_fsync takes about 15 s per storage device: worth it when that is under 2 % of the
@@ -65,10 +64,18 @@ def read_pg_config(endpoint: Endpoint, server: Server) -> dict[str, str] | None:
     return None
 
 
+class FactsStore(Protocol):
+    """Where a campaign keeps its servers' facts (the results store)."""
+
+    def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None: ...
+
+    def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None: ...
+
+
 class CampaignTelemetry:
     def __init__(
         self,
-        store: Store | None = None,
+        store: FactsStore | None = None,
         campaign_id: int | None = None,
         *,
         fsync_test: bool | None = None,

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pgbenchlab.report.render.chart_data import THREADS_LABEL, event_rows, seconds_rows
 from pgbenchlab.report.views import telemetry_series
+from pgbenchlab.report.views.columns import column_doc
 from pgbenchlab.report.views.model import HistogramView, ReportView, RunView, TelemetrySeries
 from pgbenchlab.report.views.telemetry_series import LIMITS, PROCESS_CPU
 
@@ -39,47 +40,52 @@ def _col(key: str, title: str, fmt: str, help_text: str = "", hidden: bool = Fal
     return Column(key, title, fmt, _attr(key), help_text, hidden)
 
 
+def _run(key: str, title: str, fmt: str, help_text: str | None = None) -> Column:
+    """A column of a stored run field: its help is the results registry's doc of it."""
+    return _col(key, title, fmt, column_doc(key) if help_text is None else help_text)
+
+
 COLUMNS: tuple[Column, ...] = (
     _col("id", "run", "text", "the run's id in the results database (pgbenchlab show ID)"),
     Column("order", "order", "int", lambda r: r.sequence + 1, "position in the run order"),
-    _col("server", "server", "text"),
-    _col("scale", "scale", "int"),
-    _col("workload", "workload", "text"),
-    _col("clients", "clients", "int"),
-    _col("threads", "threads", "int"),
-    _col("protocol", "protocol", "text"),
-    _col("rate", "rate", "num", "target rate (-R), TPS"),
-    _col("latency_limit_ms", "limit ms", "num", "latency limit (-L)"),
+    _run("server", "server", "text", "the server and its setting variant"),
+    _run("scale", "scale", "int"),
+    _run("workload", "workload", "text"),
+    _run("clients", "clients", "int"),
+    _run("threads", "threads", "int"),
+    _run("protocol", "protocol", "text"),
+    _run("rate", "rate", "num"),
+    _run("latency_limit_ms", "limit ms", "num"),
     Column("connect", "-C", "text", lambda r: "yes" if r.connect else "", "new connection per tx"),
-    _col("duration_s", "duration s", "int"),
-    _col("repeat", "repeat", "int"),
-    _col("status", "status", "text"),
-    _col("tps", "TPS", "tps", "pgbench's TPS, without connection time"),
-    _col("transactions", "transactions", "int"),
-    _col("failed", "failed tx", "int"),
+    _run("duration_s", "duration s", "int"),
+    _run("repeat", "repeat", "int"),
+    _run("status", "status", "text"),
+    _run("tps", "TPS", "tps"),
+    _run("transactions", "transactions", "int"),
+    _run("failed", "failed tx", "int"),
     _col(
         "retried",
         "retried tx",
         "int",
         "transactions retried after a serialization or deadlock failure (max_tries)",
     ),
-    _col("latency_avg_ms", "lat avg ms", "ms", "pgbench's latency average"),
-    _col("latency_stddev_ms", "lat sd ms", "ms"),
-    _col("p50_ms", "p50 ms", "ms"),
-    _col("p90_ms", "p90 ms", "ms"),
-    _col("p95_ms", "p95 ms", "ms"),
-    _col("p99_ms", "p99 ms", "ms"),
-    _col("p999_ms", "p99.9 ms", "ms"),
-    _col("min_ms", "min ms", "ms"),
-    _col("max_ms", "max ms", "ms"),
+    _run("latency_avg_ms", "lat avg ms", "ms"),
+    _run("latency_stddev_ms", "lat sd ms", "ms"),
+    _run("p50_ms", "p50 ms", "ms"),
+    _run("p90_ms", "p90 ms", "ms"),
+    _run("p95_ms", "p95 ms", "ms"),
+    _run("p99_ms", "p99 ms", "ms"),
+    _run("p999_ms", "p99.9 ms", "ms"),
+    _run("min_ms", "min ms", "ms"),
+    _run("max_ms", "max ms", "ms"),
     _col("late_share", "late", "pct", "transactions above the latency limit"),
     _col("skipped_share", "skipped", "pct", "transactions skipped as already late"),
-    _col("lag_avg_ms", "lag ms", "ms", "average schedule lag under -R"),
-    _col("service_p99_ms", "service p99 ms", "ms", "p99 of latency minus schedule lag"),
-    _col("connection_time_ms", "connect ms", "ms"),
-    _col("client_cpu_us_per_tx", "client µs/tx", "num", "pgbench CPU time per transaction"),
-    _col("warmup_tps", "warmup TPS", "tps"),
-    _col("latency_source", "latency from", "text", "how the percentiles were measured"),
+    _run("lag_avg_ms", "lag ms", "ms"),
+    _run("service_p99_ms", "service p99 ms", "ms"),
+    _run("connection_time_ms", "connect ms", "ms"),
+    _run("client_cpu_us_per_tx", "client µs/tx", "num"),
+    _run("warmup_tps", "warmup TPS", "tps"),
+    _run("latency_source", "latency from", "text"),
     Column(
         "diagnosis",
         "limited by",

@@ -56,10 +56,10 @@ def open_store(store_path: Path) -> Store:
 
 
 def campaign_id(store: Store, name: str | None) -> int:
-    row = store.campaign(name)
-    if row is None:
+    found = store.find_campaign(name)
+    if found is None:
         raise UserError(f"no campaign {name!r} in {store.path}" if name else "no campaign yet")
-    return int(row["id"])
+    return found.id
 
 
 def load_view(

@@ -40,6 +40,8 @@ class CampaignView:
     pgbench_version: str | None
     machine: Pairs
     description: str = ""
+    # servers ("server") and server-setting values in the order the plan lists them
+    axis_orders: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

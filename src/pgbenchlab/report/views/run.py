@@ -1,20 +1,18 @@
 """One stored run, gathered for reading: everything stored about it (`run_detail`, which
 `show --json` prints) and what pgbench printed for it (its stdout kept zstd-compressed under the
 results directory's artifacts/, or rebuilt from the stored report when that file is gone).
-`runtext` lays it out for a person. Reads the store and the artifacts; writes nothing."""
+`render.run_text` lays it out for a person. Reads the store and the artifacts; writes nothing."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import zstandard
 
 from pgbenchlab.errors import UserError
-from pgbenchlab.exporting import JSON_COLUMNS
-from pgbenchlab.store import Store
+from pgbenchlab.store import Store, artifact_parts, run_as_dict
 
 STDOUT_ARTIFACT = "stdout.txt.zst"
 TOP_WAIT_EVENTS = 10
@@ -38,61 +36,49 @@ def load(store: Store, run_id: int) -> RunView:
 
 
 def run_detail(store: Store, run_id: int) -> dict[str, Any]:
-    row = store.run(run_id)
-    if row is None:
+    run = store.run_record(run_id)
+    if run is None:
         raise UserError(f"no run with id {run_id}; see `pgbenchlab runs`")
-    detail = dict(row)
-    for key in JSON_COLUMNS:
-        detail[key.removesuffix("_json")] = json.loads(detail.pop(key))
-    detail["seconds"] = [dict(s) for s in store.seconds(run_id)]
-    for s in detail["seconds"]:
-        s.pop("run_id", None)
+    detail = run_as_dict(run, every_column=True)
+    detail["seconds"] = [asdict(s) for s in store.seconds_by_run([run_id]).get(run_id, ())]
     detail |= telemetry_detail(store, run_id)
     return detail
 
 
 def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:
     """What limited the run and the evidence: diagnosis, top wait events, server-log events."""
-    diagnosis = store.db.execute(
-        "SELECT verdict, evidence_json FROM run_diagnosis WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    rounds = store.db.execute(
-        "SELECT activity_rounds FROM run_telemetry WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    waits = store.db.execute(
-        "SELECT wait_event_type, wait_event, samples FROM run_wait_events WHERE run_id = ? "
-        "ORDER BY samples DESC LIMIT ?",
-        (run_id, TOP_WAIT_EVENTS),
-    ).fetchall()
-    events = store.db.execute(
-        "SELECT t, kind, detail FROM run_events WHERE run_id = ? ORDER BY t", (run_id,)
-    ).fetchall()
-    per_round = rounds[0] if rounds and rounds[0] else None
+    diagnosis = store.diagnoses_by_run([run_id]).get(run_id)
+    facts = store.telemetry_facts_by_run([run_id]).get(run_id)
+    per_round = facts.activity_rounds if facts and facts.activity_rounds else None
     return {
         "diagnosis": (
-            {"verdict": diagnosis[0], "evidence": json.loads(diagnosis[1])} if diagnosis else None
+            {"verdict": diagnosis.verdict, "evidence": list(diagnosis.evidence)}
+            if diagnosis
+            else None
         ),
         "wait_events": [
             {
-                "type": w[0],
-                "event": w[1],
-                "samples": w[2],
-                "average_backends": w[2] / per_round if per_round else None,
+                "type": w.wait_event_type,
+                "event": w.wait_event,
+                "samples": w.samples,
+                "average_backends": w.samples / per_round if per_round else None,
             }
-            for w in waits
+            for w in store.wait_events(run_id, TOP_WAIT_EVENTS)
         ],
-        "server_events": [dict(e) for e in events],
+        "server_events": [asdict(e) for e in store.events_by_run([run_id]).get(run_id, ())],
     }
 
 
 def campaign_name(store: Store, campaign_id: int) -> str:
-    return next(str(c["name"]) for c in store.campaigns() if c["id"] == campaign_id)
+    campaign = store.campaign_record(campaign_id)
+    assert campaign is not None  # the run refers to it
+    return campaign.name
 
 
 def artifact_dir(results_dir: Path, campaign: str, detail: dict[str, Any]) -> Path:
-    """Where the runner kept the run's raw outputs (the layout of `Campaign.artifact_dir`)."""
-    run_dir = f"{detail['sequence']:04d}-{detail['run_key']}"
-    return results_dir / "artifacts" / f"{campaign}-{detail['campaign_id']}" / run_dir
+    """Where the campaign kept the run's raw outputs."""
+    parts = artifact_parts(campaign, detail["campaign_id"], detail["sequence"], detail["run_key"])
+    return results_dir.joinpath(*parts)
 
 
 def stored_stdout(results_dir: Path, campaign: str, detail: dict[str, Any]) -> str | None:

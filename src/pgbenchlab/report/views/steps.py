@@ -12,7 +12,6 @@ Markdown reports print them, and `compare_series` loads campaigns and scans them
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,7 +24,6 @@ from pgbenchlab.analysis.changepoints import (
 )
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, ComparisonVerdict
 from pgbenchlab.errors import UserError
-from pgbenchlab.plan import setting_text
 from pgbenchlab.report.views.metrics import METRICS, format_value, one_server_each, run_values
 from pgbenchlab.report.views.model import CellView, Pairs, ReportView, RunView, Scan, Step
 from pgbenchlab.report.views.text import Table
@@ -127,36 +125,13 @@ def axis_orders(view: ReportView) -> dict[str, list[str]]:
                 seen[axis].append(value)
             if axis in NUMERIC_AXES:
                 numbers[(axis, value)] = NUMERIC_AXES[axis](first)
-    planned_servers, planned_settings = plan_order(view.campaign.plan_text)
-    orders = {"server": _preferring(seen.get("server", []), planned_servers)}
+    planned = dict(view.campaign.axis_orders)  # stored with the campaign, from its plan
+    orders = {"server": _preferring(seen.get("server", []), planned.get("server", ()))}
     for name in setting_axes(view):
-        orders[name] = _preferring(seen.get(name, []), planned_settings.get(name, []))
+        orders[name] = _preferring(seen.get(name, []), planned.get(name, ()))
     for axis in NUMERIC_AXES:
         orders[axis] = sorted(seen.get(axis, []), key=lambda v: numbers[(axis, v)])
     return orders
-
-
-def plan_order(plan_text: str) -> tuple[list[str], dict[str, list[str]]]:
-    """Server names and each setting axis's values in the order the plan lists them.
-
-    The run order cannot tell (random order, a resumed campaign); the stored plan can. An
-    unreadable plan gives nothing, and the run order is used instead.
-    """
-    try:
-        document = tomllib.loads(plan_text)
-    except tomllib.TOMLDecodeError:
-        return [], {}
-    servers = [s for s in document.get("server", []) if isinstance(s, dict)]
-    names = [str(s.get("name")) for s in servers]
-    settings: dict[str, list[str]] = {}
-    for table in (document.get("matrix", {}), *servers):
-        axes = table.get("setting", {}) if isinstance(table, dict) else {}
-        for name, listed in axes.items() if isinstance(axes, dict) else ():
-            found = settings.setdefault(str(name), [])
-            for value in listed if isinstance(listed, list) else [listed]:
-                if setting_text(value) not in found:
-                    found.append(setting_text(value))
-    return names, settings
 
 
 def _preferring(seen: Sequence[str], planned: Sequence[str]) -> list[str]:

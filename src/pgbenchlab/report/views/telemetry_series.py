@@ -78,17 +78,13 @@ DRAWN: dict[tuple[str, str], Drawn] = {
 Row = tuple[str, str, int, float]  # source, metric, t, value: a run_telemetry_seconds row
 
 
-def wanted_sql() -> list[tuple[str, list[str]]]:
-    """SQL conditions (with their parameters) selecting the drawn rows of
-    run_telemetry_seconds, one per source: each is a range of its primary key."""
+def wanted() -> dict[str, tuple[str, ...] | None]:
+    """The run_telemetry_seconds rows the detail draws: per source, its drawn metrics (every
+    metric of the wait-event source, None)."""
     metrics: dict[str, list[str]] = defaultdict(list)
     for source, metric in DRAWN:
         metrics[source].append(metric)
-    found = [("source = ?", [ACTIVITY])]
-    for source, names in metrics.items():
-        marks = ", ".join("?" for _ in names)
-        found.append((f"source = ? AND metric IN ({marks})", [source, *names]))
-    return found
+    return {ACTIVITY: None, **{source: tuple(names) for source, names in metrics.items()}}
 
 
 def charted(runs: Iterable[tuple[int, int, int, float]]) -> list[int]:

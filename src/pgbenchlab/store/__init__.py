@@ -1,0 +1,44 @@
+"""The results database: its schema and migrations, the one registry of a run's columns, and
+every query of it. Nothing else in pgbenchlab writes SQL for results.db.
+
+`database.Store` opens, migrates, locks and writes; `reading` answers with the frozen records
+of `records`; `columns` describes the `runs` table; `telemetry` writes the telemetry tables;
+`faults` turns the environment's faults (full disk, lock, damage) into one-line errors.
+May import: errors, redaction, plan (axis orders), results, server (its facts), telemetry's
+records and analysis.diagnosis (what it stores); never report, runner or cli.
+"""
+
+from pgbenchlab.store.columns import RUN_COLUMNS, RunColumn, run_as_dict
+from pgbenchlab.store.database import STOPPED, Store
+from pgbenchlab.store.records import (
+    CampaignRecord,
+    DatasetRecord,
+    RunDiagnosis,
+    RunEvent,
+    RunRecord,
+    RunTelemetryFacts,
+    ServerRecord,
+    WaitEvents,
+    artifact_parts,
+)
+from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION
+
+__all__ = [
+    "BACKFILLS",
+    "MIGRATIONS",
+    "RUN_COLUMNS",
+    "SCHEMA_VERSION",
+    "STOPPED",
+    "CampaignRecord",
+    "DatasetRecord",
+    "RunColumn",
+    "RunDiagnosis",
+    "RunEvent",
+    "RunRecord",
+    "RunTelemetryFacts",
+    "ServerRecord",
+    "Store",
+    "WaitEvents",
+    "artifact_parts",
+    "run_as_dict",
+]

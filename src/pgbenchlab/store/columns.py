@@ -1,0 +1,282 @@
+"""The one registry of a run's columns: the `runs` table, the insert, the readers, the export
+and the report's run fields all follow `RUN_COLUMNS`.
+
+Columns present before the registry existed were created by migration 1 (`schema`), whose
+SQL stays as it was so that databases already written migrate; a column added later names its
+schema version in ``since`` and its migration is `added_columns_sql(since)`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pgbenchlab.redaction import redact_settings
+from pgbenchlab.results import LatencySummary, RunResult
+from pgbenchlab.store.records import RunRecord
+
+# The store's own columns of `runs`, not the run's: (name, SQL type, NOT NULL).
+KEY_COLUMNS = (("id", "INTEGER", False), ("campaign_id", "INTEGER", True))
+
+
+@dataclass(frozen=True)
+class RunColumn:
+    """One column of `runs`: how it is stored, what it means, how a `RunResult` gives it."""
+
+    name: str
+    sql_type: str  # INTEGER | REAL | TEXT
+    unit: str  # "" for text and identities
+    doc: str
+    read: Callable[[RunResult], Any]
+    required: bool = False  # NOT NULL
+    json: bool = False  # stored as JSON text, read back decoded
+    exported: bool = True  # in `pgbenchlab export` rows (the detail of one run has them all)
+    since: int = 1  # the schema version that added it
+
+    @property
+    def key(self) -> str:
+        """The name of the decoded value: a JSON column without its ``_json``."""
+        return self.name.removesuffix("_json") if self.json else self.name
+
+    def encode(self, result: RunResult) -> Any:
+        value = self.read(result)
+        return json.dumps(value, sort_keys=True) if self.json else value
+
+    def decode(self, stored: Any) -> Any:
+        return json.loads(stored) if self.json and stored is not None else stored
+
+    @property
+    def ddl(self) -> str:
+        not_null = " NOT NULL" if self.required else ""
+        return f"{self.name} {self.sql_type}{not_null}"
+
+
+def _spec(name: str) -> Callable[[RunResult], Any]:
+    return lambda r: r.spec[name]
+
+
+def _latency(read: Callable[[LatencySummary], Any]) -> Callable[[RunResult], Any]:
+    return lambda r: read(r.latency) if r.latency is not None else None
+
+
+def _percentile(p: str) -> Callable[[RunResult], Any]:
+    return _latency(lambda lat: lat.percentiles_ms.get(p))
+
+
+def _service(p: str) -> Callable[[RunResult], Any]:
+    return _latency(lambda lat: (lat.service_percentiles_ms or {}).get(p))
+
+
+def stored_spec(r: RunResult) -> dict[str, Any]:
+    """The run's cell as stored: its server settings masked."""
+    return r.spec | {"server_settings": redact_settings(r.spec["server_settings"])}
+
+
+def _c(
+    name: str, sql_type: str, unit: str, doc: str, read: Callable[[RunResult], Any], **kw: Any
+) -> RunColumn:
+    return RunColumn(name, sql_type, unit, doc, read, **kw)
+
+
+def _attr(name: str) -> Callable[[RunResult], Any]:
+    return lambda r: getattr(r, name)
+
+
+REAL, INT, TEXT = "REAL", "INTEGER", "TEXT"
+NN = {"required": True}
+
+RUN_COLUMNS: tuple[RunColumn, ...] = (
+    _c("run_key", TEXT, "", "the run's identity: its cell and repeat", _attr("run_key"), **NN),
+    _c(
+        "cell_id",
+        TEXT,
+        "",
+        "the matrix cell: a digest of every option of the run",
+        _attr("cell_id"),
+        **NN,
+    ),
+    _c("sequence", INT, "", "position in the run order, from 0", _attr("sequence"), **NN),
+    _c("repeat", INT, "", "which repeat of the cell, from 1", _attr("repeat"), **NN),
+    _c("status", TEXT, "", "ok | aborted | failed | interrupted", _attr("status"), **NN),
+    _c("error", TEXT, "", "why the run did not complete", _attr("error")),
+    _c("server", TEXT, "", "the server's name in the plan", _spec("server"), **NN),
+    _c(
+        "server_settings_json",
+        TEXT,
+        "",
+        "the setting variant of the server (secrets masked)",
+        lambda r: redact_settings(r.spec["server_settings"]),
+        json=True,
+        **NN,
+    ),
+    _c("scale", INT, "", "pgbench scale factor of the dataset", _spec("scale"), **NN),
+    _c("workload", TEXT, "", "the workload's name", _spec("workload"), **NN),
+    _c("clients", INT, "clients", "concurrent clients (-c)", _spec("clients"), **NN),
+    _c("threads", INT, "threads", "pgbench worker threads (-j)", _spec("threads"), **NN),
+    _c("protocol", TEXT, "", "query protocol (-M)", _spec("protocol"), **NN),
+    _c("duration_s", INT, "s", "measured duration (-T)", _spec("duration_s")),
+    _c(
+        "transactions_per_client",
+        INT,
+        "transactions",
+        "transactions per client (-t)",
+        _spec("transactions"),
+    ),
+    _c("warmup_s", INT, "s", "unmeasured run before the measured one", _spec("warmup_s"), **NN),
+    _c("rate", REAL, "tx/s", "target rate (-R), TPS", _spec("rate")),
+    _c("latency_limit_ms", REAL, "ms", "latency limit (-L)", _spec("latency_limit_ms")),
+    _c(
+        "connect",
+        INT,
+        "",
+        "new connection per transaction (-C), 0 or 1",
+        lambda r: int(r.spec["connect"]),
+        **NN,
+    ),
+    _c("vacuum", TEXT, "", "what was vacuumed before the run", _spec("vacuum"), **NN),
+    _c(
+        "spec_json",
+        TEXT,
+        "",
+        "every option of the run's cell",
+        stored_spec,
+        json=True,
+        exported=False,
+        **NN,
+    ),
+    _c("argv_json", TEXT, "", "pgbench's command line", lambda r: list(r.argv), json=True, **NN),
+    _c("pgbench_version", TEXT, "", "the pgbench that ran it", _attr("pgbench_version"), **NN),
+    _c("started_at", REAL, "s", "start, Unix time", _attr("started_at"), **NN),
+    _c("finished_at", REAL, "s", "end, Unix time", _attr("finished_at"), **NN),
+    _c("tps", REAL, "tx/s", "pgbench's TPS, without connection time", _attr("tps")),
+    _c("transactions", INT, "transactions", "transactions processed", _attr("transactions")),
+    _c("failed", INT, "transactions", "failed transactions", _attr("failed")),
+    _c(
+        "skipped",
+        INT,
+        "transactions",
+        "transactions skipped as already late (-L)",
+        _attr("skipped"),
+    ),
+    _c("late", INT, "transactions", "transactions above the latency limit", _attr("late")),
+    _c("latency_avg_ms", REAL, "ms", "pgbench's latency average", _attr("latency_avg_ms")),
+    _c(
+        "latency_stddev_ms",
+        REAL,
+        "ms",
+        "pgbench's latency standard deviation",
+        _attr("latency_stddev_ms"),
+    ),
+    _c("lag_avg_ms", REAL, "ms", "average schedule lag under -R", _attr("lag_avg_ms")),
+    _c("lag_max_ms", REAL, "ms", "largest schedule lag under -R", _attr("lag_max_ms")),
+    _c(
+        "connection_time_ms",
+        REAL,
+        "ms",
+        "pgbench's initial connection time",
+        _attr("connection_time_ms"),
+    ),
+    _c("p50_ms", REAL, "ms", "median latency, from the log", _percentile("50")),
+    _c("p90_ms", REAL, "ms", "90th percentile latency, from the log", _percentile("90")),
+    _c("p95_ms", REAL, "ms", "95th percentile latency, from the log", _percentile("95")),
+    _c("p99_ms", REAL, "ms", "99th percentile latency, from the log", _percentile("99")),
+    _c("p999_ms", REAL, "ms", "99.9th percentile latency, from the log", _percentile("99.9")),
+    _c("min_ms", REAL, "ms", "lowest latency, from the log", _latency(lambda lat: lat.min_ms)),
+    _c("max_ms", REAL, "ms", "highest latency, from the log", _latency(lambda lat: lat.max_ms)),
+    _c(
+        "latency_source",
+        TEXT,
+        "",
+        "how the percentiles were measured",
+        _latency(lambda lat: lat.source),
+    ),
+    _c(
+        "latency_samples",
+        INT,
+        "transactions",
+        "transactions in the latency distribution",
+        _latency(lambda lat: lat.samples),
+    ),
+    _c("service_p50_ms", REAL, "ms", "median of latency minus schedule lag", _service("50")),
+    _c("service_p99_ms", REAL, "ms", "p99 of latency minus schedule lag", _service("99")),
+    _c("service_p999_ms", REAL, "ms", "p99.9 of latency minus schedule lag", _service("99.9")),
+    _c("warmup_tps", REAL, "tx/s", "TPS of the warmup", _attr("warmup_tps")),
+    _c("client_cpu_s", REAL, "s", "pgbench's CPU time", _attr("client_cpu_s")),
+    _c(
+        "client_cpu_us_per_tx",
+        REAL,
+        "µs",
+        "pgbench CPU time per transaction",
+        _attr("client_cpu_us_per_tx"),
+    ),
+    _c(
+        "report_json",
+        TEXT,
+        "",
+        "pgbench's report, parsed",
+        _attr("report"),
+        json=True,
+        exported=False,
+        **NN,
+    ),
+    _c(
+        "warnings_json",
+        TEXT,
+        "",
+        "warnings about the run: code, evidence and sentence",
+        lambda r: [w.stored() for w in r.warnings],
+        json=True,
+        **NN,
+    ),
+    _c(
+        "artifacts_json",
+        TEXT,
+        "",
+        "raw files kept for the run",
+        lambda r: list(r.artifacts),
+        json=True,
+        **NN,
+    ),
+    _c(
+        "result_schema",
+        INT,
+        "",
+        "version of the run record's layout",
+        _attr("schema_version"),
+        **NN,
+    ),
+)
+COLUMN = {c.name: c for c in RUN_COLUMNS}
+BY_KEY = {c.key: c for c in RUN_COLUMNS}
+
+
+def run_insert(campaign_id: int, result: RunResult) -> tuple[str, tuple[Any, ...]]:
+    """The INSERT of one run and its parameters."""
+    names = ", ".join(("campaign_id", *(c.name for c in RUN_COLUMNS)))
+    marks = ", ".join("?" * (len(RUN_COLUMNS) + 1))
+    values = (campaign_id, *(c.encode(result) for c in RUN_COLUMNS))
+    return f"INSERT INTO runs ({names}) VALUES ({marks})", values
+
+
+def added_columns_sql(version: int, columns: tuple[RunColumn, ...] = RUN_COLUMNS) -> str:
+    """The migration adding the columns of schema ``version`` (> 1; NULL in runs stored
+    before it): ``MIGRATIONS[version] = added_columns_sql(version)``."""
+    if version <= 1:
+        raise ValueError("schema 1 created its columns with its own SQL")
+    added = [c for c in columns if c.since == version]
+    if any(c.required for c in added):
+        raise ValueError("a column added to stored runs cannot be NOT NULL")
+    return "".join(f"ALTER TABLE runs ADD COLUMN {c.ddl};\n" for c in added)
+
+
+def run_as_dict(run: RunRecord, *, every_column: bool = False) -> dict[str, Any]:
+    """A run as one flat dict: its id, campaign and registry columns (JSON ones decoded, under
+    their names without ``_json``); the cell's spec and pgbench's parsed report only with
+    ``every_column``."""
+    record: dict[str, Any] = {"id": run.id, "campaign_id": run.campaign_id}
+    wanted = [c for c in RUN_COLUMNS if c.exported or every_column]
+    for column in sorted(wanted, key=lambda c: c.json):  # the JSON ones last
+        record[column.key] = run[column.key]
+    return record

@@ -1,0 +1,281 @@
+"""The results database: one SQLite file with a schema version and forward migrations.
+
+SQLite because every finished run must be durable at once (one transaction per run, WAL mode),
+readers (a report, a user's SQL) must work while a campaign writes, and it needs no server. The
+heavy analysis of per-transaction logs happens before storing (polars), so the database holds
+run-level figures, per-second series and histograms: small, and plain SQL for users.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pgbenchlab.errors import StoreError
+from pgbenchlab.plan import planned_axis_orders
+from pgbenchlab.redaction import redact_settings
+from pgbenchlab.results import RunResult
+from pgbenchlab.server import ServerFacts
+from pgbenchlab.store import telemetry as telemetry_tables
+from pgbenchlab.store.columns import run_insert
+from pgbenchlab.store.faults import connect, results_os_error
+from pgbenchlab.store.reading import Reading
+from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION, axis_orders_json
+
+if TYPE_CHECKING:
+    from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
+    from pgbenchlab.telemetry.fsync import FsyncFigure
+
+STOPPED = "stopped"  # campaign status: the results could no longer be written (disk full, lock)
+
+
+class Store(Reading):
+    """Read and write access to one results database."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock_fd: int | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise results_os_error(exc, running=False) from None
+        self.db = connect(path)
+        try:
+            self.db.row_factory = sqlite3.Row
+            self._refuse_foreign()  # before anything is written into the file
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def close(self) -> None:
+        self.release()
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"results database schema {version} is newer than this pgbenchlab understands "
+                f"({SCHEMA_VERSION}); upgrade pgbenchlab",
+                where=str(self.path),
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            # executescript commits first, so the migration carries its own transaction.
+            self.db.executescript(f"BEGIN IMMEDIATE;\n{MIGRATIONS[target]}")
+            try:
+                if target in BACKFILLS:
+                    BACKFILLS[target](self.db)
+                self.db.execute(f"PRAGMA user_version = {target}")
+            except BaseException:
+                self._rollback()
+                raise
+            self.db.execute("COMMIT")
+
+    def _refuse_foreign(self) -> None:
+        """A database with tables but no schema version is another program's: never write
+        pgbenchlab's tables into it."""
+        if int(self.db.execute("PRAGMA user_version").fetchone()[0]) != 0:
+            return
+        rows = self.db.execute(
+            "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 4"
+        ).fetchall()
+        if rows:
+            names = ", ".join(str(r[0]) for r in rows[:3]) + (", …" if len(rows) > 3 else "")
+            raise StoreError(
+                f"not a pgbenchlab results database (it holds {names}): move it away or give "
+                "--results a directory of its own",
+                where=str(self.path),
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._rollback()
+            raise
+        self.db.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (it may after a full disk);
+        the error that caused it is the one to report."""
+        if self.db.in_transaction:
+            with suppress(StoreError):
+                self.db.execute("ROLLBACK")
+
+    # -- the campaign lock --------------------------------------------------------------------
+
+    def acquire(self) -> None:
+        """Take the writer's lock: one campaign at a time per results database."""
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise results_os_error(exc, running=False) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise StoreError(
+                f"another campaign ({holder}) is writing to this results database; "
+                "wait for it to finish or use another --results directory",
+                where=str(self.path),
+            ) from None
+        self._lock_fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()}".encode())
+        except OSError as exc:
+            exc.filename = str(lock_path)
+            raise results_os_error(exc, running=False) from None
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def start_campaign(
+        self,
+        name: str,
+        plan_path: str,
+        plan_text: str,
+        plan_digest: str,
+        versions: dict[str, str],
+        machine: dict[str, Any],
+        description: str = "",
+        files: dict[str, str] | None = None,
+        axis_orders: Mapping[str, Sequence[str]] | None = None,
+    ) -> int:
+        """A new campaign; ``axis_orders`` (`Plan.axis_orders`) default to the plan text's."""
+        if axis_orders is None:
+            axis_orders = planned_axis_orders(plan_text)
+        with self.transaction():
+            cursor = self.db.execute(
+                "INSERT INTO campaigns (name, plan_path, plan_text, plan_digest, started_at, "
+                "pgbenchlab_version, pgbench_version, machine_json, description, files_json, "
+                "axis_orders_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    name,
+                    plan_path,
+                    plan_text,
+                    plan_digest,
+                    time.time(),
+                    versions["pgbenchlab"],
+                    versions.get("pgbench"),
+                    json.dumps(machine, sort_keys=True),
+                    description,
+                    json.dumps(files or {}, sort_keys=True),
+                    axis_orders_json(axis_orders),
+                ),
+            )
+        assert cursor.lastrowid is not None
+        self.db.campaign_running = True  # from now on a results fault stops the campaign
+        return cursor.lastrowid
+
+    def reopen_campaign(self, campaign_id: int) -> None:
+        with self.transaction():
+            self.db.execute(
+                "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE id = ?",
+                (campaign_id,),
+            )
+        self.db.campaign_running = True
+
+    def finish_campaign(self, campaign_id: int, status: str) -> None:
+        with self.transaction():
+            self.db.execute(
+                "UPDATE campaigns SET status = ?, finished_at = ? WHERE id = ?",
+                (status, time.time(), campaign_id),
+            )
+        self.db.campaign_running = False
+
+    def mark_stopped(self, campaign_id: int) -> None:
+        """Record that a results fault stopped the campaign, if the database still takes it."""
+        with suppress(StoreError):
+            self.finish_campaign(campaign_id, STOPPED)
+
+    def record_server(self, campaign_id: int, facts: ServerFacts, variant: dict[str, str]) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO servers (campaign_id, name, variant_json, kind, version, "
+                "version_num, install, data_dir, settings_json, requested_json, recorded_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    campaign_id,
+                    facts.name,
+                    json.dumps(redact_settings(variant), sort_keys=True),
+                    facts.kind,
+                    facts.version,
+                    facts.version_num,
+                    facts.install,
+                    facts.data_dir,
+                    json.dumps(redact_settings(facts.settings), sort_keys=True),
+                    json.dumps(redact_settings(facts.requested), sort_keys=True),
+                    time.time(),
+                ),
+            )
+
+    def record_dataset(
+        self, campaign_id: int, server: str, scale: int, database: str, seconds: float | None
+    ) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO datasets (campaign_id, server, scale, database, initialized_at, "
+                "init_seconds, reused) VALUES (?,?,?,?,?,?,?)",
+                (campaign_id, server, scale, database, time.time(), seconds, seconds is None),
+            )
+
+    def record_run(self, campaign_id: int, result: RunResult) -> int:
+        """Store one run, its seconds and histograms in one transaction (durable on return)."""
+        with self.transaction():
+            cursor = self.db.execute(*run_insert(campaign_id, result))
+            run_id = cursor.lastrowid
+            assert run_id is not None
+            self.db.executemany(
+                "INSERT INTO run_seconds VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, *asdict(s).values()) for s in result.seconds],
+            )
+            latency = result.latency
+            if latency is not None:
+                histograms = {"latency": latency.histogram_json}
+                if latency.service_histogram_json:
+                    histograms["service"] = latency.service_histogram_json
+                self.db.executemany(
+                    "INSERT INTO run_histograms VALUES (?,?,?)",
+                    [(run_id, kind, text) for kind, text in histograms.items()],
+                )
+            if result.telemetry is not None:
+                telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
+            if result.diagnosis is not None:
+                telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
+        return run_id
+
+    def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None:
+        with self.transaction():
+            telemetry_tables.write_server_facts(self.db, campaign_id, facts)
+
+    def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None:
+        return telemetry_tables.read_fsync_figure(self.db, campaign_id, device)

@@ -1,0 +1,290 @@
+"""Reading a results database: the queries of everything that shows results (reports, export,
+the CLI), returning the frozen records of `pgbenchlab.store.records`.
+
+Per-run reads take many run ids at once (in chunks SQLite accepts) so that a thousand-run
+report makes a handful of queries, not thousands.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab.results import COMPLETE_STATUSES, Second
+from pgbenchlab.store.columns import RUN_COLUMNS
+from pgbenchlab.store.faults import GuardedConnection
+from pgbenchlab.store.records import (
+    CampaignRecord,
+    DatasetRecord,
+    RunDiagnosis,
+    RunEvent,
+    RunRecord,
+    RunTelemetryFacts,
+    ServerRecord,
+    TelemetryPoint,
+    WaitEvents,
+)
+
+CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
+RUN_SELECT = "SELECT id, campaign_id, " + ", ".join(c.name for c in RUN_COLUMNS)
+
+
+def _chunks(ids: Collection[int]) -> Iterable[list[int]]:
+    listed = list(ids)
+    for start in range(0, len(listed), CHUNK):
+        yield listed[start : start + CHUNK]
+
+
+def _marks(chunk: list[int]) -> str:
+    return ",".join("?" * len(chunk))
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def run_record(row: Iterable[Any]) -> RunRecord:
+    """A run from the values of `RUN_SELECT`, in its order."""
+    run_id, campaign_id, *stored = row
+    values = {c.key: c.decode(v) for c, v in zip(RUN_COLUMNS, stored, strict=True)}
+    return RunRecord(int(run_id), int(campaign_id), values)
+
+
+def campaign_record(row: sqlite3.Row) -> CampaignRecord:
+    return CampaignRecord(
+        id=int(row["id"]),
+        name=str(row["name"]),
+        status=str(row["status"]),
+        plan_path=str(row["plan_path"]),
+        plan_text=str(row["plan_text"]),
+        plan_digest=str(row["plan_digest"]),
+        started_at=float(row["started_at"]),
+        finished_at=_float(row["finished_at"]),
+        pgbenchlab_version=str(row["pgbenchlab_version"]),
+        pgbench_version=row["pgbench_version"],
+        machine=json.loads(row["machine_json"] or "{}"),
+        description=str(row["description"]),
+        files=json.loads(row["files_json"] or "{}"),
+        axis_orders={
+            str(k): tuple(str(v) for v in values)
+            for k, values in json.loads(row["axis_orders_json"] or "{}").items()
+        },
+    )
+
+
+class Reading:
+    """The reading half of `Store` (``db`` is its open connection)."""
+
+    db: GuardedConnection
+    path: Path
+
+    def _tuples(self, sql: str, parameters: list[Any]) -> sqlite3.Cursor:
+        """A query's rows as plain tuples: faster than named rows for long series."""
+        cursor: sqlite3.Cursor = self.db.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, parameters)
+
+    # -- campaigns -------------------------------------------------------------------------------
+
+    def campaign(self, name: str | None = None) -> sqlite3.Row | None:
+        """The latest campaign (of that name), as a row."""
+        if name is None:
+            return self.db.execute("SELECT * FROM campaigns ORDER BY id DESC LIMIT 1").fetchone()  # type: ignore[no-any-return]
+        row = self.db.execute(
+            "SELECT * FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1", (name,)
+        ).fetchone()
+        return row  # type: ignore[no-any-return]
+
+    def find_campaign(self, name: str | None = None) -> CampaignRecord | None:
+        """The latest campaign (of that name)."""
+        row = self.campaign(name)
+        return None if row is None else campaign_record(row)
+
+    def campaign_record(self, campaign_id: int) -> CampaignRecord | None:
+        row = self.db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+        return None if row is None else campaign_record(row)
+
+    def campaigns(self) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT c.*, (SELECT count(*) FROM latest_runs r WHERE r.campaign_id = c.id) AS runs "
+            "FROM campaigns c ORDER BY c.id"
+        ).fetchall()
+
+    def artifacts_dir(self, campaign: CampaignRecord) -> Path:
+        """Where the campaign's raw files are kept."""
+        return self.path.parent / "artifacts" / f"{campaign.name}-{campaign.id}"
+
+    # -- servers and datasets --------------------------------------------------------------------
+
+    def recorded_data_dirs(self) -> list[Path]:
+        """Every managed server's data directory any campaign recorded."""
+        rows = self.db.execute(
+            "SELECT DISTINCT data_dir FROM servers WHERE kind = 'managed' AND data_dir IS NOT NULL"
+        ).fetchall()
+        return [Path(str(r[0])) for r in rows]
+
+    def servers(self, campaign_id: int) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT * FROM servers WHERE campaign_id = ? ORDER BY id", (campaign_id,)
+        ).fetchall()
+
+    def server_records(self, campaign_id: int) -> tuple[ServerRecord, ...]:
+        return tuple(
+            ServerRecord(
+                name=str(r["name"]),
+                variant=json.loads(r["variant_json"]),
+                kind=str(r["kind"]),
+                version=str(r["version"]),
+                version_num=int(r["version_num"]),
+                install=r["install"],
+                data_dir=r["data_dir"],
+                settings=json.loads(r["settings_json"]),
+                requested=json.loads(r["requested_json"]),
+                recorded_at=float(r["recorded_at"]),
+            )
+            for r in self.servers(campaign_id)
+        )
+
+    def dataset_records(self, campaign_id: int) -> tuple[DatasetRecord, ...]:
+        rows = self.db.execute(
+            "SELECT server, scale, database, initialized_at, init_seconds, reused "
+            "FROM datasets WHERE campaign_id = ? ORDER BY id",
+            (campaign_id,),
+        ).fetchall()
+        return tuple(
+            DatasetRecord(str(r[0]), int(r[1]), str(r[2]), float(r[3]), _float(r[4]), bool(r[5]))
+            for r in rows
+        )
+
+    # -- runs ------------------------------------------------------------------------------------
+
+    def done_run_keys(self, campaign_id: int) -> set[str]:
+        marks = ", ".join("?" * len(COMPLETE_STATUSES))
+        rows = self.db.execute(
+            f"SELECT run_key FROM latest_runs WHERE campaign_id = ? AND status IN ({marks})",
+            (campaign_id, *COMPLETE_STATUSES),
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def runs(self, campaign_id: int) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT * FROM latest_runs WHERE campaign_id = ? ORDER BY sequence", (campaign_id,)
+        ).fetchall()
+
+    def run(self, run_id: int) -> sqlite3.Row | None:
+        return self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()  # type: ignore[no-any-return]
+
+    def run_records(self, campaign_id: int) -> tuple[RunRecord, ...]:
+        """The campaign's runs, the latest attempt of each run key, in run order."""
+        sql = f"{RUN_SELECT} FROM latest_runs WHERE campaign_id = ? ORDER BY sequence"
+        return tuple(run_record(r) for r in self._tuples(sql, [campaign_id]))
+
+    def run_record(self, run_id: int) -> RunRecord | None:
+        row = self._tuples(f"{RUN_SELECT} FROM runs WHERE id = ?", [run_id]).fetchone()
+        return None if row is None else run_record(row)
+
+    def seconds(self, run_id: int) -> list[sqlite3.Row]:
+        return self.db.execute(
+            "SELECT * FROM run_seconds WHERE run_id = ? ORDER BY t", (run_id,)
+        ).fetchall()
+
+    def seconds_by_run(self, ids: Collection[int]) -> dict[int, tuple[Second, ...]]:
+        found: dict[int, list[Second]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for run_id, *values in self._tuples(
+                f"SELECT * FROM run_seconds WHERE run_id IN ({_marks(chunk)}) ORDER BY run_id, t",
+                chunk,
+            ):
+                found[run_id].append(Second(*values))
+        return {run_id: tuple(seconds) for run_id, seconds in found.items()}
+
+    def histogram(self, run_id: int, kind: str = "latency") -> str | None:
+        row = self.db.execute(
+            "SELECT histogram_json FROM run_histograms WHERE run_id = ? AND kind = ?",
+            (run_id, kind),
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def histograms_by_run(self, ids: Collection[int]) -> dict[tuple[int, str], str]:
+        """Each run's stored histograms by (run id, kind: "latency" | "service")."""
+        found: dict[tuple[int, str], str] = {}
+        for chunk in _chunks(ids):
+            for run_id, kind, text in self._tuples(
+                "SELECT run_id, kind, histogram_json FROM run_histograms "
+                f"WHERE run_id IN ({_marks(chunk)})",
+                chunk,
+            ):
+                found[(int(run_id), str(kind))] = str(text)
+        return found
+
+    # -- what telemetry recorded -----------------------------------------------------------------
+
+    def events_by_run(self, ids: Collection[int]) -> dict[int, tuple[RunEvent, ...]]:
+        """Server events during runs (checkpoints, autovacuum), in time order."""
+        found: dict[int, list[RunEvent]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for run_id, t, kind, detail in self._tuples(
+                f"SELECT run_id, t, kind, detail FROM run_events WHERE run_id IN ({_marks(chunk)}) "
+                "ORDER BY run_id, t",
+                chunk,
+            ):
+                found[int(run_id)].append(RunEvent(float(t), str(kind), str(detail)))
+        return {run_id: tuple(events) for run_id, events in found.items()}
+
+    def diagnoses_by_run(self, ids: Collection[int]) -> dict[int, RunDiagnosis]:
+        """What limited each run, with its evidence, where telemetry could tell."""
+        found: dict[int, RunDiagnosis] = {}
+        for chunk in _chunks(ids):
+            for run_id, verdict, evidence, details in self._tuples(
+                "SELECT run_id, verdict, evidence_json, details_json FROM run_diagnosis "
+                f"WHERE run_id IN ({_marks(chunk)})",
+                chunk,
+            ):
+                found[int(run_id)] = RunDiagnosis(
+                    str(verdict), tuple(str(e) for e in json.loads(evidence)), json.loads(details)
+                )
+        return found
+
+    def telemetry_facts_by_run(self, ids: Collection[int]) -> dict[int, RunTelemetryFacts]:
+        found: dict[int, RunTelemetryFacts] = {}
+        for chunk in _chunks(ids):
+            for run_id, duration, cpus, rounds in self._tuples(
+                "SELECT run_id, duration_s, host_cpus, activity_rounds FROM run_telemetry "
+                f"WHERE run_id IN ({_marks(chunk)})",
+                chunk,
+            ):
+                found[int(run_id)] = RunTelemetryFacts(float(duration), cpus, int(rounds))
+        return found
+
+    def telemetry_points(
+        self, ids: Collection[int], wanted: Mapping[str, Collection[str] | None]
+    ) -> dict[int, list[TelemetryPoint]]:
+        """The per-second telemetry of the runs: of each wanted source, the metrics named (all
+        of them for None). Each source is a range of the table's primary key: quick to read."""
+        found: dict[int, list[TelemetryPoint]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for source, metrics in wanted.items():
+                condition, parameters = "source = ?", [source]
+                if metrics is not None:
+                    condition += f" AND metric IN ({','.join('?' * len(metrics))})"
+                    parameters += list(metrics)
+                for run_id, *point in self._tuples(
+                    "SELECT run_id, source, metric, t, value FROM run_telemetry_seconds "
+                    f"WHERE run_id IN ({_marks(chunk)}) AND {condition}",
+                    [*chunk, *parameters],
+                ):
+                    found[run_id].append((point[0], point[1], point[2], point[3]))
+        return dict(found)
+
+    def wait_events(self, run_id: int, limit: int) -> tuple[WaitEvents, ...]:
+        """The run's most sampled wait events, most first."""
+        rows = self._tuples(
+            "SELECT wait_event_type, wait_event, samples FROM run_wait_events WHERE run_id = ? "
+            "ORDER BY samples DESC LIMIT ?",
+            [run_id, limit],
+        )
+        return tuple(WaitEvents(str(r[0]), str(r[1]), int(r[2])) for r in rows)

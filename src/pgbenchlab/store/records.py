@@ -1,0 +1,125 @@
+"""What the store's reading API returns: frozen records, JSON already decoded, absent values None.
+
+A run's own columns are those of `pgbenchlab.store.columns.RUN_COLUMNS`, so `RunRecord` holds
+them by key rather than listing them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    id: int
+    name: str
+    status: str
+    plan_path: str
+    plan_text: str
+    plan_digest: str
+    started_at: float
+    finished_at: float | None
+    pgbenchlab_version: str
+    pgbench_version: str | None
+    machine: Mapping[str, Any]
+    description: str
+    files: Mapping[str, str]
+    axis_orders: Mapping[str, tuple[str, ...]]  # servers and setting values in plan order
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """One server of a campaign; a setting variant of a server is a record of its own."""
+
+    name: str
+    variant: Mapping[str, str]
+    kind: str
+    version: str
+    version_num: int
+    install: str | None
+    data_dir: str | None
+    settings: Mapping[str, str]
+    requested: Mapping[str, str]
+    recorded_at: float
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    server: str
+    scale: int
+    database: str
+    initialized_at: float
+    init_seconds: float | None  # None: an existing dataset was reused
+    reused: bool
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One stored run: every registry column by its key (``record["tps"]``; a JSON column
+    decoded, under its name without ``_json``: ``record["argv"]``)."""
+
+    id: int
+    campaign_id: int
+    values: Mapping[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def run_key(self) -> str:
+        return str(self.values["run_key"])
+
+    @property
+    def sequence(self) -> int:
+        return int(self.values["sequence"])
+
+    @property
+    def repeat(self) -> int:
+        return int(self.values["repeat"])
+
+    @property
+    def status(self) -> str:
+        return str(self.values["status"])
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something the server did during a run (a checkpoint, autovacuum), seconds from start."""
+
+    t: float
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class RunDiagnosis:
+    verdict: str
+    evidence: tuple[str, ...]
+    details: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class RunTelemetryFacts:
+    """What a run's telemetry was recorded over."""
+
+    duration_s: float
+    host_cpus: int | None
+    activity_rounds: int
+
+
+@dataclass(frozen=True)
+class WaitEvents:
+    wait_event_type: str
+    wait_event: str
+    samples: int
+
+
+TelemetryPoint = tuple[str, str, int, float]  # source, metric, t, value
+
+
+def artifact_parts(campaign: str, campaign_id: int, sequence: int, run_key: str) -> tuple[str, ...]:
+    """Where a run attempt's raw files are kept, under the results directory: written by the
+    campaign, read by `show`."""
+    return ("artifacts", f"{campaign}-{campaign_id}", f"{sequence:04d}-{run_key}")

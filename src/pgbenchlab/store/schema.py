@@ -1,0 +1,269 @@
+"""The results database's schema: one SQL migration per version, applied in order, and the
+Python steps (`BACKFILLS`) some of them need. A migration, once released, never changes:
+databases written by every earlier version must reach the current one.
+
+The columns of `runs` are described by `pgbenchlab.store.columns`; migration 1 created those of
+its day, and a later one adds its own with `columns.added_columns_sql`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+
+from pgbenchlab.plan import planned_axis_orders
+from pgbenchlab.redaction import redact_setting
+
+SCHEMA_VERSION = 4
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE campaigns (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        plan_path TEXT NOT NULL,
+        plan_text TEXT NOT NULL,
+        plan_digest TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        status TEXT NOT NULL DEFAULT 'running',
+        pgbenchlab_version TEXT NOT NULL,
+        pgbench_version TEXT,
+        machine_json TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE servers (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        name TEXT NOT NULL,
+        variant_json TEXT NOT NULL DEFAULT '{}',
+        kind TEXT NOT NULL,
+        version TEXT NOT NULL,
+        version_num INTEGER NOT NULL,
+        install TEXT,
+        data_dir TEXT,
+        settings_json TEXT NOT NULL,
+        requested_json TEXT NOT NULL,
+        recorded_at REAL NOT NULL,
+        UNIQUE (campaign_id, name, variant_json)
+    );
+    CREATE TABLE datasets (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        scale INTEGER NOT NULL,
+        database TEXT NOT NULL,
+        initialized_at REAL NOT NULL,
+        init_seconds REAL,
+        reused INTEGER NOT NULL
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        run_key TEXT NOT NULL,
+        cell_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        repeat INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        error TEXT,
+        server TEXT NOT NULL,
+        server_settings_json TEXT NOT NULL,
+        scale INTEGER NOT NULL,
+        workload TEXT NOT NULL,
+        clients INTEGER NOT NULL,
+        threads INTEGER NOT NULL,
+        protocol TEXT NOT NULL,
+        duration_s INTEGER,
+        transactions_per_client INTEGER,
+        warmup_s INTEGER NOT NULL,
+        rate REAL,
+        latency_limit_ms REAL,
+        connect INTEGER NOT NULL,
+        vacuum TEXT NOT NULL,
+        spec_json TEXT NOT NULL,
+        argv_json TEXT NOT NULL,
+        pgbench_version TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL NOT NULL,
+        tps REAL,
+        transactions INTEGER,
+        failed INTEGER,
+        skipped INTEGER,
+        late INTEGER,
+        latency_avg_ms REAL,
+        latency_stddev_ms REAL,
+        lag_avg_ms REAL,
+        lag_max_ms REAL,
+        connection_time_ms REAL,
+        p50_ms REAL, p90_ms REAL, p95_ms REAL, p99_ms REAL, p999_ms REAL,
+        min_ms REAL, max_ms REAL,
+        latency_source TEXT,
+        latency_samples INTEGER,
+        service_p50_ms REAL, service_p99_ms REAL, service_p999_ms REAL,
+        warmup_tps REAL,
+        client_cpu_s REAL,
+        client_cpu_us_per_tx REAL,
+        report_json TEXT NOT NULL,
+        warnings_json TEXT NOT NULL,
+        artifacts_json TEXT NOT NULL,
+        result_schema INTEGER NOT NULL
+    );
+    CREATE INDEX runs_campaign ON runs (campaign_id, run_key);
+    CREATE TABLE run_seconds (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        t INTEGER NOT NULL,
+        tps REAL NOT NULL,
+        latency_mean_ms REAL,
+        latency_stddev_ms REAL,
+        latency_min_ms REAL,
+        latency_max_ms REAL,
+        lag_ms REAL,
+        skipped INTEGER,
+        failed INTEGER,
+        PRIMARY KEY (run_id, t)
+    );
+    CREATE TABLE run_histograms (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        kind TEXT NOT NULL,
+        histogram_json TEXT NOT NULL,
+        PRIMARY KEY (run_id, kind)
+    );
+    CREATE VIEW latest_runs AS
+        SELECT r.* FROM runs r
+        WHERE r.id = (SELECT max(id) FROM runs x
+                      WHERE x.campaign_id = r.campaign_id AND x.run_key = r.run_key);
+    """,
+    # 2: telemetry. Per-second series and totals in a long format (one row per value, so a
+    # new view or column needs no migration); a source a server version lacks has a
+    # run_telemetry_sources row with available = 0 and no values: absent, never zero.
+    2: """
+    CREATE TABLE server_facts (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        fs_type TEXT,
+        mount_options TEXT,
+        device TEXT,
+        storage_json TEXT,
+        pg_config_json TEXT,
+        fsync_ops_per_s REAL,
+        fsync_json TEXT,
+        recorded_at REAL NOT NULL,
+        PRIMARY KEY (campaign_id, server)
+    );
+    CREATE TABLE run_telemetry (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        started_at REAL NOT NULL,
+        duration_s REAL NOT NULL,
+        server_version_num INTEGER,
+        activity_rounds INTEGER NOT NULL,
+        counter_rounds INTEGER NOT NULL,
+        pgbench_threads INTEGER,
+        host_cpus INTEGER,
+        server_settings_json TEXT NOT NULL,
+        errors_json TEXT NOT NULL
+    );
+    CREATE TABLE run_telemetry_sources (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        source TEXT NOT NULL,
+        available INTEGER NOT NULL,
+        note TEXT NOT NULL,
+        PRIMARY KEY (run_id, source)
+    );
+    CREATE TABLE run_telemetry_seconds (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        source TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        t INTEGER NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (run_id, source, metric, t)
+    ) WITHOUT ROWID;
+    CREATE TABLE run_telemetry_totals (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        source TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        value REAL NOT NULL,
+        PRIMARY KEY (run_id, source, metric)
+    ) WITHOUT ROWID;
+    CREATE TABLE run_wait_events (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        wait_event_type TEXT NOT NULL,
+        wait_event TEXT NOT NULL,
+        samples INTEGER NOT NULL,
+        PRIMARY KEY (run_id, wait_event_type, wait_event)
+    );
+    CREATE TABLE run_events (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        t REAL NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        detail_json TEXT NOT NULL
+    );
+    CREATE INDEX run_events_run ON run_events (run_id, t);
+    CREATE TABLE run_statements (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        rank INTEGER NOT NULL,
+        queryid INTEGER NOT NULL,
+        query TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        total_time_ms REAL NOT NULL,
+        rows INTEGER NOT NULL,
+        shared_blks_hit INTEGER NOT NULL,
+        shared_blks_read INTEGER NOT NULL,
+        shared_blks_written INTEGER NOT NULL,
+        wal_bytes REAL,
+        PRIMARY KEY (run_id, rank)
+    );
+    CREATE TABLE run_diagnosis (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        verdict TEXT NOT NULL,
+        evidence_json TEXT NOT NULL,
+        details_json TEXT NOT NULL
+    );
+    """,
+    3: """
+    ALTER TABLE campaigns ADD COLUMN description TEXT NOT NULL DEFAULT '';
+    ALTER TABLE campaigns ADD COLUMN files_json TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 4: the order of the plan's ordered axes (servers, server-setting values), so that a
+    # series follows the plan without reading its TOML again.
+    4: """
+    ALTER TABLE campaigns ADD COLUMN axis_orders_json TEXT NOT NULL DEFAULT '{}';
+    """,
+}
+# Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
+BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+
+def _fill_descriptions(db: sqlite3.Connection) -> None:
+    for campaign_id, text in db.execute("SELECT id, plan_text FROM campaigns").fetchall():
+        try:
+            description = tomllib.loads(text).get("campaign", {}).get("description", "")
+        except tomllib.TOMLDecodeError:
+            continue
+        if isinstance(description, str) and description:
+            db.execute(
+                "UPDATE campaigns SET description = ? WHERE id = ?", (description, campaign_id)
+            )
+
+
+def axis_orders_json(orders: Mapping[str, Sequence[str]]) -> str:
+    """The axis orders as stored: setting values masked as the servers table masks them, so
+    that they match the recorded variants."""
+    masked = {
+        axis: [v if axis == "server" else redact_setting(axis, v) for v in values]
+        for axis, values in orders.items()
+    }
+    return json.dumps(masked)
+
+
+def _fill_axis_orders(db: sqlite3.Connection) -> None:
+    for campaign_id, text in db.execute("SELECT id, plan_text FROM campaigns").fetchall():
+        db.execute(
+            "UPDATE campaigns SET axis_orders_json = ? WHERE id = ?",
+            (axis_orders_json(planned_axis_orders(text)), campaign_id),
+        )
+
+
+BACKFILLS[3] = _fill_descriptions
+BACKFILLS[4] = _fill_axis_orders
