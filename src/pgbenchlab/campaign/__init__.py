@@ -3,13 +3,14 @@
 Owns the orchestration (`runner`), the server pool (`servers`), which pgbench runs
 (`client`), the results directory's layout and archived artifacts (`layout`), resuming
 (`resume`), `clean` (`clean`), stop signals (`signals`), running pgbench (`measure`) through
-the executor seam (`executor`) and the pure assembly of a run's result (`assemble`). It may
-import everything below it: plan, installs, server, dataset, pgbench, telemetry, analysis,
-results, findings, store; nothing from report or cli.
+the executor seam (`executor`), what it tells a display (`events`) and the pure assembly of a
+run's result (`assemble`). It may import everything below it: plan, installs, hosts, server,
+dataset, pgbench, telemetry, analysis, results, findings, store; nothing from report or cli.
 """
 
 from pgbenchlab.campaign.clean import remove_clusters
+from pgbenchlab.campaign.events import NullReporter, Reporter
 from pgbenchlab.campaign.layout import RESULTS_DB
-from pgbenchlab.campaign.runner import NullReporter, Outcome, Reporter, run_campaign
+from pgbenchlab.campaign.runner import Outcome, run_campaign
 
 __all__ = ["RESULTS_DB", "NullReporter", "Outcome", "Reporter", "remove_clusters", "run_campaign"]

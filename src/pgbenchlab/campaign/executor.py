@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pgbenchlab import dataset, findings
 from pgbenchlab.findings import RunWarning
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.pgbench import command
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
@@ -74,7 +75,11 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """The real thing: processes on this machine, SQL on the run's server."""
+    """The real thing: pgbench and pg_test_fsync as processes on the load generator's host
+    (this machine by default), SQL on the run's server."""
+
+    def __init__(self, host: Host = LOCAL_HOST) -> None:
+        self.host = host
 
     def pgbench(
         self,
@@ -93,12 +98,15 @@ class LocalExecutor:
             on_stderr_line=on_stderr_line,
             timeout_s=timeout_s,
             on_start=on_start,
+            host=self.host,
         )
 
     def prepare_dataset(
         self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
     ) -> dataset.Prepared:
-        return dataset.ensure(server, scale, pgbench=pgbench, work_dir=work_dir, force=force)
+        return dataset.ensure(
+            server, scale, pgbench=pgbench, work_dir=work_dir, force=force, host=self.host
+        )
 
     def vacuum(self, endpoint: Endpoint, mode: str) -> None:
         dataset.vacuum(endpoint, mode)
@@ -107,4 +115,4 @@ class LocalExecutor:
         return findings.checkpoint_refused() if dataset.checkpoint(endpoint) else None
 
     def telemetry(self, store: Store, campaign_id: int, *, fsync_test: bool) -> Telemetry:
-        return CampaignTelemetry(store, campaign_id, fsync_test=fsync_test)
+        return CampaignTelemetry(store, campaign_id, fsync_test=fsync_test, host=self.host)

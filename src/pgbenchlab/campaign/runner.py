@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
 
 from pgbenchlab import installs
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
+from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor, LocalExecutor
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
@@ -38,44 +38,6 @@ from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
-
-
-class Reporter(Protocol):
-    """Progress events for a display; the runner never prints."""
-
-    def campaign_started(self, plan: Plan, todo: list[RunSpec], done: int) -> None: ...
-
-    def run_started(self, spec: RunSpec, index: int, total: int) -> None: ...
-
-    def phase(self, spec: RunSpec, text: str) -> None: ...
-
-    def progress(self, spec: RunSpec, line: ProgressLine) -> None: ...
-
-    def run_finished(self, spec: RunSpec, result: RunResult) -> None: ...
-
-    def note(self, text: str) -> None: ...
-
-
-class NullReporter:
-    """A reporter that shows nothing: for scripts and benchmarks using the library."""
-
-    def campaign_started(self, plan: Plan, todo: list[RunSpec], done: int) -> None:
-        pass
-
-    def run_started(self, spec: RunSpec, index: int, total: int) -> None:
-        pass
-
-    def phase(self, spec: RunSpec, text: str) -> None:
-        pass
-
-    def progress(self, spec: RunSpec, line: ProgressLine) -> None:
-        pass
-
-    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        pass
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pgbenchlab import server as server_module
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.claims import Claim
 from pgbenchlab.errors import PlanError, ServerError
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
 from pgbenchlab.server import ExternalServer, ManagedServer, Server
@@ -32,8 +33,11 @@ class ServerPool(Protocol):
 class Servers:
     """The campaign's servers, started on first use, restarted for another setting variant."""
 
-    def __init__(self, plan: Plan, results_dir: Path, found: list[Installation]) -> None:
+    def __init__(
+        self, plan: Plan, results_dir: Path, found: list[Installation], host: Host = LOCAL_HOST
+    ) -> None:
         self.plan = plan
+        self.host = host  # where managed servers run (one host for all, until remote hosts)
         self.results_dir = results_dir
         self.found = found
         self.account = osuser.server_account() if any(s.managed for s in plan.servers) else None
@@ -78,7 +82,7 @@ class Servers:
         owner = f"campaign {self.plan.name} (results {self.results_dir}, pid {os.getpid()})"
         for server in self.plan.servers:
             if server.managed and server.name not in self.claims:
-                self.claims[server.name] = Claim(self.data_dir(server), owner)
+                self.claims[server.name] = Claim(self.data_dir(server), owner, self.host)
 
     def release(self) -> None:
         for claim in self.claims.values():
@@ -146,6 +150,7 @@ class Servers:
             self.account,
             dict(plan.settings),
             claim=self.claims.get(plan.name),
+            host=self.host,
         )
 
     def stop_all(self) -> None:
