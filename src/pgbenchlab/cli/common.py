@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pgbenchlab.campaign import RESULTS_DB
-from pgbenchlab.errors import UserError
 from pgbenchlab.store import Store
 
 DEFAULT_RESULTS = Path("pgbenchlab-results")
@@ -51,17 +50,7 @@ def add_json_option(
 
 
 def open_store(results: Path) -> Store:
-    path = results / RESULTS_DB
-    if not path.is_file():
-        raise UserError(f"no results database at {path}; run a campaign or give --results DIR")
-    return Store(path)
-
-
-def campaign_id(store: Store, name: str | None) -> int:
-    row = store.campaign(name)
-    if row is None:
-        raise UserError(f"no campaign {name!r} in {store.path}" if name else "no campaign yet")
-    return int(row["id"])
+    return Store.existing(results / RESULTS_DB)
 
 
 def format_duration(seconds: float) -> str:

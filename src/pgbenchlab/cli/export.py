@@ -12,7 +12,6 @@ from pgbenchlab.cli.common import (
     Subparsers,
     add_command,
     add_results_option,
-    campaign_id,
     open_store,
 )
 
@@ -47,6 +46,6 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 def run(options: ExportOptions) -> int:
     with open_store(options.results) as store:
-        rows = exporting.run_rows(store, campaign_id(store, options.campaign))
+        rows = exporting.run_rows(store, store.campaign_id(options.campaign))
     exporting.write(rows, options.format, options.output)
     return EXIT_OK

@@ -14,7 +14,6 @@ from pgbenchlab.cli.common import (
     add_command,
     add_json_option,
     add_results_option,
-    campaign_id,
     fmt,
     open_store,
     print_table,
@@ -61,7 +60,7 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 def run(options: RunsOptions) -> int:
     with open_store(options.results) as store:
-        rows = exporting.run_rows(store, campaign_id(store, options.campaign))
+        rows = exporting.run_rows(store, store.campaign_id(options.campaign))
     if options.json:
         print(jsontext.dumps(rows, indent=2))
     else:

@@ -15,8 +15,9 @@ from pathlib import Path
 from pgbenchlab import files
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.render import html, images, markdown
-from pgbenchlab.report.views.build import campaign_id, load_view, open_store
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.summary import SummaryRow, summary_rows, summary_text
+from pgbenchlab.store import Store
 
 FORMATS = ("html", "markdown")
 DEFAULT_HTML = "report.html"
@@ -48,10 +49,10 @@ def write_report(
     """
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}; choose one of: {', '.join(FORMATS)}")
-    with open_store(store_path) as store:
+    with Store.existing(store_path) as store:
         # Markdown alone needs no per-second series or histograms.
         detail = fmt == "html" or images_dir is not None
-        view = load_view(store, campaign_id(store, campaign), baseline=baseline, detail=detail)
+        view = load_view(store, store.campaign_id(campaign), baseline=baseline, detail=detail)
     if images_dir is not None:
         fix = "give --images a writable directory"
         with files.output_errors(images_dir, "the chart images", fix):

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pgbenchlab.errors import StoreError
+from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import RunResult
@@ -39,6 +39,13 @@ STOPPED = "stopped"  # campaign status: the results could no longer be written (
 
 class Store(Reading):
     """Read and write access to one results database."""
+
+    @classmethod
+    def existing(cls, path: Path) -> Store:
+        """The results database at path, which a campaign must have written already."""
+        if not path.is_file():
+            raise UserError(f"no results database at {path}; run a campaign or give --results DIR")
+        return cls(path)
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab.errors import UserError
 from pgbenchlab.results import COMPLETE_STATUSES, Second
 from pgbenchlab.store.columns import RUN_COLUMNS
 from pgbenchlab.store.faults import GuardedConnection
@@ -103,6 +104,13 @@ class Reading:
         """The latest campaign (of that name)."""
         row = self.campaign(name)
         return None if row is None else campaign_record(row)
+
+    def campaign_id(self, name: str | None) -> int:
+        """The latest campaign's id (of that name); a user's mistake when there is none."""
+        found = self.find_campaign(name)
+        if found is None:
+            raise UserError(f"no campaign {name!r} in {self.path}" if name else "no campaign yet")
+        return found.id
 
     def campaign_record(self, campaign_id: int) -> CampaignRecord | None:
         row = self.db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()

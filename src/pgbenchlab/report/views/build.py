@@ -11,7 +11,6 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from pgbenchlab.analysis.cells import Matched, match_cells
 from pgbenchlab.analysis.comparison import compare
@@ -47,19 +46,6 @@ AXES = (
     Axis("duration", "duration"),
     Axis("options", "options"),
 )
-
-
-def open_store(store_path: Path) -> Store:
-    if not store_path.is_file():
-        raise UserError(f"no results database at {store_path}; run a campaign first")
-    return Store(store_path)
-
-
-def campaign_id(store: Store, name: str | None) -> int:
-    found = store.find_campaign(name)
-    if found is None:
-        raise UserError(f"no campaign {name!r} in {store.path}" if name else "no campaign yet")
-    return found.id
 
 
 def load_view(

@@ -17,7 +17,7 @@ from pgbenchlab.analysis.comparison import Comparison, ComparisonVerdict, compar
 from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.advice import likely_cause
-from pgbenchlab.report.views.build import campaign_id, load_view
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.metrics import METRICS, format_value, one_server_each, run_values
 from pgbenchlab.report.views.model import CellView, ReportView, RunView
 from pgbenchlab.store import Store
@@ -44,7 +44,7 @@ class CellChange:
 def within_campaign(
     store: Store, campaign: str | None, baseline: str, candidate: str, threshold: float
 ) -> list[CellChange]:
-    view = load_view(store, campaign_id(store, campaign), detail=False)
+    view = load_view(store, store.campaign_id(campaign), detail=False)
     servers = {c.dim("server") for c in view.cells}
     for name in (baseline, candidate):
         if name not in servers:
@@ -57,7 +57,7 @@ def within_campaign(
 
 
 def across_campaigns(store: Store, first: str, second: str, threshold: float) -> list[CellChange]:
-    views = [load_view(store, campaign_id(store, name), detail=False) for name in (first, second)]
+    views = [load_view(store, store.campaign_id(name), detail=False) for name in (first, second)]
     ignore = ("server",) if one_server_each(views) else ()
     return match(
         views[0], views[0].cells, views[1], views[1].cells, ignore=ignore, threshold=threshold

@@ -13,7 +13,7 @@ from typing import Any
 from pgbenchlab import jsontext
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.errors import UserError
-from pgbenchlab.report.views.build import campaign_id, load_view
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.model import Scan
 from pgbenchlab.report.views.steps import (
     CAMPAIGN,
@@ -32,7 +32,7 @@ __all__ = ["CAMPAIGN", "across_campaigns", "as_json", "as_text", "regressed", "w
 def within_campaign(
     store: Store, campaign: str | None, axis: str, threshold: float = DEFAULT_THRESHOLD
 ) -> Scan:
-    view = load_view(store, campaign_id(store, campaign), detail=False)
+    view = load_view(store, store.campaign_id(campaign), detail=False)
     computed = [s for s in view.scans if s.axis == axis and s.threshold == threshold]
     return computed[0] if computed else scan_view(view, axis, threshold)
 
@@ -47,7 +47,7 @@ def across_campaigns(
         )
     if len(set(names)) < len(names):
         raise UserError(f"a campaign is named twice in {' '.join(names)}")
-    views = [load_view(store, campaign_id(store, name), detail=False) for name in names]
+    views = [load_view(store, store.campaign_id(name), detail=False) for name in names]
     return scan_campaigns(names, views, threshold)
 
 
