@@ -9,7 +9,7 @@ records and analysis.diagnosis (what it stores); never report, runner or cli.
 """
 
 from pgbenchlab.store.columns import RUN_COLUMNS, RunColumn, run_as_dict
-from pgbenchlab.store.database import STOPPED, Store
+from pgbenchlab.store.database import Store
 from pgbenchlab.store.records import (
     CampaignRecord,
     DatasetRecord,
@@ -28,7 +28,6 @@ __all__ = [
     "MIGRATIONS",
     "RUN_COLUMNS",
     "SCHEMA_VERSION",
-    "STOPPED",
     "CampaignRecord",
     "DatasetRecord",
     "RunColumn",

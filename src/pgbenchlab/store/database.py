@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_settings
-from pgbenchlab.results import RunResult
+from pgbenchlab.results import CampaignStatus, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.columns import run_insert
@@ -33,8 +33,6 @@ from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION, axis_
 if TYPE_CHECKING:
     from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
     from pgbenchlab.telemetry.fsync import FsyncFigure
-
-STOPPED = "stopped"  # campaign status: the results could no longer be written (disk full, lock)
 
 
 class Store(Reading):
@@ -222,7 +220,7 @@ class Store(Reading):
     def mark_stopped(self, campaign_id: int) -> None:
         """Record that a results fault stopped the campaign, if the database still takes it."""
         with suppress(StoreError):
-            self.finish_campaign(campaign_id, STOPPED)
+            self.finish_campaign(campaign_id, CampaignStatus.STOPPED)
 
     def record_server(self, campaign_id: int, facts: ServerFacts, variant: dict[str, str]) -> None:
         with self.transaction():
