@@ -8,7 +8,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import UPDATING_BUILTINS
+from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES
 from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.redaction import redact_plan_text, redact_setting
@@ -141,6 +143,13 @@ class Plan:
     specs: tuple[RunSpec, ...]
     warnings: tuple[str, ...]
     description: str = ""  # what the campaign is for, shown atop its report
+    builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
+
+    @property
+    def needed_builds(self) -> tuple[BuildRecipe, ...]:
+        """The builds a server or the [pgbench] install uses, in plan order."""
+        used = {s.install for s in self.servers if s.managed} | {self.pgbench_install}
+        return tuple(b for b in self.builds if BUILD_PREFIX + b.name in used)
 
     @property
     def stored_text(self) -> str:
