@@ -12,7 +12,14 @@ Layer 2: may import `errors`, `hosts`, `installs` and `osuser`; `plan` imports i
 record, the campaign and the CLI call `ensure`.
 """
 
-from pgbenchlab.builds.builder import ensure, find_compiler, installation
+from pgbenchlab.builds.builder import (
+    BuildsProgress,
+    describe,
+    ensure,
+    ensure_all,
+    find_compiler,
+    installation,
+)
 from pgbenchlab.builds.cache import CachedBuild, cache_root, cached_builds, prune, read_provenance
 from pgbenchlab.builds.compile import Progress
 from pgbenchlab.builds.recipe import RECIPE_VERSION, BuildRecipe, split_source
@@ -31,11 +38,14 @@ def provenance_of(install: Installation) -> dict[str, object] | None:
 __all__ = [
     "RECIPE_VERSION",
     "BuildRecipe",
+    "BuildsProgress",
     "CachedBuild",
     "Progress",
     "cache_root",
     "cached_builds",
+    "describe",
     "ensure",
+    "ensure_all",
     "find_compiler",
     "installation",
     "provenance_of",

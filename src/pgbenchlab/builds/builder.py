@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,28 @@ def ensure(
             if not cache.is_complete(final):
                 build(recipe, source, patches, compiler, key, root, progress, host)
     return installation(recipe.name, final)
+
+
+BuildsProgress = Callable[[str, str, float], None]  # (build name, phase, elapsed seconds)
+
+
+def ensure_all(
+    recipes: Sequence[BuildRecipe],
+    progress: BuildsProgress | None = None,
+    *,
+    root: Path | None = None,
+    host: Host = LOCAL_HOST,
+) -> list[Installation]:
+    """Every recipe's installation, in order, each built unless the cache holds it."""
+    made = []
+    for recipe in recipes:
+
+        def tell(phase: str, elapsed: float, name: str = recipe.name) -> None:
+            if progress:
+                progress(name, phase, elapsed)
+
+        made.append(ensure(recipe, tell, root=root, host=host))
+    return made
 
 
 def installation(name: str, prefix: Path) -> Installation:
@@ -117,6 +140,30 @@ def build(
     finally:
         log.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def describe(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A build's provenance as (title, text) pairs for a person: name, source, commit,
+    patches, options, compiler and build time."""
+    source = facts.get("source") or {}
+    identity = str(source.get("identity", ""))
+    ref = f" ({source['ref']})" if source.get("ref") else ""
+    commit = f"{identity[:12]}{ref}" if source.get("kind") == "git" else f"sha256 {identity[:12]}"
+    patches = [f"{p['name']} ({str(p['sha256'])[:8]})" for p in facts.get("patches", [])]
+    compiler = facts.get("compiler") or {}
+    seconds = facts.get("build_seconds")
+    return [
+        ("build", str(facts.get("name") or facts.get("built_as", "-"))),
+        (
+            "build source",
+            f"{source.get('kind')}:{source.get('location')} {facts.get('version', '')}",
+        ),
+        ("build commit" if source.get("kind") == "git" else "build source digest", commit),
+        ("build patches", ", ".join(patches) or "none"),
+        ("build configure", " ".join(facts.get("configure_applied", [])) or "(defaults)"),
+        ("build compiler", str(compiler.get("version", "-"))),
+        ("build time", f"{seconds:.0f} s" if isinstance(seconds, (int, float)) else "-"),
+    ]
 
 
 def provenance(
