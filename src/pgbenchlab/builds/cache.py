@@ -51,8 +51,8 @@ def prepare_root(root: Path) -> None:
     for path in (root, root / "builds", root / "logs", root / "locks", root / "tmp"):
         path.mkdir(parents=True, exist_ok=True)
         path.chmod(0o755)
-    if root == ROOT_CACHE:
-        root.parent.chmod(0o755)
+    if os.geteuid() == 0 and root.is_relative_to(ROOT_CACHE.parent):
+        ROOT_CACHE.parent.chmod(0o755)  # the server account reaches the binaries through it
 
 
 def build_dir(root: Path, key: str) -> Path:
