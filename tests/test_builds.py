@@ -52,6 +52,8 @@ def parse(text: str, base: Path) -> plan.Plan:
 
 
 def test_builds_parse_with_from_resolved(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "0001.patch").write_text("one\n")
     the_plan = parse(BUILDS_PLAN, tmp_path)
     base, patched = the_plan.builds
     assert (base.name, base.source, base.configure, base.compiler) == (
@@ -65,6 +67,9 @@ def test_builds_parse_with_from_resolved(tmp_path: Path) -> None:
     assert patched.based_on == "base"
     assert [s.install for s in the_plan.servers] == ["build:base", "build:patched", "embedded"]
     assert [b.name for b in the_plan.needed_builds] == ["base", "patched"]
+    digest = the_plan.digest
+    (tmp_path / "p" / "0001.patch").write_text("two\n")
+    assert the_plan.digest != digest, "an edited patch is a changed plan"
 
 
 def test_unused_builds_are_not_needed_and_paths_resolve(tmp_path: Path) -> None:
@@ -89,6 +94,7 @@ def test_unused_builds_are_not_needed_and_paths_resolve(tmp_path: Path) -> None:
         ('[build.a]\nsource = "debian:Bad Name"', "build.a.source", "not a Debian source"),
         ('[build.a]\nsource = "tar:/x"\nref = "v1"', "build.a.ref", "git: source only"),
         ('[build.a]\nsource = "tar:/x"\nconfigure = "--x"', "build.a.configure", "list of"),
+        ('[build.a]\nsource = "tar:/x"\npatches = ["no.patch"]', "build.a.patches", "no patch"),
         (
             '[build.a]\nsource = "tar:/x"\n[build.b]\nfrom = "a"\nconfigure = []',
             "build.b.configure",

@@ -136,6 +136,10 @@ def test_patched_build_regresses_against_its_base(
     assert base and patched and base["source"] == patched["source"]
     assert [p["name"] for p in patched["patches"]] == [PATCH.name] and base["patches"] == []
     assert keys == {base["key"], patched["key"]} and shown is not None
+    html = tmp_path / "report.html"
+    assert main(["report", "--results", str(results_dir), "-o", str(html)]) == 0
+    page = html.read_text()
+    assert "build patches" in page and PATCH.name in page
     # A build no campaign refers to is pruned; the two this campaign ran are kept.
     stray = build_cache / "builds" / "0000stray"
     (stray / "bin").mkdir(parents=True, exist_ok=True)

@@ -125,7 +125,12 @@ def _strings(value: Any, ctx: Context, key: str) -> tuple[str, ...]:
 
 
 def _paths(value: Any, ctx: Context, key: str, base: Path) -> tuple[str, ...]:
-    return tuple(str((base / p).resolve()) for p in _strings(value, ctx, key))
+    """Patch files, which must exist: their contents are part of the plan's identity."""
+    paths = tuple(str((base / p).resolve()) for p in _strings(value, ctx, key))
+    for path in paths:
+        if not Path(path).is_file():
+            raise ctx.fail(key, f"no patch file {path}")
+    return paths
 
 
 def install_spec(value: Any, builds: dict[str, BuildRecipe], ctx: Context, key: str) -> str:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pgbenchlab.builds.recipe import BuildRecipe
@@ -158,13 +159,24 @@ class Plan:
 
     @property
     def files(self) -> dict[str, str]:
-        """Every file the plan refers to (custom scripts) and its content's digest: part of
-        the plan's identity, so an edited script is a changed plan."""
-        return {
+        """Every file the plan refers to (custom scripts, the patches of its builds) and its
+        content's digest: part of the plan's identity, so an edited script or patch is a
+        changed plan."""
+        scripts = {
             script.name: hashlib.sha256(script.text.encode()).hexdigest()[:16]
             for spec in self.specs
             for script in spec.workload.scripts
             if script.kind == "file"
+        }
+        return scripts | self.patch_digests
+
+    @property
+    def patch_digests(self) -> dict[str, str]:
+        return {
+            path: hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+            for build in self.needed_builds
+            for path in build.patches
+            if Path(path).is_file()
         }
 
     @property
