@@ -265,3 +265,50 @@ def test_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("PGBENCHLAB_BUILD_CACHE")
     expected = cache.ROOT_CACHE if os.geteuid() == 0 else Path.home()
     assert cache.cache_root().is_relative_to(expected)
+
+
+def scripted_tree(path: Path) -> Path:
+    """A tree whose configure and Makefiles install stand-in programs that answer -V like
+    PostgreSQL 13: the cache, staging, provenance and pruning without a compiler."""
+    tree = fake_tree(path)
+    (tree / "configure").write_text(
+        "#!/bin/sh\nPACKAGE_VERSION='13.16'\necho \"$@\" > configured\n"
+    )
+    (tree / "configure").chmod(0o755)
+    program = "#!/bin/sh\\necho 'postgres (PostgreSQL) 13.16'\\n"
+    install = "\n".join(
+        f'\tmkdir -p $(DESTDIR)$(PREFIX)/bin && printf "{program}" > $(DESTDIR)$(PREFIX)/bin/{p}'
+        f" && chmod 755 $(DESTDIR)$(PREFIX)/bin/{p}"
+        for p in ("postgres", "initdb", "pgbench")
+    )
+    (tree / "Makefile").write_text(
+        "PREFIX := $(shell sed 's/.*--prefix=\\([^ ]*\\).*/\\1/' configured)\n"
+        f"all:\n\techo compiled\ninstall:\n{install}\n"
+    )
+    statements = tree / "contrib" / "pg_stat_statements"
+    statements.mkdir(parents=True)
+    (statements / "Makefile").write_text("all:\n\ttrue\ninstall:\n\ttrue\n")
+    return tree
+
+
+def test_build_cache_stages_hits_and_prunes(tmp_path: Path, build_cache: Path) -> None:
+    tree = scripted_tree(tmp_path / "tree")
+    recipe = builds.BuildRecipe("s", f"dir:{tree}", configure=("--x",))
+    phases: list[str] = []
+    made = builds.ensure(recipe, lambda phase, _: phases.append(phase))
+    assert phases == ["fetch", "configure", "make", "install", "done"]
+    assert made.build == "s" and made.version.text == "13.16" and made.has_pgbench
+    prefix = made.bin_dir.parent
+    assert prefix.parent == build_cache / "builds"
+    facts = builds.provenance_of(made)
+    assert facts is not None and facts["name"] == "s" and facts["key"] == prefix.name
+    assert facts["configure_applied"] == ["--x"] and facts["source"]["kind"] == "dir"
+    assert "compiled" in (prefix / "build.log").read_text()
+    assert not any((build_cache / "tmp").iterdir()) and not any((build_cache / "logs").iterdir())
+    phases.clear()
+    again = builds.ensure(recipe, lambda phase, _: phases.append(phase))
+    assert again == made and phases == [], "a cache hit builds nothing"
+    other = builds.ensure(builds.BuildRecipe("o", f"dir:{tree}", configure=("--y",)))
+    assert other.bin_dir != made.bin_dir
+    assert [b.key for b in builds.prune(build_cache, {prefix.name})] == [other.bin_dir.parent.name]
+    assert [b.key for b in builds.cached_builds(build_cache)] == [prefix.name]
