@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -312,3 +313,17 @@ def test_build_cache_stages_hits_and_prunes(tmp_path: Path, build_cache: Path) -
     assert other.bin_dir != made.bin_dir
     assert [b.key for b in builds.prune(build_cache, {prefix.name})] == [other.bin_dir.parent.name]
     assert [b.key for b in builds.cached_builds(build_cache)] == [prefix.name]
+
+
+def test_concurrent_campaigns_build_once(tmp_path: Path, build_cache: Path) -> None:
+    tree = scripted_tree(tmp_path / "tree")
+    counter = tmp_path / "makes"
+    makefile = (tree / "Makefile").read_text()
+    (tree / "Makefile").write_text(
+        makefile.replace("echo compiled", f"echo x >> {counter}; sleep 1")
+    )
+    recipe = builds.BuildRecipe("s", f"dir:{tree}")
+    with ThreadPoolExecutor(2) as pool:
+        made = list(pool.map(lambda _: builds.ensure(recipe), range(2)))
+    assert made[0] == made[1]
+    assert counter.read_text() == "x\n", "the second waited for the first, then found its build"
