@@ -327,3 +327,22 @@ def test_concurrent_campaigns_build_once(tmp_path: Path, build_cache: Path) -> N
         made = list(pool.map(lambda _: builds.ensure(recipe), range(2)))
     assert made[0] == made[1]
     assert counter.read_text() == "x\n", "the second waited for the first, then found its build"
+
+
+def test_run_refuses_a_bad_build_before_any_run(
+    tmp_path: Path, build_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = fake_tree(tmp_path / "tree")
+    (tmp_path / "bad.patch").write_text("--- a/src/nope.c\n+++ b/src/nope.c\n@@ -1 +1 @@\n-a\n+b\n")
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        f'[build.b]\nsource = "dir:{tree}"\npatches = ["bad.patch"]\n'
+        '[[server]]\nname = "s"\ninstall = { build = "b" }\n'
+    )
+    results = tmp_path / "results"
+    assert main(["run", "-q", str(plan_file), "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    refusal = "patch bad.patch does not apply: src/nope.c: No such file or directory"
+    assert err == f"pgbenchlab: error: {refusal}"
+    assert not results.exists()
+    assert_nothing_built(build_cache)
