@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "findings": 0,
     "hosts": 2,
     "installs": 2,
+    "builds": 2,
     "osuser": 2,
     "claims": 2,
     "pgbench": 2,

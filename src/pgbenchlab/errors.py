@@ -27,6 +27,11 @@ class InstallError(UserError):
     """A PostgreSQL installation named by the user cannot be found or used."""
 
 
+class BuildError(UserError):
+    """A PostgreSQL build cannot be made: a bad source, ref, patch, compiler or option, or a
+    compilation that failed (its message ends with the compiler's last lines and the log)."""
+
+
 class ServerError(UserError):
     """A server cannot be prepared or reached for a reason the user can act on."""
 

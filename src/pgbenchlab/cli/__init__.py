@@ -20,6 +20,8 @@ import sys
 
 from pgbenchlab import __version__
 from pgbenchlab.cli import (
+    build,
+    builds,
     campaigns,
     clean,
     compare,
@@ -38,7 +40,7 @@ from pgbenchlab.errors import UserError
 __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 
 # In the order `pgbenchlab --help` lists them.
-COMMANDS = (installs, run, runs, show, export, report, compare, campaigns, clean)
+COMMANDS = (installs, build, builds, run, runs, show, export, report, compare, campaigns, clean)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pgbenchlab import plan, report
 from pgbenchlab.campaign import RESULTS_DB, Reporter, run_campaign
+from pgbenchlab.cli.build import build_plan
 from pgbenchlab.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -104,8 +105,11 @@ def run(options: RunOptions) -> int:
             print_plan_warnings(the_plan, sys.stderr)
         print_dry_run(the_plan)
         return EXIT_OK
+    built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
     with reporter_for(options.json, options.quiet) as reporter:
-        outcome = run_campaign(the_plan, options.results, reporter, fresh=options.fresh)
+        outcome = run_campaign(
+            the_plan, options.results, reporter, fresh=options.fresh, built=built
+        )
     database = outcome.results_dir / RESULTS_DB
     try:
         summarise(options, database, outcome.campaign_id, the_plan.name)

@@ -8,10 +8,12 @@ key and what to do. Expansion is deterministic: the same plan (and seed) gives t
 * :mod:`.values` — one value checked and converted (durations, latencies, names, choices),
 * :mod:`.workloads` — builtins and script files, with their weights,
 * :mod:`.servers` — the ``[[server]]`` tables: managed installations or an external dsn,
+* :mod:`.builds` — the ``[build.NAME]`` tables: PostgreSQL built from source (recipes only),
 * :mod:`.matrix` — the axes expanded into cells, and the cells into ordered runs,
 * :mod:`.parsing` — `load` and `parse`: the TOML read and checked as a whole, with warnings.
 
-The package is the top of the data flow: it imports only `errors`, `files`, `redaction` and
+The package is the top of the data flow: it imports only `errors`, `files`, `redaction`,
+`findings`, the build recipe record (`builds.recipe`), the build install prefix (`installs`) and
 psycopg's connection-string parser, never the runner, the store or the reports.
 """
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from pgbenchlab import files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
+from pgbenchlab.plan.builds import install_spec, parse_builds
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
@@ -61,12 +62,13 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         raise ctx.fail("campaign.seed", f"must be an integer; got {seed!r}")
     pgbench = table(data, "pgbench", ctx)
     ctx.check_keys(pgbench, PGBENCH_KEYS, "pgbench")
-    pgbench_install = str(pgbench.get("install", "newest"))
+    builds = parse_builds(data.get("build"), ctx, base)
+    pgbench_install = install_spec(pgbench.get("install", "newest"), builds, ctx, "pgbench.install")
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
-    servers, server_axes = parse_servers(data.get("server"), ctx, base)
+    servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
     check_size(ctx, count_cells(defaults, matrix, servers, server_axes), repeats)
     cpus = cpu_count or os.cpu_count() or 1
     cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
@@ -84,6 +86,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         specs,
         warnings,
         description=description,
+        builds=tuple(builds.values()),
     )
 
 

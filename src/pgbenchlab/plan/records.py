@@ -6,9 +6,12 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import UPDATING_BUILTINS
+from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES
 from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.redaction import redact_plan_text, redact_setting
@@ -141,6 +144,13 @@ class Plan:
     specs: tuple[RunSpec, ...]
     warnings: tuple[str, ...]
     description: str = ""  # what the campaign is for, shown atop its report
+    builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
+
+    @property
+    def needed_builds(self) -> tuple[BuildRecipe, ...]:
+        """The builds a server or the [pgbench] install uses, in plan order."""
+        used = {s.install for s in self.servers if s.managed} | {self.pgbench_install}
+        return tuple(b for b in self.builds if BUILD_PREFIX + b.name in used)
 
     @property
     def stored_text(self) -> str:
@@ -149,13 +159,24 @@ class Plan:
 
     @property
     def files(self) -> dict[str, str]:
-        """Every file the plan refers to (custom scripts) and its content's digest: part of
-        the plan's identity, so an edited script is a changed plan."""
-        return {
+        """Every file the plan refers to (custom scripts, the patches of its builds) and its
+        content's digest: part of the plan's identity, so an edited script or patch is a
+        changed plan."""
+        scripts = {
             script.name: hashlib.sha256(script.text.encode()).hexdigest()[:16]
             for spec in self.specs
             for script in spec.workload.scripts
             if script.kind == "file"
+        }
+        return scripts | self.patch_digests
+
+    @property
+    def patch_digests(self) -> dict[str, str]:
+        return {
+            path: hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+            for build in self.needed_builds
+            for path in build.patches
+            if Path(path).is_file()
         }
 
     @property

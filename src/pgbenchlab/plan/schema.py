@@ -16,7 +16,7 @@ RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
 )
 
-TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix")
+TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build")
 CAMPAIGN_KEYS = ("name", "repeats", "order", "seed", "description")
 OPTION_KEYS = (
     "duration",
@@ -47,6 +47,7 @@ WORKLOAD_KEYS = (
     "clients",
 )
 PGBENCH_KEYS = ("install",)
+BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting")
 
 DEFAULT_MAX_TRIES = 1  # pgbench's own default: failed transactions are not retried

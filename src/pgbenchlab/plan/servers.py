@@ -10,13 +10,15 @@ from typing import Any
 import psycopg
 from psycopg import conninfo as pg_conninfo
 
+from pgbenchlab.builds.recipe import BuildRecipe
+from pgbenchlab.plan.builds import install_spec
 from pgbenchlab.plan.records import ServerPlan
 from pgbenchlab.plan.schema import AXIS_KEYS, RESERVED_SETTINGS, SERVER_KEYS
 from pgbenchlab.plan.values import Context, check_name, setting_text
 
 
 def parse_servers(
-    value: Any, ctx: Context, base: Path
+    value: Any, ctx: Context, base: Path, builds: dict[str, BuildRecipe]
 ) -> tuple[list[ServerPlan], dict[str, dict[str, Any]]]:
     if value is None:
         value = [{"name": "default", "install": "embedded"}]
@@ -29,7 +31,7 @@ def parse_servers(
         if not isinstance(item, dict):
             raise ctx.fail(key, "must be a table")
         ctx.check_keys(item, SERVER_KEYS, key)
-        server = parse_server(item, ctx, key, base)
+        server = parse_server(item, ctx, key, base, builds)
         if any(s.name == server.name for s in servers):
             raise ctx.fail(f"{key}.name", f'server name "{server.name}" is used twice')
         servers.append(server)
@@ -39,7 +41,9 @@ def parse_servers(
     return servers, axes
 
 
-def parse_server(item: dict[str, Any], ctx: Context, key: str, base: Path) -> ServerPlan:
+def parse_server(
+    item: dict[str, Any], ctx: Context, key: str, base: Path, builds: dict[str, BuildRecipe]
+) -> ServerPlan:
     name = check_name(item.get("name"), ctx, f"{key}.name")
     if ("install" in item) == ("dsn" in item):
         if "dsn" in item:
@@ -66,7 +70,9 @@ def parse_server(item: dict[str, Any], ctx: Context, key: str, base: Path) -> Se
         data_dir = str((base / data_dir).resolve())
     return ServerPlan(
         name=name,
-        install=str(item["install"]) if "install" in item else None,
+        install=install_spec(item["install"], builds, ctx, f"{key}.install")
+        if "install" in item
+        else None,
         dsn=str(item["dsn"]) if "dsn" in item else None,
         settings=tuple(sorted((str(k), setting_text(v)) for k, v in settings.items())),
         data_dir=data_dir,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -77,6 +78,7 @@ class ServerFacts:
     requested: dict[str, str]  # what the plan asked for
     install: str | None  # installation name (managed)
     data_dir: str | None
+    build: Mapping[str, Any] | None = None  # provenance of a server built from source
 
 
 class Server(Protocol):

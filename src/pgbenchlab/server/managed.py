@@ -7,6 +7,7 @@ from pathlib import Path, PurePath
 
 import psycopg
 
+from pgbenchlab import builds
 from pgbenchlab.claims import CREATING, READY, Claim
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Finished, Host
@@ -140,6 +141,7 @@ class ManagedServer:
             dict(self.settings),
             self.install.name,
             str(self.data_dir),
+            builds.provenance_of(self.install),
         )
 
     def log_tail(self, lines: int = 20) -> list[str]:

@@ -226,8 +226,8 @@ class Store(Reading):
         with self.transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO servers (campaign_id, name, variant_json, kind, version, "
-                "version_num, install, data_dir, settings_json, requested_json, recorded_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "version_num, install, data_dir, settings_json, requested_json, recorded_at, "
+                "build_key, build_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     campaign_id,
                     facts.name,
@@ -240,6 +240,8 @@ class Store(Reading):
                     json.dumps(redact_settings(facts.settings), sort_keys=True),
                     json.dumps(redact_settings(facts.requested), sort_keys=True),
                     time.time(),
+                    facts.build.get("key") if facts.build else None,
+                    json.dumps(facts.build, sort_keys=True) if facts.build else None,
                 ),
             )
 

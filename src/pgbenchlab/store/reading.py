@@ -135,6 +135,11 @@ class Reading:
         ).fetchall()
         return [Path(str(r[0])) for r in rows]
 
+    def build_keys(self) -> set[str]:
+        """The cache key of every build any campaign's servers ran."""
+        rows = self.db.execute("SELECT DISTINCT build_key FROM servers WHERE build_key IS NOT NULL")
+        return {str(r[0]) for r in rows}
+
     def servers(self, campaign_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
             "SELECT * FROM servers WHERE campaign_id = ? ORDER BY id", (campaign_id,)
@@ -153,6 +158,7 @@ class Reading:
                 settings=json.loads(r["settings_json"]),
                 requested=json.loads(r["requested_json"]),
                 recorded_at=float(r["recorded_at"]),
+                build=json.loads(r["build_json"]) if r["build_json"] else None,
             )
             for r in self.servers(campaign_id)
         )

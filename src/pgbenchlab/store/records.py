@@ -43,6 +43,7 @@ class ServerRecord:
     settings: Mapping[str, str]
     requested: Mapping[str, str]
     recorded_at: float
+    build: Mapping[str, Any] | None = None  # provenance of a server built from source
 
 
 @dataclass(frozen=True)

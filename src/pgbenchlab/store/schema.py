@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -229,6 +229,12 @@ MIGRATIONS: dict[int, str] = {
     # series follows the plan without reading its TOML again.
     4: """
     ALTER TABLE campaigns ADD COLUMN axis_orders_json TEXT NOT NULL DEFAULT '{}';
+    """,
+    # 5: a server built from source carries its build: the cache key (what `builds --prune`
+    # keeps) and its provenance. Older servers were never built: NULL, nothing to backfill.
+    5: """
+    ALTER TABLE servers ADD COLUMN build_key TEXT;
+    ALTER TABLE servers ADD COLUMN build_json TEXT;
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.

@@ -8,6 +8,7 @@ import shlex
 import time
 from typing import Any
 
+from pgbenchlab import builds
 from pgbenchlab.report.views.run import RunView
 
 PERCENTILES = (("p50", "p50_ms"), ("p90", "p90_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
@@ -51,6 +52,8 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     lines += [f"warning: {w}" for w in d["warnings"]]
     if d["argv"]:
         lines.append(f"command: {shlex.join(d['argv'])}")
+    if d.get("server_build"):
+        lines += [f"{title}: {text}" for title, text in builds.describe(d["server_build"])]
     return lines
 
 

@@ -103,6 +103,7 @@ def servers_table(view: ReportView) -> str:
         _server_row("data directory", [s.data_dir or "-" for s in servers]),
         _server_row("setting variant", [_pairs_text(s.variant) or "-" for s in servers]),
     ]
+    rows += build_rows(servers)
     for name in view.differing_settings:
         values = [dict(s.settings).get(name, "(default)") for s in servers]
         rows.append(_server_row(name, values, css="differs"))
@@ -113,6 +114,20 @@ def servers_table(view: ReportView) -> str:
     )
     head = f"<thead><tr><th></th>{head}</tr></thead>"
     return f'<table class="servers">{head}{"".join(rows)}</table>{note}'
+
+
+def build_rows(servers: Sequence[ServerView]) -> list[str]:
+    """The provenance of servers built from source, a row per fact; a fact that differs
+    between them (a patch, say) is highlighted like a differing setting."""
+    if not any(s.build for s in servers):
+        return []
+    facts = [t for t, _ in next(s.build for s in servers if s.build)]
+    rows = []
+    for fact in facts:
+        values = [dict(s.build).get(fact, "-") for s in servers]
+        differs = len(set(values)) > 1 and fact not in ("build", "build time")
+        rows.append(_server_row(fact, values, css="differs" if differs else ""))
+    return rows
 
 
 def _server_row(title: str, values: Sequence[str], css: str = "") -> str:

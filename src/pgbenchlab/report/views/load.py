@@ -15,7 +15,7 @@ from typing import Any
 
 import zstandard
 
-from pgbenchlab import findings
+from pgbenchlab import builds, findings
 from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.report.views.display_bins import display_histogram
@@ -106,6 +106,7 @@ def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
                 install=s.install,
                 data_dir=s.data_dir,
                 settings=tuple((str(k), str(v)) for k, v in sorted(settings.items())),
+                build=tuple(builds.describe(s.build)) if s.build else (),
             )
         )
     return tuple(servers)

@@ -57,6 +57,7 @@ class ServerView:
     install: str | None
     data_dir: str | None
     settings: Pairs  # every setting not at its default, as SHOW prints it
+    build: Pairs = ()  # a server built from source: its provenance, (title, text) pairs
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,16 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     detail = run_as_dict(run, every_column=True)
     detail["seconds"] = [asdict(s) for s in store.seconds_by_run([run_id]).get(run_id, ())]
     detail |= telemetry_detail(store, run_id)
+    detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
     return detail
+
+
+def server_build(store: Store, campaign_id: int, server: str) -> dict[str, Any] | None:
+    """The provenance of the run's server when it was built from source."""
+    for record in store.server_records(campaign_id):
+        if record.name == server and record.build:
+            return dict(record.build)
+    return None
 
 
 def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:

@@ -1,0 +1,55 @@
+"""PostgreSQL built from source: a plan's `[build.NAME]` recipes made into installations.
+
+Owns the build recipe record and cache key (:mod:`.recipe`), fetching and unpacking sources —
+Debian source packages through an apt configuration of its own, git checkouts by export, never
+modified, tarballs, directories (:mod:`.sources`), the build steps and their log
+(:mod:`.compile`), the cache on disk with its locks, listing and pruning (:mod:`.cache`) and
+`ensure`, which returns a finished build as an `installs.Installation` (source "build") so the
+server lifecycle, the server account and the pgbench choice use it like any other
+(:mod:`.builder`).
+
+Layer 2: may import `errors`, `hosts`, `installs` and `osuser`; `plan` imports its recipe
+record, the campaign and the CLI call `ensure`.
+"""
+
+from pgbenchlab.builds.builder import (
+    BuildsProgress,
+    describe,
+    ensure,
+    ensure_all,
+    find_compiler,
+    installation,
+)
+from pgbenchlab.builds.cache import CachedBuild, cache_root, cached_builds, prune, read_provenance
+from pgbenchlab.builds.compile import Progress
+from pgbenchlab.builds.recipe import RECIPE_VERSION, BuildRecipe, split_source
+from pgbenchlab.installs import Installation
+
+
+def provenance_of(install: Installation) -> dict[str, object] | None:
+    """What a build-made installation was built from (with the plan's build name), or None
+    for any other installation."""
+    if not install.build:
+        return None
+    facts = read_provenance(install.bin_dir.parent)
+    return None if facts is None else {**facts, "name": install.build}
+
+
+__all__ = [
+    "RECIPE_VERSION",
+    "BuildRecipe",
+    "BuildsProgress",
+    "CachedBuild",
+    "Progress",
+    "cache_root",
+    "cached_builds",
+    "describe",
+    "ensure",
+    "ensure_all",
+    "find_compiler",
+    "installation",
+    "provenance_of",
+    "prune",
+    "read_provenance",
+    "split_source",
+]

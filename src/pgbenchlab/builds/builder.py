@@ -1,0 +1,189 @@
+"""A recipe made into an installation: pinned down, looked up in the cache, and built (once,
+under the key's lock) when missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab import osuser
+from pgbenchlab.builds import cache, sources
+from pgbenchlab.builds.compile import BuildLog, Progress, apply_patches, configure, make_and_install
+from pgbenchlab.builds.recipe import (
+    RECIPE_VERSION,
+    BuildRecipe,
+    Compiler,
+    PatchFile,
+    SourceIdentity,
+    cache_key,
+    version_flags,
+)
+from pgbenchlab.errors import BuildError
+from pgbenchlab.hosts import LOCAL_HOST, Host
+from pgbenchlab.installs import Installation, inspect_bin_dir
+
+
+def ensure(
+    recipe: BuildRecipe,
+    progress: Progress | None = None,
+    *,
+    root: Path | None = None,
+    host: Host = LOCAL_HOST,
+) -> Installation:
+    """The installation the recipe gives, built now unless the cache holds it."""
+    root = root or cache.cache_root()
+    compiler = find_compiler(recipe.compiler, host)
+    patches = patch_files(recipe)
+    cache.prepare_root(root)
+    source = sources.identify(recipe, root, host)
+    key = cache_key(source, patches, recipe.configure, compiler)
+    final = cache.build_dir(root, key)
+    if not cache.is_complete(final):
+        with cache.build_lock(root, key, progress, host):
+            if not cache.is_complete(final):
+                build(recipe, source, patches, compiler, key, root, progress, host)
+    return installation(recipe.name, final)
+
+
+BuildsProgress = Callable[[str, str, float], None]  # (build name, phase, elapsed seconds)
+
+
+def ensure_all(
+    recipes: Sequence[BuildRecipe],
+    progress: BuildsProgress | None = None,
+    *,
+    root: Path | None = None,
+    host: Host = LOCAL_HOST,
+) -> list[Installation]:
+    """Every recipe's installation, in order, each built unless the cache holds it."""
+    made = []
+    for recipe in recipes:
+
+        def tell(phase: str, elapsed: float, name: str = recipe.name) -> None:
+            if progress:
+                progress(name, phase, elapsed)
+
+        made.append(ensure(recipe, tell, root=root, host=host))
+    return made
+
+
+def installation(name: str, prefix: Path) -> Installation:
+    found = inspect_bin_dir(prefix / "bin", "build")
+    if found is None or not found.has_server:
+        raise BuildError(f"build {name}: {prefix} holds no usable PostgreSQL server")
+    return replace(found, build=name)
+
+
+def find_compiler(spec: str, host: Host = LOCAL_HOST) -> Compiler:
+    path = spec if "/" in spec else shutil.which(spec)
+    if not path or not os.access(path, os.X_OK) or Path(path).is_dir():
+        raise BuildError(f'compiler "{spec}" not found: install it or give its path')
+    done = host.run([path, "--version"], timeout=60)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise BuildError(f'compiler "{spec}" does not answer --version')
+    return Compiler(path, lines[0].strip())
+
+
+def patch_files(recipe: BuildRecipe) -> tuple[PatchFile, ...]:
+    found = []
+    for text in recipe.patches:
+        path = Path(text)
+        if not path.is_file():
+            raise BuildError(f"build {recipe.name}: patch {path} does not exist")
+        found.append(PatchFile(path.name, str(path), sources.file_digest(path)))
+    return tuple(found)
+
+
+def build(
+    recipe: BuildRecipe,
+    source: SourceIdentity,
+    patches: tuple[PatchFile, ...],
+    compiler: Compiler,
+    key: str,
+    root: Path,
+    progress: Progress | None,
+    host: Host,
+) -> None:
+    """Build into a private directory and rename the finished installation into place: a
+    failed or interrupted build leaves no directory that looks complete."""
+    final = cache.build_dir(root, key)
+    work = root / "tmp" / f"{key}.{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    log = BuildLog(root / "logs" / f"{key}.log", progress, host)
+    try:
+        log.enter("fetch")
+        tree = sources.unpack(source, work / "src", root, host)
+        version = sources.tree_version(tree) or source.version
+        apply_patches(tree, patches, log)
+        options, reasons = version_flags(version, recipe.configure)
+        configure(tree, final, compiler.path, options, log)
+        staging = work / "dest"
+        make_and_install(tree, version, staging, host.cpu_count() or 2, log)
+        installed = staging / final.relative_to(final.anchor)
+        seconds = time.monotonic() - log.started
+        log.enter("done")
+        log.close()
+        os.replace(log.path, installed / cache.BUILD_LOG)
+        facts = provenance(recipe, source, patches, compiler, options, reasons, version)
+        facts |= {"key": key, "build_seconds": round(seconds, 1)}
+        facts["size_bytes"] = cache.tree_size(installed)
+        cache.write_provenance(installed, facts)
+        osuser.open_tree(installed)
+        shutil.rmtree(final, ignore_errors=True)  # an incomplete leftover, never a complete one
+        installed.rename(final)
+    finally:
+        log.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def describe(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A build's provenance as (title, text) pairs for a person: name, source, commit,
+    patches, options, compiler and build time."""
+    source = facts.get("source") or {}
+    identity = str(source.get("identity", ""))
+    ref = f" ({source['ref']})" if source.get("ref") else ""
+    commit = f"{identity[:12]}{ref}" if source.get("kind") == "git" else f"sha256 {identity[:12]}"
+    patches = [f"{p['name']} ({str(p['sha256'])[:8]})" for p in facts.get("patches", [])]
+    compiler = facts.get("compiler") or {}
+    seconds = facts.get("build_seconds")
+    return [
+        ("build", str(facts.get("name") or facts.get("built_as", "-"))),
+        (
+            "build source",
+            f"{source.get('kind')}:{source.get('location')} {facts.get('version', '')}",
+        ),
+        ("build commit" if source.get("kind") == "git" else "build source digest", commit),
+        ("build patches", ", ".join(patches) or "none"),
+        ("build configure", " ".join(facts.get("configure_applied", [])) or "(defaults)"),
+        ("build compiler", str(compiler.get("version", "-"))),
+        ("build time", f"{seconds:.0f} s" if isinstance(seconds, (int, float)) else "-"),
+    ]
+
+
+def provenance(
+    recipe: BuildRecipe,
+    source: SourceIdentity,
+    patches: tuple[PatchFile, ...],
+    compiler: Compiler,
+    options: tuple[str, ...],
+    reasons: list[str],
+    version: str,
+) -> dict[str, Any]:
+    return {
+        "recipe_version": RECIPE_VERSION,
+        "built_as": recipe.name,
+        "source": source.as_dict(),
+        "version": version,
+        "patches": [{"name": p.name, "sha256": p.sha256} for p in patches],
+        "configure": list(recipe.configure),
+        "configure_applied": list(options),
+        "version_flags": reasons,
+        "compiler": {"path": compiler.path, "version": compiler.version},
+        "built_at": time.time(),
+    }

@@ -1,0 +1,151 @@
+"""The build cache on disk: where it is, one directory per key, its lock, what it holds and
+pruning.
+
+Layout under the cache root::
+
+    builds/KEY/         a complete build: bin, lib, share, include, provenance.json, build.log
+    logs/KEY.log        the log of a build that failed (or is running)
+    locks/KEY.lock      held while KEY is being built
+    tmp/KEY.PID/        a build in progress: its source tree and its staged installation
+    sources/, apt/      downloaded Debian sources and our own apt configuration
+
+A build is complete when its directory exists: it is staged elsewhere, its provenance written
+last, then renamed into place in one step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab.builds.compile import Progress
+from pgbenchlab.errors import BuildError
+from pgbenchlab.hosts import LOCAL_HOST, Host
+
+ROOT_CACHE = Path("/var/cache/pgbenchlab/builds")
+PROVENANCE = "provenance.json"
+BUILD_LOG = "build.log"
+LOCK_POLL_S = 1.0
+
+
+def cache_root() -> Path:
+    """PGBENCHLAB_BUILD_CACHE, or a directory every account can read when we are root (the
+    server account runs the binaries), or the user's cache directory."""
+    if configured := os.environ.get("PGBENCHLAB_BUILD_CACHE"):
+        return Path(configured).expanduser().absolute()
+    if os.geteuid() == 0:
+        return ROOT_CACHE
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pgbenchlab" / "builds"
+
+
+def prepare_root(root: Path) -> None:
+    """The root and its fixed subdirectories, traversable by every account."""
+    for path in (root, root / "builds", root / "logs", root / "locks", root / "tmp"):
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o755)
+    if os.geteuid() == 0 and root.is_relative_to(ROOT_CACHE.parent):
+        ROOT_CACHE.parent.chmod(0o755)  # the server account reaches the binaries through it
+
+
+def build_dir(root: Path, key: str) -> Path:
+    return root / "builds" / key
+
+
+def is_complete(path: Path) -> bool:
+    return (path / PROVENANCE).is_file() and (path / "bin" / "postgres").is_file()
+
+
+@contextmanager
+def build_lock(
+    root: Path, key: str, progress: Progress | None, host: Host = LOCAL_HOST
+) -> Iterator[None]:
+    """Held while key is built: a second campaign waits, then finds the build done."""
+    path = root / "locks" / f"{key}.lock"
+    started = time.monotonic()
+    told = False
+    while True:
+        try:
+            held = host.lock(path)
+            break
+        except OSError:
+            if progress and not told:
+                progress("waiting for another build of the same key", 0.0)
+                told = True
+            time.sleep(LOCK_POLL_S)
+            if time.monotonic() - started > 6 * 3600:
+                raise BuildError(f"the build {key} stayed locked for 6 h ({path})") from None
+    try:
+        yield
+    finally:
+        held.release()
+
+
+def write_provenance(prefix: Path, provenance: dict[str, Any]) -> None:
+    (prefix / PROVENANCE).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n")
+
+
+def read_provenance(prefix: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((prefix / PROVENANCE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def tree_size(path: Path) -> int:
+    total = 0
+    for directory, _, names in os.walk(path):
+        for name in names:
+            file = Path(directory, name)
+            if not file.is_symlink():
+                total += file.stat().st_size
+    return total
+
+
+@dataclass(frozen=True)
+class CachedBuild:
+    key: str
+    path: Path
+    provenance: dict[str, Any]
+    modified: float
+
+    @property
+    def size(self) -> int:
+        return int(self.provenance.get("size_bytes") or 0)
+
+
+def cached_builds(root: Path) -> list[CachedBuild]:
+    """The complete builds in the cache, newest first."""
+    folder = root / "builds"
+    found: list[CachedBuild] = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        provenance = read_provenance(path)
+        if provenance is not None and is_complete(path):
+            found.append(
+                CachedBuild(path.name, path, provenance, (path / PROVENANCE).stat().st_mtime)
+            )
+    return sorted(found, key=lambda b: b.modified, reverse=True)
+
+
+def prune(root: Path, keep: set[str], host: Host = LOCAL_HOST) -> list[CachedBuild]:
+    """Delete the complete builds whose key is not in keep (each under its lock, so a build
+    being used to start is never half-deleted); returns what was deleted."""
+    removed: list[CachedBuild] = []
+    for build in cached_builds(root):
+        if build.key in keep:
+            continue
+        with build_lock(root, build.key, None, host):
+            doomed = build.path.with_name(f".{build.key}.deleting")
+            build.path.rename(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+            (root / "logs" / f"{build.key}.log").unlink(missing_ok=True)
+        removed.append(build)
+    return removed

@@ -1,0 +1,147 @@
+"""The steps that turn an unpacked tree into an installation: patches, configure, make and
+make install (server, pgbench, pg_stat_statements), every line of output in the build's log."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from pgbenchlab.builds.recipe import PatchFile, pgbench_dir
+from pgbenchlab.errors import BuildError
+from pgbenchlab.hosts import LOCAL_HOST, Host
+
+Progress = Callable[[str, float], None]  # (phase, seconds since the build started)
+TAIL_LINES = 12
+STATEMENTS_DIR = "contrib/pg_stat_statements"
+
+
+class StepFailed(Exception):
+    """A command of the build exited non-zero; its last lines are kept."""
+
+    def __init__(self, what: str, tail: list[str]) -> None:
+        self.what = what
+        self.tail = tail
+        super().__init__(what)
+
+
+class BuildLog:
+    """The build's log file, and the commands run with their output streamed into it."""
+
+    def __init__(self, path: Path, progress: Progress | None, host: Host = LOCAL_HOST) -> None:
+        self.path = path
+        self.host = host
+        self.progress = progress
+        self.started = time.monotonic()
+        self._told = 0.0
+        self._stream: TextIO = path.open("w", encoding="utf-8", errors="replace")
+        self.phase = ""
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+        self.write(f"==> {phase}")
+        self._tell(force=True)
+
+    def write(self, line: str) -> None:
+        self._stream.write(line + "\n")
+
+    def _tell(self, *, force: bool = False) -> None:
+        elapsed = time.monotonic() - self.started
+        if self.progress and (force or elapsed - self._told >= 10):
+            self._told = elapsed
+            self.progress(self.phase, elapsed)
+
+    def run(self, argv: list[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
+        """Run argv in cwd; its output goes to the log. StepFailed when it exits non-zero."""
+        self.write("$ " + " ".join(argv))
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        lines: list[str] = []
+
+        def take(line: str) -> None:
+            self.write(line)
+            tail.append(line)
+            lines.append(line)
+            self._tell()
+
+        environment = {**os.environ, "LC_ALL": "C", **(env or {})}
+        process = self.host.start(
+            argv, env=environment, cwd=cwd, on_stdout_line=take, on_stderr_line=take
+        )
+        status = process.wait()
+        self._stream.flush()
+        if status.returncode != 0:
+            raise StepFailed(what, list(tail))
+        return "\n".join(lines)
+
+
+def apply_patches(tree: Path, patches: tuple[PatchFile, ...], log: BuildLog) -> None:
+    """Apply the patches in order (git apply semantics, patch -p1 for what git refuses);
+    BuildError naming the patch and the first file and hunk that do not apply."""
+    if patches:
+        log.enter("patch")
+    # git apply must not take a repository above the tree for the tree's root.
+    env = {"GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    for patch in patches:
+        try:
+            log.run(["git", "apply", "--check", "-p1", patch.path], tree, "git apply", env)
+            log.run(["git", "apply", "-p1", patch.path], tree, "git apply", env)
+            continue
+        except StepFailed as refused:
+            git_says = _first_error(refused.tail)
+        try:
+            log.run(["patch", "-p1", "-f", "-s", "--dry-run", "-i", patch.path], tree, "patch")
+        except StepFailed:
+            raise BuildError(f"patch {patch.name} does not apply: {git_says}") from None
+        log.run(["patch", "-p1", "-f", "-s", "-i", patch.path], tree, "patch")
+
+
+def _first_error(lines: list[str]) -> str:
+    errors = [line.removeprefix("error: ") for line in lines if line.startswith("error:")]
+    return (errors or lines or ["no output"])[0]
+
+
+def configure(
+    tree: Path, prefix: Path, compiler: str, options: tuple[str, ...], log: BuildLog
+) -> None:
+    """./configure with the options; an option configure rejects or ignores is refused."""
+    log.enter("configure")
+    argv = ["./configure", f"--prefix={prefix}", f"CC={compiler}", *options]
+    try:
+        output = log.run(argv, tree, "configure")
+    except StepFailed as failed:
+        errors = [line for line in failed.tail if "error:" in line]
+        reason = (errors or failed.tail or ["no output"])[-1].strip()
+        raise BuildError(f"configure failed: {reason} (log: {log.path})") from None
+    unknown = re.search(r"unrecognized options: (.+)", output)
+    if unknown:
+        raise BuildError(f"configure does not know the option(s) {unknown[1].strip()}")
+
+
+def make_and_install(tree: Path, version: str, staging: Path, jobs: int, log: BuildLog) -> None:
+    """Build the server, pgbench and pg_stat_statements, and install them under staging
+    (DESTDIR: the installation's final prefix is inside it)."""
+    extra = [STATEMENTS_DIR]
+    if pgbench_dir(version).startswith("contrib/"):
+        extra.append(pgbench_dir(version))
+    log.enter("make")
+    try:
+        log.run(["make", f"-j{jobs}"], tree, "make")
+        for directory in extra:
+            log.run(["make", f"-j{jobs}", "-C", directory], tree, f"make -C {directory}")
+        log.enter("install")
+        destdir = f"DESTDIR={staging}"
+        log.run(["make", "install", destdir], tree, "make install")
+        for directory in extra:
+            log.run(["make", "-C", directory, "install", destdir], tree, "make install")
+    except StepFailed as failed:
+        tail = "\n".join(f"  {line}" for line in failed.tail)
+        raise BuildError(
+            f"{failed.what} failed; its last lines:\n{tail}\nlog: {log.path}"
+        ) from None

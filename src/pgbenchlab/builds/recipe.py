@@ -1,0 +1,171 @@
+"""What a build is: its recipe as the plan gives it, its source's identity, the cache key, and
+the flags old majors need (applied automatically and recorded)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Raised whenever what a recipe produces changes (steps, targets, version flags): every
+# cached build is then rebuilt once.
+RECIPE_VERSION = 1
+SOURCE_KINDS = ("debian", "git", "tar", "dir")
+DEFAULT_COMPILER = "gcc"
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    """A named build: where the source comes from, its patches in order, configure options
+    and the compiler. Paths are absolute (the plan resolves them against its directory)."""
+
+    name: str
+    source: str  # "debian:postgresql-13", "git:/src/postgresql", "tar:/x.tar.bz2", "dir:/x"
+    ref: str | None = None  # git only: a commit, tag or branch
+    configure: tuple[str, ...] = ()
+    compiler: str = DEFAULT_COMPILER  # gcc, clang or a path
+    patches: tuple[str, ...] = ()
+    based_on: str | None = None  # the build it came "from" (same source and options)
+
+    @property
+    def kind(self) -> str:
+        return split_source(self.source)[0]
+
+    @property
+    def location(self) -> str:
+        return split_source(self.source)[1]
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """("git", "/src/postgresql") from "git:/src/postgresql"; ValueError naming the forms."""
+    kind, sep, location = source.partition(":")
+    if not sep or kind not in SOURCE_KINDS or not location.strip():
+        raise ValueError(
+            f'source "{source}" is not one of debian:PACKAGE, git:PATH, tar:PATH or dir:PATH'
+        )
+    if kind == "debian" and not re.fullmatch(r"[a-z0-9][a-z0-9.+-]+", location):
+        raise ValueError(f'"{location}" is not a Debian source package name')
+    return kind, location
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """A source pinned down: what makes two builds of it the same."""
+
+    kind: str
+    location: str
+    identity: str  # git commit, or sha256 of the tarball or directory contents
+    version: str  # PostgreSQL's version as the tree gives it, when known before building
+    ref: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "location": self.location,
+            "ref": self.ref,
+            "identity": self.identity,
+            "version": self.version,
+        }
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    name: str
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Compiler:
+    path: str
+    version: str  # the first line of `--version`
+
+
+def cache_key(
+    source: SourceIdentity,
+    patches: tuple[PatchFile, ...],
+    configure: tuple[str, ...],
+    compiler: Compiler,
+) -> str:
+    """The build's address in the cache: everything that changes what is built, and nothing
+    else (a patch's or the source's path does not count, their contents do)."""
+    identity = {
+        "recipe": RECIPE_VERSION,
+        "source": [source.kind, source.identity],
+        "patches": [p.sha256 for p in patches],
+        "configure": list(configure),
+        "compiler": [compiler.version],
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class VersionRecipe:
+    """Flags a range of majors needs with today's compilers, and why."""
+
+    below: tuple[int, int]  # applies to versions older than this (major, minor-major)
+    cflags: tuple[str, ...]
+    configure: tuple[str, ...]
+    why: str
+
+
+# Checked in order; every matching entry applies. Majors are (major, 0) from 10 on and
+# (9, 6) style before.
+VERSION_RECIPES = (
+    VersionRecipe(
+        (9, 5),
+        ("-std=gnu99", "-fcommon"),
+        (),
+        "before 9.5 the tree relies on C89/gnu89 idioms and on common symbols (gcc ≥ 10 "
+        "defaults to -fno-common)",
+    ),
+    VersionRecipe(
+        (12, 0),
+        (
+            "-fno-strict-aliasing",
+            "-Wno-error=implicit-function-declaration",
+            "-Wno-error=incompatible-pointer-types",
+            "-Wno-error=int-conversion",
+        ),
+        (),
+        "before 12 some configure probes and sources trip gcc ≥ 14's new default errors",
+    ),
+)
+DEFAULT_CFLAGS = "-O2"
+
+
+def version_key(version: str) -> tuple[int, int]:
+    """(9, 6) for 9.6.24, (13, 0) for 13.16, (18, 0) for 18devel; (0, 0) when unknown."""
+    numbers = [int(n) for n in re.findall(r"\d+", version)[:2]]
+    if not numbers:
+        return (0, 0)
+    if numbers[0] >= 10:
+        return (numbers[0], 0)
+    return (numbers[0], numbers[1] if len(numbers) > 1 else 0)
+
+
+def version_flags(version: str, configure: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """The configure arguments with the flags version needs added, and the reasons applied.
+
+    The flags go into CFLAGS (the user's, or -O2, which configure would otherwise choose)."""
+    key = version_key(version)
+    wanted = [r for r in VERSION_RECIPES if key != (0, 0) and key < r.below]
+    if not wanted:
+        return configure, []
+    extra_cflags = [flag for r in wanted for flag in r.cflags]
+    extra_options = [option for r in wanted for option in r.configure]
+    args = list(configure)
+    index = next((i for i, a in enumerate(args) if a.startswith("CFLAGS=")), None)
+    if index is None:
+        args.append("CFLAGS=" + " ".join([DEFAULT_CFLAGS, *extra_cflags]))
+    else:
+        args[index] = " ".join([args[index], *extra_cflags])
+    args += [o for o in extra_options if o not in args]
+    return tuple(args), [r.why for r in wanted]
+
+
+def pgbench_dir(version: str) -> str:
+    """Where pgbench lives in the tree: a contrib module before 9.5."""
+    return "contrib/pgbench" if (0, 0) < version_key(version) < (9, 5) else "src/bin/pgbench"

@@ -1,0 +1,145 @@
+"""The [build.NAME] tables: PostgreSQL built from source, and `install = { build = "NAME" }`.
+
+A build names its source (debian:PACKAGE, git:PATH with a ref, tar:PATH, dir:PATH), configure
+options, a compiler and patches in order; `from = "other"` takes another build's source and
+options and adds patches, so two builds that differ only by a patch say so. Paths are resolved
+against the plan's directory. Nothing is fetched or built here (see `pgbenchlab.builds`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab.builds.recipe import DEFAULT_COMPILER, BuildRecipe, split_source
+from pgbenchlab.installs import BUILD_PREFIX
+from pgbenchlab.plan.schema import BUILD_KEYS
+from pgbenchlab.plan.values import Context, check_name
+
+INHERITING_KEYS = ("from", "patches")
+
+
+def parse_builds(value: Any, ctx: Context, base: Path) -> dict[str, BuildRecipe]:
+    """Every [build.NAME] table as a recipe, `from` chains resolved; one-line PlanErrors."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ctx.fail("build", "must be tables such as [build.base]")
+    for name, item in value.items():
+        check_name(name, ctx, f"build.{name}")
+        if not isinstance(item, dict):
+            raise ctx.fail(f"build.{name}", "must be a table ([build.NAME])")
+        ctx.check_keys(item, BUILD_KEYS, f"build.{name}")
+    recipes: dict[str, BuildRecipe] = {}
+    for name in value:
+        _resolve(name, value, recipes, ctx, base, ())
+    return recipes
+
+
+def _resolve(
+    name: str,
+    tables: dict[str, Any],
+    done: dict[str, BuildRecipe],
+    ctx: Context,
+    base: Path,
+    chain: tuple[str, ...],
+) -> BuildRecipe:
+    if name in done:
+        return done[name]
+    if name in chain:
+        cycle = " → ".join([*chain[chain.index(name) :], name])
+        raise ctx.fail(f"build.{chain[-1]}.from", f"builds inherit in a cycle: {cycle}")
+    item = tables[name]
+    key = f"build.{name}"
+    patches = _paths(item.get("patches", []), ctx, f"{key}.patches", base)
+    parent_name = item.get("from")
+    if parent_name is not None:
+        extra = [k for k in item if k not in INHERITING_KEYS]
+        if extra:
+            raise ctx.fail(
+                f"{key}.{extra[0]}",
+                'a build "from" another takes its source and options; it may only add patches',
+            )
+        if not isinstance(parent_name, str) or parent_name not in tables:
+            known = ", ".join(tables) or "none"
+            raise ctx.fail(f"{key}.from", f"no build {parent_name!r}; builds: {known}")
+        parent = _resolve(parent_name, tables, done, ctx, base, (*chain, name))
+        recipe = BuildRecipe(
+            name,
+            parent.source,
+            parent.ref,
+            parent.configure,
+            parent.compiler,
+            (*parent.patches, *patches),
+            based_on=parent_name,
+        )
+    else:
+        recipe = BuildRecipe(
+            name,
+            _source(item, ctx, key, base),
+            _ref(item, ctx, key),
+            _strings(item.get("configure", []), ctx, f"{key}.configure"),
+            _compiler(item.get("compiler", DEFAULT_COMPILER), ctx, f"{key}.compiler", base),
+            patches,
+        )
+    done[name] = recipe
+    return recipe
+
+
+def _source(item: dict[str, Any], ctx: Context, key: str, base: Path) -> str:
+    if "source" not in item:
+        raise ctx.fail(key, 'needs a "source" (debian:PACKAGE, git:PATH, tar:PATH or dir:PATH)')
+    text = item["source"]
+    if not isinstance(text, str):
+        raise ctx.fail(f"{key}.source", f"must be a string; got {text!r}")
+    try:
+        kind, location = split_source(text)
+    except ValueError as exc:
+        raise ctx.fail(f"{key}.source", str(exc)) from None
+    if kind == "debian":
+        return text
+    return f"{kind}:{(base / Path(location).expanduser()).resolve()}"
+
+
+def _ref(item: dict[str, Any], ctx: Context, key: str) -> str | None:
+    ref = item.get("ref")
+    if ref is None:
+        return None
+    if not isinstance(ref, str) or not ref.strip():
+        raise ctx.fail(f"{key}.ref", f"must be a commit, tag or branch; got {ref!r}")
+    if not str(item.get("source", "")).startswith("git:"):
+        raise ctx.fail(f"{key}.ref", "applies to a git: source only")
+    return ref
+
+
+def _compiler(value: Any, ctx: Context, key: str, base: Path) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ctx.fail(key, f'must be "gcc", "clang" or a path; got {value!r}')
+    return str((base / value).resolve()) if "/" in value else value
+
+
+def _strings(value: Any, ctx: Context, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ctx.fail(key, f"must be a list of strings; got {value!r}")
+    return tuple(value)
+
+
+def _paths(value: Any, ctx: Context, key: str, base: Path) -> tuple[str, ...]:
+    """Patch files, which must exist: their contents are part of the plan's identity."""
+    paths = tuple(str((base / p).resolve()) for p in _strings(value, ctx, key))
+    for path in paths:
+        if not Path(path).is_file():
+            raise ctx.fail(key, f"no patch file {path}")
+    return paths
+
+
+def install_spec(value: Any, builds: dict[str, BuildRecipe], ctx: Context, key: str) -> str:
+    """An `install` value: a string as before, or { build = "NAME" } naming a plan's build."""
+    if not isinstance(value, dict):
+        return str(value)
+    if set(value) != {"build"} or not isinstance(value["build"], str):
+        raise ctx.fail(key, 'must be a string or { build = "NAME" }')
+    if value["build"] not in builds:
+        known = ", ".join(builds) or "none"
+        raise ctx.fail(f"{key}.build", f"no [build.{value['build']}] in the plan; builds: {known}")
+    return BUILD_PREFIX + value["build"]

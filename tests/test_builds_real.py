@@ -1,0 +1,165 @@
+"""Real builds: Debian's PostgreSQL 13 source package built once (fast configure options) into
+a cache kept between sessions, a second `build` that is a cache hit, a patched build measured
+against its base in a campaign, and a configure option PostgreSQL rejects.
+
+The cache is PGBENCHLAB_TEST_BUILD_CACHE, or /var/cache/pgbenchlab/test-builds as root (the
+server account must reach the binaries), or a session temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab import builds, plan
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.cli import main
+from pgbenchlab.installs import Installation
+from pgbenchlab.report.views import compare
+from pgbenchlab.report.views import run as runview
+from pgbenchlab.store import Store
+from support import QuietReporter, require_installs
+
+pytestmark = pytest.mark.server
+
+PATCH = Path(__file__).parent / "patches" / "0001-planner-without-index-scans.patch"
+FAST = '["--without-readline", "--without-icu", "--without-zlib"]'
+BUILDS = f"""
+[build.pg13]
+source = "debian:postgresql-13"
+configure = {FAST}
+
+[build.pg13-noindex]
+from = "pg13"
+patches = ["{PATCH}"]
+"""
+CAMPAIGN = f"""
+[campaign]
+name = "patch"
+repeats = 3
+[defaults]
+duration = "2s"
+warmup = "0s"
+{BUILDS}
+[[server]]
+name = "base"
+install = {{ build = "pg13" }}
+settings = {{ shared_buffers = "32MB" }}
+[[server]]
+name = "patched"
+install = {{ build = "pg13-noindex" }}
+settings = {{ shared_buffers = "32MB" }}
+[matrix]
+scale = [1]
+workload = ["select-only"]
+clients = [1]
+"""
+
+
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    configured = os.environ.get("PGBENCHLAB_TEST_BUILD_CACHE")
+    if configured:
+        root = Path(configured)
+    elif os.geteuid() == 0:
+        root = Path("/var/cache/pgbenchlab/test-builds")
+    else:
+        root = tmp_path_factory.mktemp("build-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PGBENCHLAB_BUILD_CACHE", str(root))
+        yield root
+
+
+@pytest.fixture(scope="session")
+def pg13(build_cache: Path) -> tuple[Installation, float]:
+    """PostgreSQL 13 from Debian's source package, and the seconds ensure took."""
+    recipe = plan.parse(BUILDS, "b.toml", base=Path("/")).builds[0]
+    started = time.monotonic()
+    install = builds.ensure(recipe)
+    return install, time.monotonic() - started
+
+
+def test_debian_13_is_built_with_its_provenance(pg13: tuple[Installation, float]) -> None:
+    install, took = pg13
+    print(f"PostgreSQL 13 build (or cache hit): {took:.1f} s")
+    assert install.version.text.startswith("13.") and install.has_pgbench
+    assert install.source == "build" and install.build == "pg13"
+    prefix = install.bin_dir.parent
+    facts = builds.provenance_of(install)
+    assert facts is not None
+    assert facts["source"]["kind"] == "debian" and facts["version"] == install.version.text
+    assert facts["configure"] == ["--without-readline", "--without-icu", "--without-zlib"]
+    assert facts["compiler"]["version"] and facts["build_seconds"] > 0
+    assert facts["size_bytes"] > 10_000_000 and facts["patches"] == []
+    assert list(prefix.glob("lib/**/pg_stat_statements.so"))  # lib/postgresql/ here
+    assert (prefix / "build.log").stat().st_size > 0
+    assert stat.S_IMODE((prefix / "bin" / "postgres").stat().st_mode) & 0o005 == 0o005
+
+
+def test_a_second_build_is_a_cache_hit(
+    pg13: tuple[Installation, float], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(BUILDS + '[[server]]\nname = "s"\ninstall = { build = "pg13" }\n')
+    started = time.monotonic()
+    assert main(["build", str(plan_file)]) == 0
+    took = time.monotonic() - started
+    print(f"cache hit: {took:.2f} s")
+    assert took < 2.0
+    out = capsys.readouterr().out
+    assert out.startswith("pg13: PostgreSQL 13.")
+    assert main(["builds", "--json"]) == 0
+    listed = capsys.readouterr().out
+    assert builds.provenance_of(pg13[0])["key"] in listed  # type: ignore[index]
+
+
+def test_patched_build_regresses_against_its_base(
+    pg13: tuple[Installation, float], tmp_path: Path, results_dir: Path, build_cache: Path
+) -> None:
+    require_installs("embedded")
+    the_plan = plan.parse(CAMPAIGN, "patch.toml", base=tmp_path)
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
+    assert outcome.failed == 0
+    with Store(results_dir / RESULTS_DB) as store:
+        changes = compare.within_campaign(store, "patch", "base", "patched", threshold=0.02)
+        servers = {s.name: s.build for s in store.server_records(outcome.campaign_id)}
+        keys = store.build_keys()
+        shown = runview.run_detail(store, 1)["server_build"]
+    tps = {c.metric: c for c in changes}["tps"]
+    assert tps.relative_change < -0.5 and tps.verdict == "regressed", tps
+    base, patched = servers["base"], servers["patched"]
+    assert base and patched and base["source"] == patched["source"]
+    assert [p["name"] for p in patched["patches"]] == [PATCH.name] and base["patches"] == []
+    assert keys == {base["key"], patched["key"]} and shown is not None
+    html = tmp_path / "report.html"
+    assert main(["report", "--results", str(results_dir), "-o", str(html)]) == 0
+    page = html.read_text()
+    assert "build patches" in page and PATCH.name in page
+    # A build no campaign refers to is pruned; the two this campaign ran are kept.
+    stray = build_cache / "builds" / "0000stray"
+    (stray / "bin").mkdir(parents=True, exist_ok=True)
+    (stray / "bin" / "postgres").write_text("")
+    (stray / "provenance.json").write_text('{"size_bytes": 0}')
+    assert main(["builds", "--prune", "--results", str(results_dir)]) == 0
+    assert not stray.exists()
+    assert all((build_cache / "builds" / k).is_dir() for k in keys)
+
+
+def test_configure_option_rejected(
+    pg13: tuple[Installation, float], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        '[build.bad]\nsource = "debian:postgresql-13"\nconfigure = ["--enable-nonsense"]\n'
+        '[[server]]\nname = "s"\ninstall = { build = "bad" }\n'
+    )
+    before = {b.key for b in builds.cached_builds(builds.cache_root())}
+    assert main(["build", "-q", str(plan_file)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "pgbenchlab: error: configure does not know the option(s) --enable-nonsense"
+    assert {b.key for b in builds.cached_builds(builds.cache_root())} == before
