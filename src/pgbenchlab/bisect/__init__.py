@@ -1,0 +1,6 @@
+"""Bisect: the commit that changed performance, found by building and measuring commits of a
+git history (`plans`: the bisection's plan and its steps' plans).
+
+It stands above the campaign (each step is a campaign) and below the reports; it may import the
+campaign, the store, the builds, the plan and the analysis.
+"""
