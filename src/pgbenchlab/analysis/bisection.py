@@ -3,10 +3,13 @@ is like, and the answer. Pure: commits are positions 0 … n-1 along the first-p
 0 the good end and n-1 the bad end; measuring them is someone else's job.
 
 A commit is classified by two comparisons made in the same interleaved rounds: against the
-good end and against the bad end. "Like good" is within noise of good and changed against bad,
-"like bad" the reverse. A commit changed against both lies between the ends or elsewhere
-("neither"): it is reported, and the search goes on in the part of the range that holds the
-larger share of the change, i.e. as if it were like the end it is nearer to.
+good end and against the bad end. Each places the commit's figure on the line from good (0) to
+bad (1), log scale, with an interval; "like good" is both intervals below the middle, "like
+bad" both above it. Saying "same as good" outright would need an equivalence interval within
+the threshold, many more runs for what a bisection only has to tell: which side. A commit
+changed beyond the threshold against both ends lies between them or elsewhere ("neither"): it
+is reported, and the search goes on in the part of the range that holds the larger share of the
+change, i.e. as if it were like the end it is nearer to.
 """
 
 from __future__ import annotations
@@ -15,10 +18,25 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
-from pgbenchlab.analysis.comparison import Comparison, ComparisonVerdict
+from pgbenchlab.analysis.comparison import ComparisonVerdict
 
-_CHANGED = (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED)
+
+class Judged(Protocol):
+    """A comparison's outcome as classify reads it (candidate / baseline - 1, its interval)."""
+
+    @property
+    def verdict(self) -> ComparisonVerdict: ...
+
+    @property
+    def relative_change(self) -> float: ...
+
+    @property
+    def ci_low(self) -> float | None: ...
+
+    @property
+    def ci_high(self) -> float | None: ...
 
 
 class Outcome(StrEnum):
@@ -65,27 +83,36 @@ class Answer:
         return self.bracket.bad if self.bracket.bad == self.bracket.good + 1 else None
 
 
-def classify(against_good: Comparison, against_bad: Comparison) -> Probe:
+_CHANGED = (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED)
+
+
+def classify(against_good: Judged, against_bad: Judged) -> Probe:
     """What a commit is like, from its comparisons with both ends (index left 0: the caller's)."""
-    position = log_position(against_good, against_bad)
-    verdicts = (against_good.verdict, against_bad.verdict)
-    if ComparisonVerdict.NOT_ENOUGH_DATA in verdicts:
-        return Probe(0, Outcome.UNDECIDED, position)
-    near_good = against_good.verdict == ComparisonVerdict.WITHIN_NOISE
-    near_bad = against_bad.verdict == ComparisonVerdict.WITHIN_NOISE
-    if near_good and not near_bad:
+    span = math.log1p(against_good.relative_change) - math.log1p(against_bad.relative_change)
+    if span == 0:
+        return Probe(0, Outcome.UNDECIDED)
+    position = math.log1p(against_good.relative_change) / span
+    sides = {_side(against_good, span, 0.0), _side(against_bad, span, 1.0)}
+    if against_good.verdict in _CHANGED and against_bad.verdict in _CHANGED:
+        return Probe(0, Outcome.NEITHER, position)
+    if sides == {"good"}:
         return Probe(0, Outcome.GOOD, position)
-    if near_bad and not near_good:
+    if sides == {"bad"}:
         return Probe(0, Outcome.BAD, position)
-    return Probe(0, Outcome.NEITHER, position)
+    return Probe(0, Outcome.UNDECIDED, position)
 
 
-def log_position(against_good: Comparison, against_bad: Comparison) -> float | None:
-    """Where the commit's figure lies from good (0) to bad (1), on the log scale."""
-    from_good = math.log1p(against_good.relative_change)
-    to_bad = -math.log1p(against_bad.relative_change)
-    span = from_good + to_bad
-    return None if span == 0 else from_good / span
+def _side(judged: Judged, span: float, origin: float) -> str | None:
+    """Which half of the good-to-bad line the comparison's interval puts the commit in; None
+    while the interval straddles the middle. origin: where the baseline end sits (0 or 1)."""
+    if judged.ci_low is None or judged.ci_high is None:
+        return None
+    ends = [origin + math.log1p(judged.ci_low) / span, origin + math.log1p(judged.ci_high) / span]
+    if max(ends) < 0.5:
+        return "good"
+    if min(ends) > 0.5:
+        return "bad"
+    return None
 
 
 def leans_bad(probe: Probe) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,6 +39,9 @@ from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
 
+# Asked after every run with the runs this campaign made so far: True ends the campaign there.
+Enough = Callable[[list[RunResult]], bool]
+
 
 @dataclass
 class Outcome:
@@ -58,9 +61,11 @@ def run_campaign(
     *,
     fresh: bool = False,
     built: list[installs.Installation] | None = None,
+    enough: Enough | None = None,
 ) -> Outcome:
     """Run the plan's campaign on this machine (checked before anything starts). The plan's
-    builds are made first unless the caller made them (built)."""
+    builds are made first unless the caller made them (built). ``enough`` may end it early:
+    asked after every run with the runs made so far, it stops the campaign when it says so."""
     results_dir = results_dir.resolve()
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
@@ -68,7 +73,9 @@ def run_campaign(
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()
-    return conduct(plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh)
+    return conduct(
+        plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh, enough=enough
+    )
 
 
 def conduct(
@@ -80,6 +87,7 @@ def conduct(
     executor: Executor,
     *,
     fresh: bool = False,
+    enough: Enough | None = None,
 ) -> Outcome:
     """Run the runs of the plan not yet complete in results_dir, with these servers, this
     pgbench and this executor; every server is stopped and released at the end."""
@@ -96,7 +104,7 @@ def conduct(
         with StopSignals() as signals:
             try:
                 reporter.campaign_started(plan, todo, len(done))
-                campaign.run(todo, outcome)
+                campaign.run(todo, outcome, enough)
             except KeyboardInterrupt:
                 pass
             finally:
@@ -142,7 +150,7 @@ class Campaign:
     def version(self) -> str:
         return self.pgbench.client.version_text
 
-    def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
+    def run(self, todo: list[RunSpec], outcome: Outcome, enough: Enough | None = None) -> None:
         with self.stopped_by_results_faults():
             for index, spec in enumerate(todo, start=1):
                 self.reporter.run_started(spec, index, len(todo))
@@ -154,6 +162,8 @@ class Campaign:
                 outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
                 if result.status == RunStatus.INTERRUPTED:
                     raise KeyboardInterrupt
+                if enough is not None and enough(outcome.results):
+                    break
 
     @contextmanager
     def stopped_by_results_faults(self) -> Iterator[None]:

@@ -20,6 +20,7 @@ import sys
 
 from pgbenchlab import __version__
 from pgbenchlab.cli import (
+    bisect,
     build,
     builds,
     campaigns,
@@ -40,7 +41,9 @@ from pgbenchlab.errors import UserError
 __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 
 # In the order `pgbenchlab --help` lists them.
-COMMANDS = (installs, build, builds, run, runs, show, export, report, compare, campaigns, clean)
+COMMANDS = (
+    installs, build, builds, run, runs, show, export, report, compare, bisect, campaigns, clean,
+)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -235,6 +235,20 @@ MIGRATIONS: dict[int, str] = {
     5: """
     ALTER TABLE servers ADD COLUMN build_key TEXT;
     ALTER TABLE servers ADD COLUMN build_json TEXT;
+    """,
+    # 6: a performance bisection: what was asked, the commits of its range, each step's
+    # finding (its runs are the step campaigns', named NAME.STEP) and the answer.
+    6: """
+    CREATE TABLE bisections (
+        name TEXT PRIMARY KEY,
+        request_json TEXT NOT NULL,
+        commits_json TEXT NOT NULL,
+        steps_json TEXT NOT NULL DEFAULT '[]',
+        status TEXT NOT NULL,
+        answer_json TEXT,
+        started_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
