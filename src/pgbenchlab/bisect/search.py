@@ -120,7 +120,13 @@ class Bisection:
                 f"({said}); use --expect {found}"
             )
         self.say(f"ends: {said}")
-        self._add_step({"step": "ends", "index": None, "outcome": "confirmed", "detail": said})
+        self._add_step(
+            {
+                "step": "ends", "index": None, "outcome": "confirmed", "detail": said,
+                "figure": rounds.figure("good"), "bad_figure": rounds.figure("bad"),
+                "relative_to_good": change,
+            }
+        )  # fmt: skip
 
     def _step(self, index: int) -> None:
         commit = self.commits[index]
@@ -130,7 +136,8 @@ class Bisection:
         try:
             rounds = self._measure(label, labels, lambda r: self._decided(r, label))
         except BuildError as exc:
-            detail = str(exc).splitlines()[0]
+            lines = [line.strip() for line in str(exc).splitlines()]
+            detail = next((line for line in lines if "error:" in line), lines[0])
             self.say(f"  skipped: does not build ({detail})")
             self._add_step(self._found(label, index, Probe(index, Outcome.SKIPPED), None, detail))
             return
@@ -146,7 +153,8 @@ class Bisection:
         probe = replace(classify(against_good, against_bad), index=index)
         detail = f"against good {against_good.reason}; against bad {against_bad.reason}"
         self.say(f"  {probe.outcome}: {detail}")
-        self._add_step(self._found(label, index, probe, rounds.figure(label), detail))
+        found = self._found(label, index, probe, rounds.figure(label), detail)
+        self._add_step({**found, "relative_to_good": against_good.relative_change})
 
     def _decided(self, rounds: Rounds, label: str) -> bool:
         if rounds.failed(label):
@@ -217,7 +225,11 @@ class Bisection:
             label, self.source, ref=commit, configure=tuple(template.get("configure", ())),
             compiler=str(template.get("compiler", "gcc")),
         )  # fmt: skip
-        return builds.ensure(recipe, None, incremental=True)
+
+        def progress(phase: str, elapsed: float) -> None:
+            self.say(f"  build {commit[:10]}: {phase} ({elapsed:.0f} s)")
+
+        return builds.ensure(recipe, progress, incremental=True)
 
     # -- the record ---------------------------------------------------------------------------
 
