@@ -23,7 +23,7 @@ body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:80rem;paddin
 color:#1d2430}
 table{border-collapse:collapse;margin:1rem 0;width:100%}
 th,td{border-bottom:1px solid #d8dde6;padding:.3rem .6rem;text-align:left;vertical-align:top}
-th{background:#f2f4f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f2f4f8}td:first-child,td:nth-child(3){white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .improved{color:#11602f}.regressed{color:#a3161b}.sub{color:#5b6472}
 """
 
