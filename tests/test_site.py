@@ -13,6 +13,7 @@ import pytest
 from cli_process import run_cli
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
 from pgbenchlab.report import write_site
+from pgbenchlab.store import Store
 from report_browser import Browser
 
 NIGHTLY = {"shared_buffers": "128MB"}
@@ -36,14 +37,22 @@ def database(tmp_path: Path) -> Path:
     return db
 
 
+def add_campaign_without_runs(db: Path) -> None:
+    with Store(db) as store:
+        store.start_campaign("stopped-early", "p.toml", "", "d", {"pgbenchlab": "0.1.0"}, {})
+
+
 def test_site_has_an_index_every_report_and_the_comparisons_that_exist(
     database: Path, tmp_path: Path
 ) -> None:
+    add_campaign_without_runs(database)
     index = write_site(database, tmp_path / "site")
     assert index == tmp_path / "site" / "index.html"
     text = index.read_text(encoding="utf-8")
     names = re.findall(r'<a href="campaigns/\d+-[^"]+">([^<]+)</a>', text)
     assert names == ["&lt;b&gt;writes&lt;/b&gt;", "nightly-2", "nightly-1"]  # newest first
+    assert "<tr><td>stopped-early</td>" in text  # listed, no report to link
+    assert text.index("stopped-early") < text.index("nightly-2")
     assert "<b>writes</b>" not in text  # a name is text
     assert "pg18 (18.2)" in text and "finished" in text
     pages = sorted(p.relative_to(tmp_path / "site").as_posix() for p in index.parent.rglob("*"))

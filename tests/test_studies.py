@@ -13,6 +13,7 @@ import pytest
 
 from cli_process import run_cli
 from pgbenchlab import plan
+from pgbenchlab.cli import build_parser
 from pgbenchlab.errors import UserError
 from pgbenchlab.store import Store
 from pgbenchlab.studies import STUDIES, BuildFact, InstallFact, MachineFacts, StudyOptions, render
@@ -186,3 +187,16 @@ def test_each_quick_study_runs_end_to_end_on_this_machine(tmp_path: Path) -> Non
         for campaign_id in campaigns.values():
             runs = store.run_records(campaign_id)
             assert runs and {r.status for r in runs} == {"ok"}
+
+
+def test_new_options_from_the_command_line() -> None:
+    argv = "new patch --quick --source git:/pg --base master --patch a.patch --patch b.patch"
+    args = build_parser().parse_args(argv.split())
+    built = args.options_from(args)
+    assert built.study == "patch"
+    assert built.study_options == StudyOptions(
+        quick=True,
+        source="git:/pg",
+        base="master",
+        patches=(Path("a.patch"), Path("b.patch")),
+    )

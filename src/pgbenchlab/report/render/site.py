@@ -15,7 +15,7 @@ from pgbenchlab.report.render.sections import esc, when
 from pgbenchlab.report.views.compare import CellChange
 from pgbenchlab.report.views.metrics import METRICS, format_value
 from pgbenchlab.report.views.model import ReportView
-from pgbenchlab.report.views.site import CampaignComparison, SiteView
+from pgbenchlab.report.views.site import CampaignComparison, EmptyCampaign, SiteView
 
 INDEX = "index.html"
 STYLE = """
@@ -60,13 +60,9 @@ def _page(title: str, body: str) -> str:
 
 
 def index(site: SiteView, source: str) -> str:
-    rows = "".join(
-        f'<tr><td><a href="{esc(campaign_page(v))}">{esc(v.campaign.name)}</a></td>'
-        f"<td>{esc(v.campaign.description)}</td><td>{esc(when(v.campaign.started_at))}</td>"
-        f"<td>{esc(', '.join(f'{s.label} ({s.version})' for s in v.servers))}</td>"
-        f'<td>{esc(v.campaign.status)}</td><td class="num">{len(v.runs)}</td></tr>'
-        for v in reversed(site.campaigns)
-    )
+    reported = {v.campaign.id: _campaign_row(v) for v in site.campaigns}
+    listed = reported | {e.id: _empty_row(e) for e in site.empty}
+    rows = "".join(listed[i] for i in sorted(listed, reverse=True))
     campaigns = (
         "<table><thead><tr><th>campaign</th><th>description</th><th>started</th>"
         f"<th>servers</th><th>status</th><th>runs</th></tr></thead><tbody>{rows}</tbody></table>"
@@ -76,6 +72,23 @@ def index(site: SiteView, source: str) -> str:
         f'<h1>pgbenchlab results</h1><p class="sub">{len(site.campaigns)} campaign(s) of '
         f"{esc(source)}, newest first; regenerate with <code>pgbenchlab report --site</code>."
         f"</p><h2>Campaigns</h2>{campaigns}<h2>Comparisons</h2>{comparisons_table(site)}",
+    )
+
+
+def _campaign_row(v: ReportView) -> str:
+    return (
+        f'<tr><td><a href="{esc(campaign_page(v))}">{esc(v.campaign.name)}</a></td>'
+        f"<td>{esc(v.campaign.description)}</td><td>{esc(when(v.campaign.started_at))}</td>"
+        f"<td>{esc(', '.join(f'{s.label} ({s.version})' for s in v.servers))}</td>"
+        f'<td>{esc(v.campaign.status)}</td><td class="num">{len(v.runs)}</td></tr>'
+    )
+
+
+def _empty_row(e: EmptyCampaign) -> str:
+    return (
+        f"<tr><td>{esc(e.name)}</td><td>{esc(e.description)}</td>"
+        f"<td>{esc(when(e.started_at))}</td><td>–</td><td>{esc(e.status)}</td>"
+        '<td class="num">0</td></tr>'
     )
 
 

@@ -29,24 +29,48 @@ class CampaignComparison:
 
 
 @dataclass(frozen=True)
+class EmptyCampaign:
+    """A campaign without a run yet (interrupted before its first): listed, no report."""
+
+    id: int
+    name: str
+    description: str
+    started_at: float
+    status: str
+
+
+@dataclass(frozen=True)
 class SiteView:
     campaigns: tuple[ReportView, ...]  # oldest first
     comparisons: tuple[CampaignComparison, ...]
+    empty: tuple[EmptyCampaign, ...] = ()
 
 
 def load_site(store: Store, threshold: float = DEFAULT_THRESHOLD) -> SiteView:
-    """Every campaign with runs, and every pair of them that shares a cell."""
-    ids = [int(row["id"]) for row in store.campaigns() if int(row["runs"]) > 0]
-    if not ids:
-        raise UserError(f"no campaign with runs in {store.path}: nothing to put on a site")
-    views = tuple(load_view(store, i) for i in ids)
+    """Every campaign with runs, every pair of them that shares a cell, and the campaigns
+    that have no run yet."""
+    rows = store.campaigns()
+    if not rows:
+        raise UserError(f"no campaign in {store.path}: nothing to put on a site")
+    empty = tuple(
+        EmptyCampaign(
+            int(r["id"]),
+            str(r["name"]),
+            str(r["description"]),
+            float(r["started_at"]),
+            str(r["status"]),
+        )
+        for r in rows
+        if int(r["runs"]) == 0
+    )
+    views = tuple(load_view(store, int(r["id"])) for r in rows if int(r["runs"]) > 0)
     comparisons = [
         found
         for index, first in enumerate(views)
         for second in views[index + 1 :]
         if (found := compare_campaigns(first, second, threshold)) is not None
     ]
-    return SiteView(views, tuple(comparisons))
+    return SiteView(views, tuple(comparisons), empty)
 
 
 def compare_campaigns(
