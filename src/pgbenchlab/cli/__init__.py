@@ -28,6 +28,7 @@ from pgbenchlab.cli import (
     compare,
     export,
     installs,
+    new,
     report,
     run,
     runs,
@@ -42,8 +43,20 @@ __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 
 # In the order `pgbenchlab --help` lists them.
 COMMANDS = (
-    installs, build, builds, run, runs, show, export, report, compare, bisect, campaigns, clean,
-)  # fmt: skip
+    installs,
+    new,
+    build,
+    builds,
+    run,
+    runs,
+    show,
+    export,
+    report,
+    compare,
+    bisect,
+    campaigns,
+    clean,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from pgbenchlab import report
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli.common import EXIT_OK, Subparsers, add_command, add_results_option
+from pgbenchlab.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -19,17 +20,29 @@ class ReportOptions:
     format: str
     images: Path | None
     baseline: str | None
+    site: Path | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReportOptions:
-        return cls(
+        options = cls(
             results=args.results,
             campaign=args.campaign,
             output=args.output,
             format=args.format,
             images=args.images,
             baseline=args.baseline,
+            site=args.site,
         )
+        options.check()
+        return options
+
+    def check(self) -> None:
+        given = [self.campaign, self.output, self.images, self.baseline, self.format != "html"]
+        if self.site is not None and any(given):
+            raise UserError(
+                "--site writes every campaign's report, as HTML: drop --campaign, -o, "
+                "--format, --images and --baseline"
+            )
 
 
 def add_arguments(subparsers: Subparsers) -> None:
@@ -56,9 +69,19 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--baseline", metavar="SERVER", help="the server others are compared with (default: first)"
     )
+    parser.add_argument(
+        "--site",
+        type=Path,
+        metavar="DIR",
+        help="write one static site for the whole results database: an index of campaigns, "
+        "each campaign's report and the comparisons of campaigns sharing cells",
+    )
 
 
 def run(options: ReportOptions) -> int:
+    if options.site is not None:
+        print(report.write_site(options.results / RESULTS_DB, options.site))
+        return EXIT_OK
     written = report.write_report(
         options.results / RESULTS_DB,
         campaign=options.campaign,

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from pgbenchlab import files
 from pgbenchlab.errors import UserError
-from pgbenchlab.report.render import html, images, markdown
+from pgbenchlab.report.render import html, images, markdown, site
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.site import load_site
 from pgbenchlab.report.views.summary import SummaryRow, summary_rows, summary_text
 from pgbenchlab.store import Store
 
@@ -29,6 +30,7 @@ __all__ = [
     "summary_rows",
     "summary_text",
     "write_report",
+    "write_site",
 ]
 
 
@@ -72,3 +74,16 @@ def _write(path: Path, text: str) -> None:
     """Write whole or not at all: a reader never opens half a report."""
     fix = "give -o a file in a writable directory"
     files.write_output(path, text.encode(), "the report", fix, make_parents=True)
+
+
+def write_site(store_path: Path, directory: Path) -> Path:
+    """Write the static site of a whole results database into directory; return its index.
+    Every page is computed before the first is written, so a mistake writes nothing."""
+    with Store.existing(store_path) as store:
+        found = load_site(store)
+    pages = list(site.pages(found, source=store_path.name))
+    fix = "give --site a writable directory"
+    for relative, text in pages:
+        target = files.inside(directory, *relative.split("/"))
+        files.write_output(target, text.encode(), "the site", fix, make_parents=True)
+    return directory / site.INDEX

@@ -1,0 +1,65 @@
+"""`pgbenchlab new STUDY`: a complete, commented plan for this machine, on standard output."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgbenchlab import studies
+from pgbenchlab.cli.common import EXIT_OK, Subparsers, add_command, add_results_option
+
+
+@dataclass(frozen=True)
+class NewOptions:
+    study: str
+    results: Path
+    study_options: studies.StudyOptions
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> NewOptions:
+        return cls(
+            study=args.study,
+            results=args.results,
+            study_options=studies.StudyOptions(
+                quick=args.quick,
+                source=args.source,
+                base=args.base,
+                patches=tuple(args.patch or ()),
+                data_dirs=tuple(args.data_dir or ()),
+            ),
+        )
+
+
+def add_arguments(subparsers: Subparsers) -> None:
+    parser = add_command(
+        subparsers,
+        "new",
+        f"write a study's plan for this machine to standard output: {', '.join(studies.STUDIES)}",
+        NewOptions.from_args,
+        run,
+    )
+    parser.add_argument("study", metavar="STUDY", help=", ".join(studies.STUDIES))
+    parser.add_argument(
+        "--quick", action="store_true", help="a variant that runs in minutes (tiny, short runs)"
+    )
+    add_results_option(parser)
+    parser.add_argument("--source", help="patch: the PostgreSQL checkout, git:/path")
+    parser.add_argument("--base", metavar="REF", help="patch: the commit the patches apply to")
+    parser.add_argument(
+        "--patch", type=Path, action="append", metavar="FILE", help="patch: a patch (repeatable)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="platform, tuning: a data directory on the storage to test (repeatable)",
+    )
+
+
+def run(options: NewOptions) -> int:
+    where = options.study_options.data_dirs[0] if options.study_options.data_dirs else None
+    facts = studies.gather(where or options.results)
+    print(studies.render(options.study, facts, options.study_options), end="")
+    return EXIT_OK

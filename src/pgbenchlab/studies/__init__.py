@@ -1,0 +1,51 @@
+"""Study templates: the classic campaigns written as complete, commented plans for this
+machine (`pgbenchlab new STUDY`).
+
+:mod:`.facts` gathers what a template is computed from (CPUs, memory, free disk, the
+installations and cached builds) into a frozen record; :mod:`.sizing` derives shared_buffers,
+scales, client ladders and run lengths from it; :mod:`.throughput` (archaeology, platform,
+scalability) and :mod:`.changes` (latency, tuning, patch) write the plans, and :mod:`.common`
+adds the header and the estimated time, computed by parsing the plan written (so every
+template is a valid plan). Pure functions of the facts apart from `facts.gather`.
+
+Layer 4: imports `plan`, `installs`, `builds`, `hosts` and `telemetry.machine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pgbenchlab.errors import UserError
+from pgbenchlab.studies import changes, throughput
+from pgbenchlab.studies.common import Machine, StudyOptions
+from pgbenchlab.studies.facts import BuildFact, InstallFact, MachineFacts, gather
+
+STUDIES: dict[str, Callable[[Machine], str]] = {
+    "archaeology": throughput.archaeology,
+    "latency": changes.latency,
+    "platform": throughput.platform,
+    "tuning": changes.tuning,
+    "scalability": throughput.scalability,
+    "patch": changes.patch,
+}
+
+__all__ = [
+    "STUDIES",
+    "BuildFact",
+    "InstallFact",
+    "MachineFacts",
+    "StudyOptions",
+    "gather",
+    "render",
+]
+
+
+def render(study: str, facts: MachineFacts, options: StudyOptions) -> str:
+    """The plan of a study for a machine with these facts: TOML text, commented."""
+    if study not in STUDIES:
+        raise UserError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
+    if study != "patch" and (options.source or options.base or options.patches):
+        raise UserError("--source, --base and --patch belong to `new patch`")
+    if study not in ("platform", "tuning") and options.data_dirs:
+        raise UserError("--data-dir belongs to `new platform` and `new tuning`")
+    return STUDIES[study](Machine(facts, options))

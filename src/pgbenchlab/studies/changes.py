@@ -1,0 +1,167 @@
+"""The studies of a change: latency (rates, connections, protocols, checkpoints), tuning
+(named test sets) and patch (a base build against one build per patch)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pgbenchlab.errors import UserError
+from pgbenchlab.studies.common import Machine, finish
+from pgbenchlab.studies.throughput import campaign, server
+from pgbenchlab.studies.toml import Text
+
+# A guess of in-memory tpcb-like throughput per CPU, for rates below saturation; the plan says
+# to set them from a measured peak.
+TPCB_TPS_PER_CPU = 1000
+RATE_SHARES = (0.25, 0.5, 0.75)
+# Builds for profiles: frame pointers for call graphs; the server needs no readline, ICU or zlib.
+PATCH_CONFIGURE = [
+    "--without-readline",
+    "--without-icu",
+    "--without-zlib",
+    "CFLAGS=-O2 -fno-omit-frame-pointer",
+]
+
+
+def latency(m: Machine) -> str:
+    text = Text()
+    m.header(
+        text,
+        "latency",
+        "what does latency look like under load?",
+        "tpcb-like at fixed arrival rates (-R) with a latency limit (-L), a new connection per",
+        "transaction (-C) or not, the three protocols, and two checkpoint spacings.",
+    )
+    campaign(text, "latency", "latency at fixed rates, connections, protocols, checkpoints", m, 3)
+    m.timing(text, 20)
+    text.key("latency_log", "full", "every transaction's latency: exact percentiles")
+    clients = 2 * m.facts.cpus
+    server(text, "server", m.facts.newest.name, m.settings(clients))
+    peak = TPCB_TPS_PER_CPU * m.facts.cpus
+    rates = [50] if m.quick else [int(peak * share) for share in RATE_SHARES]
+    text.table("matrix")
+    m.scale_key(text, m.scales[:1])
+    text.key("workload", ["tpcb-like"])
+    text.key("clients", [clients])
+    text.comment(
+        f"rates: 25/50/75 % of a guessed peak of {peak} TPS ({TPCB_TPS_PER_CPU} per CPU);",
+        "set them from a measured peak (the scalability study) to stay below saturation",
+    )
+    text.key("rate", rates)
+    text.key("latency_limit", "100ms", "later transactions are counted late (or skipped)")
+    text.key("protocol", ["prepared"] if m.quick else ["simple", "extended", "prepared"])
+    text.key("connect", [False, True], "-C: a new connection per transaction")
+    text.table("matrix.setting", "the server restarts with each value")
+    text.key("checkpoint_timeout", ["30s", "5min"], "frequent against rare checkpoints")
+    text.pending(
+        [
+            ("campaign", 'repeats = "auto"'),
+            ("matrix", 'connection = ["socket", "tcp", "tls"]   # -C with each connection kind'),
+        ]
+    )
+    return finish(text, m.facts.cpus)
+
+
+def tuning(m: Machine) -> str:
+    text = Text()
+    m.header(
+        text,
+        "tuning",
+        "did this change to the settings, the file system or the OS help?",
+        "Named test sets (one server each, compared with the baseline in the report): what",
+        "changed is said above each; two scales; TPS and worst-case latency.",
+    )
+    campaign(text, "tuning", "test sets against a baseline: TPS and worst-case latency", m, 5)
+    m.timing(text, 20, vacuum="all")
+    text.key("latency_log", "full", "every transaction: the worst-case latency exactly")
+    clients = 2 * m.facts.cpus
+    settings = m.settings(clients)
+    text.blank().comment("Test set: baseline — the settings every other set starts from.")
+    server(text, "baseline", m.facts.newest.name, settings)
+    text.blank().comment(
+        "Test set: spread-checkpoints — a setting: checkpoints five times rarer and spread",
+        "over 90 % of the interval (fewer full-page writes, smoother I/O).",
+    )
+    rarer = "150s" if m.quick else "5min"
+    spread = {"checkpoint_timeout": rarer, "checkpoint_completion_target": "0.9"}
+    server(text, "spread-checkpoints", m.facts.newest.name, settings | spread)
+    for index, path in enumerate(m.options.data_dirs, start=1):
+        text.blank().comment(f"Test set: filesystem{index} — the data directory on {path}.")
+        server(text, f"filesystem{index}", m.facts.newest.name, settings)
+        text.key("data_dir", str(path.resolve()))
+    if not m.options.data_dirs:
+        text.blank().comment(
+            "Test set on another file system: give --data-dir DIR, or copy the baseline",
+            'server here with data_dir = "/mnt/other-fs/pgbenchlab" (file system and mount',
+            "options are recorded with the results, so sets compare like for like).",
+        )
+    text.table("matrix")
+    m.scale_key(text, m.scales[:1] if m.quick else m.scales[:2])
+    text.key("workload", ["tpcb-like"])
+    text.key("clients", [clients], "2 × CPUs")
+    text.pending(
+        [
+            ("campaign", 'repeats = "auto"'),
+            (
+                "matrix.sysctl",
+                "vm.dirty_background_bytes = [0, 67108864]   # a kernel tunable as a test set",
+            ),
+        ]
+    )
+    return finish(text, m.facts.cpus)
+
+
+def patch(m: Machine) -> str:
+    source, base, patches = m.options.source, m.options.base, m.options.patches
+    if not source or not patches:
+        raise UserError("new patch needs --source git:/path/to/postgresql and --patch FILE")
+    if not source.startswith("git:"):
+        raise UserError(f"--source {source}: give a git checkout as git:/path/to/postgresql")
+    for path in patches:
+        if not path.is_file():
+            raise UserError(f"--patch {path}: no such file")
+    text = Text()
+    m.header(
+        text,
+        "patch",
+        "does this patch change performance?",
+        "The base build and one build per patch (each alone on the base, same options),",
+        "select-only and tpcb-like at a client ladder; the report gives a verdict per cell.",
+    )
+    campaign(text, "patch", f"{len(patches)} patch(es) against {base or 'HEAD'}", m, 5)
+    m.timing(text, 20)
+    text.table("build.base", "the source the patches apply to")
+    text.key("source", source)
+    if base:
+        text.key("ref", base)
+    text.key("configure", PATCH_CONFIGURE)
+    names = patch_names(patches)
+    for name, path in zip(names, patches, strict=True):
+        text.table(f"build.{name}", "the base and this patch alone")
+        text.key("from", "base")
+        text.key("patches", [str(path.resolve())])
+    clients = m.ladder()
+    for name in ["base", *names]:
+        server(text, name, {"build": name}, m.settings(clients[-1]))
+    text.table("matrix")
+    m.scale_key(text, m.scales[:1])
+    text.key("workload", ["select-only", "tpcb-like"])
+    text.key("clients", clients)
+    text.pending(
+        [
+            ("campaign", 'repeats = "auto"   # rounds until each cell is decided'),
+            ("defaults", 'profile = "auto"   # the profile diff of each patch'),
+        ]
+    )
+    return finish(text, m.facts.cpus)
+
+
+def patch_names(patches: tuple[Path, ...]) -> list[str]:
+    """A server name per patch file: its stem made a plan name, unique, never "base"."""
+    names: list[str] = []
+    for index, path in enumerate(patches, start=1):
+        stem = re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).strip("-.")
+        name = stem if stem and stem[0].isalnum() and stem != "base" else f"patch{index}"
+        names.append(name if name not in names else f"{name}-{index}")
+    return names

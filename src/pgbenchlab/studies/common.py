@@ -1,0 +1,130 @@
+"""What every study template shares: the sizes of this machine, the header with the estimate,
+the server settings and the scale list with its disk warning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgbenchlab import plan
+from pgbenchlab.studies import sizing
+from pgbenchlab.studies.facts import MachineFacts
+from pgbenchlab.studies.sizing import Scale
+from pgbenchlab.studies.toml import Text, Value
+
+ESTIMATE = "@@ESTIMATE@@"
+# PostgreSQL 13 and 18 built here in ~2 minutes on 2 CPUs (README, "Builds"): ~4 CPU-minutes.
+BUILD_CPU_MINUTES = 4
+
+
+@dataclass(frozen=True)
+class StudyOptions:
+    quick: bool = False
+    source: str | None = None  # patch: git:/path of a PostgreSQL checkout
+    base: str | None = None  # patch: the ref the patches apply to
+    patches: tuple[Path, ...] = ()
+    data_dirs: tuple[Path, ...] = ()  # platform, tuning: where data directories go
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The facts and what the templates derive from them, computed once."""
+
+    facts: MachineFacts
+    options: StudyOptions
+    shared_buffers: int = field(init=False)
+    scales: tuple[Scale, Scale, Scale] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shared_buffers", sizing.shared_buffers(self.facts, self.quick))
+        object.__setattr__(self, "scales", sizing.scales(self.facts, self.quick))
+
+    @property
+    def quick(self) -> bool:
+        return self.options.quick
+
+    @property
+    def run_s(self) -> int:
+        return sizing.QUICK_RUN_S if self.quick else sizing.RUN_S
+
+    def ladder(self, top: int | None = None) -> list[int]:
+        return sizing.ladder(self.facts, self.quick, top)
+
+    def settings(self, max_clients: int, **extra: str) -> dict[str, Value]:
+        """The settings every server of a study starts with: shared_buffers computed, timed
+        checkpoints inside every run, WAL room so that they stay timed, connections for the
+        ladder."""
+        found: dict[str, Value] = {
+            "shared_buffers": sizing.setting_size(self.shared_buffers),
+            "max_wal_size": "1GB" if self.quick else "8GB",
+            "checkpoint_timeout": "30s" if self.quick else f"{sizing.CHECKPOINT_TIMEOUT_S}s",
+        }
+        if max_clients + 10 > 100:
+            found["max_connections"] = max_clients + 20
+        return found | extra
+
+    def header(self, text: Text, study: str, question: str, *about: str) -> None:
+        f = self.facts
+        sb = self.shared_buffers
+        text.comment(
+            f"pgbenchlab study {study}{' (quick)' if self.quick else ''}: {question}",
+            *about,
+            "",
+            f"Computed for this machine: {f.cpus} CPUs, {sizing.size_text(f.memory_bytes)} of "
+            f"RAM, {sizing.size_text(f.disk_free_bytes)} free where the data goes.",
+            f"shared_buffers = {sizing.setting_size(sb)}"
+            + ("" if self.quick else " (a quarter of RAM, within 128 MB … 16 GB)")
+            + f"; pgbench needs ~{sizing.BYTES_PER_SCALE // sizing.MIB} MiB per scale unit.",
+            ESTIMATE,
+            "Run: pgbenchlab run THIS_FILE   (--dry-run lists every run and its order)",
+        ).blank()
+
+    def scale_key(self, text: Text, wanted: tuple[Scale, ...]) -> None:
+        """`scale = [...]` with each size explained; a scale the disk cannot hold is left out
+        with a warning saying why and what it needs."""
+        wanted = wanted[:1] if self.quick else wanted
+        kept = [s for s in wanted if sizing.fits_disk(s, self.facts)]
+        for s in wanted:
+            text.comment(f"scale {s.value}: {sizing.size_text(s.bytes)}, {s.fits}")
+        for s in wanted:
+            if s not in kept:
+                text.comment(
+                    f"WARNING: scale {s.value} ({s.fits}) needs ~"
+                    f"{sizing.size_text(sizing.disk_needed(s))} of disk; "
+                    f"{sizing.size_text(self.facts.disk_free_bytes)} is free: left out. "
+                    "Free space (or give a data_dir elsewhere) and add it back."
+                )
+        text.key("scale", [s.value for s in kept or wanted[:1]])
+
+    def timing(self, text: Text, warmup_s: int, **extra: Value) -> None:
+        text.table("defaults")
+        text.key("duration", f"{self.run_s}s", self._run_comment())
+        text.key("warmup", f"{0 if self.quick else warmup_s}s", "the same workload, not counted")
+        text.key("threads", "auto", "pgbench -j: min(clients, CPUs)")
+        text.keys(extra)
+
+    def _run_comment(self) -> str:
+        if self.quick:
+            return "seconds: a taste, not a measurement"
+        return f"three checkpoint_timeouts: every run sees ~{sizing.RUN_S // 60} checkpoints"
+
+
+def finish(text: Text, cpus: int) -> str:
+    """The plan's text with its estimated time, computed from its own expanded matrix."""
+    draft = text.text()
+    parsed = plan.parse(draft, "study.toml", base=Path.cwd(), cpu_count=cpus)
+    datasets = {(s.server, s.scale) for s in parsed.specs}
+    init_bytes = sum(scale * sizing.BYTES_PER_SCALE for _, scale in datasets)
+    line = (
+        f"# Estimated time: {sizing.duration_text(parsed.estimated_seconds())} for "
+        f"{len(parsed.specs)} runs (runs, warmups, ~1.5 s around each), plus "
+        f"~{sizing.duration_text(sizing.init_seconds(init_bytes))} to initialise "
+        f"{len(datasets)} dataset(s) of {sizing.size_text(init_bytes)}"
+        + (
+            f", plus {len(parsed.needed_builds)} build(s) from source unless cached "
+            f"(~{max(1, round(BUILD_CPU_MINUTES / cpus))} min each here)."
+            if parsed.needed_builds
+            else "."
+        )
+    )
+    return draft.replace(f"# {ESTIMATE}", line)

@@ -1,0 +1,91 @@
+"""What a study template is computed from: this machine's CPUs, memory, free disk, and the
+PostgreSQL installations and builds available. A frozen record, so templates are pure
+functions of it and tests give the facts they want; `gather` reads the real ones."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pgbenchlab import builds, installs
+from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.telemetry.machine import memory_bytes
+
+GIB = 1024**3
+DEFAULT_MEMORY = 4 * GIB  # when /proc/meminfo cannot be read
+
+
+@dataclass(frozen=True)
+class InstallFact:
+    """An installation a server may use: the name a plan's `install` gives, and its major."""
+
+    name: str
+    major: str  # "15", "9.6"
+
+
+@dataclass(frozen=True)
+class BuildFact:
+    """A build in the build cache that a plan can ask for again by its source (Debian)."""
+
+    source: str
+    major: str
+    configure: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    cpus: int
+    memory_bytes: int
+    disk_free_bytes: int  # where the data directories go (the results directory by default)
+    installs: tuple[InstallFact, ...]  # servers, newest first
+    builds: tuple[BuildFact, ...] = ()
+
+    @property
+    def newest(self) -> InstallFact:
+        return self.installs[0] if self.installs else InstallFact("embedded", "18")
+
+
+def gather(data_path: Path) -> MachineFacts:
+    """The facts of this machine; free disk measured at data_path or its nearest parent."""
+    found = installs.discover()
+    servers = [i for i in found if i.has_server and not i.build]
+    per_major: dict[str, InstallFact] = {}
+    for install in servers:  # newest first: the first of a major is kept
+        major = install.version.major_text
+        per_major.setdefault(major, InstallFact(install.name, major))
+    return MachineFacts(
+        cpus=LOCAL_HOST.cpu_count() or 1,
+        memory_bytes=memory_bytes() or DEFAULT_MEMORY,
+        disk_free_bytes=shutil.disk_usage(_existing(data_path)).free,
+        installs=tuple(per_major.values()),
+        builds=_cached_debian_builds(set(per_major)),
+    )
+
+
+def _existing(path: Path) -> Path:
+    path = path.resolve()
+    while not path.exists():
+        path = path.parent
+    return path
+
+
+def _cached_debian_builds(installed: set[str]) -> tuple[BuildFact, ...]:
+    """Unpatched Debian-sourced builds of majors not installed: a plan names them by source
+    again (the same source and options give the same cache key, so nothing is rebuilt)."""
+    found: dict[str, BuildFact] = {}
+    for cached in builds.cached_builds(builds.cache_root()):
+        facts = cached.provenance
+        source = facts.get("source", {})
+        major = _major(str(facts.get("version", "")))
+        if source.get("kind") != "debian" or facts.get("patches") or major in installed:
+            continue
+        configure = tuple(str(o) for o in facts.get("configure", []))
+        found.setdefault(major, BuildFact(f"debian:{source.get('location')}", major, configure))
+    return tuple(found.values())
+
+
+def _major(version: str) -> str:
+    """ "13.16" → "13", "9.6.24" → "9.6"."""
+    parts = version.split(".")
+    return ".".join(parts[:2]) if parts[0] == "9" else parts[0]

@@ -1,0 +1,129 @@
+"""The throughput studies: archaeology (versions), platform (storage) and scalability."""
+
+from __future__ import annotations
+
+from pgbenchlab.studies import sizing
+from pgbenchlab.studies.common import Machine, finish
+from pgbenchlab.studies.toml import Text, Value
+
+ARCHAEOLOGY_MAJORS_QUICK = 2
+
+
+def archaeology(m: Machine) -> str:
+    text = Text()
+    m.header(
+        text,
+        "archaeology",
+        "how have PostgreSQL versions changed on this machine?",
+        "Every major installed here (and builds from the build cache), one pgbench for all,",
+        "select-only (-S) and simple-update (-N), datasets in shared_buffers, in RAM and beyond.",
+    )
+    campaign(text, "archaeology", "PostgreSQL majors side by side on this machine", m, 3)
+    m.timing(text, 30, vacuum="pgbench")
+    text.table("pgbench", "one client program for every server: the server is what changes")
+    text.key("install", "newest")
+    majors = list(m.facts.installs)
+    builds = list(m.facts.builds)
+    if m.quick:
+        majors, builds = majors[:ARCHAEOLOGY_MAJORS_QUICK], []
+    clients = m.ladder()
+    for build in builds:
+        text.table(f"build.pg{build.major}", "a major not installed, built from its source")
+        text.key("source", build.source)
+        text.key("configure", list(build.configure))
+    for install in majors:
+        server(text, f"pg{install.major}", install.name, m.settings(clients[-1]))
+    for build in builds:
+        server(text, f"pg{build.major}", {"build": f"pg{build.major}"}, m.settings(clients[-1]))
+    text.table("matrix")
+    m.scale_key(text, m.scales)
+    text.key("workload", ["select-only", "simple-update"], "-S (reads) and -N (writes)")
+    text.key("clients", clients, "1 … 4 × CPUs")
+    text.pending([("campaign", 'repeats = "auto"   # repeats until every comparison is decided')])
+    return finish(text, m.facts.cpus)
+
+
+def platform(m: Machine) -> str:
+    text = Text()
+    m.header(
+        text,
+        "platform",
+        "how do storage and platforms compare, for the same PostgreSQL?",
+        "One server per data directory given (--data-dir), a dataset in RAM, a long read-only",
+        "warmup, read-only then read-write with every table vacuumed before each run.",
+    )
+    campaign(text, "platform", "the same PostgreSQL on each storage given", m, 3)
+    m.timing(text, 60, vacuum="all")
+    clients = sizing.tens_ladder(m.facts, m.quick)
+    settings = m.settings(clients[-1])
+    dirs = m.options.data_dirs
+    if not dirs:
+        server(text, "default", m.facts.newest.name, settings)
+        text.comment(
+            "the data directory goes beside the results; give --data-dir DIR (once per",
+            'storage) to compare storages, or a data_dir = "/mnt/..." key here',
+        )
+    for index, path in enumerate(dirs, start=1):
+        server(text, f"storage{index}", m.facts.newest.name, settings)
+        text.key("data_dir", str(path.resolve()), "must be empty or pgbenchlab's own")
+    text.table("matrix")
+    m.scale_key(text, m.scales[1:2])
+    text.key(
+        "workload",
+        [
+            {"builtin": "select-only", "warmup": "1s" if m.quick else "300s"},
+            {"builtin": "tpcb-like"},
+        ],
+        "a long read-only warmup fills the caches first",
+    )
+    text.key("clients", clients, "1, 10, 20 … 4 × CPUs")
+    text.pending(
+        [
+            ("campaign", 'repeats = "auto"'),
+            ("server", 'connection = "tcp"   # as applications connect'),
+        ]
+    )
+    return finish(text, m.facts.cpus)
+
+
+def scalability(m: Machine) -> str:
+    text = Text()
+    m.header(
+        text,
+        "scalability",
+        "where does scaling stop?",
+        "Select-only on a dataset in shared_buffers (no I/O: CPU, locks and the kernel only),",
+        "clients from 1 to hundreds, threads up to the CPUs.",
+    )
+    campaign(text, "scalability", "select-only in memory, clients to hundreds", m, 3)
+    m.timing(text, 10, vacuum="pgbench")
+    top = 2 * m.facts.cpus if m.quick else max(256, 8 * m.facts.cpus)
+    clients = m.ladder(top)
+    server(text, "server", m.facts.newest.name, m.settings(clients[-1]))
+    text.table("matrix")
+    m.scale_key(text, m.scales[:1])
+    text.key("workload", ["select-only"])
+    text.key("clients", clients, f"1 … {top}: far past the {m.facts.cpus} CPUs")
+    text.pending(
+        [
+            ("campaign", 'repeats = "auto"'),
+            ("defaults", 'profile = "auto"   # where the time goes at each client count'),
+            ("server", 'cpus = "..."   # pin the server to CPUs apart from pgbench'),
+        ]
+    )
+    return finish(text, m.facts.cpus)
+
+
+def campaign(text: Text, name: str, description: str, m: Machine, repeats: int) -> None:
+    text.table("campaign")
+    text.key("name", f"{name}-quick" if m.quick else name)
+    text.key("description", description)
+    text.key("repeats", 1 if m.quick else repeats, "every cell this many times")
+    text.key("order", "interleaved", "each cell once per round: drift hits every cell alike")
+
+
+def server(text: Text, name: str, install: Value, settings: dict[str, Value]) -> None:
+    text.table("server", array=True)
+    text.key("name", name)
+    text.key("install", install)
+    text.key("settings", settings)

@@ -1,0 +1,72 @@
+"""Plan text written line by line: TOML values, tables and the comments that explain them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+# Covariant containers: a list[int] is a plan value as much as a list of anything.
+Value = str | int | float | bool | Sequence["Value"] | Mapping[str, "Value"]
+
+
+def value(item: Value) -> str:
+    """A TOML value: strings JSON-quoted (a subset of TOML's basic strings), inline tables."""
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, int | float):
+        return repr(item)
+    if isinstance(item, str):
+        return json.dumps(item, ensure_ascii=False)
+    if isinstance(item, Mapping):
+        return "{ " + ", ".join(f"{k} = {value(v)}" for k, v in item.items()) + " }"
+    return "[" + ", ".join(value(v) for v in item) + "]"
+
+
+@dataclass
+class Text:
+    """A plan being written: tables with keys, each key or table with an optional comment."""
+
+    lines: list[str] = field(default_factory=list)
+
+    def comment(self, *texts: str) -> Text:
+        self.lines += [f"# {t}" if t else "#" for t in texts]
+        return self
+
+    def blank(self) -> Text:
+        self.lines.append("")
+        return self
+
+    def table(self, name: str, comment: str = "", *, array: bool = False) -> Text:
+        if self.lines and self.lines[-1] and not self.lines[-1].startswith("#"):
+            self.blank()  # a comment right above a table is about it
+        header = f"[[{name}]]" if array else f"[{name}]"
+        self.lines.append(f"{header}  # {comment}" if comment else header)
+        return self
+
+    def key(self, name: str, item: Value, comment: str = "") -> Text:
+        line = f"{name} = {value(item)}"
+        self.lines.append(f"{line:<34}  # {comment}" if comment else line)
+        return self
+
+    def keys(self, items: Mapping[str, Value]) -> Text:
+        for name, item in items.items():
+            self.key(name, item)
+        return self
+
+    def pending(self, items: Iterable[tuple[str, str]]) -> Text:
+        """The one place of a plan for keys pgbenchlab does not have yet: each line names the
+        table it goes in, to be uncommented there when the key exists."""
+        found = list(items)
+        if found:
+            self.blank().comment(PENDING_HEADER)
+            for where, line in found:
+                self.comment(f"{PENDING_MARK} [{where}] {line}")
+        return self
+
+    def text(self) -> str:
+        return "\n".join(self.lines).rstrip() + "\n"
+
+
+PENDING_HEADER = "Keys this study will use once pgbenchlab has them (each in the table named):"
+PENDING_MARK = "PENDING"

@@ -1,0 +1,202 @@
+"""Study templates (`pgbenchlab new`): every template is a valid plan for the machine facts
+given, its sizes follow those facts, mistakes are one line and exit 2, and each --quick
+variant runs end to end on this machine."""
+
+from __future__ import annotations
+
+import re
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cli_process import run_cli
+from pgbenchlab import plan
+from pgbenchlab.cli import build_parser
+from pgbenchlab.errors import UserError
+from pgbenchlab.store import Store
+from pgbenchlab.studies import STUDIES, BuildFact, InstallFact, MachineFacts, StudyOptions, render
+from pgbenchlab.studies.sizing import BYTES_PER_SCALE
+from pgbenchlab.studies.toml import PENDING_MARK
+
+GIB = 1024**3
+MIB = 1024**2
+INSTALLS = (InstallFact("embedded-18", "18"), InstallFact("debian-15", "15"))
+SMALL = MachineFacts(1, 1 * GIB, 200 * GIB, INSTALLS[:1])
+LAPTOP = MachineFacts(2, 8 * GIB, 100 * GIB, INSTALLS, (BuildFact("debian:postgresql-13", "13"),))
+BIG = MachineFacts(64, 512 * GIB, 20 * 1024 * GIB, INSTALLS)
+TIGHT_DISK = MachineFacts(8, 32 * GIB, 40 * GIB, INSTALLS)
+MACHINES = {"small": SMALL, "laptop": LAPTOP, "big": BIG, "tight-disk": TIGHT_DISK}
+
+
+def options(study: str, tmp_path: Path, *, quick: bool = False) -> StudyOptions:
+    if study != "patch":
+        return StudyOptions(quick=quick)
+    patch = tmp_path / "0001-fix.patch"
+    patch.write_text("--- a/x\n+++ b/x\n")
+    return StudyOptions(quick=quick, source="git:/src/postgresql", base="master", patches=(patch,))
+
+
+def parsed(text: str, tmp_path: Path, cpus: int) -> plan.Plan:
+    return plan.parse(text, "study.toml", base=tmp_path, cpu_count=cpus)
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+@pytest.mark.parametrize("quick", [False, True], ids=["full", "quick"])
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_every_template_is_a_valid_commented_plan_stating_its_time(
+    study: str, quick: bool, machine: str, tmp_path: Path
+) -> None:
+    facts = MACHINES[machine]
+    text = render(study, facts, options(study, tmp_path, quick=quick))
+    the_plan = parsed(text, tmp_path, facts.cpus)
+    assert the_plan.specs
+    assert text.startswith(f"# pgbenchlab study {study}")
+    estimate = re.search(r"# Estimated time: .* for (\d+) runs", text)
+    assert estimate and int(estimate[1]) == len(the_plan.specs)
+    assert f"# {PENDING_MARK} [campaign] repeats" in text  # the one place for keys to come
+    if quick:
+        assert all(s.options.duration_s == 2 and s.scale == 1 for s in the_plan.specs)
+        assert the_plan.estimated_seconds() < 60
+    else:
+        assert all((s.options.duration_s or 0) >= 60 for s in the_plan.specs)
+
+
+def settings_of(text: str) -> dict[str, object]:
+    return dict(tomllib.loads(text)["server"][0]["settings"])
+
+
+def size(setting: object) -> int:
+    number, unit = re.fullmatch(r"(\d+)(MB|GB)", str(setting)).groups()  # type: ignore[union-attr]
+    return int(number) * (GIB if unit == "GB" else MIB)
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_archaeology_sizes_follow_memory_cpus_and_disk(machine: str, tmp_path: Path) -> None:
+    facts = MACHINES[machine]
+    text = render("archaeology", facts, StudyOptions())
+    data = tomllib.loads(text)
+    shared_buffers = size(settings_of(text)["shared_buffers"])
+    assert shared_buffers == min(16 * GIB, max(128 * MIB, facts.memory_bytes // 4))
+    scales = data["matrix"]["scale"]
+    small, medium = scales[0] * BYTES_PER_SCALE, scales[1] * BYTES_PER_SCALE
+    assert small <= shared_buffers < 2 * small + 2 * BYTES_PER_SCALE  # fits, and fills it
+    assert small < medium <= facts.memory_bytes / 2
+    beyond = re.search(r"scale (\d+): .*, beyond RAM", text)
+    assert beyond and int(beyond[1]) * BYTES_PER_SCALE >= 2 * facts.memory_bytes - BYTES_PER_SCALE
+    if machine == "tight-disk":  # 64 GiB beyond RAM on a 40 GiB disk: warned, left out
+        assert re.search(r"WARNING: scale \d+ \(beyond RAM\) needs .* free: left out", text)
+        assert len(scales) == 2
+    else:
+        assert "WARNING" not in text and len(scales) == 3
+    clients = data["matrix"]["clients"]
+    assert clients[0] == 1 and clients[-1] == 4 * facts.cpus
+    the_plan = parsed(text, tmp_path, facts.cpus)
+    assert all(s.options.threads == min(s.clients, facts.cpus) for s in the_plan.specs)
+    servers = [s.name for s in the_plan.servers]
+    expected = [f"pg{i.major}" for i in facts.installs] + [f"pg{b.major}" for b in facts.builds]
+    assert servers == expected
+    assert the_plan.pgbench_install == "newest"
+
+
+def test_runs_span_checkpoints_and_connections_fit_the_ladder(tmp_path: Path) -> None:
+    for study in ("archaeology", "latency", "tuning", "patch"):
+        text = render(study, BIG, options(study, tmp_path))
+        timeout = int(str(settings_of(text)["checkpoint_timeout"]).removesuffix("s"))
+        the_plan = parsed(text, tmp_path, BIG.cpus)
+        assert min(s.options.duration_s or 0 for s in the_plan.specs) >= 3 * timeout
+    text = render("scalability", BIG, StudyOptions())
+    clients = tomllib.loads(text)["matrix"]["clients"]
+    assert clients[-1] == 8 * BIG.cpus >= 256
+    assert int(str(settings_of(text)["max_connections"])) > clients[-1]
+
+
+def test_platform_and_tuning_put_data_directories_on_the_storage_given(tmp_path: Path) -> None:
+    dirs = (tmp_path / "ssd", tmp_path / "nvme")
+    platform = tomllib.loads(render("platform", LAPTOP, StudyOptions(data_dirs=dirs)))
+    assert [s.get("data_dir") for s in platform["server"]] == [str(d) for d in dirs]
+    assert platform["matrix"]["clients"] == [1, 8]  # 1, 10, 20 … capped at 4 × CPUs
+    assert tomllib.loads(render("platform", BIG, StudyOptions()))["matrix"]["clients"] == [
+        1, *range(10, 251, 10), 256,
+    ]  # fmt: skip
+    tuning = tomllib.loads(render("tuning", LAPTOP, StudyOptions(data_dirs=dirs[:1])))
+    assert [s["name"] for s in tuning["server"]] == [
+        "baseline", "spread-checkpoints", "filesystem1",
+    ]  # fmt: skip
+
+
+def test_patch_has_a_base_build_and_one_build_per_patch(tmp_path: Path) -> None:
+    patches = []
+    for name in ("0001-faster-sort.patch", "0002 other.diff"):
+        (tmp_path / name).write_text("x\n")
+        patches.append(tmp_path / name)
+    given = StudyOptions(source="git:/src/pg", base="REL_17_STABLE", patches=tuple(patches))
+    the_plan = parsed(render("patch", LAPTOP, given), tmp_path, LAPTOP.cpus)
+    builds = {b.name: b for b in the_plan.builds}
+    assert builds["base"].ref == "REL_17_STABLE" and not builds["base"].patches
+    assert builds["0001-faster-sort"].patches == (str(patches[0]),)
+    assert builds["0002-other"].patches == (str(patches[1]),)
+    assert [s.name for s in the_plan.servers] == ["base", "0001-faster-sort", "0002-other"]
+    assert {s.workload.name for s in the_plan.specs} == {"select-only", "tpcb-like"}
+
+
+@pytest.mark.parametrize(
+    ("study", "given", "message"),
+    [
+        ("nonsense", StudyOptions(), "unknown study 'nonsense'; choose one of: archaeology"),
+        ("patch", StudyOptions(), "new patch needs --source"),
+        ("patch", StudyOptions(source="/src", patches=(Path("x"),)), "give a git checkout"),
+        ("patch", StudyOptions(source="git:/s", patches=(Path("/no/such"),)), "no such file"),
+        ("latency", StudyOptions(base="master"), "belong to `new patch`"),
+        ("archaeology", StudyOptions(data_dirs=(Path("/x"),)), "--data-dir belongs"),
+    ],
+)
+def test_mistakes_are_user_errors(study: str, given: StudyOptions, message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)):
+        render(study, LAPTOP, given)
+
+
+def test_cli_mistake_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = run_cli("new", "nonsense", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "pgbenchlab: error: unknown study 'nonsense'; choose one of: archaeology, latency, "
+        "platform, tuning, scalability, patch"
+    ]
+
+
+@pytest.mark.server
+def test_each_quick_study_runs_end_to_end_on_this_machine(tmp_path: Path) -> None:
+    """`new STUDY --quick` for this machine, then `run`: every run ok, one report each (the
+    patch study builds PostgreSQL twice, minutes: its plan is checked above instead)."""
+    results = tmp_path / "results"
+    started = time.monotonic()
+    for study in sorted(set(STUDIES) - {"patch"}):
+        made = run_cli("new", study, "--quick", "--results", results, cwd=tmp_path)
+        assert made.returncode == 0, made.stderr
+        plan_file = tmp_path / f"{study}.toml"
+        plan_file.write_text(made.stdout)
+        done = run_cli("run", plan_file, "--results", results, "-q", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < 300
+    with Store.existing(results / "results.db") as store:
+        campaigns = {c["name"]: c["id"] for c in store.campaigns()}
+        assert sorted(campaigns) == sorted(f"{s}-quick" for s in STUDIES if s != "patch")
+        for campaign_id in campaigns.values():
+            runs = store.run_records(campaign_id)
+            assert runs and {r.status for r in runs} == {"ok"}
+
+
+def test_new_options_from_the_command_line() -> None:
+    argv = "new patch --quick --source git:/pg --base master --patch a.patch --patch b.patch"
+    args = build_parser().parse_args(argv.split())
+    built = args.options_from(args)
+    assert built.study == "patch"
+    assert built.study_options == StudyOptions(
+        quick=True,
+        source="git:/pg",
+        base="master",
+        patches=(Path("a.patch"), Path("b.patch")),
+    )
