@@ -4,6 +4,7 @@ commits of which one slows every message a backend reads and one does not compil
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -75,3 +76,17 @@ def _change(repo: Path, kind: str, number: int) -> None:
         path.write_text(path.read_text().replace("\nthis does not compile;\n", ""))
     else:
         raise ValueError(kind)
+
+
+def kept_history(tarball: Path, where: Path, series: list[str]) -> Path:
+    """make_history's repository at where, made once and kept: identical inputs give identical
+    commits, so the builds and persistent trees of earlier sessions serve again."""
+    repo = where / "postgresql"
+    wanted = ["PostgreSQL release", *(f"{kind} change {n}" for n, kind in enumerate(series, 1))]
+    if (repo / ".git").is_dir():
+        subjects = git(repo, "log", "--reverse", "--format=%s").splitlines()
+        if subjects == wanted and not git(repo, "status", "--porcelain"):
+            return repo
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    return make_history(tarball, where, series)

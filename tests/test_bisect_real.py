@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bisect_repo import make_history
+from bisect_repo import kept_history
 from pgbenchlab.builds.sources import debian_tarball
 from pgbenchlab.cli import main
 from test_builds_real import FAST, build_cache
@@ -42,9 +42,10 @@ clients = 2
 
 
 @pytest.fixture(scope="module")
-def history(build_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def history(build_cache: Path) -> Path:
+    """Kept in the build cache: its persistent build tree then serves every session."""
     tarball = debian_tarball("postgresql-13", build_cache)
-    return make_history(tarball, tmp_path_factory.mktemp("history"), SERIES)
+    return kept_history(tarball, build_cache / "test-history", SERIES)
 
 
 def bisect(history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
@@ -73,6 +74,10 @@ def test_bisect_names_the_slow_commit_and_skips_the_broken_one(
     assert [c["subject"] for c in found["commits"]][3] == "broken change 3"
     tested = [s for s in found["steps"] if s["step"].startswith("at-")]
     assert len(tested) <= 4  # ⌈log2 7⌉ = 3 decided steps, plus the skipped one
+
+    page = (tmp_path / "results" / "bisect-find-slowdown.html").read_text()
+    assert page.count("<circle") == 2 + len(tested) - len(broken)  # ends and measured commits
+    assert "First bad commit" in page and "slow change 2" in page
 
     started = time.monotonic()  # again: everything is stored, nothing is built or run
     again = bisect(history, tmp_path, capsys)

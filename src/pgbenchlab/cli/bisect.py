@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab import report
 from pgbenchlab.bisect import Bisection, BisectRequest
+from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli.common import (
     EXIT_OK,
     Subparsers,
@@ -93,6 +95,11 @@ def run(options: BisectOptions) -> int:
 
     with reporter_for(json=False, quiet=True) as reporter:
         record = Bisection(options.request, reporter, say).run()
+    results = options.request.results
+    page = report.write_bisection(
+        results / RESULTS_DB, record.name, results / f"bisect-{record.name}.html"
+    )
+    say(f"results: {results / RESULTS_DB}\nreport: {page}")
     if options.json:
         print(json.dumps(as_json(record), indent=2, sort_keys=True))
     else:
