@@ -59,6 +59,7 @@ def bisect(history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
+@pytest.mark.timeout(1800)  # cold: the first commit is a full build (about 2 min when quiet)
 def test_bisect_names_the_slow_commit_and_skips_the_broken_one(
     history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -136,8 +136,7 @@ class Bisection:
         try:
             rounds = self._measure(label, labels, lambda r: self._decided(r, label))
         except BuildError as exc:
-            lines = [line.strip() for line in str(exc).splitlines()]
-            detail = next((line for line in lines if "error:" in line), lines[0])
+            detail = str(exc).splitlines()[0].removesuffix("; its last lines:")
             self.say(f"  skipped: does not build ({detail})")
             self._add_step(self._found(label, index, Probe(index, Outcome.SKIPPED), None, detail))
             return
