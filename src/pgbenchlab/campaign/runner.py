@@ -8,6 +8,7 @@ interruption ends it with the runs before kept.
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgbenchlab import builds, installs
+from pgbenchlab.campaign import rounds
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
@@ -33,7 +35,7 @@ from pgbenchlab.campaign.signals import StopSignals
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan import AutoRepeats, Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
@@ -49,6 +51,7 @@ class Outcome:
     failed: int = 0  # runs that did not complete (failed or aborted): exit code 1
     interrupted: bool = False
     results: list[RunResult] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)  # repeats = "auto": how it ended
 
 
 def run_campaign(
@@ -58,6 +61,7 @@ def run_campaign(
     *,
     fresh: bool = False,
     built: list[installs.Installation] | None = None,
+    budget_s: float | None = None,
 ) -> Outcome:
     """Run the plan's campaign on this machine (checked before anything starts). The plan's
     builds are made first unless the caller made them (built)."""
@@ -68,7 +72,10 @@ def run_campaign(
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()
-    return conduct(plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh)
+    executor = LocalExecutor()
+    return conduct(
+        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s
+    )
 
 
 def conduct(
@@ -80,9 +87,12 @@ def conduct(
     executor: Executor,
     *,
     fresh: bool = False,
+    budget_s: float | None = None,
 ) -> Outcome:
     """Run the runs of the plan not yet complete in results_dir, with these servers, this
-    pgbench and this executor; every server is stopped and released at the end."""
+    pgbench and this executor; every server is stopped and released at the end. With
+    repeats = "auto", rounds follow while answers are open, within ``budget_s`` seconds."""
+    started = time.monotonic()
     store = Store(results_dir / RESULTS_DB)
     try:
         store.acquire()
@@ -97,6 +107,8 @@ def conduct(
             try:
                 reporter.campaign_started(plan, todo, len(done))
                 campaign.run(todo, outcome)
+                if plan.auto is not None:
+                    campaign.add_rounds(plan.auto, outcome, Budget(started, budget_s))
             except KeyboardInterrupt:
                 pass
             finally:
@@ -109,6 +121,18 @@ def conduct(
     finally:
         servers.release()
         store.close()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A campaign's time budget from its start (monotonic clock); None: no limit."""
+
+    started: float
+    seconds: float | None
+
+    def affords(self, runs: int, seconds_per_run: float | None) -> bool:
+        spent = time.monotonic() - self.started
+        return rounds.affordable(runs, seconds_per_run, spent, self.seconds)
 
 
 class Campaign:
@@ -154,6 +178,34 @@ class Campaign:
                 outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
                 if result.status == RunStatus.INTERRUPTED:
                     raise KeyboardInterrupt
+
+    def add_rounds(self, auto: AutoRepeats, outcome: Outcome, budget: Budget) -> None:
+        """Rounds beyond the minimum for the cells whose answer is open, until every answer
+        is decided, the maximum is reached or the next round would overrun the budget."""
+        first = [s for s in self.plan.specs if s.repeat == 1]
+        asked = rounds.questions(first, [s.name for s in self.plan.servers])
+        why = f"max_repeats ({auto.max_repeats}) reached"
+        for round_ in range(auto.min_repeats + 1, auto.max_repeats + 1):
+            values = self.store.run_values(self.campaign_id)
+            tps = rounds.tps_by_cell(values)
+            cells = rounds.open_cells(rounds.answer(q, tps, auto, round_) for q in asked)
+            if not cells:
+                why = "every answer decided"
+                break
+            done = self.store.done_run_keys(self.campaign_id)
+            todo = [s for s in rounds.round_specs(first, round_, cells) if s.run_key not in done]
+            per_run = rounds.seconds_per_run(values)
+            if not budget.affords(len(todo), per_run):
+                why = f"the budget allows no round of {len(todo)} run(s) more"
+                break
+            self.run(todo, outcome)
+        tps = rounds.tps_by_cell(self.store.run_values(self.campaign_id))
+        final = [rounds.answer(q, tps, auto, math.inf) for q in asked]
+        if all(a.decided for a in final):
+            why = "every answer decided"
+        outcome.answers = rounds.summary(final, why)
+        for line in outcome.answers:
+            self.reporter.note(line)
 
     @contextmanager
     def stopped_by_results_faults(self) -> Iterator[None]:

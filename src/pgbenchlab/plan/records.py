@@ -12,6 +12,7 @@ from typing import Any
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import UPDATING_BUILTINS
 from pgbenchlab.installs import BUILD_PREFIX
+from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES
 from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.redaction import redact_plan_text, redact_setting
@@ -145,6 +146,7 @@ class Plan:
     warnings: tuple[str, ...]
     description: str = ""  # what the campaign is for, shown atop its report
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
+    auto: AutoRepeats | None = None  # repeats = "auto": specs hold its first rounds
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:

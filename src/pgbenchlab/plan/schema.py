@@ -17,7 +17,16 @@ RESERVED_SETTINGS = frozenset(
 )
 
 TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build")
-CAMPAIGN_KEYS = ("name", "repeats", "order", "seed", "description")
+CAMPAIGN_KEYS = (
+    "name",
+    "repeats",
+    "min_repeats",
+    "max_repeats",
+    "precision",
+    "order",
+    "seed",
+    "description",
+)
 OPTION_KEYS = (
     "duration",
     "transactions",
