@@ -40,6 +40,7 @@ from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
+from pgbenchlab.tunables import KernelTunables
 
 
 @dataclass
@@ -66,16 +67,23 @@ def run_campaign(
     """Run the plan's campaign on this machine (checked before anything starts). The plan's
     builds are made first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
+    tunables = KernelTunables(plan.sysctl_names)
+    tunables.check()
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()
+    repaired = tunables.repair()
+    if repaired:
+        put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
+        reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
     executor = LocalExecutor()
     return conduct(
-        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s
-    )
+        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s,
+        tunables=tunables,
+    )  # fmt: skip
 
 
 def conduct(
@@ -88,10 +96,12 @@ def conduct(
     *,
     fresh: bool = False,
     budget_s: float | None = None,
+    tunables: KernelTunables | None = None,
 ) -> Outcome:
     """Run the runs of the plan not yet complete in results_dir, with these servers, this
-    pgbench and this executor; every server is stopped and released at the end. With
-    repeats = "auto", rounds follow while answers are open, within ``budget_s`` seconds."""
+        pgbench and this executor; every server is stopped and released, and the kernel tunables put
+    back, at the end. With
+        repeats = "auto", rounds follow while answers are open, within ``budget_s`` seconds."""
     started = time.monotonic()
     store = Store(results_dir / RESULTS_DB)
     try:
@@ -100,8 +110,9 @@ def conduct(
         campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
         todo = [s for s in plan.specs if s.run_key not in done]
+        tunables = tunables or KernelTunables(())
         campaign = Campaign(
-            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter
+            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter, tunables
         )
         with StopSignals() as signals:
             try:
@@ -113,7 +124,10 @@ def conduct(
                 pass
             finally:
                 signals.shield = True
-                servers.stop_all()
+                try:
+                    servers.stop_all()
+                finally:
+                    tunables.restore()
             outcome.interrupted = signals.received
             ended = CampaignStatus.INTERRUPTED if signals.received else CampaignStatus.FINISHED
             store.finish_campaign(campaign_id, ended)
@@ -148,8 +162,11 @@ class Campaign:
         client: PgbenchClient,
         executor: Executor,
         reporter: Reporter,
+        tunables: KernelTunables,
     ) -> None:
         self.plan = plan
+        self.tunables = tunables
+        self.applied: tuple[tuple[str, str], ...] = ()  # the current run's tunables
         self.store = store
         self.campaign_id = campaign_id
         self.results_dir = results_dir
@@ -170,7 +187,7 @@ class Campaign:
         with self.stopped_by_results_faults():
             for index, spec in enumerate(todo, start=1):
                 self.reporter.run_started(spec, index, len(todo))
-                result = self.run_one(spec)
+                result = replace(self.run_one(spec), sysctl=self.applied)
                 self.store.record_run(self.campaign_id, result)
                 self.reporter.run_finished(spec, result)
                 outcome.results.append(result)
@@ -221,7 +238,9 @@ class Campaign:
         started = time.time()
         artifacts = artifact_dir(self.results_dir, self.plan.name, self.campaign_id, spec)
         server: Server | None = None
+        self.applied = ()
         try:
+            self.applied = tuple(self.tunables.apply(spec.sysctl).items())
             server = self.prepare_server(spec)
             endpoint = self.prepare_dataset(server, spec)
             result = self.measure(spec, server, endpoint, artifacts, started)

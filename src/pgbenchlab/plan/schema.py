@@ -57,6 +57,6 @@ WORKLOAD_KEYS = (
 )
 PGBENCH_KEYS = ("install",)
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
-MATRIX_KEYS = (*AXIS_KEYS, "setting")
+MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 
 DEFAULT_MAX_TRIES = 1  # pgbench's own default: failed transactions are not retried

@@ -194,6 +194,11 @@ class Reading:
         ).fetchall()
         return tuple(RunValue(str(c), int(r), _float(t), float(s)) for c, r, t, s in rows)
 
+    def run_sysctl(self, run_id: int) -> dict[str, str]:
+        """The kernel tunables a run ran with, as read back (none for most runs)."""
+        rows = self.db.execute("SELECT name, value FROM run_sysctl WHERE run_id = ?", (run_id,))
+        return {str(n): str(v) for n, v in rows.fetchall()}
+
     def runs(self, campaign_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
             "SELECT * FROM latest_runs WHERE campaign_id = ? ORDER BY sequence", (campaign_id,)
