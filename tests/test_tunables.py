@@ -6,9 +6,10 @@ test_tunables_real.py."""
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 import pytest
 
@@ -16,7 +17,8 @@ from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.campaign.runner import conduct
 from pgbenchlab.errors import PlanError
-from pgbenchlab.tunables import KernelTunables, TunableError
+from pgbenchlab.hosts import LocalHost
+from pgbenchlab.tunables import PARTNERS, KernelTunables, TunableError
 from replay import Replay, ReplayExecutor, StandInServers, client, recorded
 from support import QuietReporter
 
@@ -54,8 +56,22 @@ def fake_proc(tmp_path: Path, values: dict[str, str]) -> PurePosixPath:
     return PurePosixPath(root)
 
 
+class PairedKernel(LocalHost):
+    """Files that behave as the kernel's pairs: writing one zeroes its partner, and a 0 for a
+    *_bytes tunable is refused (as Linux 6.x does for vm.dirty_background_bytes)."""
+
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        if path.name.endswith("_bytes") and text.strip() == "0":
+            raise OSError(errno.EINVAL, "Invalid argument")
+        super().write_in_place(path, text)
+        name = f"vm.{path.name}"
+        if name in PARTNERS:
+            super().write_in_place(path.parent / PARTNERS[name].split(".")[1], "0\n")
+
+
 def tunables(tmp_path: Path, names: tuple[str, ...], root: PurePosixPath) -> KernelTunables:
-    return KernelTunables(names, root=root, journal=PurePosixPath(tmp_path / "run" / "j.json"))
+    journal = PurePosixPath(tmp_path / "run" / "j.json")
+    return KernelTunables(names, host=PairedKernel(), root=root, journal=journal)
 
 
 def test_the_axis_makes_one_cell_per_value_and_leaves_other_cells_alone(tmp_path: Path) -> None:
@@ -105,8 +121,8 @@ def test_journalled_before_changing_verified_and_restored(tmp_path: Path) -> Non
     journal = json.loads(Path(kt.journal_path).read_text())
     assert journal == {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}  # with its partner
     kt.restore()
-    assert Path(root / "vm/dirty_bytes").read_text() == "0"
-    assert Path(root / "vm/dirty_ratio").read_text() == "20"
+    assert Path(root / "vm/dirty_bytes").read_text().strip() == "0"
+    assert Path(root / "vm/dirty_ratio").read_text().strip() == "20"
     assert Path(kt.journal_path).read_text() == ""
 
 
@@ -119,7 +135,8 @@ def test_a_journal_left_by_a_killed_campaign_is_restored_at_the_next_start(
     journal.write_text(json.dumps({"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}))
     found = tunables(tmp_path, (), root).repair()  # any campaign, with the axis or not
     assert found == {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}
-    assert Path(root / "vm/dirty_ratio").read_text() == "20"
+    assert Path(root / "vm/dirty_ratio").read_text().strip() == "20"
+    assert Path(root / "vm/dirty_bytes").read_text().strip() == "0"
     assert journal.read_text() == ""
 
 
@@ -136,7 +153,9 @@ def test_a_running_campaigns_journal_is_left_to_it(tmp_path: Path) -> None:
 
 
 def test_a_campaign_records_each_runs_tunables_and_puts_them_back(tmp_path: Path) -> None:
-    root = fake_proc(tmp_path, {"vm.dirty_background_bytes": "0"})
+    root = fake_proc(
+        tmp_path, {"vm.dirty_background_bytes": "0", "vm.dirty_background_ratio": "10"}
+    )
     the_plan = parse(tmp_path, AXIS)
     kt = tunables(tmp_path, the_plan.sysctl_names, root)
     kt.repair()

@@ -9,8 +9,8 @@ campaign restores what it says. The journal lives in /run, a tmpfs emptied at bo
 kernel's tunables are reset at boot.
 
 Some tunables come in pairs the kernel keeps exclusive: writing vm.dirty_bytes zeroes
-vm.dirty_ratio, and the other way round. So both of a pair are journalled, and put back with
-the zero one written first, which leaves the pair as it was.
+vm.dirty_ratio, and the other way round (and a 0 may be refused: it means "the other rules").
+So both of a pair are journalled, and put back by writing the non-zero one.
 """
 
 from __future__ import annotations
@@ -159,7 +159,10 @@ class KernelTunables:
         return [name, partner]
 
     def _put_back(self, values: Mapping[str, str]) -> None:
-        """Write the values, zeros first: a pair's non-zero member is written last."""
-        for name, value in sorted(values.items(), key=lambda item: item[1] != "0"):
+        """Write the values back; of a pair, only the non-zero member: writing it zeroes the
+        other, and the kernel refuses a 0 for some (vm.dirty_background_bytes on 6.x)."""
+        for name, value in sorted(values.items()):
+            if value == "0" and PARTNERS.get(name) in values:
+                continue
             if self.read(name) != value or name in PARTNERS:
                 self.host.write_in_place(self.path(name), value)
