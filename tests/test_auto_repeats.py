@@ -133,6 +133,19 @@ def test_a_setting_axis_is_compared_and_a_lone_cell_asks_for_precision(tmp_path:
     ]
 
 
+def test_a_kernel_tunable_axis_is_compared_too(tmp_path: Path) -> None:
+    text = PLAN.format(auto="").replace("clients = [1, 2]", "clients = [1]")
+    text += '[matrix.sysctl]\n"vm.dirty_bytes" = [0, 67108864]\n'
+    first = [s for s in parse(tmp_path, text).specs if s.repeat == 1]
+    labels = [q.label for q in questions(first, ["a", "b"])]
+    assert labels == [
+        "a vm.dirty_bytes=67108864 s=1 tpcb-like c=1 prepared against sysctl vm.dirty_bytes=0",
+        "b vm.dirty_bytes=0 s=1 tpcb-like c=1 prepared against server=a",
+        "b vm.dirty_bytes=67108864 s=1 tpcb-like c=1 prepared against server=a",
+        "b vm.dirty_bytes=67108864 s=1 tpcb-like c=1 prepared against sysctl vm.dirty_bytes=0",
+    ]
+
+
 def test_open_cells_follow_the_answers_and_rounds_keep_sequence_numbers(tmp_path: Path) -> None:
     auto = AutoRepeats(3, 20, 0.10)
     decided = {"x": {1: 100.0, 2: 101.0, 3: 99.0}, "y": {1: 50.0, 2: 51.0, 3: 49.5}}

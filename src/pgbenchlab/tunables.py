@@ -118,7 +118,10 @@ class KernelTunables:
         for name, value in wanted.items():
             if self.read(name) == normal(value):
                 continue
-            if normal(value) == self.originals[name]:
+            if normal(value) in (self.originals[name], "0") and name in PARTNERS:
+                # back to how it was, or "the ratio rules" (the kernel refuses a 0 for *_bytes)
+                self._put_back({n: self.originals[n] for n in self._with_partner(name)})
+            elif normal(value) == self.originals[name]:
                 self._put_back({n: self.originals[n] for n in self._with_partner(name)})
             else:
                 self.host.write_in_place(self.path(name), value)

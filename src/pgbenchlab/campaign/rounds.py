@@ -3,7 +3,7 @@ stayed open. Pure functions of the plan's specs and the stored values, so a resu
 makes the same decisions from what is stored.
 
 The questions: every cell that differs from another in one configuration axis only (the
-server, or one `[matrix.setting]`) is compared with the cell holding that axis's first value
+server, one `[matrix.setting]` or one `[matrix.sysctl]`) is compared with the cell holding that axis's first value
 (the first `[[server]]`, a setting's first value), as `compare --baseline` would; a cell in no
 comparison asks for its TPS interval within ±precision. The decision before round r uses only
 the rounds before r, which makes it repeatable after an interruption.
@@ -60,11 +60,13 @@ def questions(first_round: Sequence[RunSpec], server_order: Sequence[str]) -> tu
 
 
 def _config(spec: RunSpec) -> dict[str, str]:
-    return {"server": spec.server, **{f"setting {k}": v for k, v in spec.server_settings}}
+    settings = {f"setting {k}": v for k, v in spec.server_settings}
+    return {"server": spec.server, **settings, **{f"sysctl {k}": v for k, v in spec.sysctl}}
 
 
 def _rest(spec: RunSpec) -> str:
-    cell = {k: v for k, v in spec.cell.items() if k not in ("server", "server_settings")}
+    config = ("server", "server_settings", "sysctl")
+    cell = {k: v for k, v in spec.cell.items() if k not in config}
     scripts = [(s.kind, s.name, s.weight, s.text) for s in spec.workload.scripts]
     return json.dumps([cell, scripts, spec.workload.defines], sort_keys=True)
 

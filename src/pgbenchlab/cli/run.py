@@ -165,7 +165,11 @@ def print_dry_run(the_plan: plan.Plan) -> None:
             [
                 str(spec.sequence + 1),
                 spec.server,
-                ",".join(f"{k}={redact_setting(k, v)}" for k, v in spec.server_settings) or "-",
+                ",".join(
+                    [f"{k}={redact_setting(k, v)}" for k, v in spec.server_settings]
+                    + [f"{k}={v}" for k, v in spec.sysctl]
+                )
+                or "-",
                 str(spec.scale),
                 spec.workload.name,
                 str(spec.clients),
