@@ -3,10 +3,10 @@ stayed open. Pure functions of the plan's specs and the stored values, so a resu
 makes the same decisions from what is stored.
 
 The questions: every cell that differs from another in one configuration axis only (the
-server, one `[matrix.setting]` or one `[matrix.sysctl]`) is compared with the cell holding that axis's first value
-(the first `[[server]]`, a setting's first value), as `compare --baseline` would; a cell in no
-comparison asks for its TPS interval within ±precision. The decision before round r uses only
-the rounds before r, which makes it repeatable after an interruption.
+server, one `[matrix.setting]` or one `[matrix.sysctl]`) is compared with the cell holding that
+axis's first value (the first `[[server]]`, a setting's first value), as `compare --baseline`
+would; a cell in no comparison asks for its TPS interval within ±precision. The decision before
+round r uses only the rounds before r, which makes it repeatable after an interruption.
 """
 
 from __future__ import annotations
