@@ -18,6 +18,9 @@ from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.campaign.runner import conduct
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LocalHost
+from pgbenchlab.report.render.run_text import run_lines
+from pgbenchlab.report.views.run import run_detail
+from pgbenchlab.store import Store
 from pgbenchlab.tunables import PARTNERS, KernelTunables, TunableError
 from replay import Replay, ReplayExecutor, StandInServers, client, recorded
 from support import QuietReporter
@@ -176,3 +179,7 @@ def test_a_campaign_records_each_runs_tunables_and_puts_them_back(tmp_path: Path
         (1, "vm.dirty_background_bytes", "67108864"),
     ]
     assert Path(root / "vm/dirty_background_bytes").read_text().strip() == "0"
+    with Store(tmp_path / "results" / RESULTS_DB) as store:
+        detail = run_detail(store, 2)
+    assert detail["sysctl"] == {"vm.dirty_background_bytes": "67108864"}  # show --json
+    assert "vm.dirty_background_bytes=67108864" in "\n".join(run_lines("tuned", detail))
