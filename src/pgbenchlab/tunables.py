@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
 
@@ -28,7 +27,6 @@ PROC_SYS = PurePosixPath("/proc/sys")
 JOURNAL = PurePosixPath(
     os.environ.get("PGBENCHLAB_SYSCTL_JOURNAL", "/run/pgbenchlab/sysctl-journal.json")
 )
-NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)+")
 _PAIRS = (
     ("vm.dirty_bytes", "vm.dirty_ratio"),
     ("vm.dirty_background_bytes", "vm.dirty_background_ratio"),

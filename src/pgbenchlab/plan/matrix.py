@@ -21,6 +21,7 @@ from pgbenchlab.plan.schema import (
     PROTOCOLS,
     REINIT_MODES,
     RESERVED_SETTINGS,
+    SYSCTL_NAME,
     VACUUM_MODES,
 )
 from pgbenchlab.plan.values import (
@@ -37,7 +38,6 @@ from pgbenchlab.plan.values import (
     setting_text,
 )
 from pgbenchlab.plan.workloads import parse_workload
-from pgbenchlab.tunables import NAME
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def sysctl_variants(value: Any, ctx: Context) -> list[tuple[tuple[str, str], ...
         raise ctx.fail("matrix.sysctl", 'must be a table of "name" = [values]')
     names = sorted(value)
     for name in names:
-        if not NAME.fullmatch(name):
+        if not SYSCTL_NAME.fullmatch(name):
             raise ctx.fail(f"matrix.sysctl.{name}", 'is not a sysctl name such as "vm.dirty_bytes"')
         values = as_list(value[name])
         if not values:

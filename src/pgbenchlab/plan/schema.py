@@ -1,5 +1,7 @@
 """What a plan may say: the keys of each table and the values some of them allow."""
 
+import re
+
 BUILTINS = {
     "tpcb-like": "tpcb-like",
     "read-write": "tpcb-like",
@@ -60,3 +62,6 @@ BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 
 DEFAULT_MAX_TRIES = 1  # pgbench's own default: failed transactions are not retried
+
+# A kernel tunable's name as sysctl writes it: vm.dirty_bytes, net.ipv4.tcp_fin_timeout, ...
+SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)+")
