@@ -222,10 +222,11 @@ def test_a_clear_change_is_decided_at_the_minimum(tmp_path: Path) -> None:
 def test_rounds_are_added_only_while_answers_are_open(tmp_path: Path) -> None:
     """Identical servers: "within noise" needs an interval inside ±10 %, which the sequence
     reaches after a few more rounds; every round runs both sides of each open comparison."""
-    outcome, _ = run(tmp_path, NoisyServers({"a": 1000, "b": 1000}, 0.02))
+    outcome, reporter = run(tmp_path, NoisyServers({"a": 1000, "b": 1000}, 0.02))
     found = rounds_run(tmp_path)
     last = max(r for _, r in found)
     assert 3 < last < 20
+    assert ("note", "round 4: 4 run(s) for the open answers") in reporter.events
     assert sum(s == "a" for s, _ in found) == sum(s == "b" for s, _ in found)
     assert "every answer decided" in outcome.answers[0]
 

@@ -215,6 +215,8 @@ class Campaign:
             if not budget.affords(len(todo), per_run):
                 why = f"the budget allows no round of {len(todo)} run(s) more"
                 break
+            if todo:
+                self.reporter.note(f"round {round_}: {len(todo)} run(s) for the open answers")
             self.run(todo, outcome)
         tps = rounds.tps_by_cell(self.store.run_values(self.campaign_id))
         final = [rounds.answer(q, tps, auto, math.inf) for q in asked]
