@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "builds": 2,
     "osuser": 2,
     "claims": 2,
+    "tunables": 2,
     "pgbench": 2,
     "plan": 3,
     "pgbench.command": 4,

@@ -8,6 +8,7 @@ interruption ends it with the runs before kept.
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgbenchlab import builds, installs
+from pgbenchlab.campaign import rounds
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
@@ -33,11 +35,12 @@ from pgbenchlab.campaign.signals import StopSignals
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan import AutoRepeats, Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
+from pgbenchlab.tunables import KernelTunables
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Outcome:
     failed: int = 0  # runs that did not complete (failed or aborted): exit code 1
     interrupted: bool = False
     results: list[RunResult] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)  # repeats = "auto": how it ended
 
 
 def run_campaign(
@@ -58,17 +62,28 @@ def run_campaign(
     *,
     fresh: bool = False,
     built: list[installs.Installation] | None = None,
+    budget_s: float | None = None,
 ) -> Outcome:
     """Run the plan's campaign on this machine (checked before anything starts). The plan's
     builds are made first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
+    tunables = KernelTunables(plan.sysctl_names)
+    tunables.check()
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()
-    return conduct(plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh)
+    repaired = tunables.repair()
+    if repaired:
+        put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
+        reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
+    executor = LocalExecutor()
+    return conduct(
+        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s,
+        tunables=tunables,
+    )  # fmt: skip
 
 
 def conduct(
@@ -80,9 +95,14 @@ def conduct(
     executor: Executor,
     *,
     fresh: bool = False,
+    budget_s: float | None = None,
+    tunables: KernelTunables | None = None,
 ) -> Outcome:
     """Run the runs of the plan not yet complete in results_dir, with these servers, this
-    pgbench and this executor; every server is stopped and released at the end."""
+        pgbench and this executor; every server is stopped and released, and the kernel tunables put
+    back, at the end. With
+        repeats = "auto", rounds follow while answers are open, within ``budget_s`` seconds."""
+    started = time.monotonic()
     store = Store(results_dir / RESULTS_DB)
     try:
         store.acquire()
@@ -90,18 +110,24 @@ def conduct(
         campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
         todo = [s for s in plan.specs if s.run_key not in done]
+        tunables = tunables or KernelTunables(())
         campaign = Campaign(
-            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter
+            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter, tunables
         )
         with StopSignals() as signals:
             try:
                 reporter.campaign_started(plan, todo, len(done))
                 campaign.run(todo, outcome)
+                if plan.auto is not None:
+                    campaign.add_rounds(plan.auto, outcome, Budget(started, budget_s))
             except KeyboardInterrupt:
                 pass
             finally:
                 signals.shield = True
-                servers.stop_all()
+                try:
+                    servers.stop_all()
+                finally:
+                    tunables.restore()
             outcome.interrupted = signals.received
             ended = CampaignStatus.INTERRUPTED if signals.received else CampaignStatus.FINISHED
             store.finish_campaign(campaign_id, ended)
@@ -109,6 +135,18 @@ def conduct(
     finally:
         servers.release()
         store.close()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A campaign's time budget from its start (monotonic clock); None: no limit."""
+
+    started: float
+    seconds: float | None
+
+    def affords(self, runs: int, seconds_per_run: float | None) -> bool:
+        spent = time.monotonic() - self.started
+        return rounds.affordable(runs, seconds_per_run, spent, self.seconds)
 
 
 class Campaign:
@@ -124,8 +162,11 @@ class Campaign:
         client: PgbenchClient,
         executor: Executor,
         reporter: Reporter,
+        tunables: KernelTunables,
     ) -> None:
         self.plan = plan
+        self.tunables = tunables
+        self.applied: tuple[tuple[str, str], ...] = ()  # the current run's tunables
         self.store = store
         self.campaign_id = campaign_id
         self.results_dir = results_dir
@@ -146,7 +187,7 @@ class Campaign:
         with self.stopped_by_results_faults():
             for index, spec in enumerate(todo, start=1):
                 self.reporter.run_started(spec, index, len(todo))
-                result = self.run_one(spec)
+                result = replace(self.run_one(spec), sysctl=self.applied)
                 self.store.record_run(self.campaign_id, result)
                 self.reporter.run_finished(spec, result)
                 outcome.results.append(result)
@@ -154,6 +195,36 @@ class Campaign:
                 outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
                 if result.status == RunStatus.INTERRUPTED:
                     raise KeyboardInterrupt
+
+    def add_rounds(self, auto: AutoRepeats, outcome: Outcome, budget: Budget) -> None:
+        """Rounds beyond the minimum for the cells whose answer is open, until every answer
+        is decided, the maximum is reached or the next round would overrun the budget."""
+        first = [s for s in self.plan.specs if s.repeat == 1]
+        asked = rounds.questions(first, [s.name for s in self.plan.servers])
+        why = f"max_repeats ({auto.max_repeats}) reached"
+        for round_ in range(auto.min_repeats + 1, auto.max_repeats + 1):
+            values = self.store.run_values(self.campaign_id)
+            tps = rounds.tps_by_cell(values)
+            cells = rounds.open_cells(rounds.answer(q, tps, auto, round_) for q in asked)
+            if not cells:
+                why = "every answer decided"
+                break
+            done = self.store.done_run_keys(self.campaign_id)
+            todo = [s for s in rounds.round_specs(first, round_, cells) if s.run_key not in done]
+            per_run = rounds.seconds_per_run(values)
+            if not budget.affords(len(todo), per_run):
+                why = f"the budget allows no round of {len(todo)} run(s) more"
+                break
+            if todo:
+                self.reporter.note(f"round {round_}: {len(todo)} run(s) for the open answers")
+            self.run(todo, outcome)
+        tps = rounds.tps_by_cell(self.store.run_values(self.campaign_id))
+        final = [rounds.answer(q, tps, auto, math.inf) for q in asked]
+        if all(a.decided for a in final):
+            why = "every answer decided"
+        outcome.answers = rounds.summary(final, why)
+        for line in outcome.answers:
+            self.reporter.note(line)
 
     @contextmanager
     def stopped_by_results_faults(self) -> Iterator[None]:
@@ -169,7 +240,9 @@ class Campaign:
         started = time.time()
         artifacts = artifact_dir(self.results_dir, self.plan.name, self.campaign_id, spec)
         server: Server | None = None
+        self.applied = ()
         try:
+            self.applied = tuple(self.tunables.apply(spec.sysctl).items())
             server = self.prepare_server(spec)
             endpoint = self.prepare_dataset(server, spec)
             result = self.measure(spec, server, endpoint, artifacts, started)

@@ -125,6 +125,10 @@ class Host(Protocol):
         """Replace path's content whole (a reader never sees half of it), with that mode, owned
         by owner when given."""
 
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        """Write text into an existing file without replacing it: a kernel file (/proc/sys),
+        which takes one write and cannot be renamed over."""
+
     def exists(self, path: PurePath) -> bool: ...
 
     def mkdir(self, path: PurePath, *, mode: int = 0o700, owner: Account | None = None) -> None:

@@ -241,6 +241,13 @@ class LocalHost:
             temporary.unlink(missing_ok=True)
             raise
 
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
     def exists(self, path: PurePath) -> bool:
         return Path(path).exists()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from pgbenchlab import files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
+from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
@@ -26,7 +27,6 @@ from pgbenchlab.plan.values import (
     check_finite,
     check_name,
     choice,
-    positive_int,
     table,
 )
 
@@ -52,7 +52,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     campaign = table(data, "campaign", ctx)
     ctx.check_keys(campaign, CAMPAIGN_KEYS, "campaign")
     name = check_name(campaign.get("name", Path(path).stem), ctx, "campaign.name")
-    repeats = positive_int(campaign.get("repeats", 1), ctx, "campaign.repeats")
+    repeats, auto = parse_repeats(campaign, ctx)
     order = choice(campaign.get("order", "interleaved"), ORDERS, ctx, "campaign.order")
     description = campaign.get("description", "")
     if not isinstance(description, str):
@@ -69,7 +69,8 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
-    check_size(ctx, count_cells(defaults, matrix, servers, server_axes), repeats)
+    most = auto.max_repeats if auto else repeats
+    check_size(ctx, count_cells(defaults, matrix, servers, server_axes), most)
     cpus = cpu_count or os.cpu_count() or 1
     cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
@@ -87,6 +88,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         warnings,
         description=description,
         builds=tuple(builds.values()),
+        auto=auto,
     )
 
 

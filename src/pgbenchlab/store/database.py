@@ -278,6 +278,9 @@ class Store(Reading):
                 telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
             if result.diagnosis is not None:
                 telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
+            self.db.executemany(
+                "INSERT INTO run_sysctl VALUES (?,?,?)", [(run_id, *kv) for kv in result.sysctl]
+            )
         return run_id
 
     def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None:

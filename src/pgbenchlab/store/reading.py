@@ -25,6 +25,7 @@ from pgbenchlab.store.records import (
     RunEvent,
     RunRecord,
     RunTelemetryFacts,
+    RunValue,
     ServerRecord,
     TelemetryPoint,
     WaitEvents,
@@ -183,6 +184,20 @@ class Reading:
             (campaign_id, *COMPLETE_STATUSES),
         ).fetchall()
         return {str(r[0]) for r in rows}
+
+    def run_values(self, campaign_id: int) -> tuple[RunValue, ...]:
+        """Each run's cell, round, TPS (ok runs only) and wall time: the latest attempts."""
+        rows = self.db.execute(
+            "SELECT cell_id, repeat, CASE WHEN status = 'ok' THEN tps END, "
+            "finished_at - started_at FROM latest_runs WHERE campaign_id = ? ORDER BY sequence",
+            (campaign_id,),
+        ).fetchall()
+        return tuple(RunValue(str(c), int(r), _float(t), float(s)) for c, r, t, s in rows)
+
+    def run_sysctl(self, run_id: int) -> dict[str, str]:
+        """The kernel tunables a run ran with, as read back (none for most runs)."""
+        rows = self.db.execute("SELECT name, value FROM run_sysctl WHERE run_id = ?", (run_id,))
+        return {str(n): str(v) for n, v in rows.fetchall()}
 
     def runs(self, campaign_id: int) -> list[sqlite3.Row]:
         return self.db.execute(

@@ -30,6 +30,16 @@ class CampaignRecord:
 
 
 @dataclass(frozen=True)
+class RunValue:
+    """What deciding more rounds needs of one run: its cell and round, TPS when ok, wall time."""
+
+    cell_id: str
+    repeat: int
+    tps: float | None  # None unless the run is ok
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ServerRecord:
     """One server of a campaign; a setting variant of a server is a record of its own."""
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -235,6 +235,16 @@ MIGRATIONS: dict[int, str] = {
     5: """
     ALTER TABLE servers ADD COLUMN build_key TEXT;
     ALTER TABLE servers ADD COLUMN build_json TEXT;
+    """,
+    # 6: the kernel tunables ([matrix.sysctl]) a run ran with, as read back after setting
+    # them. Older runs set none: no rows.
+    6: """
+    CREATE TABLE run_sysctl (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, name)
+    );
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.

@@ -31,7 +31,8 @@ def as_text(view: RunView) -> str:
 
 
 def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
-    settings = " ".join(f"{k}={v}" for k, v in d["server_settings"].items())
+    tuned = {**d["server_settings"], **d.get("sysctl", {})}  # kernel tunables as read back
+    settings = " ".join(f"{k}={v}" for k, v in tuned.items())
     duration = f"{d['duration_s']} s" if d["duration_s"] else f"-t {d['transactions_per_client']}"
     cell = (
         f"{d['server']}{' ' + settings if settings else ''} · {d['workload']} · "

@@ -42,6 +42,7 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     detail = run_as_dict(run, every_column=True)
     detail["seconds"] = [asdict(s) for s in store.seconds_by_run([run_id]).get(run_id, ())]
     detail |= telemetry_detail(store, run_id)
+    detail["sysctl"] = store.run_sysctl(run_id)
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
     return detail
 
