@@ -17,7 +17,7 @@ from pgbenchlab.analysis.capacity import (
     SearchSettings,
     decide,
 )
-from pgbenchlab.analysis.slo import RunFigures, SloError, judge, lag_growth, parse_slo
+from pgbenchlab.analysis.slo import RunFigures, SloError, backlog_growth, judge, parse_slo
 
 Oracle = Callable[[float, bool], bool]  # (rate, full length) → passed
 
@@ -165,7 +165,7 @@ def figures(**overrides: object) -> RunFigures:
         "failed": 0,
         "late": 5,
         "latency_ms": {"99": 8.0, "99.9": 12.0, "mean": 2.0},
-        "lag_ms": [0.5, 0.4, 0.6, 0.5, 0.5, 0.4],
+        "latency_series_ms": [0.5, 0.4, 0.6, 0.5, 0.5, 0.4],
         "clients": 4,
     }
     return RunFigures(**(values | overrides))  # type: ignore[arg-type]
@@ -177,13 +177,15 @@ def test_verdicts() -> None:
     assert "p99 11ms > 10ms" in judge(slo, figures(latency_ms={"99": 11.0})).text
     assert "late 2.00% > 1.00%" in judge(slo, figures(late=20)).text
     assert "skipped" in judge(slo, figures(skipped=5)).text
-    growing = judge(slo, figures(lag_ms=[0.5, 1, 2, 4, 8, 16]))
-    assert not growing.passed and "schedule lag grew" in growing.text
+    growing = judge(slo, figures(latency_series_ms=[0.5, 20, 45, 70, 95, 120]))
+    assert not growing.passed and "backlog grew" in growing.text
     assert not judge(slo, figures(ok=False, error="pgbench exited 1")).passed
     assert "clients 99% busy" in judge(slo, figures(late=50, latency_ms={"mean": 40.0})).text
 
 
-def test_lag_growth_ignores_a_stationary_queue() -> None:
-    assert lag_growth([3.0, 5.0, 2.0, 4.0, 3.0, 5.0]) is None
-    assert lag_growth([1.0, 2.0]) is None
-    assert lag_growth([1.0, 5.0, 10.0]) is not None
+def test_backlog_growth_ignores_a_stationary_queue() -> None:
+    assert backlog_growth([3.0, 5.0, 2.0, 4.0, 3.0, 5.0]) is None
+    assert backlog_growth([1.0, 2.0]) is None
+    assert backlog_growth([1.0, 30.0, 60.0]) is not None  # 3 % behind the offered load
+    assert backlog_growth([1.0, 8.0, 16.0]) is None  # under 2 %: a queue still filling
+    assert backlog_growth([1.0, 30.0, 60.0], floor_ms=100) is None

@@ -18,12 +18,14 @@ defaults 1 + 7 + 4 + 4 × 3 = 24. A search whose first confirmation passes takes
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 START, GROW, BISECT, CONFIRM = "start", "grow", "bisect", "confirm"
 ROLES = (START, GROW, BISECT, CONFIRM)
+IDENTITY_PREFIX = "# pgbenchlab capacity "
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,30 @@ class SearchSettings:
     @property
     def max_probes(self) -> int:
         return 1 + self.max_grow + self.bisections + self.attempts * self.confirmations
+
+
+@dataclass(frozen=True)
+class SearchIdentity:
+    """The SLO and the search's settings, as the capacity campaign's stored plan carries them
+    on its last line: a changed SLO or search is a changed campaign, and views read them back."""
+
+    slo: str
+    trial_s: int
+    settings: SearchSettings
+
+    @property
+    def line(self) -> str:
+        fields = {"slo": self.slo, "trial_s": self.trial_s, **asdict(self.settings)}
+        return IDENTITY_PREFIX + json.dumps(fields, sort_keys=True)
+
+    @classmethod
+    def read(cls, plan_text: str) -> SearchIdentity | None:
+        lines = [line for line in plan_text.splitlines() if line.startswith(IDENTITY_PREFIX)]
+        if not lines:
+            return None
+        fields = json.loads(lines[-1].removeprefix(IDENTITY_PREFIX))
+        slo, trial_s = fields.pop("slo"), fields.pop("trial_s")
+        return cls(str(slo), int(trial_s), SearchSettings(**fields))
 
 
 @dataclass(frozen=True)

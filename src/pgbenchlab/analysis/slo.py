@@ -4,8 +4,10 @@ An SLO is a comma-separated list of upper bounds: ``"p99 <= 10ms, late <= 1%, sk
 Latency metrics (``p50 p90 p95 p99 p99.9 mean``) take a time with its unit (``us``, ``ms``,
 ``s``); the shares ``late`` (transactions over the latency limit, of those that ran, as pgbench
 counts them) and ``skipped`` (transactions pgbench skipped as already late, of all scheduled)
-take a percentage or a fraction. A run also fails when its schedule lag grows through the run:
-the server fell behind the offered rate, and a longer run would have been later still.
+take a percentage or a fraction. A run also fails when its latency, counted from each
+transaction's scheduled start, grows through the run: the backlog grows (in pgbench's schedule
+lag when every client is busy, in the server's queues otherwise), the server fell behind the
+offered rate, and a longer run would have been later still.
 """
 
 from __future__ import annotations
@@ -31,9 +33,12 @@ _TIME_UNITS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
 _CLAUSE = re.compile(r"^\s*(?P<metric>[a-z0-9.]+)\s*(?P<op><=|≤|<)\s*(?P<value>\S+)\s*$", re.I)
 _NUMBER = re.compile(r"^(?P<number>\d+(?:\.\d+)?|\.\d+)(?P<unit>[a-zµ%]*)$", re.I)
 
-# Lag grows when the last third of the run lags by more than twice the first third plus a
-# floor (this share of the latency bound, at least 1 ms): a queue that keeps up is stationary,
-# one that does not lags more with every second; the floor keeps a brief stall from counting.
+# A queue that keeps up is stationary; one that does not is later with every second: by
+# (offered − served) ÷ offered seconds per second. The backlog grows when the slope of the
+# per-second latency (from the schedule) is over LAG_SLOPE and the last third of the run is later
+# than the first by a floor (this share of the latency bound, at least 1 ms), which keeps a
+# brief stall from counting.
+LAG_SLOPE = 0.02
 LAG_GROWTH_FLOOR_SHARE = 0.1
 
 
@@ -124,7 +129,7 @@ class RunFigures:
     failed: int
     late: int | None
     latency_ms: Mapping[str, float]  # LATENCY_METRICS values → ms ("mean" included)
-    lag_ms: Sequence[float]  # the per-second schedule lag, in order
+    latency_series_ms: Sequence[float]  # per second, the mean latency from the schedule
     clients: int
     ok: bool = True
     error: str | None = None
@@ -169,7 +174,7 @@ def judge(slo: Slo, run: RunFigures) -> Verdict:
         return Verdict(False, ("no transaction completed",))
     reasons = [r for b in slo.bounds if (r := _breach(b, run)) is not None]
     floor = max(1.0, LAG_GROWTH_FLOOR_SHARE * (slo.latency_bound_ms or 0.0))
-    growth = lag_growth(run.lag_ms, floor)
+    growth = backlog_growth(run.latency_series_ms, floor)
     if growth is not None:
         reasons.append(growth)
     busy = run.client_busy
@@ -192,13 +197,20 @@ def _breach(bound: Bound, run: RunFigures) -> str | None:
     return f"{bound.metric} {share:.2%} > {bound.limit:.2%}"
 
 
-def lag_growth(lag_ms: Sequence[float], floor_ms: float = 1.0) -> str | None:
-    """Why the schedule lag grew through the run (None: it did not, or too few seconds)."""
-    if len(lag_ms) < 3:
+def backlog_growth(latency_ms: Sequence[float], floor_ms: float = 1.0) -> str | None:
+    """Why the backlog grew through the run (None: it did not, or too few seconds): the
+    per-second latency's least-squares slope says the server fell behind by more than
+    `LAG_SLOPE` of the offered load, and it rose from the first third to the last by more than
+    the floor."""
+    n = len(latency_ms)
+    if n < 3:
         return None
-    third = len(lag_ms) // 3
-    first = sum(lag_ms[:third]) / third
-    last = sum(lag_ms[-third:]) / third
-    if last > 2 * first + floor_ms:
-        return f"schedule lag grew from {first:.1f}ms to {last:.1f}ms"
+    third = n // 3
+    first = sum(latency_ms[:third]) / third
+    last = sum(latency_ms[-third:]) / third
+    mean_t, mean_ms = (n - 1) / 2, sum(latency_ms) / n
+    spread = sum((t - mean_t) ** 2 for t in range(n))
+    slope = sum((t - mean_t) * (v - mean_ms) for t, v in enumerate(latency_ms)) / spread
+    if slope / 1000 > LAG_SLOPE and last - first > floor_ms:
+        return f"backlog grew: latency {first:.1f}ms → {last:.1f}ms, {slope:.0f}ms per s"
     return None
