@@ -1,20 +1,22 @@
-"""`pgbenchlab capacity`: a real search against a rate ceiling the test makes, interrupted and
-resumed from what is stored; and the refusals of what cannot be searched.
+"""`pgbenchlab capacity`: a real search against rate ceilings the test makes, interrupted and
+resumed from what is stored, reported and compared; and the refusals of what cannot be searched.
 
-The ceiling: every transaction takes the same advisory lock and sleeps 10 ms, so transactions
-run one at a time and no server does more than 100 per second, however many clients. On this
-machine a transaction takes 10.2–11 ms (96–98 TPS closed loop), far below what a loaded 2-core
-machine does with select-only (thousands), so the ceiling holds under load. The SLO
-(``skipped <= 1%`` with -L 500 ms) is loose on latency: a rate fails when the backlog grows
-through the run, which it does as soon as the offered rate passes what the lock serves. A
-single queue with Poisson arrivals fills slowly just under its ceiling (a short trial at
-0.95 × ceiling may still see its latency climb), so the found rate sits a little under 100:
-about 89–93 here.
+The ceilings: every transaction takes the same advisory lock and sleeps 10 ms (server "fast")
+or 20 ms ("slow"), so transactions run one at a time and no server does more than 100 (50) per
+second, however many clients. On this machine a 10 ms transaction takes 10.2–11 ms (96–98 TPS
+closed loop), far below what a loaded 2-core machine does with select-only (thousands), so the
+ceilings hold under load. The SLO (``skipped <= 1%`` with -L 500 ms) is loose on latency: a
+rate fails when the backlog grows through the run, which it does as soon as the offered rate
+passes what the lock serves. A single queue with Poisson arrivals fills slowly just under its
+ceiling (a short trial at 0.95 × ceiling may still see its latency climb), so the found rate
+sits a little under the ceiling: about 89–93 for "fast" here.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -25,41 +27,47 @@ from pgbenchlab.analysis.capacity import START, SearchSettings
 from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.campaign.capacity import CapacityOptions, search_capacity
 from pgbenchlab.cli import main
-from pgbenchlab.report.views.capacity import capacity_views
+from pgbenchlab.report import load_view, write_report
+from pgbenchlab.report.render import images
+from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 
-CEILING_TPS = 100.0  # one transaction at a time, each at least 10 ms
+CEILINGS = {"fast": 100.0, "slow": 50.0}  # one transaction at a time, each ≥ 10 or 20 ms
 
 PLAN = """
 [campaign]
 name = "ceiling"
 
 [defaults]
-duration = "{duration}"
+duration = "3s"
 warmup = "0s"
 vacuum = "none"
 checkpoint = false
 
 [[server]]
-name = "pg18"
+name = "fast"
 install = "embedded"
-
+workload = [{{ name = "ceiling", script = "ceiling.sql", define = {{ sleep = "0.01" }} }}]
+{slow}
 [matrix]
 scale = [1]
-workload = [{{ script = "ceiling.sql" }}]
 clients = [2]
 {extra}
 """
+SLOW = """
+[[server]]
+name = "slow"
+install = "embedded"
+workload = [{ name = "ceiling", script = "ceiling.sql", define = { sleep = "0.02" } }]
+"""
 
 
-def write_plan(
-    where: Path, *, duration: str = "4s", extra: str = 'latency_limit = "500ms"'
-) -> Path:
+def write_plan(where: Path, *, extra: str = 'latency_limit = "500ms"', slow: bool = False) -> Path:
     where.mkdir(parents=True, exist_ok=True)
-    (where / "ceiling.sql").write_text("SELECT pg_advisory_xact_lock(1), pg_sleep(0.01);\n")
+    (where / "ceiling.sql").write_text("SELECT pg_advisory_xact_lock(1), pg_sleep(:sleep);\n")
     path = where / "ceiling.toml"
-    path.write_text(PLAN.format(duration=duration, extra=extra))
+    path.write_text(PLAN.format(extra=extra, slow=SLOW if slow else ""))
     return path
 
 
@@ -79,12 +87,13 @@ class InterruptAfter(QuietReporter):
 
 
 @pytest.mark.server
-def test_a_search_finds_the_ceiling_and_resumes_after_an_interruption(
-    tmp_path: Path, results_dir: Path
-) -> None:
+def test_searches_find_the_ceilings_resume_and_compare(tmp_path: Path, results_dir: Path) -> None:
     require_installs("embedded")
-    the_plan = plan.load(write_plan(tmp_path))
-    options = CapacityOptions(parse_slo("skipped <= 1%"), SearchSettings(), trial_s=3)
+    the_plan = plan.load(write_plan(tmp_path, slow=True))
+    # Trials and confirmations of 3 s (the fewest seconds a growing backlog shows in), bisection
+    # to 10 %: about 10 probes per search.
+    settings = SearchSettings(tolerance=0.1)
+    options = CapacityOptions(parse_slo("skipped <= 1%"), settings, trial_s=3)
 
     cut = search_capacity(the_plan, options, results_dir, InterruptAfter(3))
     assert cut.outcome.interrupted
@@ -95,38 +104,54 @@ def test_a_search_finds_the_ceiling_and_resumes_after_an_interruption(
     done = search_capacity(the_plan, options, results_dir, QuietReporter())
     assert not done.outcome.interrupted and done.outcome.failed == 0
     with Store(results_dir / "results.db") as store:
-        (view,) = capacity_views(store, done.outcome.campaign_id)
-    probes = [p.run_id for p in view.points]
-    assert probes[:3] == before  # kept, not run again
-    assert len(probes) <= options.settings.max_probes
-    assert view.points[0].role == START
+        views = {v.server: v for v in capacity_views(store, done.outcome.campaign_id)}
+    assert [p.run_id for p in views["fast"].points][:3] == before  # kept, not run again
+    for server, ceiling in CEILINGS.items():
+        check_search(views[server], ceiling, options.settings)
 
+    again = search_capacity(the_plan, options, results_dir, QuietReporter())
+    assert again.outcome.ran == 0  # a finished search answers from what is stored
+
+    (compared,) = compare_capacities(list(views.values()), "fast", "slow")
+    assert compared.ratio is not None and 0.35 <= compared.ratio <= 0.7  # 50 ÷ 100
+    assert compared.ratio_low is not None and compared.ratio_high is not None
+    assert compared.ratio_low <= compared.ratio <= compared.ratio_high
+
+    report = write_report(results_dir / "results.db")
+    assert '<section id="capacity">' in Path(report).read_text()
+    with Store(results_dir / "results.db") as store:
+        view = load_view(store, done.outcome.campaign_id, detail=False)
+    images.export(view, tmp_path / "images", per_run=False)
+    knees = sorted(p.name for p in (tmp_path / "images").glob("knee-*.png"))
+    assert [k.split("-")[1] for k in knees] == ["fast", "slow"]
+
+
+def check_search(view: CapacityView, ceiling: float, settings: SearchSettings) -> None:
+    assert view.points[0].role == START
+    assert len(view.points) <= settings.max_probes
     answer = view.answer
     assert answer is not None and answer.rate is not None, view.points
     assert answer.highest_pass is not None and answer.lowest_fail is not None
     assert answer.highest_pass <= answer.rate < answer.lowest_fail  # within its bracket
     # Nothing above the ceiling passes; half of it passes with room to spare; the bracket is
     # around the ceiling, a bisection step or a confirmation step-down wide.
-    assert CEILING_TPS / 2 <= answer.highest_pass < CEILING_TPS
-    assert answer.lowest_fail <= CEILING_TPS * 1.2
+    assert ceiling / 2 <= answer.highest_pass < ceiling
+    assert answer.lowest_fail <= ceiling * 1.2
     for point in view.open_loop:
-        if point.offered is not None and point.offered > CEILING_TPS:
+        assert point.passed or point.offered is None or point.offered > ceiling / 2, point
+        if point.offered is not None and point.offered > ceiling:
             assert not point.passed, point
-
-    clients = {p.offered: p.clients for p in view.points if p.offered}
-    assert all(c >= min(64, rate * 0.5 * 2) for rate, c in clients.items())  # Little's law
-
-    again = search_capacity(the_plan, options, results_dir, QuietReporter())
-    assert again.outcome.ran == 0  # a finished search answers from what is stored
+        if point.offered is not None:  # Little's law: rate × -L × 2, at most 64
+            assert point.clients == min(64, math.ceil(point.offered * 0.5 * 2))
 
 
 @pytest.mark.parametrize(
-    ("slo", "extra", "duration", "says"),
+    ("slo", "extra", "says"),
     [
-        ("p99 10ms", "", "4s", "--slo: cannot read 'p99 10ms'"),
-        ("p97 <= 10ms", "", "4s", "unknown metric 'p97'"),
-        ("p99 <= 10ms", "rate = [100]", "4s", "capacity searches the rate itself"),
-        ("skipped <= 1%", "", "4s", "the SLO bounds no latency"),
+        ("p99 10ms", "", "--slo: cannot read 'p99 10ms'"),
+        ("p97 <= 10ms", "", "unknown metric 'p97'"),
+        ("p99 <= 10ms", "rate = [100]", "capacity searches the rate itself"),
+        ("skipped <= 1%", "", "the SLO bounds no latency"),
     ],
 )
 def test_what_cannot_be_searched_is_refused_before_anything_is_written(
@@ -134,10 +159,9 @@ def test_what_cannot_be_searched_is_refused_before_anything_is_written(
     capsys: pytest.CaptureFixture[str],
     slo: str,
     extra: str,
-    duration: str,
     says: str,
 ) -> None:
-    path = write_plan(tmp_path, duration=duration, extra=extra)
+    path = write_plan(tmp_path, extra=extra)
     results = tmp_path / "results"
     code = main(["capacity", str(path), "--slo", slo, "--results", str(results)])
     err = capsys.readouterr().err.strip()
@@ -150,7 +174,7 @@ def test_a_workload_of_a_fixed_transaction_count_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_plan(tmp_path)
-    text = path.read_text().replace('duration = "4s"', "transactions = 100")
+    text = re.sub(r'duration = "\w+"', "transactions = 100", path.read_text())
     path.write_text(text)
     results = tmp_path / "results"
     code = main(["capacity", str(path), "--slo", "p99 <= 10ms", "--results", str(results)])

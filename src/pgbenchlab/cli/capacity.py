@@ -32,6 +32,7 @@ from pgbenchlab.cli.run import reporter_for
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan.values import Context, parse_seconds
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views
+from pgbenchlab.report.views.capacity_tables import probes_table
 from pgbenchlab.store import Store
 
 
@@ -51,9 +52,15 @@ class Options:
         trial = parse_seconds(args.trial, Context("--trial"), "duration")
         tolerance = parse_tolerance(args.tolerance)
         return cls(
-            args.plan, parse_slo(args.slo), trial, tolerance, args.results, args.fresh,
-            args.quiet, args.json,
-        )  # fmt: skip
+            args.plan,
+            parse_slo(args.slo),
+            trial,
+            tolerance,
+            args.results,
+            args.fresh,
+            args.quiet,
+            args.json,
+        )
 
 
 def parse_tolerance(text: str) -> float:
@@ -126,40 +133,9 @@ def run(options: Options) -> int:
     return EXIT_RUNS_FAILED if unanswered or found.outcome.failed else EXIT_OK
 
 
-def answer_text(view: CapacityView) -> str:
-    answer = view.answer
-    if answer is None:
-        return "not decided yet (interrupted)"
-    low = "-" if answer.highest_pass is None else f"{answer.highest_pass:g}"
-    high = "none failed" if answer.lowest_fail is None else f"{answer.lowest_fail:g}"
-    rate = "no rate" if answer.rate is None else f"{answer.rate:g} tx/s"
-    return f"{rate} (bracket: pass {low}, fail {high}; {answer.reason})"
-
-
 def print_answers(views: list[CapacityView]) -> None:
     for view in views:
-        print(f"{view.server} {view.cell} under {view.slo.text}: {answer_text(view)}")
-        rows = [["run", "role", "offered", "clients", "achieved", "p50", "p99", "p99.9",
-                 "late", "skipped", "verdict"]]  # fmt: skip
-        for p in view.points:
-            rows.append(
-                [
-                    str(p.run_id),
-                    p.role,
-                    _num(p.offered, "g", "closed"),
-                    str(p.clients),
-                    _num(p.achieved, ".1f"),
-                    _num(p.p50_ms, ".2f"),
-                    _num(p.p99_ms, ".2f"),
-                    _num(p.p999_ms, ".2f"),
-                    _num(p.late_share, ".2%"),
-                    _num(p.skipped_share, ".2%"),
-                    p.verdict,
-                ]
-            )
-        print_table(rows)
+        table = probes_table(view)
+        print(f"{table.title} under {view.slo.text}")
+        print_table([list(table.header), *(list(r) for r in table.rows)])
         print()
-
-
-def _num(value: float | None, spec: str, absent: str = "-") -> str:
-    return absent if value is None else format(value, spec)

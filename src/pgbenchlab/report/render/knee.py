@@ -1,0 +1,165 @@
+"""The knee chart of a capacity search: against the offered rate, the latency percentiles (p50,
+p99, p99.9), the late and skipped shares, and the achieved rate, with the SLO's bounds drawn
+as rules and the answer's bracket shaded. One Vega-Lite spec per server × cell, its data
+inline; drawn to SVG for the report and to SVG and PNG for `report --images`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import vl_convert
+
+from pgbenchlab.report.render.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
+from pgbenchlab.report.render.sections import data_table, esc
+from pgbenchlab.report.views.capacity import CapacityView
+from pgbenchlab.report.views.capacity_tables import answers_table, probes_table
+from pgbenchlab.report.views.model import ReportView
+
+WIDTH, HEIGHT = 460, 170
+LATENCY = (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99.9", "p999_ms"))
+SHARES = (("late", "late_share"), ("skipped", "skipped_share"))
+SLO_LATENCY = {"p50": "p50", "p99": "p99", "p99.9": "p99.9", "p999": "p99.9", "mean": "mean"}
+
+
+def knee_rows(view: CapacityView) -> list[dict[str, Any]]:
+    """One row per open-loop probe and measure (long form), plus the rules and the bracket."""
+    rows: list[dict[str, Any]] = []
+    for point in view.open_loop:
+        base = {
+            "offered": point.offered,
+            "run": point.run_id,
+            "role": point.role,
+            "verdict": point.verdict,
+            "outcome": "pass" if point.passed else "fail",
+        }
+        for name, key in LATENCY:
+            rows.append({**base, "panel": "latency", "measure": name, "value": getattr(point, key)})
+        for name, key in SHARES:
+            rows.append({**base, "panel": "shares", "measure": name, "value": getattr(point, key)})
+        rows.append({**base, "panel": "rate", "measure": "achieved", "value": point.achieved})
+        rows.append({**base, "panel": "rate", "measure": "offered", "value": point.offered})
+    for bound in view.slo.bounds:
+        panel = "latency" if bound.is_latency else "shares"
+        rows.append(
+            {"panel": panel, "rule": bound.limit, "measure": f"SLO {bound.text()}", "kind": "slo"}
+        )
+    answer = view.answer
+    if answer is not None and answer.highest_pass is not None:
+        top = answer.lowest_fail or answer.highest_pass
+        rows.append({"kind": "bracket", "low": answer.highest_pass, "high": top})
+    return [{k: v for k, v in row.items() if v is not None} for row in rows]
+
+
+def knee_chart(view: CapacityView) -> Spec:
+    answer = view.answer
+    found = (
+        "not decided"
+        if answer is None
+        else "no rate met the SLO"
+        if answer.rate is None
+        else f"capacity {answer.rate:g} tx/s (bracket {answer.highest_pass:g} – "
+        f"{answer.lowest_fail if answer.lowest_fail is not None else '∞'})"
+    )
+    x: Spec = {
+        "field": "offered",
+        "type": "quantitative",
+        "title": "offered rate (pgbench -R, tx/s)",
+        "scale": {"zero": False},
+    }
+    return {
+        "$schema": SCHEMA,
+        "title": {
+            "text": f"Capacity of {view.server}: {found}",
+            "subtitle": lines(
+                f"{view.cell}; SLO {view.slo.text}; shaded: between the highest rate that "
+                "passed and the lowest that failed; filled points passed, hollow ones failed."
+            ),
+        },
+        "data": {"values": knee_rows(view)},
+        "config": CONFIG,
+        "vconcat": [
+            _panel("latency", "latency (ms, log)", x, {"type": "log"}, ".3~g"),
+            _panel("shares", "share of transactions", x, {}, ".2~%"),
+            _panel("rate", "achieved rate (tx/s)", x, {"zero": False}, ".4~g"),
+        ],
+        "resolve": {"scale": {"color": "independent", "x": "shared"}},
+    }
+
+
+def _panel(panel: str, title: str, x: Spec, scale: Spec, fmt: str) -> Spec:
+    y: Spec = {"field": "value", "type": "quantitative", "title": title, "scale": scale}
+    color: Spec = {
+        "field": "measure",
+        "type": "nominal",
+        "title": None,
+        "scale": {"range": list(PALETTE)},
+    }
+    tooltip = [
+        {"field": "offered", "title": "offered (tx/s)"},
+        {"field": "measure"},
+        {"field": "value", "format": fmt},
+        {"field": "run"},
+        {"field": "role"},
+        {"field": "verdict"},
+    ]
+    measured = {"filter": f"datum.panel === '{panel}' && isValid(datum.value)"}
+    layers: list[Spec] = [
+        {
+            "transform": [{"filter": "datum.kind === 'bracket'"}],
+            "mark": {"type": "rect", "color": "#2ca02c", "opacity": 0.12},
+            "encoding": {"x": {"field": "low", "type": "quantitative"}, "x2": {"field": "high"}},
+        },
+        {
+            "transform": [measured],
+            "mark": {"type": "line", "strokeWidth": 1.5},
+            "encoding": {
+                "x": x,
+                "y": {**y, "aggregate": "mean"},
+                "color": color,
+                "strokeDash": {"field": "measure", "type": "nominal", "legend": None},
+            },
+        },
+        *(
+            {
+                "transform": [measured, {"filter": f"datum.outcome === '{outcome}'"}],
+                "mark": {"type": "point", "size": 45, "filled": outcome == "pass"},
+                "encoding": {"x": x, "y": y, "color": color, "tooltip": tooltip},
+            }
+            for outcome in ("pass", "fail")
+        ),
+    ]
+    if panel != "rate":
+        layers.append(
+            {
+                "transform": [{"filter": f"datum.kind === 'slo' && datum.panel === '{panel}'"}],
+                "mark": {"type": "rule", "strokeDash": [6, 3], "color": "#D55E00"},
+                "encoding": {
+                    "y": {"field": "rule", "type": "quantitative"},
+                    "tooltip": [{"field": "measure", "title": "bound"}],
+                },
+            }
+        )
+    return {"width": WIDTH, "height": HEIGHT, "layer": layers}
+
+
+def knee_svg(view: CapacityView) -> str:
+    return str(vl_convert.vega_to_svg(vl_convert.vegalite_to_vega(knee_chart(view))))
+
+
+def capacity_section(view: ReportView) -> str:
+    """The report's capacity section: the answers, then per search its knee and probes."""
+    if not view.capacity:
+        return ""
+    parts = [data_table(answers_table(list(view.capacity)))]
+    for search in view.capacity:
+        parts.append(f'<figure class="knee">{knee_svg(search)}</figure>')
+        parts.append(f"<details><summary>Probes of {esc(search.server)}</summary>")
+        parts.append(f"{data_table(probes_table(search))}</details>")
+    return f'<section id="capacity"><h2>Capacity</h2>{"".join(parts)}</section>'
+
+
+def knee_specs(view: ReportView) -> list[tuple[str, Spec]]:
+    """(file name, spec) of each search's knee, for `report --images`."""
+    return [
+        (f"knee-{search.server}-{search.search}", knee_chart(search)) for search in view.capacity
+    ]
