@@ -14,11 +14,14 @@ sits a little under the ceiling: about 89–93 for "fast" here.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 import signal
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,9 +90,12 @@ class InterruptAfter(QuietReporter):
 
 
 @pytest.mark.server
-def test_searches_find_the_ceilings_resume_and_compare(tmp_path: Path, results_dir: Path) -> None:
+def test_searches_find_the_ceilings_resume_and_compare(
+    tmp_path: Path, results_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     require_installs("embedded")
-    the_plan = plan.load(write_plan(tmp_path, slow=True))
+    plan_path = write_plan(tmp_path, slow=True)
+    the_plan = plan.load(plan_path)
     # Trials and confirmations of 3 s (the fewest seconds a growing backlog shows in), bisection
     # to 10 %: about 10 probes per search.
     settings = SearchSettings(tolerance=0.1)
@@ -109,13 +115,20 @@ def test_searches_find_the_ceilings_resume_and_compare(tmp_path: Path, results_d
     for server, ceiling in CEILINGS.items():
         check_search(views[server], ceiling, options.settings)
 
-    again = search_capacity(the_plan, options, results_dir, QuietReporter())
-    assert again.outcome.ran == 0  # a finished search answers from what is stored
-
     (compared,) = compare_capacities(list(views.values()), "fast", "slow")
     assert compared.ratio is not None and 0.35 <= compared.ratio <= 0.7  # 50 ÷ 100
     assert compared.ratio_low is not None and compared.ratio_high is not None
     assert compared.ratio_low <= compared.ratio <= compared.ratio_high
+
+    # A finished search answers from what is stored: the command runs nothing more.
+    stored = sum(len(v.points) for v in views.values())
+    shown = cli_json(capsys, "capacity", plan_path, "--slo", "skipped <= 1%", "--trial", "3s",
+                     "--tolerance", "10%", "--results", results_dir)  # fmt: skip
+    assert [s["answer"] for s in shown] == [asdict(v.answer) for v in views.values() if v.answer]
+    assert sum(len(s["probes"]) for s in shown) == stored
+    compared_cli = cli_json(capsys, "compare", "--campaign", "ceiling-capacity", "--baseline",
+                            "fast", "--candidate", "slow", "--results", results_dir)  # fmt: skip
+    assert compared_cli[0]["ratio"] == compared.ratio
 
     report = write_report(results_dir / "results.db")
     assert '<section id="capacity">' in Path(report).read_text()
@@ -124,6 +137,13 @@ def test_searches_find_the_ceilings_resume_and_compare(tmp_path: Path, results_d
     images.export(view, tmp_path / "images", per_run=False)
     knees = sorted(p.name for p in (tmp_path / "images").glob("knee-*.png"))
     assert [k.split("-")[1] for k in knees] == ["fast", "slow"]
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main([*map(str, args), "--json"]) == 0
+    shown: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    return shown
 
 
 def check_search(view: CapacityView, ceiling: float, settings: SearchSettings) -> None:

@@ -111,10 +111,22 @@ def latency_limit_ms(cell: RunSpec, slo: Slo) -> float:
     return limit
 
 
-def clients_for(rate: float, limit_ms: float) -> int:
+def little_clients(rate: float, limit_ms: float) -> int:
     """Little's law with headroom: at most rate × latency transactions are in flight while
     the SLO holds; twice that many clients keep the client from being the limit."""
-    return max(1, min(MAX_CLIENTS, math.ceil(rate * limit_ms / 1000 * HEADROOM)))
+    return max(1, math.ceil(rate * limit_ms / 1000 * HEADROOM))
+
+
+def clients_for(rate: float, limit_ms: float) -> int:
+    return min(MAX_CLIENTS, little_clients(rate, limit_ms))
+
+
+def clients_note(step: Next, limit_ms: float) -> str:
+    """What the probe's verdict says when Little's law asked for more clients than it got."""
+    if step.rate is None or little_clients(step.rate, limit_ms) <= MAX_CLIENTS:
+        return ""
+    wanted = little_clients(step.rate, limit_ms)
+    return f"; clients capped at {MAX_CLIENTS} (Little's law asks {wanted})"
 
 
 def probe_spec(
@@ -253,7 +265,7 @@ def search_one(
             step.rate,
             spec.clients,
             judged.passed,
-            judged.text,
+            judged.text + clients_note(step, limit),
             result.tps,
         )
         campaign.store.record_probe(campaign.campaign_id, record)
