@@ -49,7 +49,7 @@ class Options:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
-        trial = parse_seconds(args.trial, Context("--trial"), "duration")
+        trial = parse_seconds(args.trial, Context("capacity"), "--trial")
         tolerance = parse_tolerance(args.tolerance)
         return cls(
             args.plan,
