@@ -19,6 +19,7 @@ import math
 import os
 import re
 import signal
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from pgbenchlab.analysis.capacity import START, SearchSettings
 from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.campaign.capacity import CapacityOptions, search_capacity
 from pgbenchlab.cli import main
+from pgbenchlab.plan import RunSpec
 from pgbenchlab.report import load_view, write_report
 from pgbenchlab.report.render import images
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
@@ -75,7 +77,8 @@ def write_plan(where: Path, *, extra: str = 'latency_limit = "500ms"', slow: boo
 
 
 class InterruptAfter(QuietReporter):
-    """Sends this process SIGINT (as Ctrl-C) once `probes` probes are stored."""
+    """Sends this process SIGINT (as Ctrl-C) a second into the measured run of the probe after
+    the first `probes` probes are stored: pgbench is cut short mid-run."""
 
     def __init__(self, probes: int) -> None:
         super().__init__()
@@ -85,8 +88,12 @@ class InterruptAfter(QuietReporter):
         super().note(text)
         if text.startswith("    "):  # a probe's line, printed once it is stored
             self.left -= 1
-            if self.left == 0:
-                os.kill(os.getpid(), signal.SIGINT)
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        super().phase(spec, text)
+        if text == "measuring" and self.left == 0:
+            self.left = -1
+            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
 
 
 @pytest.mark.server
@@ -105,7 +112,8 @@ def test_searches_find_the_ceilings_resume_and_compare(
     assert cut.outcome.interrupted
     with Store(results_dir / "results.db") as store:
         before = [p.run_id for p in store.probe_records(cut.outcome.campaign_id)]
-    assert len(before) == 3
+        statuses = [r.status for r in store.run_records(cut.outcome.campaign_id)]
+    assert len(before) == 3 and statuses == ["ok"] * 3 + ["interrupted"]
 
     done = search_capacity(the_plan, options, results_dir, QuietReporter())
     assert not done.outcome.interrupted and done.outcome.failed == 0
