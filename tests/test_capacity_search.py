@@ -14,6 +14,7 @@ from pgbenchlab.analysis.capacity import (
     START,
     Answer,
     Probe,
+    SearchIdentity,
     SearchSettings,
     decide,
 )
@@ -189,3 +190,10 @@ def test_backlog_growth_ignores_a_stationary_queue() -> None:
     assert backlog_growth([1.0, 30.0, 60.0]) is not None  # 3 % behind the offered load
     assert backlog_growth([1.0, 8.0, 16.0]) is None  # under 2 %: a queue still filling
     assert backlog_growth([1.0, 30.0, 60.0], floor_ms=100) is None
+
+
+def test_the_search_identity_round_trips_and_ignores_look_alikes() -> None:
+    identity = SearchIdentity("p99 <= 10ms", 5, SearchSettings(tolerance=0.1))
+    assert SearchIdentity.read(f"[campaign]\nname = 'x'\n{identity.line}\n") == identity
+    assert SearchIdentity.read("# pgbenchlab capacity is great\n") is None
+    assert SearchIdentity.read("[campaign]\n") is None

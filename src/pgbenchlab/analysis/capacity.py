@@ -70,9 +70,12 @@ class SearchIdentity:
         lines = [line for line in plan_text.splitlines() if line.startswith(IDENTITY_PREFIX)]
         if not lines:
             return None
-        fields = json.loads(lines[-1].removeprefix(IDENTITY_PREFIX))
-        slo, trial_s = fields.pop("slo"), fields.pop("trial_s")
-        return cls(str(slo), int(trial_s), SearchSettings(**fields))
+        try:
+            fields = json.loads(lines[-1].removeprefix(IDENTITY_PREFIX))
+            slo, trial_s = fields.pop("slo"), fields.pop("trial_s")
+            return cls(str(slo), int(trial_s), SearchSettings(**fields))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None  # a comment of the user's that only looks like ours
 
 
 @dataclass(frozen=True)
