@@ -4,11 +4,12 @@ chart drawn from synthetic probes."""
 from __future__ import annotations
 
 import pytest
+import vl_convert
 
 from pgbenchlab.analysis.capacity import Answer
 from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.errors import UserError
-from pgbenchlab.report.render.knee import knee_rows, knee_svg
+from pgbenchlab.report.render.knee import knee_chart, knee_rows
 from pgbenchlab.report.views.capacity import CapacityView, KneePoint, compare_capacities
 from pgbenchlab.report.views.capacity_tables import comparison_table
 
@@ -47,5 +48,5 @@ def test_the_knee_chart_draws_the_probes_the_slo_and_the_bracket() -> None:
         {"kind": "bracket", "low": 50.0, "high": 100.0}
     ]
     assert not any(r.get("offered") is None and "measure" in r and "rule" not in r for r in rows)
-    svg = knee_svg(searched)
+    svg = vl_convert.vega_to_svg(vl_convert.vegalite_to_vega(knee_chart(searched)))
     assert "Capacity of pg18: capacity 50 tx/s" in svg and "SLO p99" in svg

@@ -102,7 +102,7 @@ def main_charts(view: ReportView) -> list[dict[str, Any]]:
             spec = compare_charts.heatmap_chart(metric, view.baseline or "", limit, view.confidence)
             specs = {"all": charts.with_order(spec, orders)}
             found.append({"id": f"chart-heat-{metric}", "kind": "heatmap", "specs": specs})
-    return found
+    return found + knee.knee_charts(view)
 
 
 def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
@@ -210,6 +210,7 @@ CHART_TITLES = {
     "rate": "Rate-limited runs",
     "dist": "Latency distributions",
     "heatmap": "Change against the baseline",
+    "knee": "Capacity knee",
 }
 
 

@@ -10,7 +10,6 @@ import vl_convert
 
 from pgbenchlab.report.render import chart_data, runcharts
 from pgbenchlab.report.render.html import main_charts, run_chart_templates
-from pgbenchlab.report.render.knee import knee_specs
 from pgbenchlab.report.views.model import ReportView, RunView
 
 PNG_SCALE = 2  # twice the on-screen size: sharp in posts and on high-density screens
@@ -63,7 +62,6 @@ def chart_specs(view: ReportView, *, per_run: bool = True) -> Iterator[tuple[str
     for chart in main_charts(view):
         spec = chart["specs"].get(axis) or next(iter(chart["specs"].values()))
         yield chart["id"].removeprefix("chart-"), {**spec, "datasets": shared}
-    yield from knee_specs(view)
     if per_run:
         templates = run_chart_templates(view)
         for run in view.runs:

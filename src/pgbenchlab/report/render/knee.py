@@ -1,13 +1,11 @@
 """The knee chart of a capacity search: against the offered rate, the latency percentiles (p50,
 p99, p99.9), the late and skipped shares, and the achieved rate, with the SLO's bounds drawn
 as rules and the answer's bracket shaded. One Vega-Lite spec per server × cell, its data
-inline; drawn to SVG for the report and to SVG and PNG for `report --images`."""
+inline: drawn by the report's page among its charts, and to SVG and PNG by `report --images`."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import vl_convert
 
 from pgbenchlab.report.render.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
 from pgbenchlab.report.render.sections import data_table, esc
@@ -78,15 +76,15 @@ def knee_chart(view: CapacityView) -> Spec:
         "data": {"values": knee_rows(view)},
         "config": CONFIG,
         "vconcat": [
-            _panel("latency", "latency (ms, log)", x, {"type": "log"}, ".3~g"),
-            _panel("shares", "share of transactions", x, {}, ".2~%"),
-            _panel("rate", "achieved rate (tx/s)", x, {"zero": False}, ".4~g"),
+            _panel("latency", "latency (ms, log)", x, {"type": "log"}, ".3~g", view),
+            _panel("shares", "share of transactions", x, {}, ".2~%", view),
+            _panel("rate", "achieved rate (tx/s)", x, {"zero": False}, ".4~g", view),
         ],
         "resolve": {"scale": {"color": "independent", "x": "shared"}},
     }
 
 
-def _panel(panel: str, title: str, x: Spec, scale: Spec, fmt: str) -> Spec:
+def _panel(panel: str, title: str, x: Spec, scale: Spec, fmt: str, view: CapacityView) -> Spec:
     y: Spec = {"field": "value", "type": "quantitative", "title": title, "scale": scale}
     color: Spec = {
         "field": "measure",
@@ -128,7 +126,8 @@ def _panel(panel: str, title: str, x: Spec, scale: Spec, fmt: str) -> Spec:
             for outcome in ("pass", "fail")
         ),
     ]
-    if panel != "rate":
+    bounded = {"latency" if b.is_latency else "shares" for b in view.slo.bounds}
+    if panel in bounded:
         layers.append(
             {
                 "transform": [{"filter": f"datum.kind === 'slo' && datum.panel === '{panel}'"}],
@@ -142,24 +141,22 @@ def _panel(panel: str, title: str, x: Spec, scale: Spec, fmt: str) -> Spec:
     return {"width": WIDTH, "height": HEIGHT, "layer": layers}
 
 
-def knee_svg(view: CapacityView) -> str:
-    return str(vl_convert.vega_to_svg(vl_convert.vegalite_to_vega(knee_chart(view))))
-
-
 def capacity_section(view: ReportView) -> str:
-    """The report's capacity section: the answers, then per search its knee and probes."""
+    """The report's capacity section: the answers, then per search its probes (the knees are
+    among the charts)."""
     if not view.capacity:
         return ""
     parts = [data_table(answers_table(list(view.capacity)))]
+    parts.append('<p class="note">Each search\'s knee is under <a href="#charts">Charts</a>.</p>')
     for search in view.capacity:
-        parts.append(f'<figure class="knee">{knee_svg(search)}</figure>')
-        parts.append(f"<details><summary>Probes of {esc(search.server)}</summary>")
-        parts.append(f"{data_table(probes_table(search))}</details>")
+        parts.append(f"<details><summary>Probes of {esc(search.server)} {esc(search.cell)}")
+        parts.append(f"</summary>{data_table(probes_table(search))}</details>")
     return f'<section id="capacity"><h2>Capacity</h2>{"".join(parts)}</section>'
 
 
-def knee_specs(view: ReportView) -> list[tuple[str, Spec]]:
-    """(file name, spec) of each search's knee, for `report --images`."""
+def knee_charts(view: ReportView) -> list[dict[str, Any]]:
+    """The knees as the page's charts: one spec each, whatever the "one line per" axis."""
     return [
-        (f"knee-{search.server}-{search.search}", knee_chart(search)) for search in view.capacity
+        {"id": f"chart-knee-{s.server}-{s.search}", "kind": "knee", "specs": {"all": knee_chart(s)}}
+        for s in view.capacity
     ]
