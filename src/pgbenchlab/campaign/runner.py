@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -69,21 +69,29 @@ def run_campaign(
     results_dir = results_dir.resolve()
     tunables = KernelTunables(plan.sysctl_names)
     tunables.check()
+    pgbench, servers = equip(plan, results_dir, built)
+    repaired = tunables.repair()
+    if repaired:
+        put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
+        reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
+    return conduct(
+        plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh,
+        budget_s=budget_s, tunables=tunables,
+    )  # fmt: skip
+
+
+def equip(
+    plan: Plan, results_dir: Path, built: list[installs.Installation] | None
+) -> tuple[PgbenchClient, Servers]:
+    """The plan's pgbench and servers on this machine, checked (its builds made unless the
+    caller made them)."""
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()
-    repaired = tunables.repair()
-    if repaired:
-        put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
-        reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
-    executor = LocalExecutor()
-    return conduct(
-        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s,
-        tunables=tunables,
-    )  # fmt: skip
+    return pgbench, servers
 
 
 def conduct(
@@ -99,27 +107,55 @@ def conduct(
     tunables: KernelTunables | None = None,
 ) -> Outcome:
     """Run the runs of the plan not yet complete in results_dir, with these servers, this
-        pgbench and this executor; every server is stopped and released, and the kernel tunables put
-    back, at the end. With
-        repeats = "auto", rounds follow while answers are open, within ``budget_s`` seconds."""
+    pgbench and this executor; every server is stopped and released, and the kernel tunables
+    put back, at the end. With repeats = "auto", rounds follow while answers are open, within
+    ``budget_s`` seconds."""
     started = time.monotonic()
+
+    def run_todo(campaign: Campaign, outcome: Outcome, done: set[str]) -> None:
+        todo = [s for s in plan.specs if s.run_key not in done]
+        reporter.campaign_started(plan, todo, len(done))
+        campaign.run(todo, outcome)
+        if plan.auto is not None:
+            campaign.add_rounds(plan.auto, outcome, Budget(started, budget_s))
+
+    return drive(
+        plan, results_dir, reporter, pgbench, servers, executor, run_todo, fresh=fresh,
+        tunables=tunables,
+    )  # fmt: skip
+
+
+Body = Callable[["Campaign", Outcome, set[str]], None]
+
+
+def drive(
+    plan: Plan,
+    results_dir: Path,
+    reporter: Reporter,
+    pgbench: PgbenchClient,
+    servers: ServerPool,
+    executor: Executor,
+    body: Body,
+    *,
+    fresh: bool = False,
+    tunables: KernelTunables | None = None,
+) -> Outcome:
+    """Open (or continue) the plan's campaign and let body run its runs (given the run keys
+    already complete); an interruption ends body, every server is stopped and released, and
+    the kernel tunables put back."""
     store = Store(results_dir / RESULTS_DB)
     try:
         store.acquire()
         servers.claim()
         campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
-        todo = [s for s in plan.specs if s.run_key not in done]
         tunables = tunables or KernelTunables(())
         campaign = Campaign(
             plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter, tunables
         )
         with StopSignals() as signals:
             try:
-                reporter.campaign_started(plan, todo, len(done))
-                campaign.run(todo, outcome)
-                if plan.auto is not None:
-                    campaign.add_rounds(plan.auto, outcome, Budget(started, budget_s))
+                body(campaign, outcome, done)
             except KeyboardInterrupt:
                 pass
             finally:
@@ -184,17 +220,25 @@ class Campaign:
         return self.pgbench.client.version_text
 
     def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
+        for index, spec in enumerate(todo, start=1):
+            self.run_stored(spec, index, len(todo), outcome)
+
+    def run_stored(
+        self, spec: RunSpec, index: int, total: int, outcome: Outcome
+    ) -> tuple[int, RunResult]:
+        """Run one spec and store its result: its run id and result (an interrupted run is
+        stored, then the interruption goes on)."""
         with self.stopped_by_results_faults():
-            for index, spec in enumerate(todo, start=1):
-                self.reporter.run_started(spec, index, len(todo))
-                result = replace(self.run_one(spec), sysctl=self.applied)
-                self.store.record_run(self.campaign_id, result)
-                self.reporter.run_finished(spec, result)
-                outcome.results.append(result)
-                outcome.ran += 1
-                outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
-                if result.status == RunStatus.INTERRUPTED:
-                    raise KeyboardInterrupt
+            self.reporter.run_started(spec, index, total)
+            result = replace(self.run_one(spec), sysctl=self.applied)
+            run_id = self.store.record_run(self.campaign_id, result)
+            self.reporter.run_finished(spec, result)
+        outcome.results.append(result)
+        outcome.ran += 1
+        outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
+        if result.status == RunStatus.INTERRUPTED:
+            raise KeyboardInterrupt
+        return run_id, result
 
     def add_rounds(self, auto: AutoRepeats, outcome: Outcome, budget: Budget) -> None:
         """Rounds beyond the minimum for the cells whose answer is open, until every answer

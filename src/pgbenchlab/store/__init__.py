@@ -13,6 +13,7 @@ from pgbenchlab.store.database import Store
 from pgbenchlab.store.records import (
     CampaignRecord,
     DatasetRecord,
+    ProbeRecord,
     RunDiagnosis,
     RunEvent,
     RunRecord,
@@ -31,6 +32,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "CampaignRecord",
     "DatasetRecord",
+    "ProbeRecord",
     "RunColumn",
     "RunDiagnosis",
     "RunEvent",

@@ -21,6 +21,7 @@ from pgbenchlab.store.faults import GuardedConnection
 from pgbenchlab.store.records import (
     CampaignRecord,
     DatasetRecord,
+    ProbeRecord,
     RunDiagnosis,
     RunEvent,
     RunRecord,
@@ -211,6 +212,20 @@ class Reading:
         """The campaign's runs, the latest attempt of each run key, in run order."""
         sql = f"{RUN_SELECT} FROM latest_runs WHERE campaign_id = ? ORDER BY sequence"
         return tuple(run_record(r) for r in self._tuples(sql, [campaign_id]))
+
+    def probe_records(self, campaign_id: int) -> tuple[ProbeRecord, ...]:
+        """A capacity campaign's probes, in the order they ran."""
+        rows = self.db.execute(
+            "SELECT run_id, search, role, rate, clients, passed, verdict, tps "
+            "FROM capacity_probes WHERE campaign_id = ? ORDER BY run_id",
+            (campaign_id,),
+        ).fetchall()
+        return tuple(
+            ProbeRecord(
+                int(r[0]), r[1], r[2], _float(r[3]), int(r[4]), bool(r[5]), r[6], _float(r[7])
+            )
+            for r in rows
+        )
 
     def run_record(self, run_id: int) -> RunRecord | None:
         row = self._tuples(f"{RUN_SELECT} FROM runs WHERE id = ?", [run_id]).fetchone()

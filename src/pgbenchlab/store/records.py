@@ -96,6 +96,21 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
+class ProbeRecord:
+    """One probe of a capacity search: the stored run behind it, its role and offered rate
+    (None for the closed-loop start), its clients and its verdict against the SLO."""
+
+    run_id: int
+    search: str  # the searched cell's id
+    role: str
+    rate: float | None
+    clients: int
+    passed: bool
+    verdict: str
+    tps: float | None
+
+
+@dataclass(frozen=True)
 class RunEvent:
     """Something the server did during a run (a checkpoint, autovacuum), seconds from start."""
 

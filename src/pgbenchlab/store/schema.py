@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -245,6 +245,22 @@ MIGRATIONS: dict[int, str] = {
         value TEXT NOT NULL,
         PRIMARY KEY (run_id, name)
     );
+    """,
+    # 7: the probes of a capacity search: which stored run played which role at which offered
+    # rate, and its verdict against the SLO (the search resumes from these).
+    7: """
+    CREATE TABLE capacity_probes (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        search TEXT NOT NULL,
+        role TEXT NOT NULL,
+        rate REAL,
+        clients INTEGER NOT NULL,
+        passed INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        tps REAL
+    );
+    CREATE INDEX capacity_probes_search ON capacity_probes (campaign_id, search, run_id);
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.

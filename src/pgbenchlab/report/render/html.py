@@ -19,6 +19,7 @@ from pgbenchlab.report.render import (
     bundle,
     charts,
     compare_charts,
+    knee,
     runcharts,
     sections,
     timeline,
@@ -101,7 +102,7 @@ def main_charts(view: ReportView) -> list[dict[str, Any]]:
             spec = compare_charts.heatmap_chart(metric, view.baseline or "", limit, view.confidence)
             specs = {"all": charts.with_order(spec, orders)}
             found.append({"id": f"chart-heat-{metric}", "kind": "heatmap", "specs": specs})
-    return found
+    return found + knee.knee_charts(view)
 
 
 def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
@@ -209,6 +210,7 @@ CHART_TITLES = {
     "rate": "Rate-limited runs",
     "dist": "Latency distributions",
     "heatmap": "Change against the baseline",
+    "knee": "Capacity knee",
 }
 
 
@@ -240,6 +242,8 @@ def render(view: ReportView, *, source: str = "") -> str:
         diagnosis=sections.diagnosis_table(view),
         plan=esc(view.campaign.plan_text),
         tables=sections.summary_tables(view),
+        capacity=knee.capacity_section(view),
+        capacity_link='<a href="#capacity">Capacity</a>' if view.capacity else "",
         change_points=change_points,
         change_points_link='<a href="#change-points">Change points</a>' if change_points else "",
         figures=figures,
@@ -261,7 +265,7 @@ def render(view: ReportView, *, source: str = "") -> str:
 _BODY = """
 <header><h1>{title}</h1>{description}<p class="sub">{sub}</p>
 <nav><a href="#warnings">Warnings</a><a href="#overview">Overview</a>
-<a href="#tables">Key tables</a>{change_points_link}<a href="#charts">Charts</a>
+<a href="#tables">Key tables</a>{capacity_link}{change_points_link}<a href="#charts">Charts</a>
 <a href="#runs">All runs</a><a href="#method">Method</a></nav></header>
 <main>
 <section id="warnings"><h2>Warnings</h2>{advice}</section>
@@ -271,6 +275,7 @@ _BODY = """
 <h3>Machine</h3>{machine}
 <details><summary>The plan file</summary><pre>{plan}</pre></details></section>
 <section id="tables"><h2>Key tables</h2>{tables}</section>
+{capacity}
 {change_points}
 <section id="charts"><h2>Charts</h2>
 <div class="controls"><label>One line per <select id="series-axis"></select></label>

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgbenchlab.findings import RunWarning
+from pgbenchlab.report.views.capacity import CapacityView
 from pgbenchlab.results import RunStatus
 
 Pairs = tuple[tuple[str, str], ...]
@@ -294,3 +295,4 @@ class ReportView:
     advice: tuple[Advice, ...]
     confidence: float
     scans: tuple[Scan, ...] = ()  # change points along the server and setting axes (`steps`)
+    capacity: tuple[CapacityView, ...] = ()  # a capacity campaign's searches
