@@ -68,7 +68,8 @@ def run_campaign(
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()
-    return conduct(plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh)
+    executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
+    return conduct(plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh)
 
 
 def conduct(

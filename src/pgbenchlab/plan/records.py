@@ -54,6 +54,7 @@ class ServerPlan:
     settings: tuple[tuple[str, str], ...] = ()
     data_dir: str | None = None
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
+    cpus: str | None = None  # managed only: the CPU list its processes are pinned to
 
     @property
     def managed(self) -> bool:
@@ -145,6 +146,7 @@ class Plan:
     warnings: tuple[str, ...]
     description: str = ""  # what the campaign is for, shown atop its report
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
+    pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:

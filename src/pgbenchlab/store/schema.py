@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -235,6 +235,20 @@ MIGRATIONS: dict[int, str] = {
     5: """
     ALTER TABLE servers ADD COLUMN build_key TEXT;
     ALTER TABLE servers ADD COLUMN build_json TEXT;
+    """,
+    # 6: the CPUs the kernel allowed the server's processes and pgbench during a run (read back
+    # from /proc/PID/status), beside the CPU list the plan pinned them to. Older runs were not
+    # checked: no rows.
+    6: """
+    CREATE TABLE run_affinity (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        role TEXT NOT NULL,
+        requested TEXT,
+        observed TEXT NOT NULL,
+        processes INTEGER NOT NULL,
+        verified INTEGER,
+        PRIMARY KEY (run_id, role)
+    );
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.

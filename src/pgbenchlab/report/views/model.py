@@ -171,6 +171,7 @@ class RunView:
     )
     diagnosis_evidence: tuple[str, ...] = ()
     other_load_share: float | None = None  # of the host's CPUs, used by other processes
+    cpu_affinity: tuple[str, ...] = ()  # the CPUs its processes were allowed, as sentences
     retried: int | None = None  # transactions retried (--max-tries), from pgbench's report
     retries: int | None = None
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
