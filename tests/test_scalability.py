@@ -1,0 +1,114 @@
+"""The Universal Scalability Law on synthetic curves with known contention σ and coherency κ
+(recovered within their bootstrap intervals), the refusals for data that cannot support a fit,
+and where a curve departs from linear with the wait event that grows there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pgbenchlab.analysis.scalability import (
+    Departure,
+    departure,
+    departure_text,
+    fit_usl,
+    growing_wait,
+    peak_clients,
+    usl,
+)
+
+CLIENTS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def curve(
+    sigma: float, kappa: float, *, noise: float, repeats: int, seed: int
+) -> list[tuple[int, float]]:
+    """Runs of a USL curve (λ = 1000) with multiplicative run-to-run noise."""
+    rng = np.random.default_rng(seed)
+    return [
+        (n, float(usl(np.array([n]), 1000.0, sigma, kappa)[0] * np.exp(rng.normal(0, noise))))
+        for n in CLIENTS
+        for _ in range(repeats)
+    ]
+
+
+@pytest.mark.parametrize(("sigma", "kappa"), [(0.05, 0.001), (0.02, 0.0005), (0.1, 0.001)])
+def test_known_sigma_and_kappa_are_recovered_within_their_intervals(
+    sigma: float, kappa: float
+) -> None:
+    covered = 0
+    for seed in range(10):
+        fit = fit_usl(curve(sigma, kappa, noise=0.03, repeats=4, seed=seed), seed=seed)
+        assert fit.refused is None and fit.sigma and fit.kappa and fit.peak
+        true_peak = peak_clients(sigma, kappa)
+        assert true_peak is not None
+        covered += (
+            fit.sigma.low <= sigma <= fit.sigma.high
+            and fit.kappa.low <= kappa <= fit.kappa.high
+            and fit.peak.low <= true_peak <= fit.peak.high
+        )
+        assert fit.sigma.value == pytest.approx(sigma, rel=0.3, abs=0.01)
+    # A 95 % interval from 4 repeats per count: most seeds cover all three at once.
+    assert covered >= 7
+
+
+def test_the_curve_passes_through_the_points() -> None:
+    fit = fit_usl(curve(0.05, 0.001, noise=0.01, repeats=3, seed=1))
+    for n in CLIENTS:
+        expected = usl(np.array([n]), 1000.0, 0.05, 0.001)[0]
+        assert fit.tps(n) == pytest.approx(expected, rel=0.05)
+
+
+def test_linear_data_has_no_curvature_to_fit() -> None:
+    fit = fit_usl(curve(0.0, 0.0, noise=0.02, repeats=3, seed=3))
+    assert fit.refused is not None and fit.refused.startswith("no curvature")
+    assert fit.sigma is None and fit.tps(4) is None
+
+
+def test_contention_without_coherency_gives_no_peak() -> None:
+    fit = fit_usl(curve(0.1, 0.0, noise=0.02, repeats=3, seed=4))
+    assert fit.refused is None and fit.sigma is not None
+    assert fit.sigma.low <= 0.1 <= fit.sigma.high
+    assert fit.peak is None and fit.note
+
+
+@pytest.mark.parametrize(
+    ("points", "reason"),
+    [
+        ([(n, 100.0 * n) for n in (1, 2, 4) for _ in range(3)], "has 3"),
+        ([(n, 100.0 * n / (1 + 0.1 * (n - 1))) for n in CLIENTS], "one run per client count"),
+    ],
+)
+def test_too_few_points_or_no_repeats_are_refused(
+    points: list[tuple[int, float]], reason: str
+) -> None:
+    fit = fit_usl(points)
+    assert fit.refused is not None and reason in fit.refused
+    assert fit.sigma is None and fit.kappa is None and fit.peak is None
+
+
+def test_departure_is_the_first_count_below_80_percent_of_linear() -> None:
+    means = {1: 1000.0, 2: 1980.0, 4: 3800.0, 8: 5000.0, 16: 5200.0}
+    found = departure(means)
+    assert found == Departure(8, 5000.0 / 8000.0, 4, 1)
+    assert departure({1: 1000.0, 2: 2000.0, 4: 3900.0}) is None
+
+
+def test_the_wait_event_that_grows_is_named_with_its_shares() -> None:
+    waits = {
+        4: {"CPU:CPU": 60, "Client:ClientRead": 37, "LWLock:BufferContent": 3},
+        16: {"CPU:CPU": 40, "Client:ClientRead": 22, "LWLock:BufferContent": 38},
+    }
+    growth = growing_wait(waits, 4, 16)
+    assert growth is not None and growth.event == "LWLock:BufferContent"
+    text = departure_text(Departure(8, 0.62, 4, 1), growth)
+    assert text == (
+        "past 4 clients the curve departs from linear: at 8 clients TPS is 62 % of linear "
+        "scaling from 1 client; LWLock:BufferContent rises from 3 % of backend samples at 4 "
+        "clients to 38 % at 16"
+    )
+    steady = {
+        4: {"CPU:CPU": 50, "Client:ClientRead": 50},
+        16: {"CPU:CPU": 52, "Client:ClientRead": 48},
+    }
+    assert growing_wait(steady, 4, 16) is None
