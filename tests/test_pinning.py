@@ -20,6 +20,9 @@ from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
 from pgbenchlab.campaign.pinning import check_cpus
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.report.render.tables import scalability_table
+from pgbenchlab.report.views.build import load_view
+from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 
 BASE = """
@@ -124,7 +127,7 @@ clients = [1, 2, 4, 16]
 
 
 @pytest.fixture(scope="module")
-def pinned_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]:
+def pinned_results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     require_installs("embedded")
     if len(LOCAL_HOST.allowed_cpus() & {0, 1}) < 2:
         pytest.fail("these tests pin to CPUs 0 and 1, which this machine must have")
@@ -135,12 +138,17 @@ def pinned_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite
     try:
         outcome = run_campaign(the_plan, results, QuietReporter())
         assert outcome.failed == 0
-        db = sqlite3.connect(results / RESULTS_DB)
-        db.row_factory = sqlite3.Row
-        yield db
-        db.close()
+        yield results
     finally:
         remove_clusters(results)
+
+
+@pytest.fixture(scope="module")
+def pinned_campaign(pinned_results: Path) -> Iterator[sqlite3.Connection]:
+    db = sqlite3.connect(pinned_results / RESULTS_DB)
+    db.row_factory = sqlite3.Row
+    yield db
+    db.close()
 
 
 @pytest.mark.server
@@ -192,3 +200,19 @@ def diagnoses(db: sqlite3.Connection, workload: str, clients: int = 16) -> list[
     ).fetchall()
     assert len(rows) == 2
     return rows
+
+
+@pytest.mark.server
+def test_the_scalability_model_on_the_real_client_ladder(pinned_results: Path) -> None:
+    with Store(pinned_results / RESULTS_DB) as store:
+        view = load_view(store, 1)
+    (found,) = view.scalability  # select-only; the heavy client ran at 16 clients only
+    fit = found.fit
+    assert (fit.clients, fit.runs) == ((1, 2, 4, 16), 8)
+    if fit.refused is None:  # a fit: σ within its interval, the curve over the points
+        assert fit.sigma is not None and fit.sigma.low <= fit.sigma.value <= fit.sigma.high
+        assert found.curve and found.curve[0][0] == 1 and found.curve[-1][0] == 16
+    else:  # or the reason the data cannot support one, and no numbers
+        assert fit.sigma is None and not found.curve
+    table = scalability_table(view)
+    assert table is not None and table.rows[0][1] == "1, 2, 4, 16 (8)"

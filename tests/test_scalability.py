@@ -4,9 +4,12 @@ and where a curve departs from linear with the wait event that grows there."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from conftest_report import SyntheticPlan, write_synthetic
 from pgbenchlab.analysis.scalability import (
     Departure,
     departure,
@@ -16,6 +19,11 @@ from pgbenchlab.analysis.scalability import (
     peak_clients,
     usl,
 )
+from pgbenchlab.report.render import html, images, markdown
+from pgbenchlab.report.render.tables import scalability_table
+from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.store import Store
 
 CLIENTS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -36,20 +44,19 @@ def curve(
 def test_known_sigma_and_kappa_are_recovered_within_their_intervals(
     sigma: float, kappa: float
 ) -> None:
-    covered = 0
-    for seed in range(10):
+    true_peak = peak_clients(sigma, kappa)
+    assert true_peak is not None
+    covered = {"σ": 0, "κ": 0, "N*": 0}
+    for seed in range(12):
         fit = fit_usl(curve(sigma, kappa, noise=0.03, repeats=4, seed=seed), seed=seed)
         assert fit.refused is None and fit.sigma and fit.kappa and fit.peak
-        true_peak = peak_clients(sigma, kappa)
-        assert true_peak is not None
-        covered += (
-            fit.sigma.low <= sigma <= fit.sigma.high
-            and fit.kappa.low <= kappa <= fit.kappa.high
-            and fit.peak.low <= true_peak <= fit.peak.high
-        )
+        covered["σ"] += fit.sigma.low <= sigma <= fit.sigma.high
+        covered["κ"] += fit.kappa.low <= kappa <= fit.kappa.high
+        covered["N*"] += fit.peak.low <= true_peak <= fit.peak.high
         assert fit.sigma.value == pytest.approx(sigma, rel=0.3, abs=0.01)
-    # A 95 % interval from 4 repeats per count: most seeds cover all three at once.
-    assert covered >= 7
+        assert fit.peak.value == pytest.approx(true_peak, rel=0.15)
+    # From 4 repeats per count the bootstrap covers 82-93 % in simulation (the module says).
+    assert min(covered.values()) >= 8, covered
 
 
 def test_the_curve_passes_through_the_points() -> None:
@@ -112,3 +119,54 @@ def test_the_wait_event_that_grows_is_named_with_its_shares() -> None:
         16: {"CPU:CPU": 52, "Client:ClientRead": 48},
     }
     assert growing_wait(steady, 4, 16) is None
+
+
+# -- in the report: the table, the departure sentence, the curve over the points ---------------
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> ReportView:
+    plan = SyntheticPlan(clients=(1, 2, 4, 8, 16, 32), repeats=3, workloads=("select-only",))
+    db = write_synthetic(tmp_path_factory.mktemp("ladder"), plan)
+    with Store(db) as store:
+        return load_view(store, 1)
+
+
+def test_every_series_of_the_report_is_fitted(ladder: ReportView) -> None:
+    # The synthetic servers saturate as N/(N + 3) (σ = 0.25), with 6 % noise per run.
+    assert [s.label for s in ladder.scalability] == ["pg15", "pg18"]
+    for found in ladder.scalability:
+        fit = found.fit
+        assert fit.refused is None and fit.sigma is not None and fit.runs == 18
+        assert fit.sigma.low > 0.1
+        assert (
+            found.departure is not None and " the curve departs from linear: at " in found.departure
+        )
+        assert found.curve[0][0] == 1 and found.curve[-1][0] == 32
+
+
+def test_the_table_and_the_chart_show_the_fit(ladder: ReportView, tmp_path: Path) -> None:
+    table = scalability_table(ladder)
+    assert table is not None and [r[0] for r in table.rows] == ["pg15", "pg18"]
+    assert "1, 2, 4, 8, 16, 32 (18)" in table.rows[0][1] and "…" in table.rows[0][2]
+    assert "Scalability: the Universal Scalability Law" in markdown.render(ladder)
+    tps = next(c for c in html.main_charts(ladder) if c["id"] == "chart-tps")
+    spec = next(iter(tps["specs"].values()))
+    assert spec["data"] == {"name": "tps_points"}
+    assert any("usl" in str(layer.get("encoding", {})) for layer in spec["spec"]["layer"])
+    rows = html.payload(ladder)["usl"]
+    assert len(rows) == 2 * 40 and all(r["usl"] > 0 for r in rows)
+    written = images.write_chart(
+        dict(images.chart_specs(ladder, per_run=False))["tps"], tmp_path / "tps"
+    )
+    assert written[0].read_text().count("<path") > 4
+
+
+def test_too_few_client_counts_say_so_in_the_table(tmp_path: Path) -> None:
+    db = write_synthetic(tmp_path, SyntheticPlan(clients=(1, 2, 4), repeats=2))
+    with Store(db) as store:
+        view = load_view(store, 1)
+    table = scalability_table(view)
+    assert table is not None
+    assert all("has 3" in row[-1] and row[2] == "-" for row in table.rows)
+    assert not html.payload(view)["usl"]

@@ -47,6 +47,13 @@ class AffinityWatch:
         if pgbench is not None:
             self._note(PGBENCH, pgbench)
 
+    def missing(self, postmaster: int | None, pgbench: int | None) -> bool:
+        """Whether a watched role has no process checked yet (a sampler that fell behind in
+        the first seconds checks later)."""
+        return (postmaster is not None and not self.seen.get(SERVER)) or (
+            pgbench is not None and not self.seen.get(PGBENCH)
+        )
+
     def _note(self, role: str, pid: int) -> None:
         listed = allowed_list(self.proc, pid, self.host)
         if listed is not None:

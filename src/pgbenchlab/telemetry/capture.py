@@ -204,8 +204,9 @@ class Capture:
             if second > last_second:
                 last_second = second
                 self.state.samples.append(Sample(second, time.monotonic(), self._counters()))
-                if second <= AFFINITY_SECONDS:
-                    self.affinity.check(self.config.postmaster_pid, self.os.pgbench_pid)
+                pids = (self.config.postmaster_pid, self.os.pgbench_pid)
+                if second <= AFFINITY_SECONDS or self.affinity.missing(*pids):
+                    self.affinity.check(*pids)
 
     def _activity(self, second: int) -> None:
         if self.conn is None:

@@ -30,6 +30,7 @@ from pgbenchlab.report.views.model import (
     RunView,
     ServerView,
 )
+from pgbenchlab.report.views.scalability import scalability
 from pgbenchlab.report.views.steps import report_scans
 from pgbenchlab.store import Store
 
@@ -88,7 +89,9 @@ def build_view(
         advice=advice.collect(runs, cells, axes),
         confidence=confidence,
     )
-    return replace(view, scans=tuple(report_scans(view)))
+    return replace(
+        view, scans=tuple(report_scans(view)), scalability=scalability(cells, runs, axes)
+    )
 
 
 # -- axes --------------------------------------------------------------------------------------

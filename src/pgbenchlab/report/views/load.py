@@ -118,8 +118,15 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
     records = store.run_records(campaign_id)
     ids = [r.id for r in records]
     diagnoses = store.diagnoses_by_run(ids)
+    waits = {
+        run_id: tuple((f"{w.wait_event_type}:{w.wait_event}", w.samples) for w in found)
+        for run_id, found in store.wait_events_by_run(ids).items()
+    }
     if not detail:
-        return tuple(run_view(r, **_diagnosis(diagnoses.get(r.id))) for r in records)
+        return tuple(
+            run_view(r, waits=waits.get(r.id, ()), **_diagnosis(diagnoses.get(r.id)))
+            for r in records
+        )
     seconds = store.seconds_by_run(ids)
     histograms = store.histograms_by_run(ids)
     events = store.events_by_run(ids)
@@ -143,6 +150,7 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
             telemetry_left_out=r.id in left_out,
             pgbench_output=_raw_output(raw_dir, r) if raw_dir else None,
             cpu_affinity=tuple(affinity_text(a) for a in affinity.get(r.id, ())),
+            waits=waits.get(r.id, ()),
             **_diagnosis(diagnoses.get(r.id)),
         )
         for r in records
