@@ -20,8 +20,8 @@ from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
 from pgbenchlab.campaign.pinning import check_cpus
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LOCAL_HOST
-from pgbenchlab.report.render.tables import scalability_table
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 

@@ -4,6 +4,7 @@ and where a curve departs from linear with the wait event that grows there."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +21,10 @@ from pgbenchlab.analysis.scalability import (
     usl,
 )
 from pgbenchlab.report.render import html, images, markdown
-from pgbenchlab.report.render.tables import scalability_table
+from pgbenchlab.report.views import compare_series
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.store import Store
 
 CLIENTS = (1, 2, 4, 8, 16, 32, 64)
@@ -170,3 +172,15 @@ def test_too_few_client_counts_say_so_in_the_table(tmp_path: Path) -> None:
     assert table is not None
     assert all("has 3" in row[-1] and row[2] == "-" for row in table.rows)
     assert not html.payload(view)["usl"]
+
+
+def test_compare_series_clients_prints_the_model_of_every_series(tmp_path: Path) -> None:
+    plan = SyntheticPlan(clients=(1, 2, 4, 8, 16), repeats=3, workloads=("tpcb-like",))
+    with Store(write_synthetic(tmp_path, plan)) as store:
+        found, fits = compare_series.with_scalability(store, None)
+    text = compare_series.as_text(found, fits)
+    assert "Scalability: the Universal Scalability Law per series" in text
+    assert "1, 2, 4, 8, 16 (15)" in text and "σ contention" in text
+    data = json.loads(compare_series.as_json(found, fits))
+    assert [s["series"] for s in data["scalability"]] == ["pg15", "pg18"]
+    assert data["scalability"][0]["sigma"]["low"] <= data["scalability"][0]["sigma"]["value"]

@@ -21,6 +21,7 @@ from pgbenchlab.cli.common import (
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import compare_series as series
+from pgbenchlab.report.views.model import ScalabilityView
 
 SERIES_HELP = (
     "find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
@@ -147,11 +148,14 @@ def run(options: CompareOptions) -> int:
 
 def run_series(options: CompareOptions, axis: str) -> int:
     with open_store(options.results) as store:
+        fits: tuple[ScalabilityView, ...] = ()
         if axis == series.CAMPAIGN:
             found = series.across_campaigns(store, list(options.campaigns), options.threshold)
+        elif axis == "clients":  # with the scalability model of every series
+            found, fits = series.with_scalability(store, options.campaign, options.threshold)
         else:
             found = series.within_campaign(store, options.campaign, axis, options.threshold)
-    print(series.as_json(found) if options.json else series.as_text(found))
+    print(series.as_json(found, fits) if options.json else series.as_text(found, fits))
     if options.fail_on_regression and series.regressed(found):
         return EXIT_RUNS_FAILED
     return EXIT_OK

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 import time
 
-from pgbenchlab.report.render.tables import change_tables, key_tables, scalability_table
+from pgbenchlab.report.render.tables import change_tables, key_tables
 from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
 

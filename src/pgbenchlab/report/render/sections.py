@@ -13,8 +13,9 @@ from collections.abc import Iterable, Sequence
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.report.render.chart_data import cell_link, run_link
 from pgbenchlab.report.render.payload import common_facts
-from pgbenchlab.report.render.tables import change_tables, key_tables, scalability_table
+from pgbenchlab.report.render.tables import change_tables, key_tables
 from pgbenchlab.report.views.model import Advice, ReportView, ServerView
+from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
 from pgbenchlab.results import RunStatus

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
-from pgbenchlab.analysis.scalability import AT_ZERO, Estimate
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.render.charts import VERDICT_MARKS
 from pgbenchlab.report.views.labels import panel_label
-from pgbenchlab.report.views.model import CellView, ChangeView, ReportView, ScalabilityView
+from pgbenchlab.report.views.model import CellView, ChangeView, ReportView
 from pgbenchlab.report.views.text import Table, fmt_ms, fmt_tps
 
 
@@ -105,46 +104,4 @@ def _change_note(view: ReportView) -> str:
         "Ratio of geometric means minus one, with its "
         f"{view.confidence:.0%} confidence interval; ↑ improved, ↓ regressed, ≈ within noise "
         f"(±{DEFAULT_THRESHOLD:.0%}), ? not enough data to tell."
-    )
-
-
-USL_NOTE = (
-    "Universal Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) fitted to every run of the "
-    "series (least squares on log TPS): σ contention, κ coherency, N* = √((1−σ)/κ) the client "
-    "count of peak TPS. Intervals: 95 % bootstrap over the repeats of each client count. A fit "
-    "the data cannot support gives the reason instead of numbers."
-)
-
-
-def fmt_estimate(found: Estimate | None, digits: str = ".3g") -> str:
-    """ "0.051 (0.049 … 0.053)"; a bound at the parameter's floor prints as 0."""
-    if found is None:
-        return "-"
-
-    def number(value: float) -> str:
-        return "0" if value <= AT_ZERO else f"{value:{digits}}"
-
-    return f"{number(found.value)} ({number(found.low)} … {number(found.high)})"
-
-
-def scalability_table(view: ReportView) -> Table | None:
-    """σ, κ and N* with their intervals per series, and where each departs from linear."""
-    if not view.scalability:
-        return None
-    header = ("series", "clients (runs)", "σ contention", "κ coherency", "N* peak", "what it says")
-    rows = tuple(_usl_row(s) for s in view.scalability)
-    return Table("Scalability: the Universal Scalability Law per series", header, rows, USL_NOTE)
-
-
-def _usl_row(s: ScalabilityView) -> tuple[str, ...]:
-    fit = s.fit
-    counts = ", ".join(str(c) for c in fit.clients)
-    said = [fit.refused or fit.note, s.departure or ""]
-    return (
-        s.label,
-        f"{counts} ({fit.runs})",
-        fmt_estimate(fit.sigma),
-        fmt_estimate(fit.kappa),
-        fmt_estimate(fit.peak, ".0f"),
-        "; ".join(t for t in said if t) or "-",
     )

@@ -11,13 +11,23 @@ from collections.abc import Sequence
 import numpy as np
 
 from pgbenchlab.analysis.scalability import (
+    AT_ZERO,
+    Estimate,
     UslFit,
     departure,
     departure_text,
     fit_usl,
     growing_wait,
 )
-from pgbenchlab.report.views.model import Axis, CellView, Pairs, RunView, ScalabilityView
+from pgbenchlab.report.views.model import (
+    Axis,
+    CellView,
+    Pairs,
+    ReportView,
+    RunView,
+    ScalabilityView,
+)
+from pgbenchlab.report.views.text import Table
 
 CURVE_POINTS = 40
 
@@ -63,3 +73,46 @@ def curve(fit: UslFit) -> tuple[tuple[float, float], ...]:
         return ()
     grid = np.geomspace(fit.clients[0], fit.clients[-1], CURVE_POINTS)
     return tuple((round(float(n), 3), round(t, 1)) for n in grid if (t := fit.tps(n)) is not None)
+
+
+USL_NOTE = (
+    "Universal Scalability Law X(N) = λN / (1 + σ(N−1) + κN(N−1)) fitted to every run of the "
+    "series (least squares on log TPS): σ contention, κ coherency, N* = √((1−σ)/κ) the client "
+    "count of peak TPS. Intervals: 95 % bootstrap over the repeats of each client count. A fit "
+    "the data cannot support gives the reason instead of numbers."
+)
+
+
+def fmt_estimate(found: Estimate | None, digits: str = ".3g") -> str:
+    """ "0.051 (0.049 … 0.053)"; a bound at the parameter's floor prints as 0."""
+    if found is None:
+        return "-"
+
+    def number(value: float) -> str:
+        return "0" if value <= AT_ZERO else f"{value:{digits}}"
+
+    return f"{number(found.value)} ({number(found.low)} … {number(found.high)})"
+
+
+def scalability_table(view: ReportView | Sequence[ScalabilityView]) -> Table | None:
+    """σ, κ and N* with their intervals per series, and where each departs from linear."""
+    found = view.scalability if isinstance(view, ReportView) else tuple(view)
+    if not found:
+        return None
+    header = ("series", "clients (runs)", "σ contention", "κ coherency", "N* peak", "what it says")
+    rows = tuple(_usl_row(s) for s in found)
+    return Table("Scalability: the Universal Scalability Law per series", header, rows, USL_NOTE)
+
+
+def _usl_row(s: ScalabilityView) -> tuple[str, ...]:
+    fit = s.fit
+    counts = ", ".join(str(c) for c in fit.clients)
+    said = [fit.refused or fit.note, s.departure or ""]
+    return (
+        s.label,
+        f"{counts} ({fit.runs})",
+        fmt_estimate(fit.sigma),
+        fmt_estimate(fit.kappa),
+        fmt_estimate(fit.peak, ".0f"),
+        "; ".join(t for t in said if t) or "-",
+    )
