@@ -20,12 +20,14 @@ from pgbenchlab.analysis.scalability import (
     peak_clients,
     usl,
 )
+from pgbenchlab.report import write_report
 from pgbenchlab.report.render import html, images, markdown
 from pgbenchlab.report.views import compare_series
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.store import Store
+from report_browser import Browser
 
 CLIENTS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -184,3 +186,24 @@ def test_compare_series_clients_prints_the_model_of_every_series(tmp_path: Path)
     data = json.loads(compare_series.as_json(found, fits))
     assert [s["series"] for s in data["scalability"]] == ["pg15", "pg18"]
     assert data["scalability"][0]["sigma"]["low"] <= data["scalability"][0]["sigma"]["value"]
+
+
+@pytest.mark.browser
+def test_the_fitted_curves_draw_in_the_browser(browser: Browser, tmp_path: Path) -> None:
+    plan = SyntheticPlan(clients=(1, 2, 4, 8, 16), repeats=2, duration_s=5)
+    out = write_report(write_synthetic(tmp_path, plan), output=tmp_path / "r.html")
+    assert isinstance(out, Path)
+    dotted = "#chart-tps g.mark-line path[stroke-dasharray='2,3']"
+    with browser.page() as page:
+        first = page.open(out.as_uri())
+        fitted = page.evaluate(f'document.querySelectorAll("{dotted}").length')
+        page.evaluate(
+            "(() => { const s = document.getElementById('series-axis'); s.value = 'workload';"
+            " s.dispatchEvent(new Event('change'));"
+            " return new Promise(r => setTimeout(r, 1500)); })()"
+        )
+        refitted = page.evaluate(f'document.querySelectorAll("{dotted}").length')
+        problems = page.problems()
+    assert first.console == [] and problems == []
+    # 2 servers × 2 workloads: four series, each with its curve, whatever the lines are per.
+    assert fitted == refitted == 4
