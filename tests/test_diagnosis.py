@@ -256,7 +256,8 @@ def test_a_server_pinned_to_one_cpu_that_it_fills_is_cpu_bound_and_says_so() -> 
     result = diagnose(replace(f, server_cpus="0"))
     assert result.verdict == Bottleneck.SERVER_CPU_BOUND
     assert (
-        "the server was pinned to CPU 0 (1 of the host's 2) and wanted 0.97" in result.evidence[0]
+        "the server was pinned to CPU 0 (1 of the host's 2) and wanted 0.97 CPUs there"
+        in result.evidence[0]
     )
     note = "pinned to CPU 0 (1 of the host's 2) for 16 clients: at most 1 of their backends"
     assert note in result.evidence[-1] and note in result.details["pinning"]

@@ -205,8 +205,7 @@ def client_bound(f: Figures) -> Finding | None:
 def pinning_text(who: str, cpus: str | None, count: int, f: Figures, busy_s: float) -> str:
     return (
         f"{who} was pinned to CPU {cpus} ({count} of the host's {f.host_cpus}) and wanted "
-        f"{busy_s / f.duration_s:.2f} of {'it' if count == 1 else 'them'} "
-        "(CPU time + run-queue wait)"
+        f"{busy_s / f.duration_s:.2f} CPUs there (CPU time + run-queue wait)"
     )
 
 
