@@ -9,7 +9,9 @@ model is fitted to (`test_scalability.py` reads the same kind of data synthetica
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +21,12 @@ from pgbenchlab import cpusets, findings, plan
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
 from pgbenchlab.campaign.pinning import check_cpus
 from pgbenchlab.errors import PlanError
-from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.hosts import LOCAL_HOST, pinned
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.store import Store
+from pgbenchlab.telemetry.affinity import allowed_list
+from pgbenchlab.telemetry.osstats import child_pids
 from support import QuietReporter, require_installs
 
 BASE = """
@@ -229,4 +233,28 @@ def test_a_pinning_the_kernel_did_not_hold_is_a_warning() -> None:
     assert found is not None and found.text == (
         "server was to be pinned to CPU 0, but the kernel allowed its processes CPU 0 | 0-1 "
         "(/proc/PID/status): the pinning did not hold"
+    )
+
+
+def test_a_process_started_pinned_runs_where_the_kernel_says() -> None:
+    # Through the Host: taskset execs the command (same pid), its children inherit the list.
+    assert pinned(["true"], None, LOCAL_HOST) == ["true"]
+    proc = LOCAL_HOST.start(
+        pinned(["sh", "-c", "sleep 5 & wait"], "0", LOCAL_HOST),
+        env={},
+        cwd="/",
+        new_session=True,  # kill() ends the sleeping child too
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not (children := child_pids(Path("/proc"), proc.pid, LOCAL_HOST)):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for pid in (proc.pid, *children):
+            assert allowed_list(Path("/proc"), pid, LOCAL_HOST) == "0"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert allowed_list(Path("/proc"), os.getpid(), LOCAL_HOST) == cpusets.text(
+        LOCAL_HOST.allowed_cpus()
     )
