@@ -207,3 +207,13 @@ def test_the_fitted_curves_draw_in_the_browser(browser: Browser, tmp_path: Path)
     assert first.console == [] and problems == []
     # 2 servers × 2 workloads: four series, each with its curve, whatever the lines are per.
     assert fitted == refitted == 4
+
+
+def test_rate_limited_series_are_not_fitted(tmp_path: Path) -> None:
+    plan = SyntheticPlan(clients=(1, 2, 4, 8), rates=(None, 2000.0), repeats=2)
+    with Store(write_synthetic(tmp_path, plan)) as store:
+        view = load_view(store, 1)
+    limited = [s for s in view.scalability if "2000" in s.label]
+    assert limited and all(s.fit.refused and "rate-limited" in s.fit.refused for s in limited)
+    assert all(not s.curve and s.departure is None for s in limited)
+    assert any(s.fit.refused is None for s in view.scalability)

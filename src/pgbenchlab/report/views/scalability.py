@@ -30,6 +30,7 @@ from pgbenchlab.report.views.model import (
 from pgbenchlab.report.views.text import Table
 
 CURVE_POINTS = 40
+RATE_LIMITED = "rate-limited (-R): the schedule sets TPS, not the server's capacity"
 
 
 def scalability(
@@ -51,9 +52,20 @@ def one_series(
     dims: Pairs, line: Sequence[CellView], runs: dict[int, RunView], keys: Sequence[str]
 ) -> ScalabilityView:
     ok = [runs[i] for cell in line for i in cell.run_ids if i in runs and runs[i].ok]
-    fit = fit_usl([(r.clients, r.tps) for r in ok if r.tps is not None])
-    label = " · ".join(v for k, v in dims if k in keys) or "all runs"
-    return ScalabilityView(label, dims, fit, departure_sentence(line, ok), curve(fit))
+    points = [(r.clients, r.tps) for r in ok if r.tps is not None]
+    if any(c.rate for c in line):  # the schedule, not the server, sets a rate-limited TPS
+        clients = tuple(sorted({n for n, _ in points}))
+        fit = UslFit(RATE_LIMITED, clients, len(points))
+        return ScalabilityView(label_of(dims, keys), dims, fit, None, ())
+    fit = fit_usl(points)
+    return ScalabilityView(
+        label_of(dims, keys), dims, fit, departure_sentence(line, ok), curve(fit)
+    )
+
+
+def label_of(dims: Pairs, keys: Sequence[str]) -> str:
+    """The series by its values on the axes that vary."""
+    return " · ".join(v for k, v in dims if k in keys) or "all runs"
 
 
 def departure_sentence(line: Sequence[CellView], runs: Sequence[RunView]) -> str | None:
