@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "jsontext": 0,
     "redaction": 0,
     "files": 0,
+    "cpusets": 0,
     "telemetry.records": 0,
     "analysis": 1,
     "results": 2,

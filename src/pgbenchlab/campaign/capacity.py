@@ -210,7 +210,7 @@ def search_capacity(
         reporter,
         pgbench,
         servers,
-        executor or LocalExecutor(),
+        executor or LocalExecutor(pgbench_cpus=searched.pgbench_cpus),
         body,
         fresh=fresh,
     )

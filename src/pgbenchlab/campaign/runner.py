@@ -74,9 +74,10 @@ def run_campaign(
     if repaired:
         put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
         reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
+    executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
     return conduct(
-        plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh,
-        budget_s=budget_s, tunables=tunables,
+        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s,
+        tunables=tunables,
     )  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import compare_series as series
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
 from pgbenchlab.report.views.capacity_tables import comparison_dict, comparison_table
+from pgbenchlab.report.views.model import ScalabilityView
 
 SERIES_HELP = (
     "find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
@@ -169,11 +170,14 @@ def print_capacities(
 
 def run_series(options: CompareOptions, axis: str) -> int:
     with open_store(options.results) as store:
+        fits: tuple[ScalabilityView, ...] = ()
         if axis == series.CAMPAIGN:
             found = series.across_campaigns(store, list(options.campaigns), options.threshold)
+        elif axis == "clients":  # with the scalability model of every series
+            found, fits = series.with_scalability(store, options.campaign, options.threshold)
         else:
             found = series.within_campaign(store, options.campaign, axis, options.threshold)
-    print(series.as_json(found) if options.json else series.as_text(found))
+    print(series.as_json(found, fits) if options.json else series.as_text(found, fits))
     if options.fail_on_regression and series.regressed(found):
         return EXIT_RUNS_FAILED
     return EXIT_OK

@@ -288,6 +288,16 @@ class LocalHost:
     def cpu_count(self) -> int | None:
         return os.cpu_count()
 
+    def allowed_cpus(self) -> frozenset[int]:
+        return frozenset(os.sched_getaffinity(0))
+
+    def pin_prefix(self, cpus: str) -> list[str] | None:
+        if taskset := shutil.which("taskset"):
+            return [taskset, "-c", cpus]
+        if numactl := shutil.which("numactl"):
+            return [numactl, f"--physcpubind={cpus}"]
+        return None
+
     def clock_ticks_per_s(self) -> int:
         return os.sysconf("SC_CLK_TCK")
 

@@ -6,7 +6,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from pgbenchlab import files
+from pgbenchlab import cpusets, files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.plan.auto import parse_repeats
@@ -27,6 +27,7 @@ from pgbenchlab.plan.values import (
     check_finite,
     check_name,
     choice,
+    cpu_list,
     table,
 )
 
@@ -64,6 +65,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     ctx.check_keys(pgbench, PGBENCH_KEYS, "pgbench")
     builds = parse_builds(data.get("build"), ctx, base)
     pgbench_install = install_spec(pgbench.get("install", "newest"), builds, ctx, "pgbench.install")
+    pgbench_cpus = cpu_list(pgbench["cpus"], ctx, "pgbench.cpus") if "cpus" in pgbench else None
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
     matrix = table(data, "matrix", ctx)
@@ -71,7 +73,8 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
     most = auto.max_repeats if auto else repeats
     check_size(ctx, count_cells(defaults, matrix, servers, server_axes), most)
-    cpus = cpu_count or os.cpu_count() or 1
+    # threads = "auto": one per CPU pgbench may use (its pinned ones, when pinned)
+    cpus = cpusets.count(pgbench_cpus) if pgbench_cpus else cpu_count or os.cpu_count() or 1
     cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
     warnings = plan_warnings(specs)
@@ -89,6 +92,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         description=description,
         builds=tuple(builds.values()),
         auto=auto,
+        pgbench_cpus=pgbench_cpus,
     )
 
 

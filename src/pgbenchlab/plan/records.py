@@ -55,6 +55,7 @@ class ServerPlan:
     settings: tuple[tuple[str, str], ...] = ()
     data_dir: str | None = None
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
+    cpus: str | None = None  # managed only: the CPU list its processes are pinned to
 
     @property
     def managed(self) -> bool:
@@ -151,6 +152,7 @@ class Plan:
     description: str = ""  # what the campaign is for, shown atop its report
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
     auto: AutoRepeats | None = None  # repeats = "auto": specs hold its first rounds
+    pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:

@@ -46,7 +46,17 @@ OPTION_KEYS = (
 )
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")
-SERVER_KEYS = ("name", "install", "dsn", "settings", "data_dir", "init", *AXIS_KEYS, "setting")
+SERVER_KEYS = (
+    "name",
+    "install",
+    "dsn",
+    "settings",
+    "data_dir",
+    "init",
+    "cpus",
+    *AXIS_KEYS,
+    "setting",
+)
 WORKLOAD_KEYS = (
     "name",
     "builtin",
@@ -57,7 +67,7 @@ WORKLOAD_KEYS = (
     *OPTION_KEYS,
     "clients",
 )
-PGBENCH_KEYS = ("install",)
+PGBENCH_KEYS = ("install", "cpus")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 

@@ -31,6 +31,8 @@ from pgbenchlab.store.records import (
     TelemetryPoint,
     WaitEvents,
 )
+from pgbenchlab.store.telemetry import read_affinity
+from pgbenchlab.telemetry.records import Affinity
 
 CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
 RUN_SELECT = "SELECT id, campaign_id, " + ", ".join(c.name for c in RUN_COLUMNS)
@@ -332,3 +334,27 @@ class Reading:
             [run_id, limit],
         )
         return tuple(WaitEvents(str(r[0]), str(r[1]), int(r[2])) for r in rows)
+
+    def wait_events_by_run(self, ids: Collection[int]) -> dict[int, tuple[WaitEvents, ...]]:
+        """Every run's wait-event samples, most first."""
+        found: dict[int, list[WaitEvents]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for run_id, kind, event, samples in self._tuples(
+                "SELECT run_id, wait_event_type, wait_event, samples FROM run_wait_events "
+                f"WHERE run_id IN ({_marks(chunk)}) ORDER BY run_id, samples DESC",
+                chunk,
+            ):
+                found[int(run_id)].append(WaitEvents(str(kind), str(event), int(samples)))
+        return {run_id: tuple(waits) for run_id, waits in found.items()}
+
+    def affinity_by_run(self, ids: Collection[int]) -> dict[int, tuple[Affinity, ...]]:
+        """The CPUs each run's server processes and pgbench were allowed (read back)."""
+        found: dict[int, list[Affinity]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for run_id, *row in self._tuples(
+                "SELECT run_id, role, requested, observed, processes FROM run_affinity "
+                f"WHERE run_id IN ({_marks(chunk)}) ORDER BY run_id, role",
+                chunk,
+            ):
+                found[int(run_id)].append(read_affinity(tuple(row)))
+        return {run_id: tuple(found_) for run_id, found_ in found.items()}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -261,6 +261,20 @@ MIGRATIONS: dict[int, str] = {
         tps REAL
     );
     CREATE INDEX capacity_probes_search ON capacity_probes (campaign_id, search, run_id);
+    """,
+    # 8: the CPUs the kernel allowed the server's processes and pgbench during a run (read back
+    # from /proc/PID/status), beside the CPU list the plan pinned them to. Older runs were not
+    # checked: no rows.
+    8: """
+    CREATE TABLE run_affinity (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        role TEXT NOT NULL,
+        requested TEXT,
+        observed TEXT NOT NULL,
+        processes INTEGER NOT NULL,
+        verified INTEGER,
+        PRIMARY KEY (run_id, role)
+    );
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.

@@ -31,6 +31,7 @@ from pgbenchlab.report.render.chart_data import (
     default_series,
     latency_domain,
     series_choices,
+    usl_rows,
 )
 from pgbenchlab.report.render.payload import detail_payload, runs_payload
 from pgbenchlab.report.render.sections import esc
@@ -115,7 +116,12 @@ def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
             "tps",
             any(c.tps for c in cells),
             lambda a, t: charts.tps_chart(
-                a, t, clients, view.confidence, intervals=any(c.tps and c.tps.n > 1 for c in cells)
+                a,
+                t,
+                clients,
+                view.confidence,
+                intervals=any(c.tps and c.tps.n > 1 for c in cells),
+                fitted=any(s.curve for s in view.scalability),
             ),
         ),
         (
@@ -184,6 +190,7 @@ def payload(view: ReportView) -> dict[str, Any]:
         "charts": charts_list,
         "runCharts": run_chart_templates(view),
         "cells": cell_rows(view),
+        "usl": usl_rows(view),
         "changes": change_rows(view),
         "runs": runs_payload(view),
         "detail": detail_payload(view),

@@ -23,6 +23,7 @@ def as_text(view: RunView) -> str:
         run_lines(view.campaign, d),
         pgbench_lines(view),
         latency_lines(d),
+        affinity_lines(d),
         diagnosis_lines(d),
         wait_lines(d),
         event_lines(d),
@@ -97,6 +98,15 @@ def latency_lines(d: dict[str, Any]) -> list[str]:
 
 def ms_row(d: dict[str, Any], names: tuple[tuple[str, str], ...]) -> str:
     return "  ".join(f"{name} {d[key]:.3f} ms" for name, key in names if d[key] is not None)
+
+
+def affinity_lines(d: dict[str, Any]) -> list[str]:
+    found = d.get("cpu_affinity") or []
+    if not found:
+        return []
+    lines = ["CPUs allowed (read back from /proc/PID/status during the run):"]
+    lines += [INDENT + a["text"] for a in found]
+    return lines
 
 
 def diagnosis_lines(d: dict[str, Any]) -> list[str]:

@@ -31,6 +31,7 @@ from pgbenchlab.report.views.model import (
     RunView,
     ServerView,
 )
+from pgbenchlab.report.views.scalability import scalability
 from pgbenchlab.report.views.steps import report_scans
 from pgbenchlab.store import Store
 
@@ -90,7 +91,9 @@ def build_view(
         advice=advice.collect(runs, cells, axes),
         confidence=confidence,
     )
-    return replace(view, scans=tuple(report_scans(view)))
+    return replace(
+        view, scans=tuple(report_scans(view)), scalability=scalability(cells, runs, axes)
+    )
 
 
 # -- axes --------------------------------------------------------------------------------------
