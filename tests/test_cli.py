@@ -58,6 +58,7 @@ BAD_SERVERS = {
         "cannot connect to external server pg",
     ),
     "bad connection string": ('dsn = "host=x port"', "invalid connection string"),
+    "cpus the machine lacks": ('install = "embedded"\ncpus = "0,4095"', "which this machine lacks"),
     "foreign data dir": (
         'install = "embedded"\ndata_dir = "{foreign}"',
         "not created by pgbenchlab",

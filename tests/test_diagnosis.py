@@ -9,14 +9,14 @@ from pgbenchlab.analysis.diagnosis import (
     Bottleneck,
     Checkpoint,
     Figures,
-    checkpoints,
     diagnose,
-    figures,
     findings,
     other_load_share,
     wait_group,
 )
+from pgbenchlab.analysis.telemetry_figures import checkpoints, figures
 from pgbenchlab.telemetry.records import (
+    Affinity,
     LogEvent,
     Point,
     RunTelemetry,
@@ -226,3 +226,54 @@ def test_other_load_is_the_hosts_busy_share_left_after_server_and_pgbench() -> N
     assert other_load_share(replace(f, server_cpu_s=20.0)) == 0.0  # never negative
     assert other_load_share(replace(f, server_cpu_s=None)) is None  # an external server
     assert "other_load_share" not in diagnose(replace(f, cpu_pct={})).details
+
+
+# -- pinning: the CPUs the kernel allowed (read back) set the capacity -----------------------------
+
+PINNED = replace(
+    BASE, host_cpus=2, clients=16, cpu_pct={"user": 60.0, "system": 20.0, "idle": 20.0}
+)
+
+
+def test_a_pgbench_pinned_to_fewer_cpus_than_its_threads_is_named_the_limit() -> None:
+    # 4 threads on 1 CPU for 10 s: 9.5 s on it + 14 s waiting for it. Per thread that is only
+    # 59 % (the unpinned rule would not call it), but the one CPU it may use was saturated.
+    f = replace(PINNED, pgbench_threads=4, pgbench_cpu_s=9.5, pgbench_wait_s=14.0)
+    assert verdict(f) != Bottleneck.CLIENT_BOUND
+    result = diagnose(replace(f, pgbench_cpus="1"))
+    assert result.verdict == Bottleneck.CLIENT_BOUND
+    assert result.evidence[0].startswith("pgbench was pinned to CPU 1 (1 of the host's 2)")
+    # Pinned to every CPU is no pinning; on one CPU but idle half the time, not the limit.
+    assert verdict(replace(f, pgbench_cpus="0-1")) != Bottleneck.CLIENT_BOUND
+    idle = replace(f, pgbench_cpus="1", pgbench_cpu_s=4.0, pgbench_wait_s=1.0)
+    assert verdict(idle) != Bottleneck.CLIENT_BOUND
+
+
+def test_a_server_pinned_to_one_cpu_that_it_fills_is_cpu_bound_and_says_so() -> None:
+    # The host is only 80 % busy (the unpinned rule wants 90 %), but the server's one CPU is full.
+    f = replace(PINNED, server_cpu_s=9.4, server_wait_s=0.3)
+    assert verdict(f) != Bottleneck.SERVER_CPU_BOUND
+    result = diagnose(replace(f, server_cpus="0"))
+    assert result.verdict == Bottleneck.SERVER_CPU_BOUND
+    assert (
+        "the server was pinned to CPU 0 (1 of the host's 2) and wanted 0.97 CPUs there"
+        in result.evidence[0]
+    )
+    note = "pinned to CPU 0 (1 of the host's 2) for 16 clients: at most 1 of their backends"
+    assert note in result.evidence[-1] and note in result.details["pinning"]
+
+
+def test_a_server_pinned_to_fewer_cpus_than_clients_is_stated_whatever_the_verdict() -> None:
+    result = diagnose(replace(PINNED, server_cpus="0", server_cpu_s=2.0, server_wait_s=0.0))
+    assert result.verdict == Bottleneck.UNCLEAR
+    assert "for 16 clients" in result.details["pinning"]
+    assert "pinning" not in diagnose(replace(PINNED, server_cpus="0", clients=1)).details
+
+
+def test_figures_take_the_cpus_all_of_a_roles_processes_agreed_on() -> None:
+    agreed = Affinity("server", "0", ("0",), 12)
+    mixed = Affinity("pgbench", None, ("0", "0-1"), 2)
+    found = figures(telemetry(affinity=(agreed, mixed)), ())
+    assert (found.server_cpus, found.pgbench_cpus) == ("0", None)
+    assert agreed.verified and not replace(agreed, observed=("0-1",)).verified
+    assert mixed.verified is None

@@ -34,6 +34,7 @@ class WarningCode(StrEnum):
     LOG_UNREADABLE = "log_unreadable"
     CHECKPOINT_REFUSED = "checkpoint_refused"
     COMMITS_DISAGREE = "commits_disagree"
+    PINNING_NOT_APPLIED = "pinning_not_applied"
     LEGACY = "legacy"  # a sentence stored by an older pgbenchlab, kept as it was written
 
 
@@ -93,6 +94,18 @@ def pgbench_saturated(
     return RunWarning(WarningCode.PGBENCH_SATURATED, {"busy": busy, "threads": threads})
 
 
+def pinning_not_applied(
+    role: str, requested: str | None, observed: tuple[str, ...]
+) -> RunWarning | None:
+    """The kernel let a pinned role's processes run elsewhere than the plan asked."""
+    if requested is None or observed == (requested,):
+        return None
+    return RunWarning(
+        WarningCode.PINNING_NOT_APPLIED,
+        {"role": role, "requested": requested, "observed": " | ".join(observed)},
+    )
+
+
 def log_unreadable(error: str) -> RunWarning:
     return RunWarning(WarningCode.LOG_UNREADABLE, {"error": error})
 
@@ -149,6 +162,10 @@ _SENTENCES: dict[WarningCode, Callable[[Evidence], str]] = {
         "CHECKPOINT refused (needs superuser or pg_checkpoint): runs start without one"
     ),
     WarningCode.COMMITS_DISAGREE: _commits_text,
+    WarningCode.PINNING_NOT_APPLIED: lambda e: (
+        f"{e['role']} was to be pinned to CPU {e['requested']}, but the kernel allowed its "
+        f"processes CPU {e['observed']} (/proc/PID/status): the pinning did not hold"
+    ),
     WarningCode.LEGACY: lambda e: str(e.get("text", "")),
 }
 

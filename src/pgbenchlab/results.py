@@ -125,6 +125,7 @@ class RunResult:
     schema_version: int = RESULT_SCHEMA_VERSION
     telemetry: RunTelemetry | None = None  # what the server and the OS did meanwhile
     diagnosis: Diagnosis | None = None  # what limited the run, with its evidence
+    sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables read back before the run
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

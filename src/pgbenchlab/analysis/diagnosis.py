@@ -6,7 +6,9 @@ match in this order, the others are kept as ``also``:
 
 1. client_bound — pgbench's threads were on a CPU or waiting for one ≥ 90 % of the run
    (schedstat: CPU time + run-queue wait ÷ (duration × threads)): the load generator, not
-   the server, set the pace.
+   the server, set the pace. Pinned to fewer CPUs than the host has (its Cpus_allowed_list),
+   the capacity is those CPUs when fewer than its threads (other load on them shows as
+   run-queue wait, and counts: the generator's CPUs set the pace).
 2. checkpoint_disturbed — a checkpoint ran during the run (server log, else the statistics
    views' counters) and the worst second inside its window (widened by 1 s each side) had
    ≤ 65 % of the median TPS of the other seconds (first and last seconds left out).
@@ -19,22 +21,23 @@ match in this order, the others are kept as ``also``:
    CPU with the data directory's disk ≥ 80 % busy.
 4. server_cpu_bound — the host's CPUs were ≥ 90 % busy and either server processes wanted at
    least half of them (CPU time + run-queue wait), or backends were running (no wait event) in
-   ≥ 50 % of samples.
+   ≥ 50 % of samples; or the server was pinned to fewer CPUs than the host has and its
+   processes wanted ≥ 90 % of those.
 5. unclear — none of the above.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pgbenchlab import cpusets
 from pgbenchlab.findings import saturated
-from pgbenchlab.telemetry.records import RunTelemetry
 
-RULES_VERSION = 1
+RULES_VERSION = 2
 CHECKPOINT_DIP = 0.65
 WAIT_SHARE = 0.30
 FSYNC_RATIO = 0.70
@@ -44,6 +47,7 @@ HOST_BUSY_PCT = 90.0
 SERVER_DEMAND = 0.5  # of the host's CPUs
 CPU_SHARE = 0.50
 CHECKPOINT_MARGIN_S = 1.0
+PINNED_SERVER_DEMAND = 0.90  # of the server's pinned CPUs
 
 
 class Bottleneck(StrEnum):
@@ -139,6 +143,16 @@ class Figures:
     fsync_method: str | None = None
     checkpoints: tuple[Checkpoint, ...] = ()
     rate_limited: bool = False
+    clients: int | None = None
+    pgbench_cpus: str | None = None  # the CPU list the kernel allowed pgbench (read back)
+    server_cpus: str | None = None  # ... and the server's processes
+
+    def pinned(self, cpus: str | None) -> int | None:
+        """How many CPUs a CPU list confines to, when fewer than the host's."""
+        if not cpus or not self.host_cpus:
+            return None
+        count = cpusets.count(cpus)
+        return count if count < self.host_cpus else None
 
     def share(self, group: str) -> float:
         total = sum(self.waits.values())
@@ -172,17 +186,26 @@ def client_bound(f: Figures) -> Finding | None:
     if not f.pgbench_threads or f.pgbench_cpu_s is None or f.duration_s <= 0:
         return None
     busy = f.pgbench_cpu_s + (f.pgbench_wait_s or 0.0)
-    saturation = busy / (f.duration_s * f.pgbench_threads)
+    pinned = f.pinned(f.pgbench_cpus)
+    capacity = min(f.pgbench_threads, pinned) if pinned else f.pgbench_threads
+    saturation = busy / (f.duration_s * capacity)
     if not saturated(saturation):
         return None
-    return Finding(
-        Bottleneck.CLIENT_BOUND,
-        saturation,
-        (
-            f"pgbench's {f.pgbench_threads} thread(s) were on a CPU or waiting for one "
-            f"{_pct(saturation)} of the run (CPU {f.pgbench_cpu_s / f.duration_s:.2f} cores)",
-            f"benchmark backends waited for the client in {_pct(f.share('client'))} of samples",
-        ),
+    evidence = [
+        f"pgbench's {f.pgbench_threads} thread(s) were on a CPU or waiting for one "
+        f"{_pct(busy / (f.duration_s * f.pgbench_threads))} of the run "
+        f"(CPU {f.pgbench_cpu_s / f.duration_s:.2f} cores)",
+        f"benchmark backends waited for the client in {_pct(f.share('client'))} of samples",
+    ]
+    if pinned:
+        evidence.insert(0, pinning_text("pgbench", f.pgbench_cpus, pinned, f, busy))
+    return Finding(Bottleneck.CLIENT_BOUND, saturation, tuple(evidence))
+
+
+def pinning_text(who: str, cpus: str | None, count: int, f: Figures, busy_s: float) -> str:
+    return (
+        f"{who} was pinned to CPU {cpus} ({count} of the host's {f.host_cpus}) and wanted "
+        f"{busy_s / f.duration_s:.2f} CPUs there (CPU time + run-queue wait)"
     )
 
 
@@ -288,7 +311,9 @@ def server_cpu_bound(f: Figures) -> Finding | None:
     demand = server + (f.server_wait_s or 0.0) / f.duration_s
     running = f.share("cpu")
     wants = f.server_cpu_s is not None and demand >= SERVER_DEMAND * f.host_cpus
-    if busy < HOST_BUSY_PCT or not (wants or running >= CPU_SHARE):
+    pinned = f.pinned(f.server_cpus)
+    held = pinned and f.server_cpu_s is not None and demand >= PINNED_SERVER_DEMAND * pinned
+    if not held and (busy < HOST_BUSY_PCT or not (wants or running >= CPU_SHARE)):
         return None
     pgbench = (f.pgbench_cpu_s or 0.0) / f.duration_s
     others = max(0.0, busy / 100 * f.host_cpus - server - pgbench)
@@ -299,7 +324,23 @@ def server_cpu_bound(f: Figures) -> Finding | None:
         f"pgbench {pgbench:.2f}; other processes {others:.2f}",
         f"backends running on a CPU in {_pct(running)} of samples",
     ]
-    return Finding(Bottleneck.SERVER_CPU_BOUND, busy / 100, tuple(evidence))
+    if pinned:
+        evidence.insert(
+            0, pinning_text("the server", f.server_cpus, pinned, f, demand * f.duration_s)
+        )
+    strength = demand / pinned if held and pinned else busy / 100
+    return Finding(Bottleneck.SERVER_CPU_BOUND, strength, tuple(evidence))
+
+
+def server_pinning_note(f: Figures) -> str | None:
+    """A server pinned to fewer CPUs than it has clients: at most that many backends run."""
+    pinned = f.pinned(f.server_cpus)
+    if not pinned or not f.clients or f.clients <= pinned:
+        return None
+    return (
+        f"the server was pinned to CPU {f.server_cpus} ({pinned} of the host's "
+        f"{f.host_cpus}) for {f.clients} clients: at most {pinned} of their backends run at once"
+    )
 
 
 FIRST: tuple[Callable[[Figures], Finding | None], ...] = (client_bound, checkpoint_disturbed)
@@ -341,6 +382,9 @@ def diagnose(f: Figures) -> Diagnosis:
     other = other_load_share(f)
     if other is not None:
         details["other_load_share"] = other
+    note = server_pinning_note(f)
+    if note is not None:
+        details["pinning"] = note
     if not found:
         why = "no rule matched"
         if f.rate_limited:
@@ -348,89 +392,7 @@ def diagnose(f: Figures) -> Diagnosis:
         return Diagnosis(Bottleneck.UNCLEAR, (why,), details)
     details["also"] = [x.verdict.value for x in found[1:]]
     details["also_evidence"] = {x.verdict.value: list(x.evidence) for x in found[1:]}
-    return Diagnosis(found[0].verdict, found[0].evidence, details)
-
-
-# -- from a run's telemetry ------------------------------------------------------------------------
-
-
-CHECKPOINT_COUNTERS = (
-    ("pg_stat_checkpointer", "num_timed"),
-    ("pg_stat_checkpointer", "num_requested"),
-    ("pg_stat_bgwriter", "checkpoints_timed"),
-    ("pg_stat_bgwriter", "checkpoints_req"),
-)
-
-
-def checkpoints(telemetry: RunTelemetry) -> tuple[Checkpoint, ...]:
-    """Checkpoint windows from the server log (a start without an end lasts to the run's end);
-    without the log (an external server), the seconds in which a checkpoint was counted."""
-    if not telemetry.available("server_log"):
-        return counted_checkpoints(telemetry)
-    found, open_start = [], None
-    for event in telemetry.events:
-        if event.kind == "checkpoint_start":
-            open_start = event.t
-        elif event.kind == "checkpoint_end":
-            total = event.detail.get("total_s")
-            start = open_start if open_start is not None else event.t - float(total or 0)  # type: ignore[arg-type]
-            found.append(Checkpoint(max(start, 0.0), event.t, event.summary))
-            open_start = None
-    if open_start is not None:
-        found.append(Checkpoint(open_start, telemetry.duration_s, "still running at the end"))
-    return tuple(found)
-
-
-def counted_checkpoints(telemetry: RunTelemetry) -> tuple[Checkpoint, ...]:
-    seconds = sorted(
-        {
-            t
-            for source, metric in CHECKPOINT_COUNTERS
-            for t, v in telemetry.points(source, metric)
-            if v > 0
-        }
-    )
-    return tuple(Checkpoint(t - 1.0, float(t), "counted by the statistics views") for t in seconds)
-
-
-def figures(
-    telemetry: RunTelemetry,
-    tps: Sequence[tuple[int, float]],
-    *,
-    fsync_per_s: float | None = None,
-    fsync_method: str | None = None,
-    rate_limited: bool = False,
-) -> Figures:
-    total = telemetry.total
-    wal_syncs = total("pg_stat_wal", "wal_sync")
-    if wal_syncs is None:  # 18: WAL syncs are in pg_stat_io
-        wal_syncs = total("pg_stat_io", "wal.fsyncs")
-    sync_time = total("pg_stat_wal", "wal_sync_time") or total("pg_stat_io", "wal.fsync_time")
-    cpu = {
-        k: v
-        for k in ("user", "system", "iowait", "steal", "idle")
-        if (v := total("cpu", f"{k}_pct")) is not None
-    }
-    return Figures(
-        duration_s=telemetry.duration_s,
-        tps=tuple(tps),
-        waits={(w.wait_event_type, w.wait_event): w.samples for w in telemetry.waits},
-        pgbench_threads=telemetry.pgbench_threads,
-        pgbench_cpu_s=total("processes", "pgbench_cpu_s"),
-        pgbench_wait_s=total("processes", "pgbench_wait_s"),
-        server_cpu_s=total("processes", "server_cpu_s"),
-        server_wait_s=total("processes", "server_wait_s"),
-        host_cpus=telemetry.host_cpus,
-        cpu_pct=cpu,
-        disk_util_pct=total("disk", "util_pct"),
-        disk_await_ms=total("disk", "await_ms"),
-        commits=total("pg_stat_database", "xact_commit"),
-        blocks_read=total("pg_stat_database", "blks_read"),
-        blocks_hit=total("pg_stat_database", "blks_hit"),
-        wal_syncs=wal_syncs,
-        wal_sync_time_ms=sync_time,
-        fsync_per_s=fsync_per_s,
-        fsync_method=fsync_method,
-        checkpoints=checkpoints(telemetry),
-        rate_limited=rate_limited,
-    )
+    evidence = found[0].evidence
+    if note is not None and not any(note in e for e in evidence):
+        evidence = (*evidence, note)
+    return Diagnosis(found[0].verdict, evidence, details)

@@ -40,6 +40,8 @@ class BisectPlan:
             {**self.server, "name": label, "install": {"build": label}} for label in commits
         ]
         campaign = data.setdefault("campaign", {})
+        for key in ("min_repeats", "max_repeats", "precision"):  # a step decides its rounds
+            campaign.pop(key, None)
         campaign |= {"name": f"{self.name}.{step}", "repeats": repeats, "order": "interleaved"}
         return tomli_w.dumps(data)
 
@@ -61,6 +63,10 @@ def load(path: Path, source: str | None) -> BisectPlan:
     build = _the_build(data, str(path), source)
     server = _the_server(data, str(path), build)
     parsed = plan.parse(tomli_w.dumps(data), str(path), base=path.resolve().parent)
+    if parsed.sysctl_names:
+        raise PlanError(
+            "a bisection plan sets no kernel tunables ([matrix.sysctl])", where=str(path)
+        )
     cells = {spec.cell_id for spec in parsed.specs}
     if len(cells) != 1:
         raise PlanError(

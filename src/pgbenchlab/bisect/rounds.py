@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pgbenchlab.analysis.comparison import Comparison, ComparisonVerdict, compare
+from pgbenchlab.analysis.comparison import DEFAULT_RESOLUTION, ComparisonVerdict
+from pgbenchlab.analysis.sequential import SequentialComparison, sequential_compare
 from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.store import Store
 from pgbenchlab.store.columns import COLUMN
@@ -112,17 +113,15 @@ def _take(
 
 @dataclass(frozen=True)
 class Judgement:
-    """A candidate against a baseline over shared rounds."""
+    """A candidate against a baseline over the rounds both completed: a confidence sequence
+    on the round-paired differences, valid although a step looks after every round."""
 
-    comparison: Comparison | None
+    comparison: SequentialComparison | None
 
     @property
     def verdict(self) -> ComparisonVerdict:
-        return (
-            ComparisonVerdict.NOT_ENOUGH_DATA
-            if self.comparison is None
-            else self.comparison.verdict
-        )
+        found = self.comparison
+        return ComparisonVerdict.NOT_ENOUGH_DATA if found is None else found.verdict
 
     @property
     def decided(self) -> bool:
@@ -146,23 +145,20 @@ class Judgement:
 
     @property
     def reason(self) -> str:
-        c = self.comparison
-        if c is None:
-            return "no shared rounds yet"
-        if c.ci_low is None or c.ci_high is None:
-            return f"{c.relative_change:+.1%}"
-        return f"{c.relative_change:+.1%} ({c.ci_low:+.1%} to {c.ci_high:+.1%}), {c.verdict}"
+        found = self.comparison
+        if found is None:
+            return "fewer than two shared rounds"
+        return f"{found.reason}: {found.verdict}"
 
 
 def judge(rounds: Rounds, base: str, cand: str, rules: Rules) -> Judgement:
     before, after = rounds.paired(base, cand)
     if len(before) < 2:
         return Judgement(None)
-    return Judgement(
-        compare(
-            before,
-            after,
-            higher_is_better=rules.metric.higher_is_better,
-            threshold=rules.threshold,
-        )
+    found = sequential_compare(
+        list(zip(before, after, strict=True)),
+        higher_is_better=rules.metric.higher_is_better,
+        threshold=rules.threshold,
+        resolution=max(DEFAULT_RESOLUTION, 2 * rules.threshold),
     )
+    return Judgement(found)

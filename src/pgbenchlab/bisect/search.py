@@ -20,9 +20,11 @@ from pgbenchlab.bisect.plans import load as load_plan
 from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
 from pgbenchlab.builds.history import first_parent_range
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
-from pgbenchlab.campaign import RESULTS_DB, Reporter, run_campaign
+from pgbenchlab.campaign import RESULTS_DB, Reporter, runner
+from pgbenchlab.campaign.executor import LocalExecutor
 from pgbenchlab.errors import BuildError, CampaignStopped, UserError
 from pgbenchlab.installs import Installation
+from pgbenchlab.plan import Plan
 from pgbenchlab.results import RunResult
 from pgbenchlab.store import BisectionRecord, Store
 
@@ -203,20 +205,41 @@ class Bisection:
         built = [self._build(label, commit) for label, commit in commits.items()]
         step_plan = self.plan.step_plan(step, commits, self.request.max_rounds)
         rounds = stored_rounds(self.database, step_plan.name, self.metric)
-        enough_rounds = self.request.min_rounds
-
-        def enough(results: list[RunResult]) -> bool:
-            now = rounds.plus(results, self.metric)
-            return (now.complete >= enough_rounds and decided(now)) or bool(now.failed_any())
-
-        if not (rounds.complete >= enough_rounds and decided(rounds)):
-            outcome = run_campaign(
-                step_plan, self.request.results, self.reporter, built=built, enough=enough
+        if not self._enough(rounds, decided):
+            self._run_until(
+                step_plan, built, lambda new: self._enough(rounds.plus(new, self.metric), decided)
             )
-            if outcome.interrupted:
-                raise KeyboardInterrupt
             rounds = stored_rounds(self.database, step_plan.name, self.metric)
         return rounds
+
+    def _enough(self, rounds: Rounds, decided: Callable[[Rounds], bool]) -> bool:
+        """A step ends once decided after its first rounds, or when a commit fails to run."""
+        return (rounds.complete >= self.request.min_rounds and decided(rounds)) or bool(
+            rounds.failed_any()
+        )
+
+    def _run_until(
+        self, step_plan: Plan, built: list[Installation], enough: Callable[[list[RunResult]], bool]
+    ) -> None:
+        """The step's campaign, its runs in order until enough says so (a resumed step
+        continues where it stopped)."""
+        results_dir = self.request.results.resolve()
+        pgbench, servers = runner.equip(step_plan, results_dir, built)
+
+        def body(campaign: runner.Campaign, outcome: runner.Outcome, done: set[str]) -> None:
+            todo = [s for s in step_plan.specs if s.run_key not in done]
+            self.reporter.campaign_started(step_plan, todo, len(done))
+            for index, spec in enumerate(todo, start=1):
+                campaign.run_stored(spec, index, len(todo), outcome)
+                if enough(outcome.results):
+                    return
+
+        executor = LocalExecutor(pgbench_cpus=step_plan.pgbench_cpus)
+        outcome = runner.drive(
+            step_plan, results_dir, self.reporter, pgbench, servers, executor, body
+        )
+        if outcome.interrupted:
+            raise KeyboardInterrupt
 
     def _build(self, label: str, commit: str) -> Installation:
         template = self.plan.data["build"][self.plan.build]

@@ -3,9 +3,11 @@
 Owns the orchestration (`runner`), the server pool (`servers`), which pgbench runs
 (`client`), the results directory's layout and archived artifacts (`layout`), resuming
 (`resume`), `clean` (`clean`), stop signals (`signals`), running pgbench (`measure`) through
-the executor seam (`executor`), what it tells a display (`events`) and the pure assembly of a
-run's result (`assemble`). It may import everything below it: plan, installs, hosts, server,
-dataset, pgbench, telemetry, analysis, results, findings, store; nothing from report or cli.
+the executor seam (`executor`), what it tells a display (`events`), the pure assembly of a
+run's result (`assemble`), with repeats = "auto" which cells the next round runs (`rounds`),
+and the capacity search executed probe by probe (`capacity`). It may import everything below
+it: plan, installs, hosts, server, dataset, pgbench, telemetry, analysis, results, findings,
+store; nothing from report or cli.
 """
 
 from pgbenchlab.campaign.clean import remove_clusters

@@ -156,7 +156,18 @@ def _commit_warnings(
         connect_each=spec.options.connect,
         builtin_only=all(s.kind == "builtin" for s in spec.workload.scripts),
     )
-    return [commits.finding()] if commits is not None and not commits.agrees else []
+    found = [commits.finding()] if commits is not None and not commits.agrees else []
+    return found + _pinning_warnings(telemetry)
+
+
+def _pinning_warnings(telemetry: RunTelemetry | None) -> list[RunWarning]:
+    """A pinned role whose processes the kernel let run on other CPUs than asked."""
+    if telemetry is None:
+        return []
+    found = (
+        findings.pinning_not_applied(a.role, a.requested, a.observed) for a in telemetry.affinity
+    )
+    return [w for w in found if w is not None]
 
 
 def _from_log(log: LogReading) -> tuple[LatencySummary | None, tuple[Second, ...]]:

@@ -78,8 +78,9 @@ class LocalExecutor:
     """The real thing: pgbench and pg_test_fsync as processes on the load generator's host
     (this machine by default), SQL on the run's server."""
 
-    def __init__(self, host: Host = LOCAL_HOST) -> None:
+    def __init__(self, host: Host = LOCAL_HOST, pgbench_cpus: str | None = None) -> None:
         self.host = host
+        self.pgbench_cpus = pgbench_cpus  # the plan's [pgbench] cpus
 
     def pgbench(
         self,
@@ -99,6 +100,7 @@ class LocalExecutor:
             timeout_s=timeout_s,
             on_start=on_start,
             host=self.host,
+            cpus=self.pgbench_cpus,
         )
 
     def prepare_dataset(
@@ -115,4 +117,10 @@ class LocalExecutor:
         return findings.checkpoint_refused() if dataset.checkpoint(endpoint) else None
 
     def telemetry(self, store: Store, campaign_id: int, *, fsync_test: bool) -> Telemetry:
-        return CampaignTelemetry(store, campaign_id, fsync_test=fsync_test, host=self.host)
+        return CampaignTelemetry(
+            store,
+            campaign_id,
+            fsync_test=fsync_test,
+            host=self.host,
+            pgbench_cpus=self.pgbench_cpus,
+        )

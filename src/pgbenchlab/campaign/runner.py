@@ -8,6 +8,7 @@ interruption ends it with the runs before kept.
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgbenchlab import builds, installs
+from pgbenchlab.campaign import rounds
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
@@ -33,14 +35,12 @@ from pgbenchlab.campaign.signals import StopSignals
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan import AutoRepeats, Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
-
-# Asked after every run with the runs this campaign made so far: True ends the campaign there.
-Enough = Callable[[list[RunResult]], bool]
+from pgbenchlab.tunables import KernelTunables
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Outcome:
     failed: int = 0  # runs that did not complete (failed or aborted): exit code 1
     interrupted: bool = False
     results: list[RunResult] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)  # repeats = "auto": how it ended
 
 
 def run_campaign(
@@ -61,21 +62,37 @@ def run_campaign(
     *,
     fresh: bool = False,
     built: list[installs.Installation] | None = None,
-    enough: Enough | None = None,
+    budget_s: float | None = None,
 ) -> Outcome:
     """Run the plan's campaign on this machine (checked before anything starts). The plan's
-    builds are made first unless the caller made them (built). ``enough`` may end it early:
-    asked after every run with the runs made so far, it stops the campaign when it says so."""
+    builds are made first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
+    tunables = KernelTunables(plan.sysctl_names)
+    tunables.check()
+    pgbench, servers = equip(plan, results_dir, built)
+    repaired = tunables.repair()
+    if repaired:
+        put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
+        reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
+    executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
+    return conduct(
+        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s,
+        tunables=tunables,
+    )  # fmt: skip
+
+
+def equip(
+    plan: Plan, results_dir: Path, built: list[installs.Installation] | None
+) -> tuple[PgbenchClient, Servers]:
+    """The plan's pgbench and servers on this machine, checked (its builds made unless the
+    caller made them)."""
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
     pgbench = choose_pgbench(plan, found)
     servers = Servers(plan, results_dir, found)
     servers.validate()
-    return conduct(
-        plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh, enough=enough
-    )
+    return pgbench, servers
 
 
 def conduct(
@@ -87,29 +104,67 @@ def conduct(
     executor: Executor,
     *,
     fresh: bool = False,
-    enough: Enough | None = None,
+    budget_s: float | None = None,
+    tunables: KernelTunables | None = None,
 ) -> Outcome:
     """Run the runs of the plan not yet complete in results_dir, with these servers, this
-    pgbench and this executor; every server is stopped and released at the end."""
+    pgbench and this executor; every server is stopped and released, and the kernel tunables
+    put back, at the end. With repeats = "auto", rounds follow while answers are open, within
+    ``budget_s`` seconds."""
+    started = time.monotonic()
+
+    def run_todo(campaign: Campaign, outcome: Outcome, done: set[str]) -> None:
+        todo = [s for s in plan.specs if s.run_key not in done]
+        reporter.campaign_started(plan, todo, len(done))
+        campaign.run(todo, outcome)
+        if plan.auto is not None:
+            campaign.add_rounds(plan.auto, outcome, Budget(started, budget_s))
+
+    return drive(
+        plan, results_dir, reporter, pgbench, servers, executor, run_todo, fresh=fresh,
+        tunables=tunables,
+    )  # fmt: skip
+
+
+Body = Callable[["Campaign", Outcome, set[str]], None]
+
+
+def drive(
+    plan: Plan,
+    results_dir: Path,
+    reporter: Reporter,
+    pgbench: PgbenchClient,
+    servers: ServerPool,
+    executor: Executor,
+    body: Body,
+    *,
+    fresh: bool = False,
+    tunables: KernelTunables | None = None,
+) -> Outcome:
+    """Open (or continue) the plan's campaign and let body run its runs (given the run keys
+    already complete); an interruption ends body, every server is stopped and released, and
+    the kernel tunables put back."""
     store = Store(results_dir / RESULTS_DB)
     try:
         store.acquire()
         servers.claim()
         campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
-        todo = [s for s in plan.specs if s.run_key not in done]
+        tunables = tunables or KernelTunables(())
         campaign = Campaign(
-            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter
+            plan, store, campaign_id, results_dir, servers, pgbench, executor, reporter, tunables
         )
         with StopSignals() as signals:
             try:
-                reporter.campaign_started(plan, todo, len(done))
-                campaign.run(todo, outcome, enough)
+                body(campaign, outcome, done)
             except KeyboardInterrupt:
                 pass
             finally:
                 signals.shield = True
-                servers.stop_all()
+                try:
+                    servers.stop_all()
+                finally:
+                    tunables.restore()
             outcome.interrupted = signals.received
             ended = CampaignStatus.INTERRUPTED if signals.received else CampaignStatus.FINISHED
             store.finish_campaign(campaign_id, ended)
@@ -117,6 +172,18 @@ def conduct(
     finally:
         servers.release()
         store.close()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A campaign's time budget from its start (monotonic clock); None: no limit."""
+
+    started: float
+    seconds: float | None
+
+    def affords(self, runs: int, seconds_per_run: float | None) -> bool:
+        spent = time.monotonic() - self.started
+        return rounds.affordable(runs, seconds_per_run, spent, self.seconds)
 
 
 class Campaign:
@@ -132,8 +199,11 @@ class Campaign:
         client: PgbenchClient,
         executor: Executor,
         reporter: Reporter,
+        tunables: KernelTunables,
     ) -> None:
         self.plan = plan
+        self.tunables = tunables
+        self.applied: tuple[tuple[str, str], ...] = ()  # the current run's tunables
         self.store = store
         self.campaign_id = campaign_id
         self.results_dir = results_dir
@@ -150,20 +220,56 @@ class Campaign:
     def version(self) -> str:
         return self.pgbench.client.version_text
 
-    def run(self, todo: list[RunSpec], outcome: Outcome, enough: Enough | None = None) -> None:
+    def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
+        for index, spec in enumerate(todo, start=1):
+            self.run_stored(spec, index, len(todo), outcome)
+
+    def run_stored(
+        self, spec: RunSpec, index: int, total: int, outcome: Outcome
+    ) -> tuple[int, RunResult]:
+        """Run one spec and store its result: its run id and result (an interrupted run is
+        stored, then the interruption goes on)."""
         with self.stopped_by_results_faults():
-            for index, spec in enumerate(todo, start=1):
-                self.reporter.run_started(spec, index, len(todo))
-                result = self.run_one(spec)
-                self.store.record_run(self.campaign_id, result)
-                self.reporter.run_finished(spec, result)
-                outcome.results.append(result)
-                outcome.ran += 1
-                outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
-                if result.status == RunStatus.INTERRUPTED:
-                    raise KeyboardInterrupt
-                if enough is not None and enough(outcome.results):
-                    break
+            self.reporter.run_started(spec, index, total)
+            result = replace(self.run_one(spec), sysctl=self.applied)
+            run_id = self.store.record_run(self.campaign_id, result)
+            self.reporter.run_finished(spec, result)
+        outcome.results.append(result)
+        outcome.ran += 1
+        outcome.failed += result.status in (RunStatus.FAILED, RunStatus.ABORTED)
+        if result.status == RunStatus.INTERRUPTED:
+            raise KeyboardInterrupt
+        return run_id, result
+
+    def add_rounds(self, auto: AutoRepeats, outcome: Outcome, budget: Budget) -> None:
+        """Rounds beyond the minimum for the cells whose answer is open, until every answer
+        is decided, the maximum is reached or the next round would overrun the budget."""
+        first = [s for s in self.plan.specs if s.repeat == 1]
+        asked = rounds.questions(first, [s.name for s in self.plan.servers])
+        why = f"max_repeats ({auto.max_repeats}) reached"
+        for round_ in range(auto.min_repeats + 1, auto.max_repeats + 1):
+            values = self.store.run_values(self.campaign_id)
+            tps = rounds.tps_by_cell(values)
+            cells = rounds.open_cells(rounds.answer(q, tps, auto, round_) for q in asked)
+            if not cells:
+                why = "every answer decided"
+                break
+            done = self.store.done_run_keys(self.campaign_id)
+            todo = [s for s in rounds.round_specs(first, round_, cells) if s.run_key not in done]
+            per_run = rounds.seconds_per_run(values)
+            if not budget.affords(len(todo), per_run):
+                why = f"the budget allows no round of {len(todo)} run(s) more"
+                break
+            if todo:
+                self.reporter.note(f"round {round_}: {len(todo)} run(s) for the open answers")
+            self.run(todo, outcome)
+        tps = rounds.tps_by_cell(self.store.run_values(self.campaign_id))
+        final = [rounds.answer(q, tps, auto, math.inf) for q in asked]
+        if all(a.decided for a in final):
+            why = "every answer decided"
+        outcome.answers = rounds.summary(final, why)
+        for line in outcome.answers:
+            self.reporter.note(line)
 
     @contextmanager
     def stopped_by_results_faults(self) -> Iterator[None]:
@@ -179,7 +285,9 @@ class Campaign:
         started = time.time()
         artifacts = artifact_dir(self.results_dir, self.plan.name, self.campaign_id, spec)
         server: Server | None = None
+        self.applied = ()
         try:
+            self.applied = tuple(self.tunables.apply(spec.sysctl).items())
             server = self.prepare_server(spec)
             endpoint = self.prepare_dataset(server, spec)
             result = self.measure(spec, server, endpoint, artifacts, started)

@@ -10,6 +10,7 @@ from typing import Protocol
 from pgbenchlab import dataset, files, installs, osuser
 from pgbenchlab import server as server_module
 from pgbenchlab.campaign.layout import cluster_root
+from pgbenchlab.campaign.pinning import check_cpus
 from pgbenchlab.claims import Claim
 from pgbenchlab.errors import PlanError, ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -50,6 +51,7 @@ class Servers:
         installations, setting names, data directories, external servers' reachability and,
         without init = true, their pgbench tables."""
         self.check_distinct_data_dirs()
+        check_cpus(self.plan, self.host)
         for server in self.plan.servers:
             if server.managed:
                 install = installs.resolve(server.install or "embedded", self.found)
@@ -151,6 +153,7 @@ class Servers:
             dict(plan.settings),
             claim=self.claims.get(plan.name),
             host=self.host,
+            cpus=plan.cpus,
         )
 
     def stop_all(self) -> None:

@@ -9,6 +9,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgbenchlab import jsontext
 from pgbenchlab.cli.common import (
     EXIT_OK,
     EXIT_RUNS_FAILED,
@@ -17,10 +18,14 @@ from pgbenchlab.cli.common import (
     add_json_option,
     add_results_option,
     open_store,
+    print_table,
 )
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import compare_series as series
+from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
+from pgbenchlab.report.views.capacity_tables import comparison_dict, comparison_table
+from pgbenchlab.report.views.model import ScalabilityView
 
 SERIES_HELP = (
     "find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
@@ -133,6 +138,9 @@ def run(options: CompareOptions) -> int:
             changes = compare.across_campaigns(store, baseline, candidate, options.threshold)
         else:
             baseline, candidate = str(options.baseline), str(options.candidate)
+            searches = capacity_views(store, store.campaign_id(options.campaign))
+            if searches:
+                return print_capacities(options, searches, baseline, candidate)
             changes = compare.within_campaign(
                 store, options.campaign, baseline, candidate, options.threshold
             )
@@ -145,13 +153,31 @@ def run(options: CompareOptions) -> int:
     return EXIT_OK
 
 
+def print_capacities(
+    options: CompareOptions, searches: list[CapacityView], baseline: str, candidate: str
+) -> int:
+    """A capacity campaign: the two servers' capacities, their ratio and its bracket."""
+    found = compare_capacities(searches, baseline, candidate)
+    if options.json:
+        print(jsontext.dumps([comparison_dict(c) for c in found], indent=2))
+        return EXIT_OK
+    table = comparison_table(found, baseline, candidate)
+    print(table.title)
+    print_table([list(table.header), *(list(r) for r in table.rows)])
+    print(table.note)
+    return EXIT_OK
+
+
 def run_series(options: CompareOptions, axis: str) -> int:
     with open_store(options.results) as store:
+        fits: tuple[ScalabilityView, ...] = ()
         if axis == series.CAMPAIGN:
             found = series.across_campaigns(store, list(options.campaigns), options.threshold)
+        elif axis == "clients":  # with the scalability model of every series
+            found, fits = series.with_scalability(store, options.campaign, options.threshold)
         else:
             found = series.within_campaign(store, options.campaign, axis, options.threshold)
-    print(series.as_json(found) if options.json else series.as_text(found))
+    print(series.as_json(found, fits) if options.json else series.as_text(found, fits))
     if options.fail_on_regression and series.regressed(found):
         return EXIT_RUNS_FAILED
     return EXIT_OK

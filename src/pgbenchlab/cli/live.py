@@ -81,6 +81,7 @@ class LiveReporter:
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
         self.spec, self.index = spec, index
+        self.total = max(self.total, total)  # a capacity search knows only its bound
         self.phase_text, self.last = "starting", None
         self.run_started_at = self.clock()
 

@@ -104,6 +104,7 @@ class TerminalReporter:
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
         self.index = index
+        self.total = max(self.total, total)  # a capacity search knows only its bound
 
     def prefix(self) -> str:
         return f"[{self.index}/{self.total} ETA {format_duration(self.eta.remaining())}]"

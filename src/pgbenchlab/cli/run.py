@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,6 +59,7 @@ class RunOptions:
     fresh: bool
     quiet: bool
     json: bool
+    budget_s: float | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunOptions:
@@ -68,7 +70,16 @@ class RunOptions:
             fresh=args.fresh,
             quiet=args.quiet,
             json=args.json,
+            budget_s=parse_budget(args.budget) if args.budget else None,
         )
+
+
+def parse_budget(text: str) -> float:
+    """ "2h", "90min", "45m", "600s" or seconds: the time a campaign may take."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(h|min|m|s)?\s*", text)
+    if not found or float(found[1]) <= 0:
+        raise UserError(f"--budget {text!r}: give a duration such as 2h, 90min or 600s")
+    return float(found[1]) * {"h": 3600, "min": 60, "m": 60, "s": 1, None: 1}[found[2]]
 
 
 def quickstart_plan_path() -> Path:
@@ -94,12 +105,19 @@ def add_arguments(subparsers: Subparsers) -> None:
             action="store_true",
             help="start the campaign anew instead of continuing it (keeps old results)",
         )
+        parser.add_argument(
+            "--budget",
+            metavar="TIME",
+            help='repeats = "auto": add rounds only while they fit in TIME (2h, 90min, 600s)',
+        )
         parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
         parser.add_argument("--json", action="store_true", help="JSON lines of events on stdout")
 
 
 def run(options: RunOptions) -> int:
     the_plan = plan.load(options.plan)
+    if options.budget_s is not None and the_plan.auto is None:
+        raise UserError('--budget needs a plan with repeats = "auto" (in [campaign])')
     if options.dry_run:
         if not options.quiet:
             print_plan_warnings(the_plan, sys.stderr)
@@ -108,8 +126,15 @@ def run(options: RunOptions) -> int:
     built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
     with reporter_for(options.json, options.quiet) as reporter:
         outcome = run_campaign(
-            the_plan, options.results, reporter, fresh=options.fresh, built=built
+            the_plan,
+            options.results,
+            reporter,
+            fresh=options.fresh,
+            built=built,
+            budget_s=options.budget_s,
         )
+    if options.quiet and not options.json:
+        print("\n".join(outcome.answers), file=sys.stderr)
     database = outcome.results_dir / RESULTS_DB
     try:
         summarise(options, database, outcome.campaign_id, the_plan.name)
@@ -140,7 +165,11 @@ def print_dry_run(the_plan: plan.Plan) -> None:
             [
                 str(spec.sequence + 1),
                 spec.server,
-                ",".join(f"{k}={redact_setting(k, v)}" for k, v in spec.server_settings) or "-",
+                ",".join(
+                    [f"{k}={redact_setting(k, v)}" for k, v in spec.server_settings]
+                    + [f"{k}={v}" for k, v in spec.sysctl]
+                )
+                or "-",
                 str(spec.scale),
                 spec.workload.name,
                 str(spec.clients),
@@ -154,6 +183,13 @@ def print_dry_run(the_plan: plan.Plan) -> None:
         )
     print_table(table)
     estimate = the_plan.estimated_seconds()
+    auto = the_plan.auto
+    if auto is not None:
+        print(
+            f"\nrepeats auto: {auto.min_repeats} rounds first, then more (up to "
+            f"{auto.max_repeats}) only for cells whose answer is open (precision ±"
+            f"{auto.precision:.0%}); the estimate is for the first rounds"
+        )
     print(
         f"\n{len(the_plan.specs)} runs, order {the_plan.order}, "
         f"estimated {format_duration(estimate)} (runs, warmups and ~1.5 s per run around them; "

@@ -8,7 +8,16 @@ pgbench execution, telemetry, claims and the OS account may import it; a remote 
 same interface.
 """
 
-from pgbenchlab.hosts.host import Account, Exit, Finished, Host, LockedFile, Process, Tail
+from pgbenchlab.hosts.host import (
+    Account,
+    Exit,
+    Finished,
+    Host,
+    LockedFile,
+    Process,
+    Tail,
+    pinned,
+)
 from pgbenchlab.hosts.local import LOCAL_HOST, LocalHost
 
 __all__ = [
@@ -21,4 +30,5 @@ __all__ = [
     "LockedFile",
     "Process",
     "Tail",
+    "pinned",
 ]

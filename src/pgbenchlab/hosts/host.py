@@ -125,6 +125,10 @@ class Host(Protocol):
         """Replace path's content whole (a reader never sees half of it), with that mode, owned
         by owner when given."""
 
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        """Write text into an existing file without replacing it: a kernel file (/proc/sys),
+        which takes one write and cannot be renamed over."""
+
     def exists(self, path: PurePath) -> bool: ...
 
     def mkdir(self, path: PurePath, *, mode: int = 0o700, owner: Account | None = None) -> None:
@@ -158,8 +162,26 @@ class Host(Protocol):
 
     def cpu_count(self) -> int | None: ...
 
+    def allowed_cpus(self) -> frozenset[int]:
+        """The CPUs processes started here may run on (the machine's, or its cpuset's)."""
+
+    def pin_prefix(self, cpus: str) -> list[str] | None:
+        """The argv prefix that starts a command pinned to a CPU list ("0-3": taskset, or
+        numactl --physcpubind where taskset is missing); its children inherit the pinning.
+        None when this host has neither."""
+
     def clock_ticks_per_s(self) -> int:
         """The unit of the CPU times in /proc/<pid>/stat."""
 
     def free_port(self) -> int:
         """A TCP port no one listens on now."""
+
+
+def pinned(argv: list[str], cpus: str | None, host: Host) -> list[str]:
+    """argv, started pinned to the CPU list cpus when given (its children inherit it)."""
+    if not cpus:
+        return argv
+    prefix = host.pin_prefix(cpus)
+    if prefix is None:
+        raise OSError(f"cannot pin to CPU {cpus} on {host.name}: no taskset or numactl")
+    return [*prefix, *argv]

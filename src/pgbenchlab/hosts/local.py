@@ -241,6 +241,13 @@ class LocalHost:
             temporary.unlink(missing_ok=True)
             raise
 
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
     def exists(self, path: PurePath) -> bool:
         return Path(path).exists()
 
@@ -280,6 +287,16 @@ class LocalHost:
 
     def cpu_count(self) -> int | None:
         return os.cpu_count()
+
+    def allowed_cpus(self) -> frozenset[int]:
+        return frozenset(os.sched_getaffinity(0))
+
+    def pin_prefix(self, cpus: str) -> list[str] | None:
+        if taskset := shutil.which("taskset"):
+            return [taskset, "-c", cpus]
+        if numactl := shutil.which("numactl"):
+            return [numactl, f"--physcpubind={cpus}"]
+        return None
 
     def clock_ticks_per_s(self) -> int:
         return os.sysconf("SC_CLK_TCK")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from pgbenchlab.hosts import LOCAL_HOST, Host, Process
+from pgbenchlab.hosts import LOCAL_HOST, Host, Process, pinned
 from pgbenchlab.pgbench.version import PgVersion
 from pgbenchlab.plan import RunOptions, Workload
 
@@ -90,8 +90,11 @@ def execute(
     timeout_s: float | None = None,
     on_start: Callable[[int], None] | None = None,
     host: Host = LOCAL_HOST,
+    cpus: str | None = None,
 ) -> Completed:
-    """Run pgbench on host, streaming stderr lines to the callback; measure its CPU time.
+    """Run pgbench on host (pinned to the CPU list cpus when given), streaming stderr lines to
+    the callback; measure its CPU time. The pinning tool execs pgbench: same pid, and argv
+    stays pgbench's own.
 
     `on_start` receives pgbench's pid as soon as it is started (a sampler watches it)."""
     started = time.monotonic()
@@ -104,7 +107,7 @@ def execute(
             on_stderr_line(line)
 
     proc = host.start(
-        argv,
+        pinned(argv, cpus, host),
         env={**_base_env(), **env, "PG_COLOR": "never"},
         cwd=cwd,
         on_stdout_line=stdout_lines.append,

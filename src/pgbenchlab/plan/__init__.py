@@ -9,14 +9,17 @@ key and what to do. Expansion is deterministic: the same plan (and seed) gives t
 * :mod:`.workloads` — builtins and script files, with their weights,
 * :mod:`.servers` — the ``[[server]]`` tables: managed installations or an external dsn,
 * :mod:`.builds` — the ``[build.NAME]`` tables: PostgreSQL built from source (recipes only),
+* :mod:`.auto` — ``repeats = "auto"``: its minimum, maximum and precision,
 * :mod:`.matrix` — the axes expanded into cells, and the cells into ordered runs,
 * :mod:`.parsing` — `load` and `parse`: the TOML read and checked as a whole, with warnings.
 
 The package is the top of the data flow: it imports only `errors`, `files`, `redaction`,
-`findings`, the build recipe record (`builds.recipe`), the build install prefix (`installs`) and
-psycopg's connection-string parser, never the runner, the store or the reports.
+`findings`, the build recipe record (`builds.recipe`), the build install prefix (`installs`),
+the comparison thresholds (`analysis.comparison`) and psycopg's connection-string parser, never
+the runner, the store or the reports.
 """
 
+from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.parsing import load, parse
 from pgbenchlab.plan.records import Plan, RunOptions, RunSpec, Script, ServerPlan, Workload
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
@@ -25,6 +28,7 @@ from pgbenchlab.plan.values import planned_axis_orders, setting_text
 __all__ = [
     "DEFAULT_MAX_TRIES",
     "MAX_RUNS",
+    "AutoRepeats",
     "Plan",
     "RunOptions",
     "RunSpec",

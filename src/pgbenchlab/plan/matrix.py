@@ -21,6 +21,7 @@ from pgbenchlab.plan.schema import (
     PROTOCOLS,
     REINIT_MODES,
     RESERVED_SETTINGS,
+    SYSCTL_NAME,
     VACUUM_MODES,
 )
 from pgbenchlab.plan.values import (
@@ -47,6 +48,7 @@ class _Cell:
     workload: Workload
     clients: int
     options: RunOptions
+    sysctl: tuple[tuple[str, str], ...] = ()
 
 
 def expand_cells(
@@ -61,6 +63,7 @@ def expand_cells(
     if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
         matrix = {**matrix, "workload": ["select-only"]}
     cells: list[_Cell] = []
+    tunables = sysctl_variants(matrix.get("sysctl", {}), ctx)
     for server in servers:
         axes = {**matrix, **server_axes[server.name]}
         workloads = [
@@ -75,9 +78,11 @@ def expand_cells(
             layer = {**defaults, **axes, **wl_options}
             for clients in axis_values(layer, "clients", [1], ctx, positive_int):
                 for options in expand_options(ctx, layer, clients, cpus):
-                    for settings in setting_variants(axes.get("setting", {}), ctx):
+                    for settings, sysctl in itertools.product(
+                        setting_variants(axes.get("setting", {}), ctx), tunables
+                    ):
                         cells.append(
-                            _Cell(server.name, settings, scale, workload, clients, options)
+                            _Cell(server.name, settings, scale, workload, clients, options, sysctl)
                         )
     return cells
 
@@ -94,16 +99,17 @@ def count_cells(
     total = 0
     for server in servers:
         axes = {**matrix, **server_axes[server.name]}
-        setting = axes.get("setting", {})
-        variants = (
-            math.prod(len(as_list(v)) for v in setting.values()) if isinstance(setting, dict) else 1
-        )
+        variants = _combinations(axes.get("setting", {})) * _combinations(matrix.get("sysctl", {}))
         for workload in as_list(axes.get("workload", [])):
             own = workload if isinstance(workload, dict) else {}
             layer = {**defaults, **axes, **own}
             lengths = (len(as_list(layer.get(k, 1))) for k in AXIS_KEYS if k != "workload")
             total += math.prod(lengths) * variants
     return total
+
+
+def _combinations(axis: Any) -> int:
+    return math.prod(len(as_list(v)) for v in axis.values()) if isinstance(axis, dict) else 1
 
 
 def check_size(ctx: Context, cells: int, repeats: int) -> None:
@@ -211,6 +217,26 @@ def setting_variants(value: Any, ctx: Context) -> list[tuple[tuple[str, str], ..
     return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
 
 
+def sysctl_variants(value: Any, ctx: Context) -> list[tuple[tuple[str, str], ...]]:
+    """Kernel-tunable axes: {"vm.dirty_bytes" = [0, 67108864]} → one variant per combination
+    (whether they exist and may be set is checked before the campaign starts)."""
+    if not isinstance(value, dict):
+        raise ctx.fail("matrix.sysctl", 'must be a table of "name" = [values]')
+    names = sorted(value)
+    for name in names:
+        if not SYSCTL_NAME.fullmatch(name):
+            raise ctx.fail(f"matrix.sysctl.{name}", 'is not a sysctl name such as "vm.dirty_bytes"')
+        values = as_list(value[name])
+        if not values:
+            raise ctx.fail(f"matrix.sysctl.{name}", "must not be an empty list")
+        if not all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values):
+            raise ctx.fail(
+                f"matrix.sysctl.{name}", f"values must be numbers or text; got {values!r}"
+            )
+    lists = [[str(v) for v in as_list(value[n])] for n in names]
+    return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
+
+
 def order_runs(
     cells: list[_Cell], campaign: str, repeats: int, order: str, seed: int
 ) -> tuple[RunSpec, ...]:
@@ -227,6 +253,17 @@ def order_runs(
                 rng.shuffle(round_cells)
             pairs.extend((cell, r) for cell in round_cells)
     return tuple(
-        RunSpec(campaign, c.server, c.settings, c.scale, c.workload, c.clients, c.options, r, i)
+        RunSpec(
+            campaign,
+            c.server,
+            c.settings,
+            c.scale,
+            c.workload,
+            c.clients,
+            c.options,
+            r,
+            i,
+            c.sysctl,
+        )
         for i, (c, r) in enumerate(pairs)
     )

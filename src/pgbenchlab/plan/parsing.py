@@ -6,9 +6,10 @@ import os
 import tomllib
 from pathlib import Path
 
-from pgbenchlab import files
+from pgbenchlab import cpusets, files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
+from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
@@ -26,7 +27,7 @@ from pgbenchlab.plan.values import (
     check_finite,
     check_name,
     choice,
-    positive_int,
+    cpu_list,
     table,
 )
 
@@ -52,7 +53,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     campaign = table(data, "campaign", ctx)
     ctx.check_keys(campaign, CAMPAIGN_KEYS, "campaign")
     name = check_name(campaign.get("name", Path(path).stem), ctx, "campaign.name")
-    repeats = positive_int(campaign.get("repeats", 1), ctx, "campaign.repeats")
+    repeats, auto = parse_repeats(campaign, ctx)
     order = choice(campaign.get("order", "interleaved"), ORDERS, ctx, "campaign.order")
     description = campaign.get("description", "")
     if not isinstance(description, str):
@@ -64,13 +65,16 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     ctx.check_keys(pgbench, PGBENCH_KEYS, "pgbench")
     builds = parse_builds(data.get("build"), ctx, base)
     pgbench_install = install_spec(pgbench.get("install", "newest"), builds, ctx, "pgbench.install")
+    pgbench_cpus = cpu_list(pgbench["cpus"], ctx, "pgbench.cpus") if "cpus" in pgbench else None
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
-    check_size(ctx, count_cells(defaults, matrix, servers, server_axes), repeats)
-    cpus = cpu_count or os.cpu_count() or 1
+    most = auto.max_repeats if auto else repeats
+    check_size(ctx, count_cells(defaults, matrix, servers, server_axes), most)
+    # threads = "auto": one per CPU pgbench may use (its pinned ones, when pinned)
+    cpus = cpusets.count(pgbench_cpus) if pgbench_cpus else cpu_count or os.cpu_count() or 1
     cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
     warnings = plan_warnings(specs)
@@ -87,6 +91,8 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         warnings,
         description=description,
         builds=tuple(builds.values()),
+        auto=auto,
+        pgbench_cpus=pgbench_cpus,
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import UPDATING_BUILTINS
 from pgbenchlab.installs import BUILD_PREFIX
+from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES
 from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.redaction import redact_plan_text, redact_setting
@@ -54,6 +55,7 @@ class ServerPlan:
     settings: tuple[tuple[str, str], ...] = ()
     data_dir: str | None = None
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
+    cpus: str | None = None  # managed only: the CPU list its processes are pinned to
 
     @property
     def managed(self) -> bool:
@@ -98,9 +100,11 @@ class RunSpec:
     options: RunOptions
     repeat: int
     sequence: int
+    sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables set for the run
 
     @property
     def cell(self) -> dict[str, Any]:
+        tunables = {"sysctl": dict(self.sysctl)} if self.sysctl else {}  # old cell ids kept
         return {
             "server": self.server,
             "server_settings": dict(self.server_settings),
@@ -108,6 +112,7 @@ class RunSpec:
             "workload": self.workload.name,
             "clients": self.clients,
             **{k: v for k, v in asdict(self.options).items() if _in_cell(k, v)},
+            **tunables,
         }
 
     @property
@@ -123,6 +128,7 @@ class RunSpec:
     @property
     def label(self) -> str:
         extra = "".join(f" {k}={redact_setting(k, v)}" for k, v in self.server_settings)
+        extra += "".join(f" {k}={v}" for k, v in self.sysctl)
         rate = f" R={self.options.rate:g}" if self.options.rate else ""
         conn = " -C" if self.options.connect else ""
         return (
@@ -145,6 +151,8 @@ class Plan:
     warnings: tuple[str, ...]
     description: str = ""  # what the campaign is for, shown atop its report
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
+    auto: AutoRepeats | None = None  # repeats = "auto": specs hold its first rounds
+    pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:
@@ -184,6 +192,11 @@ class Plan:
         """Identity of the plan: its stored text and its files' contents (never a secret)."""
         identity = json.dumps([self.stored_text, sorted(self.files.items())])
         return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+    @property
+    def sysctl_names(self) -> tuple[str, ...]:
+        """The kernel tunables the campaign sets ([matrix.sysctl])."""
+        return tuple(sorted({name for spec in self.specs for name, _ in spec.sysctl}))
 
     def server(self, name: str) -> ServerPlan:
         return next(s for s in self.servers if s.name == name)

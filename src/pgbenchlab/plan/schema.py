@@ -1,5 +1,7 @@
 """What a plan may say: the keys of each table and the values some of them allow."""
 
+import re
+
 BUILTINS = {
     "tpcb-like": "tpcb-like",
     "read-write": "tpcb-like",
@@ -17,7 +19,16 @@ RESERVED_SETTINGS = frozenset(
 )
 
 TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build")
-CAMPAIGN_KEYS = ("name", "repeats", "order", "seed", "description")
+CAMPAIGN_KEYS = (
+    "name",
+    "repeats",
+    "min_repeats",
+    "max_repeats",
+    "precision",
+    "order",
+    "seed",
+    "description",
+)
 OPTION_KEYS = (
     "duration",
     "transactions",
@@ -35,7 +46,17 @@ OPTION_KEYS = (
 )
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")
-SERVER_KEYS = ("name", "install", "dsn", "settings", "data_dir", "init", *AXIS_KEYS, "setting")
+SERVER_KEYS = (
+    "name",
+    "install",
+    "dsn",
+    "settings",
+    "data_dir",
+    "init",
+    "cpus",
+    *AXIS_KEYS,
+    "setting",
+)
 WORKLOAD_KEYS = (
     "name",
     "builtin",
@@ -46,8 +67,11 @@ WORKLOAD_KEYS = (
     *OPTION_KEYS,
     "clients",
 )
-PGBENCH_KEYS = ("install",)
+PGBENCH_KEYS = ("install", "cpus")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
-MATRIX_KEYS = (*AXIS_KEYS, "setting")
+MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 
 DEFAULT_MAX_TRIES = 1  # pgbench's own default: failed transactions are not retried
+
+# A kernel tunable's name as sysctl writes it: vm.dirty_bytes, net.ipv4.tcp_fin_timeout, ...
+SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)+")

@@ -14,7 +14,7 @@ from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.plan.builds import install_spec
 from pgbenchlab.plan.records import ServerPlan
 from pgbenchlab.plan.schema import AXIS_KEYS, RESERVED_SETTINGS, SERVER_KEYS
-from pgbenchlab.plan.values import Context, check_name, setting_text
+from pgbenchlab.plan.values import Context, check_name, cpu_list, setting_text
 
 
 def parse_servers(
@@ -57,7 +57,7 @@ def parse_server(
             raise ctx.fail(f"{key}.settings.{setting}", "is managed by pgbenchlab; remove it")
     if "dsn" in item:
         check_dsn(item["dsn"], ctx, f"{key}.dsn")
-        for field_name in ("settings", "data_dir"):
+        for field_name in ("settings", "data_dir", "cpus"):
             if field_name in item:
                 raise ctx.fail(f"{key}.{field_name}", "applies to managed servers only, not a dsn")
     init = item.get("init", False)
@@ -77,6 +77,7 @@ def parse_server(
         settings=tuple(sorted((str(k), setting_text(v)) for k, v in settings.items())),
         data_dir=data_dir,
         init=init,
+        cpus=cpu_list(item["cpus"], ctx, f"{key}.cpus") if "cpus" in item else None,
     )
 
 

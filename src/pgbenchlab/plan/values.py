@@ -9,6 +9,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from pgbenchlab import cpusets
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.schema import LATENCY_LOG_MODES
 
@@ -31,6 +32,16 @@ class Context:
                 )
                 where = f"{key}.{name}" if key else name
                 raise self.fail(where, f"unknown key{hint}")
+
+
+def cpu_list(value: Any, ctx: Context, key: str) -> str:
+    """A CPU list ("0-7", "0,2,4-6") in the kernel's canonical form."""
+    if not isinstance(value, str):
+        raise ctx.fail(key, f'must be a CPU list such as "0-7" or "0,2,4-6"; got {value!r}')
+    try:
+        return cpusets.text(cpusets.parse(value))
+    except cpusets.BadCpuList as exc:
+        raise ctx.fail(key, str(exc)) from None
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|m|min|h)?\s*$")

@@ -10,7 +10,7 @@ import psycopg
 from pgbenchlab import builds
 from pgbenchlab.claims import CREATING, READY, Claim
 from pgbenchlab.errors import ServerError
-from pgbenchlab.hosts import LOCAL_HOST, Finished, Host
+from pgbenchlab.hosts import LOCAL_HOST, Finished, Host, pinned
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.redaction import redact_setting
@@ -50,6 +50,7 @@ class ManagedServer:
         owner_tag: str = "",
         claim: Claim | None = None,
         host: Host = LOCAL_HOST,
+        cpus: str | None = None,
     ) -> None:
         self.name = name
         self.install = install
@@ -59,6 +60,7 @@ class ManagedServer:
         self.owner_tag = owner_tag
         self.claim = claim  # records initdb's progress, so a cut-short one is made again
         self.host = host
+        self.cpus = cpus  # the CPU list the postmaster is started on; its children inherit it
         self.port = 0
         self.socket_dir: PurePath | None = None
 
@@ -97,7 +99,9 @@ class ManagedServer:
         for _attempt in range(3):
             self.port = self.host.free_port()
             self._write_settings()
-            result = self._pg_ctl("start", "-w", "-t", "120", "-l", str(self.log_path))
+            result = self._pg_ctl(
+                "start", "-w", "-t", "120", "-l", str(self.log_path), cpus=self.cpus
+            )
             if result.returncode == 0:
                 self._check_settings()
                 return
@@ -159,8 +163,9 @@ class ManagedServer:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _pg_ctl(self, *args: str) -> Finished:
+    def _pg_ctl(self, *args: str, cpus: str | None = None) -> Finished:
         argv = [str(self.install.binary("pg_ctl")), "-D", str(self.data_dir), *args]
+        argv = pinned(argv, cpus, self.host)  # pg_ctl's postmaster inherits its CPUs
         # A new session keeps a terminal's Ctrl-C away from the postmaster: we stop it ourselves.
         return self.host.run(
             argv, env=POSTGRES_ENV, timeout=300, as_user=self.account, new_session=True

@@ -29,7 +29,7 @@ from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.reading import Reading
-from pgbenchlab.store.records import BisectionRecord
+from pgbenchlab.store.records import BisectionRecord, ProbeRecord
 from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION, axis_orders_json
 
 if TYPE_CHECKING:
@@ -280,7 +280,28 @@ class Store(Reading):
                 telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
             if result.diagnosis is not None:
                 telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
+            self.db.executemany(
+                "INSERT INTO run_sysctl VALUES (?,?,?)", [(run_id, *kv) for kv in result.sysctl]
+            )
         return run_id
+
+    def record_probe(self, campaign_id: int, probe: ProbeRecord) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO capacity_probes (run_id, campaign_id, search, role, rate, clients, "
+                "passed, verdict, tps) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    probe.run_id,
+                    campaign_id,
+                    probe.search,
+                    probe.role,
+                    probe.rate,
+                    probe.clients,
+                    int(probe.passed),
+                    probe.verdict,
+                    probe.tps,
+                ),
+            )
 
     def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None:
         with self.transaction():

@@ -23,14 +23,18 @@ from pgbenchlab.store.records import (
     BisectionRecord,
     CampaignRecord,
     DatasetRecord,
+    ProbeRecord,
     RunDiagnosis,
     RunEvent,
     RunRecord,
     RunTelemetryFacts,
+    RunValue,
     ServerRecord,
     TelemetryPoint,
     WaitEvents,
 )
+from pgbenchlab.store.telemetry import read_affinity
+from pgbenchlab.telemetry.records import Affinity
 
 CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
 RUN_SELECT = "SELECT id, campaign_id, " + ", ".join(c.name for c in RUN_COLUMNS)
@@ -192,6 +196,20 @@ class Reading:
         ).fetchall()
         return {str(r[0]) for r in rows}
 
+    def run_values(self, campaign_id: int) -> tuple[RunValue, ...]:
+        """Each run's cell, round, TPS (ok runs only) and wall time: the latest attempts."""
+        rows = self.db.execute(
+            "SELECT cell_id, repeat, CASE WHEN status = 'ok' THEN tps END, "
+            "finished_at - started_at FROM latest_runs WHERE campaign_id = ? ORDER BY sequence",
+            (campaign_id,),
+        ).fetchall()
+        return tuple(RunValue(str(c), int(r), _float(t), float(s)) for c, r, t, s in rows)
+
+    def run_sysctl(self, run_id: int) -> dict[str, str]:
+        """The kernel tunables a run ran with, as read back (none for most runs)."""
+        rows = self.db.execute("SELECT name, value FROM run_sysctl WHERE run_id = ?", (run_id,))
+        return {str(n): str(v) for n, v in rows.fetchall()}
+
     def runs(self, campaign_id: int) -> list[sqlite3.Row]:
         return self.db.execute(
             "SELECT * FROM latest_runs WHERE campaign_id = ? ORDER BY sequence", (campaign_id,)
@@ -204,6 +222,20 @@ class Reading:
         """The campaign's runs, the latest attempt of each run key, in run order."""
         sql = f"{RUN_SELECT} FROM latest_runs WHERE campaign_id = ? ORDER BY sequence"
         return tuple(run_record(r) for r in self._tuples(sql, [campaign_id]))
+
+    def probe_records(self, campaign_id: int) -> tuple[ProbeRecord, ...]:
+        """A capacity campaign's probes, in the order they ran."""
+        rows = self.db.execute(
+            "SELECT run_id, search, role, rate, clients, passed, verdict, tps "
+            "FROM capacity_probes WHERE campaign_id = ? ORDER BY run_id",
+            (campaign_id,),
+        ).fetchall()
+        return tuple(
+            ProbeRecord(
+                int(r[0]), r[1], r[2], _float(r[3]), int(r[4]), bool(r[5]), r[6], _float(r[7])
+            )
+            for r in rows
+        )
 
     def run_record(self, run_id: int) -> RunRecord | None:
         row = self._tuples(f"{RUN_SELECT} FROM runs WHERE id = ?", [run_id]).fetchone()
@@ -310,3 +342,27 @@ class Reading:
             [run_id, limit],
         )
         return tuple(WaitEvents(str(r[0]), str(r[1]), int(r[2])) for r in rows)
+
+    def wait_events_by_run(self, ids: Collection[int]) -> dict[int, tuple[WaitEvents, ...]]:
+        """Every run's wait-event samples, most first."""
+        found: dict[int, list[WaitEvents]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for run_id, kind, event, samples in self._tuples(
+                "SELECT run_id, wait_event_type, wait_event, samples FROM run_wait_events "
+                f"WHERE run_id IN ({_marks(chunk)}) ORDER BY run_id, samples DESC",
+                chunk,
+            ):
+                found[int(run_id)].append(WaitEvents(str(kind), str(event), int(samples)))
+        return {run_id: tuple(waits) for run_id, waits in found.items()}
+
+    def affinity_by_run(self, ids: Collection[int]) -> dict[int, tuple[Affinity, ...]]:
+        """The CPUs each run's server processes and pgbench were allowed (read back)."""
+        found: dict[int, list[Affinity]] = defaultdict(list)
+        for chunk in _chunks(ids):
+            for run_id, *row in self._tuples(
+                "SELECT run_id, role, requested, observed, processes FROM run_affinity "
+                f"WHERE run_id IN ({_marks(chunk)}) ORDER BY run_id, role",
+                chunk,
+            ):
+                found[int(run_id)].append(read_affinity(tuple(row)))
+        return {run_id: tuple(found_) for run_id, found_ in found.items()}

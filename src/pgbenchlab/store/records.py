@@ -30,6 +30,16 @@ class CampaignRecord:
 
 
 @dataclass(frozen=True)
+class RunValue:
+    """What deciding more rounds needs of one run: its cell and round, TPS when ok, wall time."""
+
+    cell_id: str
+    repeat: int
+    tps: float | None  # None unless the run is ok
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ServerRecord:
     """One server of a campaign; a setting variant of a server is a record of its own."""
 
@@ -83,6 +93,21 @@ class RunRecord:
     @property
     def status(self) -> str:
         return str(self.values["status"])
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """One probe of a capacity search: the stored run behind it, its role and offered rate
+    (None for the closed-loop start), its clients and its verdict against the SLO."""
+
+    run_id: int
+    search: str  # the searched cell's id
+    role: str
+    rate: float | None
+    clients: int
+    passed: bool
+    verdict: str
+    tps: float | None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -236,9 +236,49 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE servers ADD COLUMN build_key TEXT;
     ALTER TABLE servers ADD COLUMN build_json TEXT;
     """,
-    # 6: a performance bisection: what was asked, the commits of its range, each step's
-    # finding (its runs are the step campaigns', named NAME.STEP) and the answer.
+    # 6: the kernel tunables ([matrix.sysctl]) a run ran with, as read back after setting
+    # them. Older runs set none: no rows.
     6: """
+    CREATE TABLE run_sysctl (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        name TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, name)
+    );
+    """,
+    # 7: the probes of a capacity search: which stored run played which role at which offered
+    # rate, and its verdict against the SLO (the search resumes from these).
+    7: """
+    CREATE TABLE capacity_probes (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        search TEXT NOT NULL,
+        role TEXT NOT NULL,
+        rate REAL,
+        clients INTEGER NOT NULL,
+        passed INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        tps REAL
+    );
+    CREATE INDEX capacity_probes_search ON capacity_probes (campaign_id, search, run_id);
+    """,
+    # 8: the CPUs the kernel allowed the server's processes and pgbench during a run (read back
+    # from /proc/PID/status), beside the CPU list the plan pinned them to. Older runs were not
+    # checked: no rows.
+    8: """
+    CREATE TABLE run_affinity (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        role TEXT NOT NULL,
+        requested TEXT,
+        observed TEXT NOT NULL,
+        processes INTEGER NOT NULL,
+        verified INTEGER,
+        PRIMARY KEY (run_id, role)
+    );
+    """,
+    # 9: a performance bisection: what was asked, the commits of its range, each step's
+    # finding (its runs are the step campaigns', named NAME.STEP) and the answer.
+    9: """
     CREATE TABLE bisections (
         name TEXT PRIMARY KEY,
         request_json TEXT NOT NULL,

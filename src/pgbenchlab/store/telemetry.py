@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.telemetry.fsync import FsyncFigure
-from pgbenchlab.telemetry.records import RunTelemetry
+from pgbenchlab.telemetry.records import Affinity, RunTelemetry
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
@@ -60,6 +60,20 @@ def write_telemetry(db: sqlite3.Connection, run_id: int, tel: RunTelemetry) -> N
         ],
     )
     db.executemany(
+        "INSERT INTO run_affinity VALUES (?,?,?,?,?,?)",
+        [
+            (
+                run_id,
+                a.role,
+                a.requested,
+                OBSERVED_SEPARATOR.join(a.observed),
+                a.processes,
+                None if a.verified is None else int(a.verified),
+            )
+            for a in tel.affinity
+        ],
+    )
+    db.executemany(
         "INSERT INTO run_statements VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         [
             (
@@ -77,6 +91,20 @@ def write_telemetry(db: sqlite3.Connection, run_id: int, tel: RunTelemetry) -> N
             )
             for s in tel.statements
         ],
+    )
+
+
+OBSERVED_SEPARATOR = " | "  # between distinct CPU lists, when a role's processes disagreed
+
+
+def read_affinity(row: sqlite3.Row | tuple[object, ...]) -> Affinity:
+    """A run_affinity row (role, requested, observed, processes) as its record."""
+    role, requested, observed, processes = row[0], row[1], row[2], row[3]
+    return Affinity(
+        str(role),
+        None if requested is None else str(requested),
+        tuple(str(observed).split(OBSERVED_SEPARATOR)),
+        int(str(processes)),
     )
 
 

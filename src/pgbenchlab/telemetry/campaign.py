@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
-from pgbenchlab.analysis import diagnosis
+from pgbenchlab.analysis import diagnosis, telemetry_figures
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.server import Endpoint, ManagedServer, Server, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
@@ -80,10 +80,12 @@ class CampaignTelemetry:
         *,
         fsync_test: bool | None = None,
         host: Host = LOCAL_HOST,
+        pgbench_cpus: str | None = None,
     ) -> None:
         self.store = store
         self.campaign_id = campaign_id
         self.host = host  # where pgbench runs; a managed server's samplers run on its own
+        self.pgbench_cpus = pgbench_cpus  # the CPU list pgbench is pinned to
         if fsync_test is None:
             fsync_test = os.environ.get(FSYNC_TEST_ENV, "on") != "off"
         self.fsync_test = fsync_test
@@ -104,7 +106,12 @@ class CampaignTelemetry:
         self._prepare(server, endpoint, on_phase or (lambda text: None))
         if not isinstance(server, ManagedServer):
             return Capture(
-                CaptureConfig(endpoint, pgbench_threads=threads, host_cpus=self.host.cpu_count())
+                CaptureConfig(
+                    endpoint,
+                    pgbench_threads=threads,
+                    host_cpus=self.host.cpu_count(),
+                    pgbench_cpus=self.pgbench_cpus,
+                )
             )
         return Capture(
             CaptureConfig(
@@ -115,6 +122,8 @@ class CampaignTelemetry:
                 pgbench_threads=threads,
                 host_cpus=server.host.cpu_count(),
                 host=server.host,
+                server_cpus=server.cpus,
+                pgbench_cpus=self.pgbench_cpus,
             )
         )
 
@@ -126,12 +135,13 @@ class CampaignTelemetry:
         facts = self.facts.get(server)
         fsync = facts.fsync.for_method(method) if facts and facts.fsync else None
         # pgbench's CPU total in the telemetry is already wait4's (`Capture.stop`).
-        figures = diagnosis.figures(
+        figures = telemetry_figures.figures(
             telemetry,
             tps_series(result),
             fsync_per_s=fsync,
             fsync_method=method,
             rate_limited=result.spec.get("rate") is not None,
+            clients=result.spec.get("clients"),
         )
         return diagnosis.diagnose(figures)
 

@@ -25,6 +25,7 @@ import psycopg
 from pgbenchlab.hosts import LOCAL_HOST, Host, Tail
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
+from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
 from pgbenchlab.telemetry.records import (
     LogEvent,
     Point,
@@ -42,6 +43,7 @@ MIN_LAST_INTERVAL_S = 0.5  # a shorter final interval counts in the totals, not 
 OS_SOURCES = ("cpu", "memory", "disk", "processes")
 GAUGE_SOURCES = ("memory",)
 MAX_ERRORS = 5
+AFFINITY_SECONDS = 2  # CPU lists are read back in the run's first seconds: clients connected
 
 
 @dataclass
@@ -64,6 +66,8 @@ class CaptureConfig:
     proc: Path = Path("/proc")
     activity_hz: int = ACTIVITY_HZ
     host: Host = LOCAL_HOST  # the server's: its log, its /proc
+    server_cpus: str | None = None  # the CPU lists the plan pinned them to
+    pgbench_cpus: str | None = None
 
 
 @dataclass
@@ -84,6 +88,9 @@ class Capture:
             config.proc, config.postmaster_pid, config.disk_device, host=config.host
         )
         self.state = _State()
+        self.affinity = AffinityWatch(
+            config.proc, config.host, {SERVER: config.server_cpus, PGBENCH: config.pgbench_cpus}
+        )
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
@@ -197,6 +204,9 @@ class Capture:
             if second > last_second:
                 last_second = second
                 self.state.samples.append(Sample(second, time.monotonic(), self._counters()))
+                pids = (self.config.postmaster_pid, self.os.pgbench_pid)
+                if second <= AFFINITY_SECONDS or self.affinity.missing(*pids):
+                    self.affinity.check(*pids)
 
     def _activity(self, second: int) -> None:
         if self.conn is None:
@@ -279,6 +289,7 @@ class Capture:
             host_cpus=self.config.host_cpus,
             server_settings=dict(self.settings.values) if self.settings else {},
             errors=tuple(self.state.errors),
+            affinity=self.affinity.result(),
         )
 
     def _wait_series(self) -> list[Point]:

@@ -81,6 +81,28 @@ class Statement:
 
 
 @dataclass(frozen=True)
+class Affinity:
+    """The CPUs the kernel allowed a role's processes during the run (Cpus_allowed_list)."""
+
+    role: str  # server (the postmaster and its children) | pgbench
+    requested: str | None  # the plan's CPU list (canonical), None when not pinned
+    observed: tuple[str, ...]  # the distinct lists the processes had
+    processes: int  # how many processes were checked
+
+    @property
+    def verified(self) -> bool | None:
+        """Every process checked ran on exactly the requested CPUs (None: nothing asked)."""
+        if self.requested is None:
+            return None
+        return self.observed == (self.requested,)
+
+    @property
+    def cpus(self) -> str | None:
+        """The one CPU list all its processes had, if they agreed."""
+        return self.observed[0] if len(self.observed) == 1 else None
+
+
+@dataclass(frozen=True)
 class RunTelemetry:
     """Everything sampled beside one measured pgbench run."""
 
@@ -102,6 +124,10 @@ class RunTelemetry:
     # statements the sampler sent between its first and final counter samples: each commits in
     # the benchmark's database (the commit cross-check subtracts them; not stored)
     sampler_statements: int = 0
+    affinity: tuple[Affinity, ...] = ()  # the CPUs the server's processes and pgbench had
+
+    def affinity_of(self, role: str) -> Affinity | None:
+        return next((a for a in self.affinity if a.role == role), None)
 
     def total(self, source: str, metric: str) -> float | None:
         for item in self.totals:

@@ -2,7 +2,7 @@
 
 Owns the page (`html`, `sections`, `tables`, `payload`, `bundle`, `assets/`), the Markdown
 summary (`markdown`), the Vega-Lite charts and their data (`charts`, `compare_charts`,
-`runcharts`, `timeline`, `chart_data`) and their export as images (`images`). A renderer only
-renders: it imports `report.views` (the records and the shared text), `analysis` constants and
-`jsontext`; never the store, and it computes no statistics.
+`runcharts`, `timeline`, `chart_data`, the capacity knee `knee`) and their export as images
+(`images`). A renderer only renders: it imports `report.views` (the records and the shared
+text), `analysis` constants and `jsontext`; never the store, and it computes no statistics.
 """

@@ -52,6 +52,27 @@ def cell_rows(view: ReportView) -> list[Row]:
     return [_cell_row(view, c) for c in view.cells]
 
 
+def usl_rows(view: ReportView) -> list[Row]:
+    """The fitted scalability curves, each row carrying its series' and panels' fields."""
+    cells = {tuple(d for d in c.dims if d[0] != "clients"): c for c in view.cells}
+    rows: list[Row] = []
+    for found in view.scalability:
+        if not found.curve:
+            continue
+        base = {
+            k: v
+            for k, v in _cell_row(view, cells[found.dims]).items()
+            if k[:2] in ("s_", "p_", "q_") or k == "panel"
+        }
+        rows += [{**base, "clients": n, "usl": tps} for n, tps in found.curve]
+    return rows
+
+
+def tps_points(view: ReportView) -> list[Row]:
+    """The TPS chart's data: the cells, and the fitted curves when there are any."""
+    return cell_rows(view) + usl_rows(view)
+
+
 def _cell_row(view: ReportView, c: CellView) -> Row:
     row: Row = {"id": c.cell_id, "link": cell_link(c.cell_id), "clients": c.clients}
     rate_axes = (*tuple(a for a in view.axes if a.key != "rate"), Axis("clients", "clients"))

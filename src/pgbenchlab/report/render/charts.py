@@ -120,11 +120,21 @@ def _tooltip(series: str, title: str, extra: list[Spec]) -> list[Spec]:
     return [{"field": f"s_{series}", "title": title}, {"field": "clients"}, *extra]
 
 
+MEASURED: Spec = {"filter": "datum.usl == null"}  # the cells, not the fitted curves' rows
+
+
 def tps_chart(
-    series: str, title: str, clients: Sequence[int], confidence: float, *, intervals: bool = True
+    series: str,
+    title: str,
+    clients: Sequence[int],
+    confidence: float,
+    *,
+    intervals: bool = True,
+    fitted: bool = False,
 ) -> Spec:
     """TPS against clients; ``intervals``: some cell has repeats, so error bars are drawn (a
-    layer with no data at all would leave Vega an empty scale to complain about)."""
+    layer with no data at all would leave Vega an empty scale to complain about); ``fitted``:
+    some series has a scalability fit, drawn dotted over its points (data "tps_points")."""
     x = clients_x(clients)
     color = series_channel(series, title)
     y: Spec = {"field": "tps", "type": "quantitative", "title": "throughput (TPS, transactions/s)"}
@@ -141,6 +151,7 @@ def tps_chart(
     )
     layers: list[Spec] = [
         {
+            "transform": [MEASURED],
             "mark": {"type": "line", "strokeWidth": 2},
             "encoding": {
                 "x": x,
@@ -167,12 +178,16 @@ def tps_chart(
             if intervals
             else []
         ),
-        clickable_points(
-            series,
-            60,
-            {"x": x, "y": y, "color": color, "shape": no_legend(color), "opacity": FADE},
-            tooltip,
-        ),
+        {
+            "transform": [MEASURED],
+            **clickable_points(
+                series,
+                60,
+                {"x": x, "y": y, "color": color, "shape": no_legend(color), "opacity": FADE},
+                tooltip,
+            ),
+        },
+        *([usl_layer(x, color)] if fitted else []),
     ]
     bars = (
         f"bars: {confidence:.0%} confidence interval over the repeats, drawn within 0 to twice "
@@ -180,11 +195,28 @@ def tps_chart(
         if intervals
         else "no bars: one run per cell gives no interval"
     )
+    fit = "; dotted: the Universal Scalability Law fitted to the runs" if fitted else ""
     subtitle = (
         f"One line per {title}, one panel per other varying axis; points: mean over repeats, "
-        f"{bars}. Click a point for its runs."
+        f"{bars}{fit}. Click a point for its runs."
     )
-    return faceted("Throughput against clients", subtitle, "cells", f"p_{series}", layers)
+    data = "tps_points" if fitted else "cells"
+    return faceted("Throughput against clients", subtitle, data, f"p_{series}", layers)
+
+
+def usl_layer(x: Spec, color: Spec) -> Spec:
+    """The fitted scalability curve of each series, thin and dotted in the series' colour."""
+    return {
+        "transform": [{"filter": "datum.usl != null"}],
+        "mark": {"type": "line", "strokeWidth": 1.5, "strokeDash": [2, 3]},
+        "encoding": {
+            "x": x,
+            "y": {"field": "usl", "type": "quantitative"},
+            "color": color,
+            "detail": no_legend(color),
+            "opacity": FADE,
+        },
+    }
 
 
 LATENCY_FIELDS = (("p50", "p50"), ("p95", "p95"), ("p99", "p99"), ("max", "max"))

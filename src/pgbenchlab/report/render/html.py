@@ -19,6 +19,7 @@ from pgbenchlab.report.render import (
     bundle,
     charts,
     compare_charts,
+    knee,
     runcharts,
     sections,
     timeline,
@@ -30,6 +31,7 @@ from pgbenchlab.report.render.chart_data import (
     default_series,
     latency_domain,
     series_choices,
+    usl_rows,
 )
 from pgbenchlab.report.render.payload import detail_payload, runs_payload
 from pgbenchlab.report.render.sections import esc
@@ -101,7 +103,7 @@ def main_charts(view: ReportView) -> list[dict[str, Any]]:
             spec = compare_charts.heatmap_chart(metric, view.baseline or "", limit, view.confidence)
             specs = {"all": charts.with_order(spec, orders)}
             found.append({"id": f"chart-heat-{metric}", "kind": "heatmap", "specs": specs})
-    return found
+    return found + knee.knee_charts(view)
 
 
 def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
@@ -114,7 +116,12 @@ def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
             "tps",
             any(c.tps for c in cells),
             lambda a, t: charts.tps_chart(
-                a, t, clients, view.confidence, intervals=any(c.tps and c.tps.n > 1 for c in cells)
+                a,
+                t,
+                clients,
+                view.confidence,
+                intervals=any(c.tps and c.tps.n > 1 for c in cells),
+                fitted=any(s.curve for s in view.scalability),
             ),
         ),
         (
@@ -183,6 +190,7 @@ def payload(view: ReportView) -> dict[str, Any]:
         "charts": charts_list,
         "runCharts": run_chart_templates(view),
         "cells": cell_rows(view),
+        "usl": usl_rows(view),
         "changes": change_rows(view),
         "runs": runs_payload(view),
         "detail": detail_payload(view),
@@ -209,6 +217,7 @@ CHART_TITLES = {
     "rate": "Rate-limited runs",
     "dist": "Latency distributions",
     "heatmap": "Change against the baseline",
+    "knee": "Capacity knee",
 }
 
 
@@ -240,6 +249,8 @@ def render(view: ReportView, *, source: str = "") -> str:
         diagnosis=sections.diagnosis_table(view),
         plan=esc(view.campaign.plan_text),
         tables=sections.summary_tables(view),
+        capacity=knee.capacity_section(view),
+        capacity_link='<a href="#capacity">Capacity</a>' if view.capacity else "",
         change_points=change_points,
         change_points_link='<a href="#change-points">Change points</a>' if change_points else "",
         figures=figures,
@@ -261,7 +272,7 @@ def render(view: ReportView, *, source: str = "") -> str:
 _BODY = """
 <header><h1>{title}</h1>{description}<p class="sub">{sub}</p>
 <nav><a href="#warnings">Warnings</a><a href="#overview">Overview</a>
-<a href="#tables">Key tables</a>{change_points_link}<a href="#charts">Charts</a>
+<a href="#tables">Key tables</a>{capacity_link}{change_points_link}<a href="#charts">Charts</a>
 <a href="#runs">All runs</a><a href="#method">Method</a></nav></header>
 <main>
 <section id="warnings"><h2>Warnings</h2>{advice}</section>
@@ -271,6 +282,7 @@ _BODY = """
 <h3>Machine</h3>{machine}
 <details><summary>The plan file</summary><pre>{plan}</pre></details></section>
 <section id="tables"><h2>Key tables</h2>{tables}</section>
+{capacity}
 {change_points}
 <section id="charts"><h2>Charts</h2>
 <div class="controls"><label>One line per <select id="series-axis"></select></label>

@@ -55,6 +55,7 @@ def chart_specs(view: ReportView, *, per_run: bool = True) -> Iterator[tuple[str
     """(file name, spec with its data) for the campaign's charts, then each run's."""
     shared = {
         "cells": chart_data.cell_rows(view),
+        "tps_points": chart_data.tps_points(view),
         "changes": chart_data.change_rows(view),
         "dist": chart_data.dist_rows(view),
     }

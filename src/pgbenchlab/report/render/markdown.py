@@ -10,7 +10,9 @@ import re
 import time
 
 from pgbenchlab.report.render.tables import change_tables, key_tables
+from pgbenchlab.report.views.capacity_tables import answers_table
 from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
 
@@ -69,6 +71,9 @@ def render(view: ReportView) -> str:
     if view.advice:
         parts += ["", "### Warnings", ""]
         parts += [f"- **{escape(a.message)}** — {escape(a.remedy)}" for a in view.advice]
+    if view.capacity:
+        answers = answers_table(list(view.capacity))
+        parts += ["", f"### {answers.title}", "", table(answers), "", f"_{escape(answers.note)}_"]
     parts += ["", "### TPS and p99 latency by clients"]
     for t in key_tables(view):
         parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
@@ -77,6 +82,9 @@ def render(view: ReportView) -> str:
         parts += ["", f"### Relative change against {escape(view.baseline or '')}"]
         for t in changes:
             parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
+    usl = scalability_table(view)
+    if usl is not None:
+        parts += ["", f"### {escape(usl.title)}", "", table(usl), "", f"_{escape(usl.note)}_"]
     for found in view.scans:
         parts += ["", f"### {escape(title(found))}", ""]
         steps = step_table(found)

@@ -174,6 +174,7 @@ def run_facts(r: RunView) -> list[tuple[str, str]]:
     ]
     facts += [(f"option {k}", v) for k, v in r.options if k not in SHOWN_ELSEWHERE]
     facts += [(f"stored warning {i + 1}", w.text) for i, w in enumerate(r.stored_warnings)]
+    facts += [(f"CPUs allowed {i + 1}", text) for i, text in enumerate(r.cpu_affinity)]
     facts += [(f"limited by: evidence {i + 1}", e) for i, e in enumerate(r.diagnosis_evidence)]
     return [(k, v) for k, v in facts if v]
 

@@ -23,6 +23,7 @@ def as_text(view: RunView) -> str:
         run_lines(view.campaign, d),
         pgbench_lines(view),
         latency_lines(d),
+        affinity_lines(d),
         diagnosis_lines(d),
         wait_lines(d),
         event_lines(d),
@@ -31,7 +32,8 @@ def as_text(view: RunView) -> str:
 
 
 def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
-    settings = " ".join(f"{k}={v}" for k, v in d["server_settings"].items())
+    tuned = {**d["server_settings"], **d.get("sysctl", {})}  # kernel tunables as read back
+    settings = " ".join(f"{k}={v}" for k, v in tuned.items())
     duration = f"{d['duration_s']} s" if d["duration_s"] else f"-t {d['transactions_per_client']}"
     cell = (
         f"{d['server']}{' ' + settings if settings else ''} · {d['workload']} · "
@@ -96,6 +98,15 @@ def latency_lines(d: dict[str, Any]) -> list[str]:
 
 def ms_row(d: dict[str, Any], names: tuple[tuple[str, str], ...]) -> str:
     return "  ".join(f"{name} {d[key]:.3f} ms" for name, key in names if d[key] is not None)
+
+
+def affinity_lines(d: dict[str, Any]) -> list[str]:
+    found = d.get("cpu_affinity") or []
+    if not found:
+        return []
+    lines = ["CPUs allowed (read back from /proc/PID/status during the run):"]
+    lines += [INDENT + a["text"] for a in found]
+    return lines
 
 
 def diagnosis_lines(d: dict[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ from pgbenchlab.report.render.chart_data import cell_link, run_link
 from pgbenchlab.report.render.payload import common_facts
 from pgbenchlab.report.render.tables import change_tables, key_tables
 from pgbenchlab.report.views.model import Advice, ReportView, ServerView
+from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
 from pgbenchlab.results import RunStatus
@@ -224,6 +225,9 @@ def _advice_item(a: Advice) -> str:
 def summary_tables(view: ReportView) -> str:
     parts = [data_table(t) for t in key_tables(view)]
     parts += [data_table(t) for t in change_tables(view)]
+    usl = scalability_table(view)
+    if usl is not None:
+        parts.append(data_table(usl))
     return "".join(parts)
 
 

@@ -17,6 +17,7 @@ from pgbenchlab.analysis.comparison import compare
 from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views import advice
+from pgbenchlab.report.views.capacity import capacity_views
 from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
 from pgbenchlab.report.views.metrics import run_values
 from pgbenchlab.report.views.model import (
@@ -30,6 +31,7 @@ from pgbenchlab.report.views.model import (
     RunView,
     ServerView,
 )
+from pgbenchlab.report.views.scalability import scalability
 from pgbenchlab.report.views.steps import report_scans
 from pgbenchlab.store import Store
 
@@ -52,12 +54,13 @@ def load_view(
     store: Store, campaign: int, *, baseline: str | None = None, detail: bool = True
 ) -> ReportView:
     """The view model of one campaign; without ``detail``, no per-second series or histograms."""
-    return build_view(
+    view = build_view(
         load_campaign(store, campaign),
         load_servers(store, campaign),
         load_runs(store, campaign, detail=detail),
         baseline=baseline,
     )
+    return replace(view, capacity=tuple(capacity_views(store, campaign)))
 
 
 def build_view(
@@ -88,7 +91,9 @@ def build_view(
         advice=advice.collect(runs, cells, axes),
         confidence=confidence,
     )
-    return replace(view, scans=tuple(report_scans(view)))
+    return replace(
+        view, scans=tuple(report_scans(view)), scalability=scalability(cells, runs, axes)
+    )
 
 
 # -- axes --------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from pgbenchlab import jsontext
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.build import load_view
-from pgbenchlab.report.views.model import Scan
+from pgbenchlab.report.views.model import ReportView, ScalabilityView, Scan
+from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import (
     CAMPAIGN,
     MIN_POINTS,
@@ -24,6 +25,7 @@ from pgbenchlab.report.views.steps import (
     step_table,
     summary,
 )
+from pgbenchlab.report.views.text import Table
 from pgbenchlab.store import Store
 
 __all__ = ["CAMPAIGN", "across_campaigns", "as_json", "as_text", "regressed", "within_campaign"]
@@ -32,7 +34,18 @@ __all__ = ["CAMPAIGN", "across_campaigns", "as_json", "as_text", "regressed", "w
 def within_campaign(
     store: Store, campaign: str | None, axis: str, threshold: float = DEFAULT_THRESHOLD
 ) -> Scan:
+    return scanned(load_view(store, store.campaign_id(campaign), detail=False), axis, threshold)
+
+
+def with_scalability(
+    store: Store, campaign: str | None, threshold: float = DEFAULT_THRESHOLD
+) -> tuple[Scan, tuple[ScalabilityView, ...]]:
+    """The steps along clients, and the scalability model of every series."""
     view = load_view(store, store.campaign_id(campaign), detail=False)
+    return scanned(view, "clients", threshold), view.scalability
+
+
+def scanned(view: ReportView, axis: str, threshold: float) -> Scan:
     computed = [s for s in view.scans if s.axis == axis and s.threshold == threshold]
     return computed[0] if computed else scan_view(view, axis, threshold)
 
@@ -51,23 +64,44 @@ def across_campaigns(
     return scan_campaigns(names, views, threshold)
 
 
-def as_text(found: Scan) -> str:
+def as_text(found: Scan, scalability: Sequence[ScalabilityView] = ()) -> str:
     table = step_table(found)
     lines = [table.title, ""]
     if found.steps:
-        rows = [table.header, *table.rows]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(table.header))]
-        lines += [
-            "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        ]
-        lines.append("")
+        lines += [*aligned(table), ""]
     lines.append(summary(found))
+    usl = scalability_table(scalability)
+    if usl is not None:
+        lines += ["", usl.title, "", *aligned(usl), "", usl.note]
     return "\n".join(lines)
 
 
-def as_json(found: Scan) -> str:
+def aligned(table: Table) -> list[str]:
+    rows = [table.header, *table.rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(table.header))]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def as_json(found: Scan, scalability: Sequence[ScalabilityView] = ()) -> str:
     data: dict[str, Any] = asdict(found)
     data["cells_with_steps"] = found.cells_with_steps
     for step in data["steps"]:
         step["axes"] = dict(step["axes"])
+    if scalability:
+        data["scalability"] = [usl_json(s) for s in scalability]
     return jsontext.dumps(data, indent=2)
+
+
+def usl_json(found: ScalabilityView) -> dict[str, Any]:
+    fit = found.fit
+    return {
+        "series": found.label,
+        "axes": dict(found.dims),
+        "clients": list(fit.clients),
+        "runs": fit.runs,
+        "refused": fit.refused,
+        **{k: asdict(v) if v else None for k, v in (("lambda", fit.lam), ("sigma", fit.sigma))},
+        **{k: asdict(v) if v else None for k, v in (("kappa", fit.kappa), ("peak", fit.peak))},
+        "note": fit.note,
+        "departure": found.departure,
+    }

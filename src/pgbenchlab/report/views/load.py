@@ -30,6 +30,7 @@ from pgbenchlab.report.views.model import (
     TelemetrySeries,
 )
 from pgbenchlab.report.views.telemetry_series import charted, drawn_series, wanted
+from pgbenchlab.report.views.text import affinity_text
 from pgbenchlab.store import RUN_COLUMNS, RunDiagnosis, RunRecord, Store
 
 # Spec keys shown as axes of their own or implied by others; the rest tell cells apart as
@@ -117,11 +118,19 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
     records = store.run_records(campaign_id)
     ids = [r.id for r in records]
     diagnoses = store.diagnoses_by_run(ids)
+    waits = {
+        run_id: tuple((f"{w.wait_event_type}:{w.wait_event}", w.samples) for w in found)
+        for run_id, found in store.wait_events_by_run(ids).items()
+    }
     if not detail:
-        return tuple(run_view(r, **_diagnosis(diagnoses.get(r.id))) for r in records)
+        return tuple(
+            run_view(r, waits=waits.get(r.id, ()), **_diagnosis(diagnoses.get(r.id)))
+            for r in records
+        )
     seconds = store.seconds_by_run(ids)
     histograms = store.histograms_by_run(ids)
     events = store.events_by_run(ids)
+    affinity = store.affinity_by_run(ids)
     telemetry, left_out = _telemetry_by_run(store, records)
     campaign = store.campaign_record(campaign_id)
     raw_dir = store.artifacts_dir(campaign) if campaign else None
@@ -140,6 +149,8 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
             telemetry=telemetry.get(r.id, ()),
             telemetry_left_out=r.id in left_out,
             pgbench_output=_raw_output(raw_dir, r) if raw_dir else None,
+            cpu_affinity=tuple(affinity_text(a) for a in affinity.get(r.id, ())),
+            waits=waits.get(r.id, ()),
             **_diagnosis(diagnoses.get(r.id)),
         )
         for r in records

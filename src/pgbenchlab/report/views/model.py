@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgbenchlab.analysis.scalability import UslFit
 from pgbenchlab.findings import RunWarning
+from pgbenchlab.report.views.capacity import CapacityView
 from pgbenchlab.results import RunStatus
 
 Pairs = tuple[tuple[str, str], ...]
@@ -171,6 +173,8 @@ class RunView:
     )
     diagnosis_evidence: tuple[str, ...] = ()
     other_load_share: float | None = None  # of the host's CPUs, used by other processes
+    cpu_affinity: tuple[str, ...] = ()  # the CPUs its processes were allowed, as sentences
+    waits: tuple[tuple[str, int], ...] = ()  # ("LWLock:BufferContent", backend samples)
     retried: int | None = None  # transactions retried (--max-tries), from pgbench's report
     retries: int | None = None
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
@@ -294,3 +298,16 @@ class ReportView:
     advice: tuple[Advice, ...]
     confidence: float
     scans: tuple[Scan, ...] = ()  # change points along the server and setting axes (`steps`)
+    capacity: tuple[CapacityView, ...] = ()  # a capacity campaign's searches
+    scalability: tuple[ScalabilityView, ...] = ()  # the USL per series of TPS against clients
+
+
+@dataclass(frozen=True)
+class ScalabilityView:
+    """The Universal Scalability Law fitted to one series (`analysis.scalability`)."""
+
+    label: str  # the series: its values on the axes that vary, clients aside
+    dims: Pairs  # every axis but clients
+    fit: UslFit
+    departure: str | None  # where it departs from linear, and the wait event that grows there
+    curve: tuple[tuple[float, float], ...]  # (clients, fitted TPS) over the measured range

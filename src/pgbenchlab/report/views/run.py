@@ -12,6 +12,7 @@ from typing import Any
 import zstandard
 
 from pgbenchlab.errors import UserError
+from pgbenchlab.report.views.text import affinity_text
 from pgbenchlab.store import Store, artifact_parts, run_as_dict
 
 STDOUT_ARTIFACT = "stdout.txt.zst"
@@ -42,6 +43,7 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     detail = run_as_dict(run, every_column=True)
     detail["seconds"] = [asdict(s) for s in store.seconds_by_run([run_id]).get(run_id, ())]
     detail |= telemetry_detail(store, run_id)
+    detail["sysctl"] = store.run_sysctl(run_id)
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
     return detail
 
@@ -75,6 +77,10 @@ def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:
             for w in store.wait_events(run_id, TOP_WAIT_EVENTS)
         ],
         "server_events": [asdict(e) for e in store.events_by_run([run_id]).get(run_id, ())],
+        "cpu_affinity": [
+            {**asdict(a), "verified": a.verified, "text": affinity_text(a)}
+            for a in store.affinity_by_run([run_id]).get(run_id, ())
+        ],
     }
 
 

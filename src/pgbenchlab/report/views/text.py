@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.views.model import Interval
+from pgbenchlab.telemetry.records import Affinity
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,14 @@ def fmt_ms(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.3f}" if value < 100 else f"{value:,.1f}"
+
+
+def affinity_text(a: Affinity) -> str:
+    """ "pgbench: CPU 1 (pinned to 1: verified, 1 process checked)" and the like."""
+    who = "server processes" if a.role == "server" else a.role
+    seen = " | ".join(a.observed)
+    processes = f"{a.processes} process{'' if a.processes == 1 else 'es'} checked"
+    if a.requested is None:
+        return f"{who}: CPU {seen} (not pinned; {processes})"
+    state = "verified" if a.verified else "NOT as asked"
+    return f"{who}: CPU {seen} (pinned to {a.requested}: {state}, {processes})"

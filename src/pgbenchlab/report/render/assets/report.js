@@ -72,7 +72,9 @@
     return rows;
   }
 
-  const datasets = { cells: R.cells, changes: R.changes, dist: [] };
+  const datasets = {
+    cells: R.cells, tps_points: R.cells.concat(R.usl || []), changes: R.changes, dist: [],
+  };
 
   function embed(id, spec, data) {
     const target = document.getElementById(id);

@@ -1,0 +1,68 @@
+"""`repeats = "auto"`: the campaign adds rounds until its answers are decided.
+
+Syntax, in `[campaign]`: `repeats = "auto"` with optional `min_repeats` (3), `max_repeats` (20)
+and `precision` ("10%"). The word keeps `repeats` one value, a number or "auto", as the
+README shows it; the three knobs have defaults, so `repeats = "auto"` alone is a complete
+answer, and they are refused next to a number rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pgbenchlab.analysis.comparison import DEFAULT_RESOLUTION, DEFAULT_THRESHOLD
+from pgbenchlab.plan.values import Context, positive_int
+
+AUTO_KEYS = ("min_repeats", "max_repeats", "precision")
+DEFAULT_MIN_REPEATS = 3
+DEFAULT_MAX_REPEATS = 20
+
+
+@dataclass(frozen=True)
+class AutoRepeats:
+    """Rounds from ``min_repeats`` up to ``max_repeats``; an interval is answered once within
+    ±``precision``, a change once beyond ±``threshold``."""
+
+    min_repeats: int = DEFAULT_MIN_REPEATS
+    max_repeats: int = DEFAULT_MAX_REPEATS
+    precision: float = DEFAULT_RESOLUTION
+    threshold: float = DEFAULT_THRESHOLD
+
+
+def parse_repeats(campaign: dict[str, Any], ctx: Context) -> tuple[int, AutoRepeats | None]:
+    """The campaign's repeats (the first rounds, for auto its minimum) and the auto rule."""
+    value = campaign.get("repeats", 1)
+    given = [k for k in AUTO_KEYS if k in campaign]
+    if value != "auto":
+        if given:
+            raise ctx.fail(f"campaign.{given[0]}", 'needs repeats = "auto"')
+        return positive_int(value, ctx, "campaign.repeats"), None
+    low = positive_int(
+        campaign.get("min_repeats", DEFAULT_MIN_REPEATS), ctx, "campaign.min_repeats"
+    )
+    high = positive_int(
+        campaign.get("max_repeats", DEFAULT_MAX_REPEATS), ctx, "campaign.max_repeats"
+    )
+    if high < low:
+        raise ctx.fail("campaign.max_repeats", f"{high} is below min_repeats ({low})")
+    precision = parse_share(campaign.get("precision", "10%"), ctx, "campaign.precision")
+    if precision <= DEFAULT_THRESHOLD:
+        raise ctx.fail(
+            "campaign.precision",
+            f"must be wider than the {DEFAULT_THRESHOLD:.0%} threshold under which a change is "
+            "noise; got " + f"{precision:.1%}",
+        )
+    return low, AutoRepeats(low, high, precision)
+
+
+def parse_share(value: Any, ctx: Context, key: str) -> float:
+    """ "2%" or 0.02: a share between 0 and 1."""
+    text = str(value).strip()
+    try:
+        share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ctx.fail(key, f'give a share such as "5%" or 0.05; got {value!r}') from None
+    if isinstance(value, bool) or not 0 < share < 1:
+        raise ctx.fail(key, f"must be between 0 and 100 %; got {value!r}")
+    return share

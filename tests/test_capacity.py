@@ -1,0 +1,211 @@
+"""`pgbenchlab capacity`: a real search against rate ceilings the test makes, interrupted and
+resumed from what is stored, reported and compared; and the refusals of what cannot be searched.
+
+The ceilings: every transaction takes the same advisory lock and sleeps 10 ms (server "fast")
+or 20 ms ("slow"), so transactions run one at a time and no server does more than 100 (50) per
+second, however many clients. On this machine a 10 ms transaction takes 10.2–11 ms (96–98 TPS
+closed loop), far below what a loaded 2-core machine does with select-only (thousands), so the
+ceilings hold under load. The SLO (``skipped <= 1%`` with -L 500 ms) is loose on latency: a
+rate fails when the backlog grows through the run, which it does as soon as the offered rate
+passes what the lock serves. A single queue with Poisson arrivals fills slowly just under its
+ceiling (a short trial at 0.95 × ceiling may still see its latency climb), so the found rate
+sits a little under the ceiling: about 89–93 for "fast" here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgbenchlab import plan
+from pgbenchlab.analysis.capacity import START, SearchSettings
+from pgbenchlab.analysis.slo import parse_slo
+from pgbenchlab.campaign.capacity import CapacityOptions, search_capacity
+from pgbenchlab.cli import main
+from pgbenchlab.plan import RunSpec
+from pgbenchlab.report import load_view, write_report
+from pgbenchlab.report.render import images
+from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
+from pgbenchlab.store import Store
+from support import QuietReporter, require_installs
+
+CEILINGS = {"fast": 100.0, "slow": 50.0}  # one transaction at a time, each ≥ 10 or 20 ms
+
+PLAN = """
+[campaign]
+name = "ceiling"
+
+[defaults]
+duration = "3s"
+warmup = "0s"
+vacuum = "none"
+checkpoint = false
+
+[[server]]
+name = "fast"
+install = "embedded"
+workload = [{{ name = "ceiling", script = "ceiling.sql", define = {{ sleep = "0.01" }} }}]
+{slow}
+[matrix]
+scale = [1]
+clients = [2]
+{extra}
+"""
+SLOW = """
+[[server]]
+name = "slow"
+install = "embedded"
+workload = [{ name = "ceiling", script = "ceiling.sql", define = { sleep = "0.02" } }]
+"""
+
+
+def write_plan(where: Path, *, extra: str = 'latency_limit = "500ms"', slow: bool = False) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "ceiling.sql").write_text("SELECT pg_advisory_xact_lock(1), pg_sleep(:sleep);\n")
+    path = where / "ceiling.toml"
+    path.write_text(PLAN.format(extra=extra, slow=SLOW if slow else ""))
+    return path
+
+
+class InterruptAfter(QuietReporter):
+    """Sends this process SIGINT (as Ctrl-C) a second into the measured run of the probe after
+    the first `probes` probes are stored: pgbench is cut short mid-run."""
+
+    def __init__(self, probes: int) -> None:
+        super().__init__()
+        self.left = probes
+
+    def note(self, text: str) -> None:
+        super().note(text)
+        if text.startswith("    "):  # a probe's line, printed once it is stored
+            self.left -= 1
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        super().phase(spec, text)
+        if text == "measuring" and self.left == 0:
+            self.left = -1
+            threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+
+@pytest.mark.server
+def test_searches_find_the_ceilings_resume_and_compare(
+    tmp_path: Path, results_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_installs("embedded")
+    plan_path = write_plan(tmp_path, slow=True)
+    the_plan = plan.load(plan_path)
+    # Trials and confirmations of 3 s (the fewest seconds a growing backlog shows in), bisection
+    # to 10 %: about 10 probes per search.
+    settings = SearchSettings(tolerance=0.1)
+    options = CapacityOptions(parse_slo("skipped <= 1%"), settings, trial_s=3)
+
+    cut = search_capacity(the_plan, options, results_dir, InterruptAfter(3))
+    assert cut.outcome.interrupted
+    with Store(results_dir / "results.db") as store:
+        before = [p.run_id for p in store.probe_records(cut.outcome.campaign_id)]
+        statuses = [r.status for r in store.run_records(cut.outcome.campaign_id)]
+    assert len(before) == 3 and statuses == ["ok"] * 3 + ["interrupted"]
+
+    done = search_capacity(the_plan, options, results_dir, QuietReporter())
+    assert not done.outcome.interrupted and done.outcome.failed == 0
+    with Store(results_dir / "results.db") as store:
+        views = {v.server: v for v in capacity_views(store, done.outcome.campaign_id)}
+    assert [p.run_id for p in views["fast"].points][:3] == before  # kept, not run again
+    for server, ceiling in CEILINGS.items():
+        check_search(views[server], ceiling, options.settings)
+
+    (compared,) = compare_capacities(list(views.values()), "fast", "slow")
+    assert compared.ratio is not None and 0.35 <= compared.ratio <= 0.7  # 50 ÷ 100
+    assert compared.ratio_low is not None and compared.ratio_high is not None
+    assert compared.ratio_low <= compared.ratio <= compared.ratio_high
+
+    # A finished search answers from what is stored: the command runs nothing more.
+    stored = sum(len(v.points) for v in views.values())
+    shown = cli_json(capsys, "capacity", plan_path, "--slo", "skipped <= 1%", "--trial", "3s",
+                     "--tolerance", "10%", "--results", results_dir)  # fmt: skip
+    assert [s["answer"] for s in shown] == [asdict(v.answer) for v in views.values() if v.answer]
+    assert sum(len(s["probes"]) for s in shown) == stored
+    compared_cli = cli_json(capsys, "compare", "--campaign", "ceiling-capacity", "--baseline",
+                            "fast", "--candidate", "slow", "--results", results_dir)  # fmt: skip
+    assert compared_cli[0]["ratio"] == compared.ratio
+
+    report = write_report(results_dir / "results.db")
+    assert '<section id="capacity">' in Path(report).read_text()
+    with Store(results_dir / "results.db") as store:
+        view = load_view(store, done.outcome.campaign_id, detail=False)
+    images.export(view, tmp_path / "images", per_run=False)
+    knees = sorted(p.name for p in (tmp_path / "images").glob("knee-*.png"))
+    assert [k.split("-")[1] for k in knees] == ["fast", "slow"]
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main([*map(str, args), "--json"]) == 0
+    shown: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    return shown
+
+
+def check_search(view: CapacityView, ceiling: float, settings: SearchSettings) -> None:
+    assert view.points[0].role == START
+    assert len(view.points) <= settings.max_probes
+    answer = view.answer
+    assert answer is not None and answer.rate is not None, view.points
+    assert answer.highest_pass is not None and answer.lowest_fail is not None
+    assert answer.highest_pass <= answer.rate < answer.lowest_fail  # within its bracket
+    # Nothing above the ceiling passes; half of it passes with room to spare; the bracket is
+    # around the ceiling, a bisection step or a confirmation step-down wide.
+    assert ceiling / 2 <= answer.highest_pass < ceiling
+    assert answer.lowest_fail <= ceiling * 1.2
+    for point in view.open_loop:
+        assert point.passed or point.offered is None or point.offered > ceiling / 2, point
+        if point.offered is not None and point.offered > ceiling:
+            assert not point.passed, point
+        if point.offered is not None:  # Little's law: rate × -L × 2, at most 64
+            assert point.clients == min(64, math.ceil(point.offered * 0.5 * 2))
+
+
+@pytest.mark.parametrize(
+    ("slo", "extra", "says"),
+    [
+        ("p99 10ms", "", "--slo: cannot read 'p99 10ms'"),
+        ("p97 <= 10ms", "", "unknown metric 'p97'"),
+        ("p99 <= 10ms", "rate = [100]", "capacity searches the rate itself"),
+        ("skipped <= 1%", "", "the SLO bounds no latency"),
+    ],
+)
+def test_what_cannot_be_searched_is_refused_before_anything_is_written(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    slo: str,
+    extra: str,
+    says: str,
+) -> None:
+    path = write_plan(tmp_path, extra=extra)
+    results = tmp_path / "results"
+    code = main(["capacity", str(path), "--slo", slo, "--results", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert says in err and len(err.splitlines()) == 1, err
+    assert not results.exists()
+
+
+def test_a_workload_of_a_fixed_transaction_count_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_plan(tmp_path)
+    text = re.sub(r'duration = "\w+"', "transactions = 100", path.read_text())
+    path.write_text(text)
+    results = tmp_path / "results"
+    code = main(["capacity", str(path), "--slo", "p99 <= 10ms", "--results", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "cannot be rate-limited" in err and len(err.splitlines()) == 1
+    assert not results.exists()

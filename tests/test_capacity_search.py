@@ -1,0 +1,199 @@
+"""The capacity search's decision function against synthetic oracles, and the SLO's parser and
+verdicts: pure, no server."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from pgbenchlab.analysis.capacity import (
+    CONFIRM,
+    GROW,
+    START,
+    Answer,
+    Probe,
+    SearchIdentity,
+    SearchSettings,
+    decide,
+)
+from pgbenchlab.analysis.slo import RunFigures, SloError, backlog_growth, judge, parse_slo
+
+Oracle = Callable[[float, bool], bool]  # (rate, full length) → passed
+
+
+def search(
+    start_tps: float, oracle: Oracle, settings: SearchSettings
+) -> tuple[Answer, list[Probe]]:
+    probes: list[Probe] = []
+    while True:
+        step = decide(probes, settings)
+        if isinstance(step, Answer):
+            return step, probes
+        assert len(probes) < settings.max_probes, probes
+        if step.role == START:
+            probes.append(Probe(START, None, True, start_tps))
+        else:
+            assert step.rate is not None
+            assert step.full_length == (step.role == CONFIRM)
+            probes.append(Probe(step.role, step.rate, oracle(step.rate, step.full_length)))
+
+
+def threshold(truth: float) -> Oracle:
+    return lambda rate, _full: rate <= truth
+
+
+def test_the_documented_bound() -> None:
+    settings = SearchSettings()
+    assert settings.bisections == 4
+    assert settings.max_probes == 24
+
+
+@pytest.mark.parametrize("truth", [3.7, 95.0, 180.0, 1234.0, 52_000.0])
+@pytest.mark.parametrize("start_tps", [60.0, 400.0, 9000.0])
+def test_the_bracket_holds_the_truth(truth: float, start_tps: float) -> None:
+    settings = SearchSettings()
+    answer, probes = search(start_tps, threshold(truth), settings)
+    if truth * 64 < start_tps / 2 or truth > start_tps / 2 * 64:
+        return  # out of the grow range: the search says so (next test)
+    assert answer.rate is not None, answer
+    assert answer.highest_pass is not None and answer.lowest_fail is not None
+    assert answer.rate <= truth < answer.lowest_fail
+    assert answer.lowest_fail / answer.highest_pass <= 1 + settings.tolerance
+    assert len(probes) <= settings.max_probes
+    assert sum(p.role == CONFIRM for p in probes) == settings.required  # all passed: stop at k
+
+
+def test_nothing_meets_the_slo() -> None:
+    settings = SearchSettings()
+    answer, probes = search(1000.0, lambda _r, _f: False, settings)
+    assert answer.rate is None and answer.highest_pass is None
+    assert len(probes) <= settings.max_probes
+
+
+def test_everything_meets_the_slo_up_to_the_grow_limit() -> None:
+    settings = SearchSettings()
+    answer, probes = search(100.0, lambda _r, _f: True, settings)
+    assert answer.rate == max(p.rate or 0 for p in probes)
+    assert answer.lowest_fail is None
+    assert sum(p.role == GROW for p in probes) == settings.max_grow
+
+
+def test_a_failed_confirmation_steps_down() -> None:
+    """Short trials pass up to 200, full-length runs only up to 150: the confirmations at the
+    trials' answer fail, and the search steps down until a confirmation passes."""
+    settings = SearchSettings()
+    answer, probes = search(400.0, lambda r, full: r <= (150 if full else 200), settings)
+    assert answer.rate is not None and answer.rate <= 150
+    assert answer.lowest_fail is not None and answer.lowest_fail > 150
+    confirmed = [p.rate for p in probes if p.role == CONFIRM]
+    assert len(set(confirmed)) >= 2 and confirmed == sorted(confirmed, reverse=True)
+    assert len(probes) <= settings.max_probes
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_noisy_oracles_stay_within_the_bound(seed: int) -> None:
+    """Near the truth a trial's verdict is a coin toss: the search still ends within its
+    documented number of probes, never confirming a rate far above the truth."""
+    rng = random.Random(seed)
+    truth = 200.0
+
+    def noisy(rate: float, _full: bool) -> bool:
+        if abs(rate / truth - 1) < 0.1:
+            return rng.random() < 0.5
+        return rate < truth
+
+    settings = SearchSettings()
+    answer, probes = search(350.0, noisy, settings)
+    assert len(probes) <= settings.max_probes
+    if answer.rate is not None:
+        assert answer.rate <= truth * 1.1
+
+
+def test_resuming_is_deciding_again() -> None:
+    """The decision reads only the stored probes: cut anywhere, it continues the same way."""
+    settings = SearchSettings()
+    _, probes = search(400.0, threshold(180.0), settings)
+    for cut in range(len(probes)):
+        step = decide(probes[:cut], settings)
+        assert not isinstance(step, Answer)
+        assert (step.role, step.rate) == (probes[cut].role, probes[cut].rate)
+
+
+# The SLO ---------------------------------------------------------------------------------------
+
+
+def test_the_slo_parses_metrics_units_and_shares() -> None:
+    slo = parse_slo("p99 <= 10ms, late <= 1%, skipped <= 0.001, p99.9 < 0.05s, mean <= 800us")
+    assert [(b.metric, b.limit) for b in slo.bounds] == [
+        ("p99", 10.0),
+        ("late", 0.01),
+        ("skipped", 0.001),
+        ("p99.9", 50.0),
+        ("mean", 0.8),
+    ]
+    assert slo.latency_bound_ms == 50.0
+    assert parse_slo(slo.text) == slo
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "empty"),
+        ("p99 10ms", "cannot read"),
+        ("p98 <= 10ms", "unknown metric 'p98'"),
+        ("tps >= 100", "cannot read"),
+        ("p99 <= 10", "time unit"),
+        ("late <= 5", "percentage"),
+        ("late <= 200%", "out of range"),
+        ("p99 <= 10ms, p99 <= 5ms", "twice"),
+        ("p99 <= tenms", "not a number"),
+    ],
+)
+def test_bad_slos_are_refused_in_one_line(text: str, says: str) -> None:
+    with pytest.raises(SloError, match=says) as caught:
+        parse_slo(text)
+    assert "\n" not in str(caught.value)
+
+
+def figures(**overrides: object) -> RunFigures:
+    values: dict[str, object] = {
+        "offered": 100.0,
+        "achieved": 99.0,
+        "transactions": 1000,
+        "skipped": 0,
+        "failed": 0,
+        "late": 5,
+        "latency_ms": {"99": 8.0, "99.9": 12.0, "mean": 2.0},
+        "latency_series_ms": [0.5, 0.4, 0.6, 0.5, 0.5, 0.4],
+        "clients": 4,
+    }
+    return RunFigures(**(values | overrides))  # type: ignore[arg-type]
+
+
+def test_verdicts() -> None:
+    slo = parse_slo("p99 <= 10ms, late <= 1%, skipped <= 0.1%")
+    assert judge(slo, figures()).passed
+    assert "p99 11ms > 10ms" in judge(slo, figures(latency_ms={"99": 11.0})).text
+    assert "late 2.00% > 1.00%" in judge(slo, figures(late=20)).text
+    assert "skipped" in judge(slo, figures(skipped=5)).text
+    growing = judge(slo, figures(latency_series_ms=[0.5, 20, 45, 70, 95, 120]))
+    assert not growing.passed and "backlog grew" in growing.text
+    assert not judge(slo, figures(ok=False, error="pgbench exited 1")).passed
+    assert "clients 99% busy" in judge(slo, figures(late=50, latency_ms={"mean": 40.0})).text
+
+
+def test_backlog_growth_ignores_a_stationary_queue() -> None:
+    assert backlog_growth([3.0, 5.0, 2.0, 4.0, 3.0, 5.0]) is None
+    assert backlog_growth([1.0, 2.0]) is None
+    assert backlog_growth([1.0, 30.0, 60.0]) is not None  # 3 % behind the offered load
+    assert backlog_growth([1.0, 8.0, 16.0]) is None  # under 2 %: a queue still filling
+    assert backlog_growth([1.0, 30.0, 60.0], floor_ms=100) is None
+
+
+def test_the_search_identity_round_trips_and_ignores_look_alikes() -> None:
+    identity = SearchIdentity("p99 <= 10ms", 5, SearchSettings(tolerance=0.1))
+    assert SearchIdentity.read(f"[campaign]\nname = 'x'\n{identity.line}\n") == identity
+    assert SearchIdentity.read("# pgbenchlab capacity is great\n") is None
+    assert SearchIdentity.read("[campaign]\n") is None

@@ -1,0 +1,185 @@
+"""Kernel tunables as an axis: the plan's `[matrix.sysctl]`, and `KernelTunables` on a stand-in
+/proc/sys (a directory of files) — journal before any change, verified, restored, repaired from
+a journal a killed campaign left, refused when not root or unknown. A campaign through the
+executor seam records each run's tunables and puts them back. The real kernel's are in
+test_tunables_real.py."""
+
+from __future__ import annotations
+
+import errno
+import json
+import sqlite3
+from pathlib import Path, PurePath, PurePosixPath
+
+import pytest
+
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB
+from pgbenchlab.campaign.runner import conduct
+from pgbenchlab.errors import PlanError
+from pgbenchlab.hosts import LocalHost
+from pgbenchlab.report.render.run_text import run_lines
+from pgbenchlab.report.views.run import run_detail
+from pgbenchlab.store import Store
+from pgbenchlab.tunables import PARTNERS, KernelTunables, TunableError
+from replay import Replay, ReplayExecutor, StandInServers, client, recorded
+from support import QuietReporter
+
+PLAN = """
+[campaign]
+name = "tuned"
+[defaults]
+duration = "2s"
+warmup = "0s"
+threads = 1
+latency_log = "off"
+[[server]]
+name = "ext"
+dsn = "host=/nonexistent port=5432 user=bench dbname=bench"
+init = true
+[matrix]
+scale = [1]
+workload = ["tpcb-like"]
+clients = [1]
+{sysctl}
+"""
+AXIS = '[matrix.sysctl]\n"vm.dirty_background_bytes" = [0, 67108864]'
+
+
+def parse(tmp_path: Path, sysctl: str) -> plan.Plan:
+    return plan.parse(PLAN.format(sysctl=sysctl), str(tmp_path / "p.toml"), base=tmp_path)
+
+
+def fake_proc(tmp_path: Path, values: dict[str, str]) -> PurePosixPath:
+    root = tmp_path / "proc-sys"
+    for name, value in values.items():
+        path = root / name.replace(".", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+    return PurePosixPath(root)
+
+
+class PairedKernel(LocalHost):
+    """Files that behave as the kernel's pairs: writing one zeroes its partner, and a 0 for a
+    *_bytes tunable is refused (as Linux 6.x does for vm.dirty_background_bytes)."""
+
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        if path.name.endswith("_bytes") and text.strip() == "0":
+            raise OSError(errno.EINVAL, "Invalid argument")
+        super().write_in_place(path, text)
+        name = f"vm.{path.name}"
+        if name in PARTNERS:
+            super().write_in_place(path.parent / PARTNERS[name].split(".")[1], "0\n")
+
+
+def tunables(tmp_path: Path, names: tuple[str, ...], root: PurePosixPath) -> KernelTunables:
+    journal = PurePosixPath(tmp_path / "run" / "j.json")
+    return KernelTunables(names, host=PairedKernel(), root=root, journal=journal)
+
+
+def test_the_axis_makes_one_cell_per_value_and_leaves_other_cells_alone(tmp_path: Path) -> None:
+    tuned = parse(tmp_path, AXIS)
+    assert [s.sysctl for s in tuned.specs] == [
+        (("vm.dirty_background_bytes", "0"),),
+        (("vm.dirty_background_bytes", "67108864"),),
+    ]
+    assert tuned.sysctl_names == ("vm.dirty_background_bytes",)
+    assert "vm.dirty_background_bytes=67108864" in tuned.specs[1].label
+    plain = parse(tmp_path, "")
+    assert "sysctl" not in plain.specs[0].cell  # cell ids of plans without the axis unchanged
+    assert plain.specs[0].cell_id != tuned.specs[0].cell_id
+
+
+@pytest.mark.parametrize(
+    ("axis", "message"),
+    [
+        ('[matrix.sysctl]\n"dirty bytes" = [1]', "is not a sysctl name"),
+        ('[matrix.sysctl]\n"vm.dirty_bytes" = []', "must not be an empty list"),
+        ('[matrix.sysctl]\n"vm.dirty_bytes" = [true]', "values must be numbers or text"),
+        ("[matrix]\nsysctl = 3", "must be a table"),
+    ],
+)
+def test_axis_mistakes_are_refused(tmp_path: Path, axis: str, message: str) -> None:
+    text = PLAN.format(sysctl=axis)
+    if axis.startswith("[matrix]"):
+        text = text.replace("clients = [1]\n[matrix]", "clients = [1]")
+    with pytest.raises(PlanError, match=message):
+        plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+
+
+def test_refused_when_not_root_or_unknown(tmp_path: Path) -> None:
+    root = fake_proc(tmp_path, {"vm.dirty_bytes": "0"})
+    with pytest.raises(TunableError, match="kernel tunables are set as root"):
+        tunables(tmp_path, ("vm.dirty_bytes",), root).check(euid=1000)
+    with pytest.raises(TunableError, match=r"vm\.no_such: no such kernel tunable"):
+        tunables(tmp_path, ("vm.no_such",), root).check(euid=0)
+    tunables(tmp_path, (), root).check(euid=1000)  # a plan without the axis needs nothing
+
+
+def test_journalled_before_changing_verified_and_restored(tmp_path: Path) -> None:
+    root = fake_proc(tmp_path, {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"})
+    kt = tunables(tmp_path, ("vm.dirty_bytes",), root)
+    assert kt.repair() == {}
+    assert kt.apply([("vm.dirty_bytes", "67108864")]) == {"vm.dirty_bytes": "67108864"}
+    journal = json.loads(Path(kt.journal_path).read_text())
+    assert journal == {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}  # with its partner
+    kt.restore()
+    assert Path(root / "vm/dirty_bytes").read_text().strip() == "0"
+    assert Path(root / "vm/dirty_ratio").read_text().strip() == "20"
+    assert Path(kt.journal_path).read_text() == ""
+
+
+def test_a_journal_left_by_a_killed_campaign_is_restored_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    root = fake_proc(tmp_path, {"vm.dirty_bytes": "67108864", "vm.dirty_ratio": "0"})
+    journal = tmp_path / "run" / "j.json"
+    journal.parent.mkdir()
+    journal.write_text(json.dumps({"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}))
+    found = tunables(tmp_path, (), root).repair()  # any campaign, with the axis or not
+    assert found == {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}
+    assert Path(root / "vm/dirty_ratio").read_text().strip() == "20"
+    assert Path(root / "vm/dirty_bytes").read_text().strip() == "0"
+    assert journal.read_text() == ""
+
+
+def test_a_running_campaigns_journal_is_left_to_it(tmp_path: Path) -> None:
+    root = fake_proc(tmp_path, {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"})
+    running = tunables(tmp_path, ("vm.dirty_bytes",), root)
+    running.repair()
+    running.apply([("vm.dirty_bytes", "4096")])
+    assert tunables(tmp_path, (), root).repair() == {}
+    with pytest.raises(TunableError, match="another campaign is changing kernel tunables"):
+        tunables(tmp_path, ("vm.dirty_bytes",), root).repair()
+    assert Path(root / "vm/dirty_bytes").read_text().strip() == "4096"
+    running.restore()
+
+
+def test_a_campaign_records_each_runs_tunables_and_puts_them_back(tmp_path: Path) -> None:
+    root = fake_proc(
+        tmp_path, {"vm.dirty_background_bytes": "0", "vm.dirty_background_ratio": "10"}
+    )
+    the_plan = parse(tmp_path, AXIS)
+    kt = tunables(tmp_path, the_plan.sysctl_names, root)
+    kt.repair()
+    replays = [Replay(recorded("16", "tpcb-progress")) for _ in the_plan.specs]
+    outcome = conduct(
+        the_plan, tmp_path / "results", QuietReporter(), client("16"),
+        StandInServers(the_plan), ReplayExecutor(replays), tunables=kt,
+    )  # fmt: skip
+    assert outcome.failed == 0
+    db = sqlite3.connect(tmp_path / "results" / RESULTS_DB)
+    rows = db.execute(
+        "SELECT r.sequence, s.name, s.value FROM run_sysctl s "
+        "JOIN runs r ON r.id = s.run_id ORDER BY r.sequence"
+    ).fetchall()
+    db.close()
+    assert rows == [
+        (0, "vm.dirty_background_bytes", "0"),
+        (1, "vm.dirty_background_bytes", "67108864"),
+    ]
+    assert Path(root / "vm/dirty_background_bytes").read_text().strip() == "0"
+    with Store(tmp_path / "results" / RESULTS_DB) as store:
+        detail = run_detail(store, 2)
+    assert detail["sysctl"] == {"vm.dirty_background_bytes": "67108864"}  # show --json
+    assert "vm.dirty_background_bytes=67108864" in "\n".join(run_lines("tuned", detail))

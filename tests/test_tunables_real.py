@@ -1,0 +1,167 @@
+"""Kernel tunables on the real kernel: vm.dirty_background_bytes set for real runs, recorded,
+and put back — after a campaign, after SIGTERM, and after a kill -9 at the next start; refused
+for the unprivileged test account. vm.dirty_background_bytes is written as root here; writing
+it zeroes vm.dirty_background_ratio, so the ratio is checked to come back too."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cli_process import run_cli
+from pgbenchlab import osuser, plan
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.store import Store
+from support import QuietReporter, require_installs
+from test_faults import CLI
+
+pytestmark = pytest.mark.server
+
+BYTES = Path("/proc/sys/vm/dirty_background_bytes")
+RATIO = Path("/proc/sys/vm/dirty_background_ratio")
+CHANGED = "67108864"
+
+
+def tuned_plan(name: str, values: str, duration: str = "1s") -> str:
+    return f"""
+[campaign]
+name = "{name}"
+[defaults]
+duration = "{duration}"
+warmup = "0s"
+checkpoint = false
+[[server]]
+name = "pg"
+install = "embedded"
+[matrix]
+scale = [1]
+workload = ["select-only"]
+clients = [1]
+[matrix.sysctl]
+"vm.dirty_background_bytes" = [{values}]
+"""
+
+
+def kernel() -> tuple[str, str]:
+    return BYTES.read_text().strip(), RATIO.read_text().strip()
+
+
+@pytest.fixture
+def original() -> Iterator[tuple[str, str]]:
+    """The kernel's values before the test, put back whatever happens (the non-zero one: it
+    zeroes the other)."""
+    if os.geteuid() != 0:
+        pytest.skip("kernel tunables are set as root: test NOT run")
+    before = kernel()
+    yield before
+    for path, value in zip((BYTES, RATIO), before, strict=True):
+        if value != "0":
+            path.write_text(value)
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of a CLI whose journal is this test's own."""
+    yield {**os.environ, "PGBENCHLAB_SYSCTL_JOURNAL": str(tmp_path / "run" / "journal.json")}
+
+
+def test_applied_recorded_and_restored_on_a_real_run(
+    tmp_path: Path, results_dir: Path, original: tuple[str, str]
+) -> None:
+    require_installs("embedded")
+    the_plan = plan.parse(tuned_plan("tuned", f"0, {CHANGED}"), "p.toml", base=tmp_path)
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
+    assert outcome.failed == 0
+    with Store(results_dir / RESULTS_DB) as store:
+        recorded = [store.run_sysctl(r.id) for r in store.run_records(outcome.campaign_id)]
+    assert recorded == [
+        {"vm.dirty_background_bytes": "0"},
+        {"vm.dirty_background_bytes": CHANGED},
+    ]
+    assert kernel() == original
+
+
+def start(plan_path: Path, results: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    argv = [*CLI, "run", str(plan_path), "--results", str(results), "--json"]
+    return subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def cut_while_measuring(proc: subprocess.Popen[str], how: int) -> str:
+    """Signal the campaign as its run measures; the tunable's value at that moment."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if json.loads(line).get("phase") == "measuring":
+            during = BYTES.read_text().strip()
+            proc.send_signal(how)
+            break
+    proc.communicate(timeout=120)
+    return during
+
+
+def test_restored_after_sigterm(
+    tmp_path: Path, results_dir: Path, original: tuple[str, str], journal: dict[str, str]
+) -> None:
+    require_installs("embedded")
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(tuned_plan("term", CHANGED, duration="5s"))
+    proc = start(plan_path, results_dir, journal)
+    assert cut_while_measuring(proc, signal.SIGTERM) == CHANGED
+    assert proc.returncode == 130
+    assert kernel() == original
+    assert Path(journal["PGBENCHLAB_SYSCTL_JOURNAL"]).read_text() == ""
+
+
+def test_repaired_at_the_next_start_after_kill_9(
+    tmp_path: Path, results_dir: Path, original: tuple[str, str], journal: dict[str, str]
+) -> None:
+    require_installs("embedded")
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(tuned_plan("killed", CHANGED, duration="5s"))
+    proc = start(plan_path, results_dir, journal)
+    assert cut_while_measuring(proc, signal.SIGKILL) == CHANGED
+    assert kernel()[0] == CHANGED  # nothing could put it back
+    left = json.loads(Path(journal["PGBENCHLAB_SYSCTL_JOURNAL"]).read_text())
+    assert left == {
+        "vm.dirty_background_bytes": original[0],
+        "vm.dirty_background_ratio": original[1],
+    }
+    # The next campaign, one that sets no tunable, repairs it before it starts.
+    plain = tmp_path / "plain.toml"
+    plain.write_text(tuned_plan("plain", "").split("[matrix.sysctl]")[0])
+    argv = [*CLI, "run", str(plain), "--results", str(results_dir)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=journal)
+    assert done.returncode == 0, done.stderr
+    assert "restored the kernel tunables a killed campaign had changed" in done.stderr
+    assert kernel() == original
+
+
+def test_refused_for_the_unprivileged_account(original: tuple[str, str]) -> None:
+    require_installs("embedded")
+    account = pwd.getpwnam(osuser.SERVICE_USER)
+    home = Path(tempfile.mkdtemp(prefix="pgbl-sysctl-", dir="/var/tmp"))
+    try:
+        home.chmod(0o755)
+        plan_path = home / "plan.toml"
+        plan_path.write_text(tuned_plan("unprivileged", CHANGED))
+        plan_path.chmod(0o644)
+        switch = (
+            f"import os; os.setgid({account.pw_gid}); os.setgroups([]); os.setuid({account.pw_uid})"
+        )
+        done = run_cli("run", plan_path, "--results", home / "results", cwd=home, before=switch)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2, done.stderr
+        assert len(lines) == 1 and "kernel tunables are set as root" in lines[0]
+        assert not (home / "results").exists()
+        assert kernel() == original
+    finally:
+        subprocess.run(["rm", "-rf", str(home)], check=True)
