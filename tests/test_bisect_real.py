@@ -53,7 +53,7 @@ def bisect(history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     plan.write_text(PLAN)
     argv = [
         "bisect", str(plan), "--source", f"git:{history}", "--good", "main~7", "--bad", "main",
-        "--min-rounds", "2", "--results", str(tmp_path / "results"), "--json",
+        "--results", str(tmp_path / "results"), "--json",
     ]  # fmt: skip
     assert main(argv) == 0
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
