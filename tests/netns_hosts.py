@@ -48,6 +48,7 @@ def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 @dataclass
 class TestHost:
     name: str  # also its namespace's name
+    __test__ = False
     address: str
     sshd: subprocess.Popen[bytes] | None = None
     extra_mounts: tuple[str, ...] = ()
@@ -64,6 +65,8 @@ class TestHost:
 @dataclass
 class TestHosts:
     """A set of test hosts sharing a bridge, one account and one client key."""
+
+    __test__ = False
 
     tag: str = field(
         default_factory=lambda: f"pbl{os.getpid() % 1000:03d}{random.randrange(100):02d}"
