@@ -17,15 +17,12 @@ import shlex
 import threading
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import asyncssh
 
 from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.host import Exit, LineCallback
-
-if TYPE_CHECKING:
-    from pgbenchlab.hosts.remote import RemoteHost
 
 PROCS_DIR = ".pgbenchlab/procs"  # under the account's home
 KILLED = -9  # the returncode of a command whose monitor died with it (no exit file)
@@ -72,12 +69,24 @@ def monitor_command(directory: PurePosixPath, cwd: str, argv: list[str]) -> str:
     return shlex.join(["python3", "-c", MONITOR, str(directory), cwd, *argv])
 
 
+class Owner(Protocol):
+    """What a detached process needs of its host (`remote.RemoteHost`)."""
+
+    name: str
+
+    async def connection(self) -> asyncssh.SSHClientConnection: ...
+
+    def signal(self, pid: int, signum: int) -> None: ...
+
+    def collect(self, directory: PurePosixPath) -> Exit: ...
+
+
 class RemoteProcess:
     """A detached command on a remote host, its output followed from this machine."""
 
     def __init__(
         self,
-        host: RemoteHost,
+        host: Owner,
         directory: PurePosixPath,
         pid: int,
         callbacks: tuple[LineCallback | None, LineCallback | None],
