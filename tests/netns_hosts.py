@@ -229,9 +229,11 @@ class TestHosts:
         self.hosts[name].ns("ip", "link", "set", "eth0", "up")
 
     def account_processes(self) -> list[str]:
-        """What still runs as the test account, on any host (the PID namespace is shared)."""
-        done = _run("ps", "-u", self.user, "-o", "pid=,args=", check=False)
-        return [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        """What still runs as the test account, on any host (the PID namespace is shared);
+        zombies (ended, not yet reaped by init) are not running."""
+        done = _run("ps", "-u", self.user, "-o", "pid=,stat=,args=", check=False)
+        rows = [line.split(None, 2) for line in done.stdout.splitlines() if line.strip()]
+        return [f"{row[0]} {row[2]}" for row in rows if len(row) == 3 and "Z" not in row[1]]
 
     def _session_pids(self, host: TestHost) -> list[int]:
         done = _run("ip", "netns", "pids", host.namespace, check=False)

@@ -20,6 +20,7 @@ from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor, LocalExecutor
+from pgbenchlab.campaign.hosts import CampaignHosts, run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
     Pgbench,
@@ -35,7 +36,7 @@ from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
-from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.server import Endpoint, Server, client_endpoint
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
 
@@ -66,9 +67,15 @@ def run_campaign(
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
     pgbench = choose_pgbench(plan, found)
-    servers = Servers(plan, results_dir, found)
-    servers.validate()
-    return conduct(plan, results_dir, reporter, pgbench, servers, LocalExecutor(), fresh=fresh)
+    hosts = CampaignHosts(plan)
+    try:
+        hosts.check()
+        servers = Servers(plan, results_dir, found, hosts)
+        servers.validate()
+        executor = LocalExecutor()
+        return conduct(plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh)
+    finally:
+        hosts.close()
 
 
 def conduct(
@@ -147,7 +154,7 @@ class Campaign:
             for index, spec in enumerate(todo, start=1):
                 self.reporter.run_started(spec, index, len(todo))
                 result = self.run_one(spec)
-                self.store.record_run(self.campaign_id, result)
+                self.store.record_run(self.campaign_id, result, run_hosts(self.plan, spec))
                 self.reporter.run_finished(spec, result)
                 outcome.results.append(result)
                 outcome.ran += 1
@@ -258,14 +265,15 @@ class Campaign:
 
         capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
         hygiene = self.hygiene(spec, endpoint)
-        warmup_tps = self.pgbench.warmup(spec, endpoint, artifacts, progress, phase)
+        client = client_endpoint(server, endpoint)  # pgbench's way in: TCP to another host
+        warmup_tps = self.pgbench.warmup(spec, client, artifacts, progress, phase)
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")
         run = measured_invocation(spec, artifacts, sampling)
         capture.start()
         done = None
         try:
-            done = self.pgbench.run(endpoint, run, artifacts, progress, capture.pgbench_started)
+            done = self.pgbench.run(client, run, artifacts, progress, capture.pgbench_started)
         finally:
             telemetry = capture.stop(done.cpu_s if done else None)
         argv = sanitize_argv(done.argv, self.results_dir)

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from pgbenchlab import dataset, files, installs, osuser
 from pgbenchlab import server as server_module
+from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.claims import Claim
 from pgbenchlab.errors import PlanError, ServerError
@@ -34,13 +35,18 @@ class Servers:
     """The campaign's servers, started on first use, restarted for another setting variant."""
 
     def __init__(
-        self, plan: Plan, results_dir: Path, found: list[Installation], host: Host = LOCAL_HOST
+        self,
+        plan: Plan,
+        results_dir: Path,
+        found: list[Installation],
+        hosts: CampaignHosts | None = None,
     ) -> None:
         self.plan = plan
-        self.host = host  # where managed servers run (one host for all, until remote hosts)
+        self.hosts = hosts or CampaignHosts(plan)  # where each server runs
         self.results_dir = results_dir
-        self.found = found
-        self.account = osuser.server_account() if any(s.managed for s in plan.servers) else None
+        self.found = found  # this machine's installations
+        local_managed = any(s.managed and s.host is None for s in plan.servers)
+        self.account = osuser.server_account() if local_managed else None
         self.live: dict[str, Server] = {}
         self.variants: dict[str, tuple[tuple[str, str], ...]] = {}
         self.claims: dict[str, Claim] = {}
@@ -52,10 +58,12 @@ class Servers:
         self.check_distinct_data_dirs()
         for server in self.plan.servers:
             if server.managed:
-                install = installs.resolve(server.install or "embedded", self.found)
-                check_settings(server, self.plan, install)
-                if server.data_dir:
+                install = self.install(server)
+                check_settings(server, self.plan, install, self.hosts.get(server.host))
+                if server.data_dir and server.host is None:
                     self.check_data_dir(Path(server.data_dir))
+                elif server.data_dir:
+                    server_module.check_data_dir(Path(server.data_dir), self.hosts.get(server.host))
             else:
                 assert server.dsn is not None
                 external = ExternalServer(server.name, server.dsn, init_allowed=server.init)
@@ -64,14 +72,30 @@ class Servers:
                     scales = (s.scale for s in self.plan.specs if s.server == server.name)
                     dataset.require_datasets(external, scales)
 
+    def install(self, server: ServerPlan) -> Installation:
+        """The server's installation, found on its host."""
+        spec = server.install or ("embedded" if server.host is None else "newest")
+        if server.host is None:
+            return installs.resolve(spec, self.found)
+        found = self.hosts.installations(server.host)
+        if not any(i.has_server for i in found):
+            raise ServerError(
+                f"no PostgreSQL server is installed on host {server.host}: install one there "
+                "(e.g. apt install postgresql) or run this server elsewhere",
+                where=f"{self.plan.path}: server {server.name}",
+            )
+        if spec == "newest":
+            return next(i for i in found if i.has_server)
+        return installs.resolve(spec, found)
+
     def check_distinct_data_dirs(self) -> None:
-        seen: dict[Path, str] = {}
+        seen: dict[tuple[str | None, Path], str] = {}
         for server in self.plan.servers:
             if server.managed and server.data_dir:
-                path = Path(server.data_dir).resolve()
+                path = (server.host, Path(server.data_dir).resolve())
                 if path in seen:
                     raise PlanError(
-                        f"servers {seen[path]} and {server.name} both use data_dir {path}: "
+                        f"servers {seen[path]} and {server.name} both use data_dir {path[1]}: "
                         "give each server a directory of its own",
                         where=self.plan.path,
                     )
@@ -82,7 +106,8 @@ class Servers:
         owner = f"campaign {self.plan.name} (results {self.results_dir}, pid {os.getpid()})"
         for server in self.plan.servers:
             if server.managed and server.name not in self.claims:
-                self.claims[server.name] = Claim(self.data_dir(server), owner, self.host)
+                host = self.hosts.get(server.host)
+                self.claims[server.name] = Claim(self.data_dir(server), owner, host)
 
     def release(self) -> None:
         for claim in self.claims.values():
@@ -92,6 +117,10 @@ class Servers:
     def data_dir(self, plan: ServerPlan) -> Path:
         if plan.data_dir:
             return Path(plan.data_dir)
+        if plan.host is not None:
+            state = self.hosts.get(plan.host).state_dir()
+            assert state is not None
+            return Path(state / "clusters" / self.plan.name / plan.name / "data")
         assert self.account is not None
         root = cluster_root(self.results_dir, self.account)
         return files.inside(root, self.plan.name, plan.name, "data")
@@ -136,21 +165,27 @@ class Servers:
         if not plan.managed:
             assert plan.dsn is not None
             return ExternalServer(plan.name, plan.dsn, init_allowed=plan.init)
-        assert self.account is not None
-        install = installs.resolve(plan.install or "embedded", self.found)
-        install = osuser.reachable_install(install, self.account)
+        host = self.hosts.get(plan.host)
+        install = self.install(plan)
         data_dir = self.data_dir(plan)
-        if not plan.data_dir:
-            self.account.make_dir(data_dir.parent.parent, 0o700)
-            self.account.make_dir(data_dir.parent, 0o700)
+        if plan.host is not None:
+            account = self.hosts.account(plan.host)
+            host.mkdir(data_dir.parent, owner=account)
+        else:
+            assert self.account is not None
+            account = self.account
+            install = osuser.reachable_install(install, account)
+            if not plan.data_dir:
+                account.make_dir(data_dir.parent.parent, 0o700)
+                account.make_dir(data_dir.parent, 0o700)
         return ManagedServer(
             plan.name,
             install,
             data_dir,
-            self.account,
+            account,
             dict(plan.settings),
             claim=self.claims.get(plan.name),
-            host=self.host,
+            host=host,
         )
 
     def stop_all(self) -> None:
@@ -159,7 +194,9 @@ class Servers:
         self.live.clear()
 
 
-def check_settings(server: ServerPlan, plan: Plan, install: Installation) -> None:
+def check_settings(
+    server: ServerPlan, plan: Plan, install: Installation, host: Host = LOCAL_HOST
+) -> None:
     """Every combination of settings the server will start with, judged by its own postgres."""
     variants = {
         tuple((dict(server.settings) | dict(spec.server_settings)).items())
@@ -167,6 +204,6 @@ def check_settings(server: ServerPlan, plan: Plan, install: Installation) -> Non
         if spec.server == server.name
     }
     for variant in sorted(variants):
-        problem = server_module.settings_problem(install, dict(variant))
+        problem = server_module.settings_problem(install, dict(variant), host)
         if problem is not None:
             raise ServerError(problem, where=f"{plan.path}: server {server.name}")

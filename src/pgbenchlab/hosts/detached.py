@@ -24,7 +24,8 @@ import asyncssh
 from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.host import Exit, LineCallback
 
-PROCS_DIR = ".pgbenchlab/procs"  # under the account's home
+STATE_DIR = ".pgbenchlab"  # under the account's home
+PROCS_DIR = "procs"  # under the state directory
 KILLED = -9  # the returncode of a command whose monitor died with it (no exit file)
 
 MONITOR = r"""

@@ -21,10 +21,18 @@ from typing import Any
 import asyncssh
 
 from pgbenchlab.hosts import ssh
-from pgbenchlab.hosts.detached import KILLED, PROCS_DIR, RemoteProcess, monitor_command, parse_exit
+from pgbenchlab.hosts.detached import (
+    KILLED,
+    PROCS_DIR,
+    STATE_DIR,
+    RemoteProcess,
+    monitor_command,
+    parse_exit,
+)
 from pgbenchlab.hosts.host import Account, Exit, Finished, LineCallback
 from pgbenchlab.hosts.ssh import Target, sftp_error
 
+READ_CHUNK = 1 << 20
 LOCAL_ONLY_ENV = frozenset({"PATH", "HOME"})
 ENV_READER = 'while IFS= read -r v && [ -n "$v" ]; do export "$v"; done; '
 
@@ -50,12 +58,14 @@ class RemoteHost:
         self._sftp: asyncssh.SFTPClient | None = None
         self._home: PurePosixPath | None = None
         self._facts: dict[str, str] = {}
+        self._forwards: dict[str, int] = {}
 
     # -- connection --------------------------------------------------------------------------
 
     async def connection(self) -> asyncssh.SSHClientConnection:
         if self._connection is None or self._connection.is_closed():
             self._sftp = None
+            self._forwards.clear()
             self._connection = await ssh.open_connection(self.target)
         return self._connection
 
@@ -153,7 +163,7 @@ class RemoteHost:
 
     @property
     def procs_dir(self) -> PurePosixPath:
-        return self.home / PROCS_DIR
+        return self.state_dir() / PROCS_DIR
 
     def collect(self, directory: PurePosixPath) -> Exit:
         """How a detached command ended (its monitor's exit file); its directory goes."""
@@ -207,9 +217,12 @@ class RemoteHost:
 
     def read_bytes(self, path: PurePath) -> bytes:
         async def read(sftp: asyncssh.SFTPClient) -> bytes:
+            # Until an empty read: /proc's files tell a size of 0.
+            chunks = []
             async with sftp.open(str(path), "rb") as file:
-                data = await file.read()
-                return data if isinstance(data, bytes) else data.encode()
+                while chunk := await file.read(READ_CHUNK):
+                    chunks.append(chunk if isinstance(chunk, bytes) else chunk.encode())
+            return b"".join(chunks)
 
         data: bytes = self._sftp_call(read, path)
         return data
@@ -284,6 +297,26 @@ class RemoteHost:
         if key not in self._facts:
             self._facts[key] = self._shell(command).strip()
         return self._facts[key]
+
+    @property
+    def address(self) -> str:
+        return self.target.address
+
+    def state_dir(self) -> PurePosixPath:
+        return self.home / STATE_DIR
+
+    def reach(self, socket_dir: PurePath, port: int) -> tuple[str, int]:
+        """A local port forwarded over SSH to the server's socket there (kept while the
+        connection lasts: one per socket)."""
+        socket = str(socket_dir / f".s.PGSQL.{port}")
+        if socket not in self._forwards:
+            self._forwards[socket] = ssh.call(self._forward(socket))
+        return "127.0.0.1", self._forwards[socket]
+
+    async def _forward(self, socket: str) -> int:
+        connection = await self.connection()
+        listener = await connection.forward_local_port_to_path("127.0.0.1", 0, socket)
+        return int(listener.get_port())
 
     def free_port(self) -> int:
         probe = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"

@@ -8,6 +8,8 @@ key and what to do. Expansion is deterministic: the same plan (and seed) gives t
 * :mod:`.values` — one value checked and converted (durations, latencies, names, choices),
 * :mod:`.workloads` — builtins and script files, with their weights,
 * :mod:`.servers` — the ``[[server]]`` tables: managed installations or an external dsn,
+* :mod:`.hosts` — the ``[[host]]`` tables (machines over SSH) and the servers and load
+  generators that name them,
 * :mod:`.builds` — the ``[build.NAME]`` tables: PostgreSQL built from source (recipes only),
 * :mod:`.matrix` — the axes expanded into cells, and the cells into ordered runs,
 * :mod:`.parsing` — `load` and `parse`: the TOML read and checked as a whole, with warnings.
@@ -18,13 +20,22 @@ psycopg's connection-string parser, never the runner, the store or the reports.
 """
 
 from pgbenchlab.plan.parsing import load, parse
-from pgbenchlab.plan.records import Plan, RunOptions, RunSpec, Script, ServerPlan, Workload
+from pgbenchlab.plan.records import (
+    HostPlan,
+    Plan,
+    RunOptions,
+    RunSpec,
+    Script,
+    ServerPlan,
+    Workload,
+)
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
 from pgbenchlab.plan.values import planned_axis_orders, setting_text
 
 __all__ = [
     "DEFAULT_MAX_TRIES",
     "MAX_RUNS",
+    "HostPlan",
     "Plan",
     "RunOptions",
     "RunSpec",

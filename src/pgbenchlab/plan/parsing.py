@@ -10,6 +10,7 @@ from pgbenchlab import files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.plan.builds import install_spec, parse_builds
+from pgbenchlab.plan.hosts import check_host_names, parse_hosts
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
@@ -69,6 +70,8 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
+    hosts = parse_hosts(data.get("host"), ctx)
+    pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
     check_size(ctx, count_cells(defaults, matrix, servers, server_axes), repeats)
     cpus = cpu_count or os.cpu_count() or 1
     cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
@@ -87,6 +90,8 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         warnings,
         description=description,
         builds=tuple(builds.values()),
+        hosts=hosts,
+        pgbench_hosts=pgbench_hosts,
     )
 
 

@@ -47,6 +47,18 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class HostPlan:
+    """A [[host]]: a machine reached over SSH (OpenSSH conventions; port, identity and
+    known_hosts only when ~/.ssh/config does not say them)."""
+
+    name: str
+    ssh: str  # "user@address" or "address"
+    port: int | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+
+
+@dataclass(frozen=True)
 class ServerPlan:
     name: str
     install: str | None = None  # managed: an installation spec
@@ -54,6 +66,7 @@ class ServerPlan:
     settings: tuple[tuple[str, str], ...] = ()
     data_dir: str | None = None
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
+    host: str | None = None  # the [[host]] it runs on; None: this machine
 
     @property
     def managed(self) -> bool:
@@ -145,6 +158,11 @@ class Plan:
     warnings: tuple[str, ...]
     description: str = ""  # what the campaign is for, shown atop its report
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
+    hosts: tuple[HostPlan, ...] = ()  # the [[host]] tables
+    pgbench_hosts: tuple[str, ...] = ()  # where pgbench runs; () is this machine
+
+    def host(self, name: str) -> HostPlan:
+        return next(h for h in self.hosts if h.name == name)
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:

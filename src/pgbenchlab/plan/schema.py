@@ -16,7 +16,7 @@ RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
 )
 
-TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build")
+TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build", "host")
 CAMPAIGN_KEYS = ("name", "repeats", "order", "seed", "description")
 OPTION_KEYS = (
     "duration",
@@ -35,7 +35,18 @@ OPTION_KEYS = (
 )
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")
-SERVER_KEYS = ("name", "install", "dsn", "settings", "data_dir", "init", *AXIS_KEYS, "setting")
+SERVER_KEYS = (
+    "name",
+    "install",
+    "dsn",
+    "settings",
+    "data_dir",
+    "init",
+    "host",
+    *AXIS_KEYS,
+    "setting",
+)
+HOST_KEYS = ("name", "ssh", "port", "identity", "known_hosts")
 WORKLOAD_KEYS = (
     "name",
     "builtin",
@@ -46,7 +57,7 @@ WORKLOAD_KEYS = (
     *OPTION_KEYS,
     "clients",
 )
-PGBENCH_KEYS = ("install",)
+PGBENCH_KEYS = ("install", "hosts")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting")
 

@@ -63,11 +63,16 @@ def parse_server(
     init = item.get("init", False)
     if not isinstance(init, bool):
         raise ctx.fail(f"{key}.init", "must be true or false")
+    host = item.get("host")
+    if host is not None:
+        host = check_name(host, ctx, f"{key}.host")
     data_dir = item.get("data_dir")
     if data_dir is not None:
         if not isinstance(data_dir, str) or not data_dir:
             raise ctx.fail(f"{key}.data_dir", "must be a directory path")
-        data_dir = str((base / data_dir).resolve())
+        if host is not None and not data_dir.startswith("/"):
+            raise ctx.fail(f"{key}.data_dir", f"must be an absolute path on host {host}")
+        data_dir = data_dir if host is not None else str((base / data_dir).resolve())
     return ServerPlan(
         name=name,
         install=install_spec(item["install"], builds, ctx, f"{key}.install")
@@ -77,6 +82,7 @@ def parse_server(
         settings=tuple(sorted((str(k), setting_text(v)) for k, v in settings.items())),
         data_dir=data_dir,
         init=init,
+        host=host,
     )
 
 

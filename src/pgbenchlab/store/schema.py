@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -235,6 +235,17 @@ MIGRATIONS: dict[int, str] = {
     5: """
     ALTER TABLE servers ADD COLUMN build_key TEXT;
     ALTER TABLE servers ADD COLUMN build_json TEXT;
+    """,
+    # 6: which hosts ran what: the server's host and the load generators' of each run. Older
+    # runs all ran on the machine that ran the campaign: no rows, read as "local".
+    6: """
+    CREATE TABLE run_hosts (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        role TEXT NOT NULL,
+        host TEXT NOT NULL,
+        address TEXT NOT NULL,
+        PRIMARY KEY (run_id, role, host)
+    );
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
