@@ -115,7 +115,7 @@ class TestHosts:
         into `known_hosts`."""
         host = TestHost(f"{self.tag}{name}", f"{self.subnet}.{10 + len(self.hosts)}", None, hide)
         self.hosts[name] = host
-        veth = f"{host.name}v"
+        veth = f"{self.tag}v{len(self.hosts)}"  # interface names: 15 characters at most
         _run("ip", "netns", "add", host.namespace)
         _run("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns",
              host.namespace)  # fmt: skip
@@ -234,6 +234,16 @@ class TestHosts:
         done = _run("ps", "-u", self.user, "-o", "pid=,stat=,args=", check=False)
         rows = [line.split(None, 2) for line in done.stdout.splitlines() if line.strip()]
         return [f"{row[0]} {row[2]}" for row in rows if len(row) == 3 and "Z" not in row[1]]
+
+    def leftovers(self, wait_s: float = 10) -> list[str]:
+        """The commands still running as the account once its SSH sessions had time to end
+        (sshd's own session processes are not commands)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            left = [p for p in self.account_processes() if "sshd:" not in p]
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.2)
 
     def _session_pids(self, host: TestHost) -> list[int]:
         done = _run("ip", "netns", "pids", host.namespace, check=False)

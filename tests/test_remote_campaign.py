@@ -4,6 +4,8 @@ TCP, telemetry read there; results stored as for a local run, nothing left runni
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from netns_hosts import TestHosts
 from pgbenchlab import plan
 from pgbenchlab.campaign import run_campaign
+from pgbenchlab.cli import main
 from pgbenchlab.results import RunHost, RunStatus
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
@@ -30,7 +33,73 @@ def hosts_toml(hosts: TestHosts, *names: str) -> str:
 def db_host(test_hosts: TestHosts) -> TestHosts:
     require_installs("15")
     test_hosts.add("db1")
+    test_hosts.add("nopg", hide=("/usr/lib/postgresql",))
+    test_hosts.add("stranger", trusted=False)
     return test_hosts
+
+
+def one_server_plan(hosts: TestHosts, server_host: str, *, user: str | None = None) -> str:
+    text = f"""
+[campaign]
+name = "remote"
+
+[defaults]
+duration = "2s"
+warmup = "0s"
+
+{hosts_toml(hosts, server_host)}
+[[server]]
+name = "pg"
+host = "{server_host}"
+"""
+    return text if user is None else text.replace(f'"{hosts.user}@', f'"{user}@')
+
+
+@pytest.mark.parametrize(
+    ("server_host", "user", "expected"),
+    [
+        ("stranger", None, r"host stranger: the host key of .* is not in known_hosts.*ssh-keyscan"),
+        ("db1", "nobody", r"host db1: nobody@.* refused the login"),
+        ("nopg", None, r"no PostgreSQL server is installed on host nopg"),
+    ],
+)
+def test_a_host_that_cannot_serve_stops_the_campaign_before_it_starts(
+    db_host: TestHosts,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    server_host: str,
+    user: str | None,
+    expected: str,
+) -> None:
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(one_server_plan(db_host, server_host, user=user))
+    results = tmp_path / "results"
+    assert main(["run", str(plan_file), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(expected, err), err
+    assert len(err.strip().splitlines()) == 1
+    assert not (results / "results.db").exists()
+    assert db_host.leftovers() == []
+
+
+def test_hosts_command_tells_each_host(
+    db_host: TestHosts, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        hosts_toml(db_host, "db1", "nopg", "stranger") + '[[server]]\nname = "x"\nhost = "db1"\n'
+    )
+    assert main(["hosts", str(plan_file), "--json"]) == 1
+    found = {h["name"]: h for h in json.loads(capsys.readouterr().out)}
+    assert found["db1"]["reachable"] and found["nopg"]["reachable"]
+    assert [i["version"].split(".")[0] for i in found["db1"]["installs"]] == ["15"]
+    assert found["nopg"]["installs"] == []
+    assert found["db1"]["cpus"] >= 1 and found["db1"]["memory_bytes"] > 0
+    assert "Debian" in found["db1"]["os"]
+    # One machine: the same clock, within the probe's own uncertainty.
+    assert abs(found["db1"]["clock_offset_s"]) <= found["db1"]["clock_uncertainty_s"] + 0.005
+    assert not found["stranger"]["reachable"]
+    assert "ssh-keyscan" in found["stranger"]["problem"]
 
 
 def test_a_managed_server_on_another_host(db_host: TestHosts, tmp_path: Path) -> None:
@@ -68,4 +137,4 @@ clients = [1, 2]
     # The cluster is in db1's own home (private to it: not on this machine).
     assert servers[0].data_dir.startswith(str(db_host.home) + "/.pgbenchlab/clusters/")
     assert not Path(servers[0].data_dir).exists()
-    assert not [p for p in db_host.account_processes() if "postgres" in p]
+    assert db_host.leftovers() == []

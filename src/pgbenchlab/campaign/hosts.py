@@ -5,6 +5,9 @@ found, and every connection closed at the end."""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 from pgbenchlab import installs
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import LOCAL_HOST, Host, RemoteHost, Target
@@ -12,6 +15,7 @@ from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.plan import HostPlan, Plan, RunSpec
 from pgbenchlab.results import RunHost
+from pgbenchlab.telemetry.machine import machine_facts
 
 LOCAL = "local"  # the machine that runs the campaign, in stored run hosts
 
@@ -78,3 +82,64 @@ def run_hosts(plan: Plan, spec: RunSpec) -> tuple[RunHost, ...]:
         named("server", plan.server(spec.server).host),
         *(named("pgbench", g) for g in generators),
     )
+
+
+@dataclass(frozen=True)
+class HostSurvey:
+    """What `pgbenchlab hosts` tells about one host."""
+
+    name: str
+    ssh: str
+    problem: str | None  # why it cannot be used (with the fix); None: reachable
+    os: str | None = None
+    kernel: str | None = None
+    cpus: int | None = None
+    memory_bytes: int | None = None
+    installs: tuple[Installation, ...] = ()
+    clock_offset_s: float | None = None  # its clock minus this machine's
+    clock_uncertainty_s: float | None = None  # half the round trip of the best probe
+
+
+def survey(plan: Plan) -> list[HostSurvey]:
+    """Every [[host]] of the plan: reachable or why not, and what it is."""
+    surveys = []
+    for host_plan in plan.hosts:
+        host = remote_host(host_plan)
+        try:
+            host.check()
+            facts = machine_facts(host)
+            offset, uncertainty = clock_offset(host)
+            surveys.append(
+                HostSurvey(
+                    host_plan.name,
+                    host_plan.ssh,
+                    None,
+                    facts.get("os"),
+                    facts.get("kernel"),
+                    facts.get("cpus"),
+                    facts.get("memory_bytes"),
+                    tuple(installs.discover_on(host)),
+                    offset,
+                    uncertainty,
+                )
+            )
+        except (HostError, OSError) as exc:
+            surveys.append(HostSurvey(host_plan.name, host_plan.ssh, str(exc)))
+        finally:
+            host.close()
+    return surveys
+
+
+def clock_offset(host: Host, probes: int = 5) -> tuple[float, float]:
+    """The host's clock minus this machine's, from the probe with the shortest round trip
+    (NTP's way), and its uncertainty: half that round trip."""
+    best: tuple[float, float] | None = None
+    for _ in range(probes):
+        before = time.time()
+        remote = float(host.run(["date", "+%s.%N"], timeout=30).stdout)
+        after = time.time()
+        half_trip = (after - before) / 2
+        if best is None or half_trip < best[1]:
+            best = (remote - (before + half_trip), half_trip)
+    assert best is not None
+    return best

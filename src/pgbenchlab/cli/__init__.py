@@ -26,6 +26,7 @@ from pgbenchlab.cli import (
     clean,
     compare,
     export,
+    hosts,
     installs,
     report,
     run,
@@ -40,7 +41,20 @@ from pgbenchlab.errors import UserError
 __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 
 # In the order `pgbenchlab --help` lists them.
-COMMANDS = (installs, build, builds, run, runs, show, export, report, compare, campaigns, clean)
+COMMANDS = (
+    installs,
+    hosts,
+    build,
+    builds,
+    run,
+    runs,
+    show,
+    export,
+    report,
+    compare,
+    campaigns,
+    clean,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
