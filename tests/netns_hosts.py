@@ -52,6 +52,7 @@ class TestHost:
     address: str
     sshd: subprocess.Popen[bytes] | None = None
     extra_mounts: tuple[str, ...] = ()
+    holder: subprocess.Popen[bytes] | None = None  # holds its private mount namespace
 
     @property
     def namespace(self) -> str:
@@ -127,31 +128,57 @@ class TestHosts:
         directory.mkdir()
         key = directory / "host_key"
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
-        config = directory / "sshd_config"
-        config.write_text(self._sshd_config(host, key))
+        (directory / "sshd_config").write_text(self._sshd_config(host, key))
+        self.start_sshd(name)
+        if trusted:
+            self.trust(host)
+        return host
+
+    def start_sshd(self, name: str) -> None:
+        """Start (or restart) the host's sshd in its private mount namespace, which a
+        `sleep` holds from the first start on (its home and /tmp outlive an sshd)."""
+        host = self.hosts[name]
+        directory = self.state / name
+        if host.holder is None:
+            host.holder = subprocess.Popen(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    host.namespace,
+                    "unshare",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    self._private_mounts(host) + " && echo ready && exec sleep infinity",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+            )
+            assert host.holder.stdout is not None
+            if host.holder.stdout.readline() != b"ready\n":
+                raise RuntimeError(f"the private mounts of {host.name} failed")
         host.sshd = subprocess.Popen(
             [
                 "ip",
                 "netns",
                 "exec",
                 host.namespace,
-                "unshare",
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                self._private_mounts(host) + f' && exec {SSHD} -D -e -f "$0"',
-                str(config),
+                "nsenter",
+                f"--mount=/proc/{host.holder.pid}/ns/mnt",
+                str(SSHD),
+                "-D",
+                "-e",
+                "-f",
+                str(directory / "sshd_config"),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=open(directory / "sshd.log", "wb"),  # noqa: SIM115 - the child keeps it
+            stderr=open(directory / "sshd.log", "ab"),  # noqa: SIM115 - the child keeps it
         )
         self._wait_listening(host)
-        if trusted:
-            self.trust(host)
-        return host
 
     def _private_mounts(self, host: TestHost) -> str:
         uid, gid = self._ids()
@@ -246,16 +273,18 @@ class TestHosts:
             time.sleep(0.2)
 
     def _session_pids(self, host: TestHost) -> list[int]:
+        """sshd's session processes (the commands they run stay, as on a crashed sshd)."""
         done = _run("ip", "netns", "pids", host.namespace, check=False)
-        return [int(p) for p in done.stdout.split() if host.sshd and int(p) != host.sshd.pid]
+        return [int(p) for p in done.stdout.split() if _cmdline(int(p)).startswith(b"sshd:")]
 
     # -- tear-down ---------------------------------------------------------------------------
 
     def close(self) -> None:
         for host in self.hosts.values():
-            if host.sshd is not None and host.sshd.poll() is None:
-                host.sshd.kill()
-                host.sshd.wait()
+            for process in (host.sshd, host.holder):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait()
         if self._made_user:
             self._kill_account_processes()
         for host in self.hosts.values():
@@ -265,7 +294,8 @@ class TestHosts:
         if self._made_bridge:
             _run("ip", "link", "del", self.bridge, check=False)
         if self._made_user:
-            _run("userdel", self.user, check=False)
+            self._kill_account_processes()
+            _run("userdel", "--force", self.user, check=False)
             shutil.rmtree(self.home, ignore_errors=True)
         shutil.rmtree(self.state, ignore_errors=True)
         if self._made_privsep:
@@ -284,3 +314,10 @@ class TestHosts:
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -58,6 +58,10 @@ def put(name, text):
     with open(os.path.join(d, name + ".tmp"), "w") as f:
         f.write(text)
     os.rename(os.path.join(d, name + ".tmp"), os.path.join(d, name))
+try:
+    os.setpgid(pid, pid)  # here too: the group exists before anyone is told the pid
+except OSError:
+    pass
 put("pid", f"{pid} {os.getpid()}\n")
 os.write(w, str(pid).encode()); os.close(w)
 _, status, usage = os.wait4(pid, 0)
