@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from netns_hosts import TestHosts
 from pgbenchlab import plan
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.cli import main
+from pgbenchlab.plan import RunSpec
 from pgbenchlab.results import RunHost, RunStatus
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
@@ -137,4 +139,41 @@ clients = [1, 2]
     # The cluster is in db1's own home (private to it: not on this machine).
     assert servers[0].data_dir.startswith(str(db_host.home) + "/.pgbenchlab/clusters/")
     assert not Path(servers[0].data_dir).exists()
+    assert db_host.leftovers() == []
+
+
+class KillSshdOnFirstMeasure(QuietReporter):
+    """Kills db1's sshd as the first run starts measuring (a crashed or cut-off host)."""
+
+    def __init__(self, hosts: TestHosts) -> None:
+        super().__init__()
+        self.hosts = hosts
+        self.killed = False
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        super().phase(spec, text)
+        if text == "measuring" and not self.killed:
+            self.killed = True
+            threading.Timer(0.5, self.hosts.kill_sshd, args=("db1",)).start()
+
+
+def test_a_lost_server_host_fails_its_runs_and_the_next_start_recovers(
+    db_host: TestHosts, tmp_path: Path
+) -> None:
+    text = one_server_plan(db_host, "db1").replace('duration = "2s"', 'duration = "3s"')
+    the_plan = plan.parse(
+        text + "[matrix]\nclients = [1, 2]\n", str(tmp_path / "p.toml"), base=tmp_path
+    )
+    results = tmp_path / "results"
+    try:
+        outcome = run_campaign(the_plan, results, KillSshdOnFirstMeasure(db_host))
+        # The run measuring then keeps pgbench's figures (TCP to db1 still works; only the
+        # samplers there stop); the next cannot start its server: failed, with the reason.
+        last = outcome.results[-1]
+        assert last.status == RunStatus.FAILED and "host db1" in (last.error or "")
+        assert "connection lost" in (last.error or "")
+    finally:
+        db_host.start_sshd("db1")
+    again = run_campaign(the_plan, results, QuietReporter())  # resumes: the failed runs again
+    assert (again.ran, again.failed) == (outcome.failed, 0), [r.error for r in again.results]
     assert db_host.leftovers() == []

@@ -108,7 +108,8 @@ def conduct(
                 pass
             finally:
                 signals.shield = True
-                servers.stop_all()
+                for problem in servers.stop_all():
+                    reporter.note(problem)
             outcome.interrupted = signals.received
             ended = CampaignStatus.INTERRUPTED if signals.received else CampaignStatus.FINISHED
             store.finish_campaign(campaign_id, ended)

@@ -12,7 +12,7 @@ from pgbenchlab import server as server_module
 from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.claims import Claim
-from pgbenchlab.errors import PlanError, ServerError
+from pgbenchlab.errors import PlanError, ServerError, UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
@@ -28,7 +28,7 @@ class ServerPool(Protocol):
 
     def get(self, spec: RunSpec) -> tuple[Server, bool]: ...
 
-    def stop_all(self) -> None: ...
+    def stop_all(self) -> list[str]: ...
 
 
 class Servers:
@@ -188,10 +188,17 @@ class Servers:
             host=host,
         )
 
-    def stop_all(self) -> None:
+    def stop_all(self) -> list[str]:
+        """Stop every started server; those that could not be (their host unreachable) are
+        told, and stopped by the next campaign that uses their data directory."""
+        unstopped = []
         for server in self.live.values():
-            server.stop()
+            try:
+                server.stop()
+            except (UserError, OSError) as exc:
+                unstopped.append(f"server {server.name} could not be stopped: {exc}")
         self.live.clear()
+        return unstopped
 
 
 def check_settings(

@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncssh
 
+from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.detached import (
     KILLED,
@@ -59,6 +60,7 @@ class RemoteHost:
         self._home: PurePosixPath | None = None
         self._facts: dict[str, str] = {}
         self._forwards: dict[str, int] = {}
+        self._was_connected = False
 
     # -- connection --------------------------------------------------------------------------
 
@@ -66,7 +68,16 @@ class RemoteHost:
         if self._connection is None or self._connection.is_closed():
             self._sftp = None
             self._forwards.clear()
-            self._connection = await ssh.open_connection(self.target)
+            self._connection = None
+            try:
+                self._connection = await ssh.open_connection(self.target)
+            except HostError as exc:
+                if (
+                    self._was_connected
+                ):  # mid-campaign: an OSError like any lost file or process, not exit 2
+                    raise ConnectionError(f"connection lost, {exc}") from None
+                raise
+            self._was_connected = True
         return self._connection
 
     async def sftp(self) -> asyncssh.SFTPClient:

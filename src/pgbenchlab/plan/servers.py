@@ -48,7 +48,8 @@ def parse_server(
     if ("install" in item) == ("dsn" in item):
         if "dsn" in item:
             raise ctx.fail(key, 'give "install" (a managed server) or "dsn" (external), not both')
-        item = {**item, "install": "embedded"}
+        # This machine always has the embedded wheel; another host, its newest server.
+        item = {**item, "install": "newest" if "host" in item else "embedded"}
     settings = item.get("settings", {})
     if not isinstance(settings, dict):
         raise ctx.fail(f"{key}.settings", "must be a table of setting = value")
