@@ -37,6 +37,7 @@ def db_host(test_hosts: TestHosts) -> TestHosts:
     test_hosts.add("db1")
     test_hosts.add("nopg", hide=("/usr/lib/postgresql",))
     test_hosts.add("stranger", trusted=False)
+    test_hosts.add("lg1")
     return test_hosts
 
 
@@ -176,4 +177,26 @@ def test_a_lost_server_host_fails_its_runs_and_the_next_start_recovers(
         db_host.start_sshd("db1")
     again = run_campaign(the_plan, results, QuietReporter())  # resumes: the failed runs again
     assert (again.ran, again.failed) == (outcome.failed, 0), [r.error for r in again.results]
+    assert db_host.leftovers() == []
+
+
+def test_pgbench_on_a_load_generator_host(db_host: TestHosts, tmp_path: Path) -> None:
+    text = one_server_plan(db_host, "db1").replace(
+        hosts_toml(db_host, "db1"), hosts_toml(db_host, "db1", "lg1")
+    )
+    text = text.replace("[[server]]", '[pgbench]\nhosts = ["lg1"]\n\n[[server]]')
+    the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+    outcome = run_campaign(the_plan, tmp_path / "results", QuietReporter())
+    assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
+    result = outcome.results[0]
+    # pgbench's per-transaction log came back from lg1: percentiles from every transaction.
+    assert result.latency is not None and result.latency.samples > 0
+    assert "pgbench-" not in " ".join(result.argv)
+    store = Store(tmp_path / "results" / "results.db")
+    try:
+        run_id = store.runs(outcome.campaign_id)[0]["id"]
+        hosts = {h.role: h.host for h in store.run_hosts(run_id)}
+    finally:
+        store.close()
+    assert hosts == {"server": "db1", "pgbench": "lg1"}
     assert db_host.leftovers() == []

@@ -19,7 +19,7 @@ from pgbenchlab import builds, installs
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
-from pgbenchlab.campaign.executor import Executor, LocalExecutor
+from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
 from pgbenchlab.campaign.hosts import CampaignHosts, run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
@@ -66,13 +66,18 @@ def run_campaign(
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
-    pgbench = choose_pgbench(plan, found)
     hosts = CampaignHosts(plan)
     try:
         hosts.check()
+        if plan.pgbench_hosts:
+            generator = plan.pgbench_hosts[0]
+            pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
+            executor: Executor = GeneratorExecutor(hosts.get(generator))
+        else:
+            pgbench = choose_pgbench(plan, found)
+            executor = LocalExecutor()
         servers = Servers(plan, results_dir, found, hosts)
         servers.validate()
-        executor = LocalExecutor()
         return conduct(plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh)
     finally:
         hosts.close()

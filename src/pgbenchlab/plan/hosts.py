@@ -69,6 +69,15 @@ def check_host_names(
             raise ctx.fail("pgbench.hosts", _unknown(name, known))
     if len(set(value)) != len(value):
         raise ctx.fail("pgbench.hosts", "names a host twice")
+    if len(value) > 1:
+        raise ctx.fail("pgbench.hosts", "one load generator host for now: name one")
+    for i, server in enumerate(servers):
+        if value and server.managed and server.host is None:
+            raise ctx.fail(
+                f"server[{i}].host",
+                "a managed server on this machine is not reachable from a load generator "
+                "host: give it a host too",
+            )
     return tuple(value)
 
 

@@ -115,6 +115,7 @@ class CampaignTelemetry:
                 pgbench_threads=threads,
                 host_cpus=server.host.cpu_count(),
                 host=server.host,
+                pgbench_here=server.host is self.host,
             )
         )
 

@@ -64,6 +64,7 @@ class CaptureConfig:
     proc: Path = Path("/proc")
     activity_hz: int = ACTIVITY_HZ
     host: Host = LOCAL_HOST  # the server's: its log, its /proc
+    pgbench_here: bool = True  # pgbench runs on that host too (its pid means something there)
 
 
 @dataclass
@@ -113,7 +114,8 @@ class Capture:
         return self
 
     def pgbench_started(self, pid: int) -> None:
-        self.os.pgbench_pid = pid
+        if self.config.pgbench_here:  # else only its wait4 CPU, at the end
+            self.os.pgbench_pid = pid
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self._go.set()
 
