@@ -127,8 +127,8 @@ class StandInServers:
             server.prepare()
         return server, started
 
-    def stop_all(self) -> None:
-        pass
+    def stop_all(self) -> list[str]:
+        return []
 
 
 class NoCapture:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pgbenchlab import installs
 from pgbenchlab.errors import PlanError
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.version import PgVersion, parse_version
@@ -27,12 +28,13 @@ class PgbenchClient:
         return self.install.binary("pgbench")
 
 
-def choose_pgbench(plan: Plan, found: list[Installation]) -> PgbenchClient:
+def choose_pgbench(plan: Plan, found: list[Installation], host: Host = LOCAL_HOST) -> PgbenchClient:
+    """The plan's pgbench among found, the installations of host (where it runs)."""
     if plan.pgbench_install == "newest":
         install = installs.newest_pgbench(found)
     else:
         install = installs.resolve(plan.pgbench_install, found, need_server=False)
-    text = command.version_of(install.binary("pgbench"))
+    text = command.version_of(install.binary("pgbench"), host)
     version = parse_version(text)
     require_client_features(plan, version, text)
     return PgbenchClient(install, version, text)

@@ -48,6 +48,18 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class HostPlan:
+    """A [[host]]: a machine reached over SSH (OpenSSH conventions; port, identity and
+    known_hosts only when ~/.ssh/config does not say them)."""
+
+    name: str
+    ssh: str  # "user@address" or "address"
+    port: int | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+
+
+@dataclass(frozen=True)
 class ServerPlan:
     name: str
     install: str | None = None  # managed: an installation spec
@@ -56,6 +68,7 @@ class ServerPlan:
     data_dir: str | None = None
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
     cpus: str | None = None  # managed only: the CPU list its processes are pinned to
+    host: str | None = None  # the [[host]] it runs on; None: this machine
 
     @property
     def managed(self) -> bool:
@@ -153,6 +166,11 @@ class Plan:
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
     auto: AutoRepeats | None = None  # repeats = "auto": specs hold its first rounds
     pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to
+    hosts: tuple[HostPlan, ...] = ()  # the [[host]] tables
+    pgbench_hosts: tuple[str, ...] = ()  # where pgbench runs; () is this machine
+
+    def host(self, name: str) -> HostPlan:
+        return next(h for h in self.hosts if h.name == name)
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:

@@ -18,7 +18,7 @@ RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
 )
 
-TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build")
+TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build", "host")
 CAMPAIGN_KEYS = (
     "name",
     "repeats",
@@ -54,9 +54,11 @@ SERVER_KEYS = (
     "data_dir",
     "init",
     "cpus",
+    "host",
     *AXIS_KEYS,
     "setting",
 )
+HOST_KEYS = ("name", "ssh", "port", "identity", "known_hosts")
 WORKLOAD_KEYS = (
     "name",
     "builtin",
@@ -67,7 +69,7 @@ WORKLOAD_KEYS = (
     *OPTION_KEYS,
     "clients",
 )
-PGBENCH_KEYS = ("install", "cpus")
+PGBENCH_KEYS = ("install", "cpus", "hosts")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 

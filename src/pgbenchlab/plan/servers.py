@@ -48,7 +48,8 @@ def parse_server(
     if ("install" in item) == ("dsn" in item):
         if "dsn" in item:
             raise ctx.fail(key, 'give "install" (a managed server) or "dsn" (external), not both')
-        item = {**item, "install": "embedded"}
+        # This machine always has the embedded wheel; another host, its newest server.
+        item = {**item, "install": "newest" if "host" in item else "embedded"}
     settings = item.get("settings", {})
     if not isinstance(settings, dict):
         raise ctx.fail(f"{key}.settings", "must be a table of setting = value")
@@ -63,11 +64,16 @@ def parse_server(
     init = item.get("init", False)
     if not isinstance(init, bool):
         raise ctx.fail(f"{key}.init", "must be true or false")
+    host = item.get("host")
+    if host is not None:
+        host = check_name(host, ctx, f"{key}.host")
     data_dir = item.get("data_dir")
     if data_dir is not None:
         if not isinstance(data_dir, str) or not data_dir:
             raise ctx.fail(f"{key}.data_dir", "must be a directory path")
-        data_dir = str((base / data_dir).resolve())
+        if host is not None and not data_dir.startswith("/"):
+            raise ctx.fail(f"{key}.data_dir", f"must be an absolute path on host {host}")
+        data_dir = data_dir if host is not None else str((base / data_dir).resolve())
     return ServerPlan(
         name=name,
         install=install_spec(item["install"], builds, ctx, f"{key}.install")
@@ -78,6 +84,7 @@ def parse_server(
         data_dir=data_dir,
         init=init,
         cpus=cpu_list(item["cpus"], ctx, f"{key}.cpus") if "cpus" in item else None,
+        host=host,
     )
 
 

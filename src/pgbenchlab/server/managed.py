@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path, PurePath
 
 import psycopg
+from psycopg import sql
 
 from pgbenchlab import builds
 from pgbenchlab.claims import CREATING, READY, Claim
@@ -26,7 +28,7 @@ from pgbenchlab.server.cluster_files import (
     remove_recorded_socket_dir,
     remove_socket_dir,
 )
-from pgbenchlab.server.endpoint import Endpoint, ServerFacts, query_facts
+from pgbenchlab.server.endpoint import Endpoint, Server, ServerFacts, query_facts
 from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FILE, settings_text
 
 SUPERUSER = "pgbenchlab"
@@ -63,12 +65,25 @@ class ManagedServer:
         self.cpus = cpus  # the CPU list the postmaster is started on; its children inherit it
         self.port = 0
         self.socket_dir: PurePath | None = None
+        # On another host, clients connect over TCP to its address, with a password made at
+        # each start (SCRAM; only its verifier reaches the server; never stored).
+        self.network = host.state_dir() is not None
+        self._password: str | None = None
 
     @property
     def endpoint(self) -> Endpoint:
+        """pgbenchlab's own connection: the server's socket (forwarded over SSH from another
+        host)."""
         if self.socket_dir is None:
             raise RuntimeError(f"server {self.name} is not started")
-        return Endpoint(str(self.socket_dir), self.port, SUPERUSER, "postgres")
+        address, port = self.host.reach(self.socket_dir, self.port)
+        return Endpoint(address, port, SUPERUSER, "postgres")
+
+    def client_endpoint(self, dbname: str) -> Endpoint:
+        """Where pgbench connects: the socket, or over TCP on the host's address."""
+        if not self.network:
+            return self.endpoint.with_dbname(dbname)
+        return Endpoint(self.host.address, self.port, SUPERUSER, dbname, password=self._password)
 
     @property
     def log_path(self) -> Path:
@@ -104,6 +119,8 @@ class ManagedServer:
             )
             if result.returncode == 0:
                 self._check_settings()
+                if self.network:
+                    self._set_password()
                 return
             if "could not bind" not in "\n".join(self.log_tail(10)):
                 break
@@ -220,6 +237,10 @@ class ManagedServer:
         result = self.host.run(argv, env=POSTGRES_ENV, timeout=600, as_user=self.account)
         if result.returncode != 0:
             raise ServerError(f"initdb failed: {result.stderr.strip()[-500:]}")
+        hba = self.data_dir / "pg_hba.conf"
+        # TCP from anywhere, by password only (one is set at each start on another host).
+        text = self.host.read_text(hba)
+        self._write_owned(hba, text + "host all all all scram-sha-256\n")
         conf = self.data_dir / "postgresql.conf"
         text = self.host.read_text(conf)
         self._write_owned(conf, text + f"\ninclude_if_exists = '{SETTINGS_FILE}'\n")
@@ -228,11 +249,24 @@ class ManagedServer:
         if self.claim is not None:
             self.claim.set_state(READY)
 
+    def _set_password(self) -> None:
+        self._password = secrets.token_urlsafe(24)
+        with self.endpoint.connect() as conn:
+            verifier = conn.pgconn.encrypt_password(
+                self._password.encode(), SUPERUSER.encode(), b"scram-sha-256"
+            )
+            conn.execute(
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(SUPERUSER), sql.Literal(verifier.decode())
+                )
+            )
+
     def _write_settings(self) -> None:
         assert self.socket_dir is not None
+        listen = "127.0.0.1" + (f",{self.host.address}" if self.network else "")
         ours = {
             "port": str(self.port),
-            "listen_addresses": "127.0.0.1",
+            "listen_addresses": listen,
             "unix_socket_directories": str(self.socket_dir),
             "unix_socket_permissions": "0700",
         }
@@ -259,3 +293,11 @@ class ManagedServer:
                 f"{k} = {redact_setting(k, self.settings[k])!r}: {v}" for k, v in bad.items()
             )
             raise ServerError(f"server {self.name} rejected settings: {detail}")
+
+
+def client_endpoint(server: Server, endpoint: Endpoint) -> Endpoint:
+    """Where pgbench reaches endpoint's database on server: a managed server on another host
+    over TCP, any other as pgbenchlab itself does."""
+    if isinstance(server, ManagedServer):
+        return server.client_endpoint(endpoint.dbname)
+    return endpoint

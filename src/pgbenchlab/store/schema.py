@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -274,6 +274,17 @@ MIGRATIONS: dict[int, str] = {
         processes INTEGER NOT NULL,
         verified INTEGER,
         PRIMARY KEY (run_id, role)
+    );
+    """,
+    # 9: which hosts ran what: the server's host and the load generators' of each run. Older
+    # runs all ran on the machine that ran the campaign: no rows, read as "local".
+    9: """
+    CREATE TABLE run_hosts (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        role TEXT NOT NULL,
+        host TEXT NOT NULL,
+        address TEXT NOT NULL,
+        PRIMARY KEY (run_id, role, host)
     );
     """,
 }

@@ -68,6 +68,7 @@ class CaptureConfig:
     host: Host = LOCAL_HOST  # the server's: its log, its /proc
     server_cpus: str | None = None  # the CPU lists the plan pinned them to
     pgbench_cpus: str | None = None
+    pgbench_here: bool = True  # pgbench runs on that host too (its pid means something there)
 
 
 @dataclass
@@ -120,7 +121,8 @@ class Capture:
         return self
 
     def pgbench_started(self, pid: int) -> None:
-        self.os.pgbench_pid = pid
+        if self.config.pgbench_here:  # else only its wait4 CPU, at the end
+            self.os.pgbench_pid = pid
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self._go.set()
 
