@@ -34,11 +34,13 @@ def choose_pgbench(plan: Plan, found: list[Installation]) -> PgbenchClient:
         install = installs.resolve(plan.pgbench_install, found, need_server=False)
     text = command.version_of(install.binary("pgbench"))
     version = parse_version(text)
-    require_client_features(plan, version, text)
+    require_client_features(plan, version, text, install.binary("pgbench"))
     return PgbenchClient(install, version, text)
 
 
-def require_client_features(plan: Plan, version: PgVersion, version_text: str) -> None:
+def require_client_features(
+    plan: Plan, version: PgVersion, version_text: str, binary: Path | None = None
+) -> None:
     """Refuse, before anything starts, options the campaign's pgbench does not have."""
     if version.major < RETRIES_SINCE and any(s.options.max_tries != 1 for s in plan.specs):
         raise PlanError(

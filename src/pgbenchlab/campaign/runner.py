@@ -258,14 +258,16 @@ class Campaign:
 
         capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
         hygiene = self.hygiene(spec, endpoint)
-        warmup_tps = self.pgbench.warmup(spec, endpoint, artifacts, progress, phase)
+        # pgbench alone connects the run's way; the samplers and hygiene keep the admin one.
+        client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
+        warmup_tps = self.pgbench.warmup(spec, client, artifacts, progress, phase)
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")
         run = measured_invocation(spec, artifacts, sampling)
         capture.start()
         done = None
         try:
-            done = self.pgbench.run(endpoint, run, artifacts, progress, capture.pgbench_started)
+            done = self.pgbench.run(client, run, artifacts, progress, capture.pgbench_started)
         finally:
             telemetry = capture.stop(done.cpu_s if done else None)
         argv = sanitize_argv(done.argv, self.results_dir)

@@ -54,6 +54,8 @@ class Servers:
             if server.managed:
                 install = installs.resolve(server.install or "embedded", self.found)
                 check_settings(server, self.plan, install)
+                if self.plan.uses_connection("tls", server.name):
+                    check_tls(server, self.plan, install)
                 if server.data_dir:
                     self.check_data_dir(Path(server.data_dir))
             else:
@@ -151,6 +153,7 @@ class Servers:
             dict(plan.settings),
             claim=self.claims.get(plan.name),
             host=self.host,
+            tls=self.plan.uses_connection("tls", plan.name),
         )
 
     def stop_all(self) -> None:
@@ -170,3 +173,14 @@ def check_settings(server: ServerPlan, plan: Plan, install: Installation) -> Non
         problem = server_module.settings_problem(install, dict(variant))
         if problem is not None:
             raise ServerError(problem, where=f"{plan.path}: server {server.name}")
+
+
+def check_tls(server: ServerPlan, plan: Plan, install: Installation) -> None:
+    """connection = "tls" needs a server built with TLS support."""
+    if server_module.settings_problem(install, {"ssl": "on"}) is not None:
+        raise ServerError(
+            f'server {server.name}: connection "tls" needs a PostgreSQL built with TLS support '
+            f"(--with-openssl); installation {install.name} ({install.version.text}) has none: "
+            'remove "tls" for it or build one with configure = ["--with-openssl"]',
+            where=plan.path,
+        )
