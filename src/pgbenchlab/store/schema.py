@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
+from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -236,6 +237,9 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE servers ADD COLUMN build_key TEXT;
     ALTER TABLE servers ADD COLUMN build_json TEXT;
     """,
+    # 6: how pgbench reached the server (socket, tcp, tls) and, over TLS, what it negotiated.
+    # Runs stored before it all used the socket.
+    6: added_columns_sql(6) + "UPDATE runs SET connection = 'socket';\n",
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
 BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {}
