@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from pgbenchlab.report.render.tables import change_tables, key_tables
+from pgbenchlab.report.render.tables import change_tables, connection_cost_tables, key_tables
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
@@ -77,6 +77,8 @@ def render(view: ReportView) -> str:
         parts += ["", f"### Relative change against {escape(view.baseline or '')}"]
         for t in changes:
             parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
+    for t in connection_cost_tables(view):
+        parts += ["", f"### {escape(t.title)}", "", table(t), "", f"_{escape(t.note)}_"]
     for found in view.scans:
         parts += ["", f"### {escape(title(found))}", ""]
         steps = step_table(found)
