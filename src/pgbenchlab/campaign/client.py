@@ -30,6 +30,8 @@ class PgbenchClient:
 def choose_pgbench(plan: Plan, found: list[Installation]) -> PgbenchClient:
     if plan.pgbench_install == "newest":
         install = installs.newest_pgbench(found)
+        if plan.uses_connection("tls"):  # the newest of those whose libpq has TLS, if any
+            install = next((i for i in _pgbench_installs(found) if _has_tls(i)), install)
     else:
         install = installs.resolve(plan.pgbench_install, found, need_server=False)
     text = command.version_of(install.binary("pgbench"))
@@ -47,3 +49,17 @@ def require_client_features(
             f"{plan.path}: max_tries needs pgbench 15 or later; this campaign's pgbench is "
             f"{version_text.strip()}: remove max_tries or choose a newer [pgbench] install"
         )
+    if plan.uses_connection("tls") and binary and not command.supports_tls(binary):
+        raise PlanError(
+            f'{plan.path}: connection "tls" needs a pgbench whose libpq has TLS support; this '
+            f"campaign's pgbench ({version_text.strip()}, {binary}) has none: choose another "
+            "[pgbench] install"
+        )
+
+
+def _pgbench_installs(found: list[Installation]) -> list[Installation]:
+    return [i for i in found if i.has_pgbench and not i.build]
+
+
+def _has_tls(install: Installation) -> bool:
+    return command.supports_tls(install.binary("pgbench"))
