@@ -279,8 +279,8 @@ class ManagedServer:
             network = self.address  # a host name
         lines = ["local all all trust"]
         if self.tls:
-            lines.append(f"hostssl all {SUPERUSER} {network} scram-sha-256")
-        lines.append(f"host all {SUPERUSER} {network} scram-sha-256")
+            lines.append(f"hostssl all all {network} scram-sha-256")
+        lines.append(f"host all all {network} scram-sha-256")
         self._write_owned(self.data_dir / HBA_FILE, "\n".join(lines) + "\n")
 
     def _ensure_tls_files(self) -> None:
