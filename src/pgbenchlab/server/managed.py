@@ -61,6 +61,7 @@ class ManagedServer:
         host: Host = LOCAL_HOST,
         tls: bool = False,
         address: str = LOOPBACK,
+        client_network: str | None = None,
     ) -> None:
         self.name = name
         self.install = install
@@ -72,6 +73,8 @@ class ManagedServer:
         self.host = host
         self.tls = tls  # serve TLS: ssl = on with a certificate for `address`
         self.address = address  # where clients reach it over TCP: the host's address
+        # where pgbench connects from (pg_hba.conf): the address itself on one machine
+        self.client_network = client_network or _network(address)
         # TCP logins take this SCRAM password: made per server object, kept in memory only,
         # handed to pgbench in its environment.
         self._password = secrets.token_urlsafe(24)
@@ -272,11 +275,8 @@ class ManagedServer:
 
     def _write_hba(self) -> None:
         """The socket (a private directory, mode 0700) trusts; TCP and TLS take the SCRAM
-        password, from the address pgbench connects from."""
-        try:
-            network = str(ipaddress.ip_network(self.address))
-        except ValueError:
-            network = self.address  # a host name
+        password, from where pgbench connects from."""
+        network = self.client_network
         lines = ["local all all trust"]
         if self.tls:
             lines.append(f"hostssl all all {network} scram-sha-256")
@@ -331,3 +331,11 @@ class ManagedServer:
                 f"{k} = {redact_setting(k, self.settings[k])!r}: {v}" for k, v in bad.items()
             )
             raise ServerError(f"server {self.name} rejected settings: {detail}")
+
+
+def _network(address: str) -> str:
+    """An address as pg_hba.conf names it: an IP address as a /32 or /128, a name as is."""
+    try:
+        return str(ipaddress.ip_network(address))
+    except ValueError:
+        return address
