@@ -3,6 +3,7 @@ their dsn, the TLS material a cluster gets, and the connection-cost arithmetic."
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from pgbenchlab.analysis.connection_cost import connection_costs, ms_per_transac
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.servers import dsn_connection
 from pgbenchlab.server import tls
+from pgbenchlab.store import Store
 
 MANAGED = """
 [campaign]
@@ -137,3 +139,11 @@ def test_connection_costs_are_differences_of_means_with_welch_intervals() -> Non
     one = connection_costs({("tcp", False): [1.0], ("tcp", True): [5.0]}, 0.95)
     assert one[0].ci_low_ms is None and one[0].estimate_ms == 4.0
     assert ms_per_transaction(2, 200.0) == 10.0 and ms_per_transaction(2, None) is None
+
+
+def test_runs_stored_before_the_connection_columns_used_the_socket(tmp_path: Path) -> None:
+    golden = Path(__file__).parent / "golden" / "results" / "before-redesign.db"
+    shutil.copy(golden, tmp_path / "results.db")
+    with Store(tmp_path / "results.db") as store:  # migrates it
+        rows = store.db.execute("SELECT connection, tls_protocol FROM runs").fetchall()
+    assert rows and {tuple(r) for r in rows} == {("socket", None)}
