@@ -38,7 +38,7 @@ from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import AutoRepeats, Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
-from pgbenchlab.server import Endpoint, Server, client_endpoint
+from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
 from pgbenchlab.tunables import KernelTunables
@@ -390,7 +390,8 @@ class Campaign:
 
         capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
         hygiene = self.hygiene(spec, endpoint)
-        client = client_endpoint(server, endpoint)  # pgbench's way in: TCP to another host
+        # pgbench alone connects the run's way; the samplers and hygiene keep the admin one.
+        client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
         warmup_tps = self.pgbench.warmup(spec, client, artifacts, progress, phase)
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")

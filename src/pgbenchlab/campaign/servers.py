@@ -62,6 +62,8 @@ class Servers:
             if server.managed:
                 install = self.install(server)
                 check_settings(server, self.plan, install, self.hosts.get(server.host))
+                if self.plan.uses_connection("tls", server.name):
+                    check_tls(server, self.plan, install)
                 if server.data_dir and server.host is None:
                     self.check_data_dir(Path(server.data_dir))
                 elif server.data_dir:
@@ -189,6 +191,10 @@ class Servers:
             claim=self.claims.get(plan.name),
             host=host,
             cpus=plan.cpus,
+            tls=self.plan.uses_connection("tls", plan.name),
+            address=host.address,
+            # from another host, pgbench's address is not the server's: any, by password
+            client_network=None if plan.host is None else "all",
         )
 
     def stop_all(self) -> list[str]:
@@ -217,3 +223,21 @@ def check_settings(
         problem = server_module.settings_problem(install, dict(variant), host)
         if problem is not None:
             raise ServerError(problem, where=f"{plan.path}: server {server.name}")
+
+
+def check_tls(server: ServerPlan, plan: Plan, install: Installation) -> None:
+    """connection = "tls" needs a server built with TLS support, on this machine (pgbench reads
+    the cluster's authority where the server keeps it)."""
+    if server.host is not None:
+        raise ServerError(
+            f'server {server.name}: connection "tls" to a server on another host is not built '
+            'yet; use "tcp" for it',
+            where=plan.path,
+        )
+    if server_module.settings_problem(install, {"ssl": "on"}) is not None:
+        raise ServerError(
+            f'server {server.name}: connection "tls" needs a PostgreSQL built with TLS support '
+            f"(--with-openssl); installation {install.name} ({install.version.text}) has none: "
+            'remove "tls" for it or build one with configure = ["--with-openssl"]',
+            where=plan.path,
+        )

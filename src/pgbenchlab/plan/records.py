@@ -92,12 +92,16 @@ class RunOptions:
     reinit: str
     latency_log: str  # auto | full | off | a sampling rate such as "0.1"
     max_tries: int  # pgbench --max-tries (15+): 1 = no retry, 0 = unlimited
+    connection: str = "socket"  # socket | tcp | tls: how pgbench reaches the server
 
 
 def _in_cell(option: str, value: Any) -> bool:
     """Options that tell cells apart; one left at pgbench's default keeps the cell ids of
     plans written before it existed."""
-    return option != "reinit" and not (option == "max_tries" and value == DEFAULT_MAX_TRIES)
+    return option != "reinit" and not (
+        (option == "max_tries" and value == DEFAULT_MAX_TRIES)
+        or (option == "connection" and value == "socket")
+    )
 
 
 @dataclass(frozen=True)
@@ -144,9 +148,10 @@ class RunSpec:
         extra += "".join(f" {k}={v}" for k, v in self.sysctl)
         rate = f" R={self.options.rate:g}" if self.options.rate else ""
         conn = " -C" if self.options.connect else ""
+        kind = "" if self.options.connection == "socket" else f" {self.options.connection}"
         return (
             f"{self.server}{extra} s={self.scale} {self.workload.name} c={self.clients}"
-            f" {self.options.protocol}{rate}{conn} #{self.repeat}"
+            f" {self.options.protocol}{kind}{rate}{conn} #{self.repeat}"
         )
 
 
@@ -171,6 +176,10 @@ class Plan:
 
     def host(self, name: str) -> HostPlan:
         return next(h for h in self.hosts if h.name == name)
+
+    def uses_connection(self, kind: str, server: str | None = None) -> bool:
+        """Whether a run (of this server) connects this way."""
+        return any(s.options.connection == kind and server in (None, s.server) for s in self.specs)
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
 from pathlib import Path, PurePath
@@ -16,12 +17,17 @@ from pgbenchlab.hosts import LOCAL_HOST, Finished, Host, pinned
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.redaction import redact_setting
+from pgbenchlab.server import tls
 from pgbenchlab.server.cluster_files import (
+    HBA_FILE,
     LOG_FILE,
     MARKER,
     SOCKET_PARENT,
     SOCKET_PREFIX,
     SOCKET_RECORD,
+    TLS_CA,
+    TLS_CERT,
+    TLS_KEY,
     check_data_dir,
     postmaster_socket_dir,
     remove_cluster_files,
@@ -32,6 +38,7 @@ from pgbenchlab.server.endpoint import Endpoint, Server, ServerFacts, query_fact
 from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FILE, settings_text
 
 SUPERUSER = "pgbenchlab"
+LOOPBACK = "127.0.0.1"
 
 
 class ManagedServer:
@@ -53,6 +60,9 @@ class ManagedServer:
         claim: Claim | None = None,
         host: Host = LOCAL_HOST,
         cpus: str | None = None,
+        tls: bool = False,
+        address: str = LOOPBACK,
+        client_network: str | None = None,
     ) -> None:
         self.name = name
         self.install = install
@@ -63,12 +73,18 @@ class ManagedServer:
         self.claim = claim  # records initdb's progress, so a cut-short one is made again
         self.host = host
         self.cpus = cpus  # the CPU list the postmaster is started on; its children inherit it
+        # On another host pgbenchlab's own SQL goes over an SSH forward to the socket, and
+        # pgbench over TCP to the host's address (a socket there is out of its reach).
+        self.remote = host.state_dir() is not None
+        self.tls = tls  # serve TLS: ssl = on with a certificate for `address`
+        self.address = address  # where clients reach it over TCP: the host's address
+        # where pgbench connects from (pg_hba.conf): the address itself on one machine
+        self.client_network = client_network or _network(address)
+        # TCP logins take this SCRAM password: made per server object, kept in memory only,
+        # handed to pgbench in its environment.
+        self._password = secrets.token_urlsafe(24)
         self.port = 0
         self.socket_dir: PurePath | None = None
-        # On another host, clients connect over TCP to its address, with a password made at
-        # each start (SCRAM; only its verifier reaches the server; never stored).
-        self.network = host.state_dir() is not None
-        self._password: str | None = None
 
     @property
     def endpoint(self) -> Endpoint:
@@ -79,11 +95,23 @@ class ManagedServer:
         address, port = self.host.reach(self.socket_dir, self.port)
         return Endpoint(address, port, SUPERUSER, "postgres")
 
-    def client_endpoint(self, dbname: str) -> Endpoint:
-        """Where pgbench connects: the socket, or over TCP on the host's address."""
-        if not self.network:
-            return self.endpoint.with_dbname(dbname)
-        return Endpoint(self.host.address, self.port, SUPERUSER, dbname, password=self._password)
+    def client_endpoint(self, connection: str) -> Endpoint:
+        """How pgbench connects: the socket, TCP with the password, or TLS verified against the
+        cluster's own authority (whose certificate pgbench reads where the server keeps it)."""
+        if connection == "socket" and not self.remote:
+            return self.endpoint
+        if connection == "tls" and not self.tls:
+            raise RuntimeError(f"server {self.name} was not started with TLS")
+        if connection == "tls" and self.remote:
+            raise RuntimeError(
+                f"server {self.name}: TLS to a server on another host is not built yet"
+            )
+        options = (
+            {"sslmode": "verify-full", "sslrootcert": str(self.data_dir / TLS_CA)}
+            if connection == "tls"
+            else {"sslmode": "disable"}
+        )
+        return Endpoint(self.address, self.port, SUPERUSER, "postgres", options, self._password)
 
     @property
     def log_path(self) -> Path:
@@ -111,6 +139,9 @@ class ManagedServer:
         self.socket_dir = self.host.make_temp_dir(SOCKET_PREFIX, SOCKET_PARENT, owner=self.account)
         # Recorded first, so that a kill -9 at any later moment leaves nothing unfound.
         self._write_owned(self.data_dir / SOCKET_RECORD, f"{self.socket_dir}\n")
+        self._write_hba()
+        if self.tls:
+            self._ensure_tls_files()
         for _attempt in range(3):
             self.port = self.host.free_port()
             self._write_settings()
@@ -119,8 +150,7 @@ class ManagedServer:
             )
             if result.returncode == 0:
                 self._check_settings()
-                if self.network:
-                    self._set_password()
+                self._set_password()
                 return
             if "could not bind" not in "\n".join(self.log_tail(10)):
                 break
@@ -229,7 +259,7 @@ class ManagedServer:
             "-U",
             SUPERUSER,
             "--auth-local=trust",
-            "--auth-host=scram-sha-256",  # no password is ever set: TCP logins are refused
+            "--auth-host=scram-sha-256",  # pg_hba.conf is rewritten at every start
             "--encoding=UTF8",
             "--locale=C",
             "--no-sync",
@@ -237,10 +267,6 @@ class ManagedServer:
         result = self.host.run(argv, env=POSTGRES_ENV, timeout=600, as_user=self.account)
         if result.returncode != 0:
             raise ServerError(f"initdb failed: {result.stderr.strip()[-500:]}")
-        hba = self.data_dir / "pg_hba.conf"
-        # TCP from anywhere, by password only (one is set at each start on another host).
-        text = self.host.read_text(hba)
-        self._write_owned(hba, text + "host all all all scram-sha-256\n")
         conf = self.data_dir / "postgresql.conf"
         text = self.host.read_text(conf)
         self._write_owned(conf, text + f"\ninclude_if_exists = '{SETTINGS_FILE}'\n")
@@ -249,29 +275,56 @@ class ManagedServer:
         if self.claim is not None:
             self.claim.set_state(READY)
 
+    def _write_settings(self) -> None:
+        assert self.socket_dir is not None
+        ours = {
+            "port": str(self.port),
+            "listen_addresses": self.address,
+            "unix_socket_directories": str(self.socket_dir),
+            "unix_socket_permissions": "0700",
+        }
+        if self.tls:
+            ours |= {"ssl": "on", "ssl_cert_file": TLS_CERT, "ssl_key_file": TLS_KEY}
+        merged = BASE_SETTINGS | self.settings | ours
+        self._write_owned(self.data_dir / SETTINGS_FILE, settings_text(merged))
+
+    def _write_hba(self) -> None:
+        """The socket (a private directory, mode 0700) trusts; TCP and TLS take the SCRAM
+        password, from where pgbench connects from."""
+        network = self.client_network
+        lines = ["local all all trust"]
+        if self.tls:
+            lines.append(f"hostssl all all {network} scram-sha-256")
+        lines.append(f"host all all {network} scram-sha-256")
+        self._write_owned(self.data_dir / HBA_FILE, "\n".join(lines) + "\n")
+
+    def _ensure_tls_files(self) -> None:
+        """The cluster's authority and server certificate, made when missing or when the
+        certificate does not name the address (the key: mode 0600, the server's account)."""
+        try:
+            current = self.host.read_text(self.data_dir / TLS_CERT)
+        except OSError:
+            current = ""
+        if tls.covers(current, self.address) and self.host.exists(self.data_dir / TLS_CA):
+            return
+        made = tls.make_material(self.address, self.name)
+        self._write_owned(self.data_dir / TLS_KEY, made.server_key)
+        self._write_owned(self.data_dir / TLS_CERT, made.server_cert)
+        self._write_owned(self.data_dir / TLS_CA, made.ca_cert)
+
     def _set_password(self) -> None:
-        self._password = secrets.token_urlsafe(24)
+        """The superuser's SCRAM verifier, computed here: the password itself never reaches
+        the server, its log or a file."""
         with self.endpoint.connect() as conn:
             verifier = conn.pgconn.encrypt_password(
                 self._password.encode(), SUPERUSER.encode(), b"scram-sha-256"
             )
+            conn.execute("SET log_statement = 'none'")
             conn.execute(
                 sql.SQL("ALTER ROLE {} PASSWORD {}").format(
                     sql.Identifier(SUPERUSER), sql.Literal(verifier.decode())
                 )
             )
-
-    def _write_settings(self) -> None:
-        assert self.socket_dir is not None
-        listen = "127.0.0.1" + (f",{self.host.address}" if self.network else "")
-        ours = {
-            "port": str(self.port),
-            "listen_addresses": listen,
-            "unix_socket_directories": str(self.socket_dir),
-            "unix_socket_permissions": "0700",
-        }
-        merged = BASE_SETTINGS | self.settings | ours
-        self._write_owned(self.data_dir / SETTINGS_FILE, settings_text(merged))
 
     def _write_owned(self, path: Path, text: str) -> None:
         self.host.write_text(path, text, mode=0o600, owner=self.account)
@@ -295,9 +348,17 @@ class ManagedServer:
             raise ServerError(f"server {self.name} rejected settings: {detail}")
 
 
+def _network(address: str) -> str:
+    """An address as pg_hba.conf names it: an IP address as a /32 or /128, a name as is."""
+    try:
+        return str(ipaddress.ip_network(address))
+    except ValueError:
+        return address
+
+
 def client_endpoint(server: Server, endpoint: Endpoint) -> Endpoint:
-    """Where pgbench reaches endpoint's database on server: a managed server on another host
-    over TCP, any other as pgbenchlab itself does."""
-    if isinstance(server, ManagedServer):
-        return server.client_endpoint(endpoint.dbname)
+    """Where pgbench's own `-i` reaches endpoint's database: over TCP to a managed server on
+    another host, otherwise as pgbenchlab itself does."""
+    if isinstance(server, ManagedServer) and server.remote:
+        return server.client_endpoint("tcp").with_dbname(endpoint.dbname)
     return endpoint

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
+from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -287,6 +288,9 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (run_id, role, host)
     );
     """,
+    # 10: how pgbench reached the server (socket, tcp, tls) and, over TLS, what it negotiated.
+    # Runs stored before it all used the socket.
+    10: added_columns_sql(10) + "UPDATE runs SET connection = 'socket';\n",
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
 BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {}
