@@ -15,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 import ci_guard
+import netns_hosts
 import report_browser
 from pgbenchlab import plan
 from pgbenchlab.campaign import remove_clusters, run_campaign
@@ -66,3 +67,17 @@ def browser() -> Iterator[report_browser.Browser]:
         pytest.skip(missing)
     with report_browser.Browser() as launched:
         yield launched
+
+
+@pytest.fixture(scope="module")
+def test_hosts() -> Iterator[netns_hosts.TestHosts]:
+    """Test hosts for one module (each module adds the ones it needs): network namespaces with
+    their own sshd, removed afterwards. Root only; skipped (failed under CI) otherwise."""
+    missing = netns_hosts.unavailable()
+    if missing:
+        pytest.skip(missing)
+    hosts = netns_hosts.TestHosts()
+    try:
+        yield hosts
+    finally:
+        hosts.close()

@@ -85,6 +85,9 @@ class StandInServer:
         self.endpoint = Endpoint("/nonexistent/socket", 5432, "bench", "bench")
         self.starts = 0
 
+    def client_endpoint(self, connection: str) -> Endpoint:
+        return self.endpoint
+
     def prepare(self) -> None:
         self.starts += 1
 
@@ -127,8 +130,8 @@ class StandInServers:
             server.prepare()
         return server, started
 
-    def stop_all(self) -> None:
-        pass
+    def stop_all(self) -> list[str]:
+        return []
 
 
 class NoCapture:

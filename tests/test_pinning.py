@@ -89,8 +89,8 @@ def test_cpus_apply_to_managed_servers_only() -> None:
 def test_cpus_the_machine_lacks_are_refused_before_anything_starts() -> None:
     lacking = max(LOCAL_HOST.allowed_cpus()) + 1
     with pytest.raises(PlanError, match=f"names CPU {lacking}, which this machine lacks"):
-        check_cpus(parse(f'[pgbench]\ncpus = "0,{lacking}"'), LOCAL_HOST)
-    check_cpus(parse('[pgbench]\ncpus = "0"', 'cpus = "0"'), LOCAL_HOST)
+        check_cpus(parse(f'[pgbench]\ncpus = "0,{lacking}"'), lambda _: LOCAL_HOST)
+    check_cpus(parse('[pgbench]\ncpus = "0"', 'cpus = "0"'), lambda _: LOCAL_HOST)
 
 
 # -- real runs: server on CPU 0, pgbench on CPU 1 ----------------------------------------------

@@ -49,8 +49,13 @@ def test_the_registry_is_the_runs_table_of_a_migrated_database(tmp_path: Path) -
 
 
 def test_new_columns_come_from_the_registry(tmp_path: Path) -> None:
-    # Every column is schema 1's so far: no later migration added one.
-    assert all(added_columns_sql(v) == "" for v in range(2, SCHEMA_VERSION + 1))
+    # Schema 10 added the connection's columns; no other migration after 1 added one.
+    assert all(added_columns_sql(v) == "" for v in range(2, 10))
+    assert added_columns_sql(10) == (
+        "ALTER TABLE runs ADD COLUMN connection TEXT;\n"
+        "ALTER TABLE runs ADD COLUMN tls_protocol TEXT;\n"
+        "ALTER TABLE runs ADD COLUMN tls_cipher TEXT;\n"
+    )
     later = replace(COLUMN["tps"], name="tps_median", since=SCHEMA_VERSION + 1)
     sql = added_columns_sql(SCHEMA_VERSION + 1, (*RUN_COLUMNS, later))
     assert sql == "ALTER TABLE runs ADD COLUMN tps_median REAL;\n"

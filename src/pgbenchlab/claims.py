@@ -38,7 +38,8 @@ class Claim:
         self.host = host
         self.data_dir = host.resolve(data_dir)
         key = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:24]
-        directory = claims_dir()
+        remote_state = host.state_dir()
+        directory = remote_state / "claims" if remote_state else claims_dir()
         if not host.exists(directory):
             host.mkdir(directory, mode=0o700)
         self.path = directory / f"{key}.json"

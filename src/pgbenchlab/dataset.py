@@ -18,7 +18,7 @@ from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.pgbench.command import execute
 from pgbenchlab.pgbench.progress import error_summary
-from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.server import Endpoint, Server, client_endpoint
 
 COMMENT_PREFIX = "pgbenchlab dataset"
 PGBENCH_TABLES = ("pgbench_branches", "pgbench_tellers", "pgbench_accounts", "pgbench_history")
@@ -109,7 +109,8 @@ def ensure(
     if server.managed:
         _record_state(server.endpoint, endpoint.dbname, f"initialising scale {scale}")
     argv = [str(pgbench), "-i", "-q", "-s", str(scale), endpoint.dbname]
-    done = execute(argv, endpoint.libpq_env(), cwd=work_dir, host=host)
+    # pgbench's way in: over TCP when it runs on another host than the server's.
+    done = execute(argv, client_endpoint(server, endpoint).libpq_env(), cwd=work_dir, host=host)
     if done.interrupted:
         raise KeyboardInterrupt
     if done.returncode != 0:

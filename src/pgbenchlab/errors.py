@@ -36,6 +36,11 @@ class ServerError(UserError):
     """A server cannot be prepared or reached for a reason the user can act on."""
 
 
+class HostError(UserError):
+    """A host named by the plan cannot be reached or used over SSH (the message says why and
+    the fix: a host key to verify, a login refused, no route)."""
+
+
 class StoreError(UserError):
     """The results database cannot be used (locked by another campaign, newer schema, ...)."""
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgbenchlab.errors import InstallError, PgbenchParseError
+from pgbenchlab.hosts import Host
 from pgbenchlab.pgbench.version import PgVersion, parse_version
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
@@ -169,3 +170,39 @@ def describe_settings(install: Installation) -> dict[str, str]:
         if len(fields) > 1:
             settings[fields[0]] = fields[1]
     return settings
+
+
+def discover_on(host: Host) -> list[Installation]:
+    """The installations of another host: Debian's /usr/lib/postgresql/N/bin and the bin
+    directory of pg_config on its PATH, newest first."""
+    dirs = [DEBIAN_ROOT / n / "bin" for n in _names(host, DEBIAN_ROOT)]
+    pg_config = host.run(["sh", "-c", "pg_config --bindir 2>/dev/null"], timeout=30)
+    if pg_config.returncode == 0 and pg_config.stdout.strip():
+        dirs.append(Path(pg_config.stdout.strip()))
+    found: dict[Path, Installation] = {}
+    for bin_dir in dirs:
+        install = _inspect_on(host, bin_dir)
+        if install is not None:
+            found.setdefault(install.bin_dir, install)
+    return sorted(found.values(), key=lambda i: i.version, reverse=True)
+
+
+def _names(host: Host, directory: Path) -> list[str]:
+    try:
+        return sorted(host.list_dir(directory))
+    except OSError:
+        return []
+
+
+def _inspect_on(host: Host, bin_dir: Path) -> Installation | None:
+    has_server = host.exists(bin_dir / "postgres") and host.exists(bin_dir / "initdb")
+    has_pgbench = host.exists(bin_dir / "pgbench")
+    if not (has_server or has_pgbench):
+        return None
+    probe = host.run([str(bin_dir / ("postgres" if has_server else "pgbench")), "-V"], timeout=30)
+    try:
+        version = parse_version(probe.stdout)
+    except PgbenchParseError:
+        return None
+    source = "debian" if bin_dir.parent.parent == DEBIAN_ROOT else "path"
+    return Installation(source, Path(host.resolve(bin_dir)), version, has_server, has_pgbench)

@@ -91,6 +91,16 @@ class LatencySummary:
 
 
 @dataclass(frozen=True)
+class RunHost:
+    """A host that took part in a run: its role (server | pgbench), the plan's name for it
+    ("local": the machine that ran the campaign) and its SSH address ("" for local)."""
+
+    role: str
+    host: str
+    address: str = ""
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything stored about one run."""
 

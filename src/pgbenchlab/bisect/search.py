@@ -21,7 +21,6 @@ from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
 from pgbenchlab.builds.history import first_parent_range
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
 from pgbenchlab.campaign import RESULTS_DB, Reporter, runner
-from pgbenchlab.campaign.executor import LocalExecutor
 from pgbenchlab.errors import BuildError, CampaignStopped, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
@@ -224,7 +223,6 @@ class Bisection:
         """The step's campaign, its runs in order until enough says so (a resumed step
         continues where it stopped)."""
         results_dir = self.request.results.resolve()
-        pgbench, servers = runner.equip(step_plan, results_dir, built)
 
         def body(campaign: runner.Campaign, outcome: runner.Outcome, done: set[str]) -> None:
             todo = [s for s in step_plan.specs if s.run_key not in done]
@@ -234,10 +232,10 @@ class Bisection:
                 if enough(outcome.results):
                     return
 
-        executor = LocalExecutor(pgbench_cpus=step_plan.pgbench_cpus)
-        outcome = runner.drive(
-            step_plan, results_dir, self.reporter, pgbench, servers, executor, body
-        )
+        with runner.equipped(step_plan, results_dir, built) as (pgbench, servers, executor):
+            outcome = runner.drive(
+                step_plan, results_dir, self.reporter, pgbench, servers, executor, body
+            )
         if outcome.interrupted:
             raise KeyboardInterrupt
 

@@ -32,8 +32,8 @@ from pgbenchlab.analysis.capacity import (
 )
 from pgbenchlab.analysis.slo import RunFigures, Slo, Verdict, judge
 from pgbenchlab.campaign.events import Reporter
-from pgbenchlab.campaign.executor import Executor, LocalExecutor
-from pgbenchlab.campaign.runner import Campaign, Outcome, drive, equip
+from pgbenchlab.campaign.executor import Executor
+from pgbenchlab.campaign.runner import Campaign, Outcome, drive, equipped
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import RunResult, RunStatus
@@ -201,19 +201,13 @@ def search_capacity(
     be searched); continues the campaign's stored probes unless fresh."""
     searched = capacity_plan(plan, options)
     results_dir = results_dir.resolve()
-    pgbench, servers = equip(searched, results_dir, built)
     found: list[SearchResult] = []
     body = searching(searched, options, reporter, found)
-    outcome = drive(
-        searched,
-        results_dir,
-        reporter,
-        pgbench,
-        servers,
-        executor or LocalExecutor(pgbench_cpus=searched.pgbench_cpus),
-        body,
-        fresh=fresh,
-    )
+    with equipped(searched, results_dir, built) as (pgbench, servers, default):
+        outcome = drive(
+            searched, results_dir, reporter, pgbench, servers, executor or default, body,
+            fresh=fresh,
+        )  # fmt: skip
     return CapacityOutcome(outcome, searched.name, found)
 
 

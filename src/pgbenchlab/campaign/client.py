@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pgbenchlab import installs
 from pgbenchlab.errors import PlanError
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.version import PgVersion, parse_version
@@ -27,21 +28,40 @@ class PgbenchClient:
         return self.install.binary("pgbench")
 
 
-def choose_pgbench(plan: Plan, found: list[Installation]) -> PgbenchClient:
+def choose_pgbench(plan: Plan, found: list[Installation], host: Host = LOCAL_HOST) -> PgbenchClient:
+    """The plan's pgbench among found, the installations of host (where it runs)."""
     if plan.pgbench_install == "newest":
         install = installs.newest_pgbench(found)
+        if plan.uses_connection("tls"):  # the newest of those whose libpq has TLS, if any
+            install = next((i for i in _pgbench_installs(found) if _has_tls(i)), install)
     else:
         install = installs.resolve(plan.pgbench_install, found, need_server=False)
-    text = command.version_of(install.binary("pgbench"))
+    text = command.version_of(install.binary("pgbench"), host)
     version = parse_version(text)
-    require_client_features(plan, version, text)
+    require_client_features(plan, version, text, install.binary("pgbench"))
     return PgbenchClient(install, version, text)
 
 
-def require_client_features(plan: Plan, version: PgVersion, version_text: str) -> None:
+def require_client_features(
+    plan: Plan, version: PgVersion, version_text: str, binary: Path | None = None
+) -> None:
     """Refuse, before anything starts, options the campaign's pgbench does not have."""
     if version.major < RETRIES_SINCE and any(s.options.max_tries != 1 for s in plan.specs):
         raise PlanError(
             f"{plan.path}: max_tries needs pgbench 15 or later; this campaign's pgbench is "
             f"{version_text.strip()}: remove max_tries or choose a newer [pgbench] install"
         )
+    if plan.uses_connection("tls") and binary and not command.supports_tls(binary):
+        raise PlanError(
+            f'{plan.path}: connection "tls" needs a pgbench whose libpq has TLS support; this '
+            f"campaign's pgbench ({version_text.strip()}, {binary}) has none: choose another "
+            "[pgbench] install"
+        )
+
+
+def _pgbench_installs(found: list[Installation]) -> list[Installation]:
+    return [i for i in found if i.has_pgbench and not i.build]
+
+
+def _has_tls(install: Installation) -> bool:
+    return command.supports_tls(install.binary("pgbench"))

@@ -8,7 +8,8 @@ give a campaign another executor that replays recorded pgbench outputs instead.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
 
 from pgbenchlab import dataset, findings
@@ -124,3 +125,55 @@ class LocalExecutor:
             host=self.host,
             pgbench_cpus=self.pgbench_cpus,
         )
+
+
+class GeneratorExecutor(LocalExecutor):
+    """pgbench on a load generator host: each run in a fresh directory there, its log files
+    brought back into the run's artifacts directory, the directory removed."""
+
+    def pgbench(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        cwd: Path,
+        on_stderr_line: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> command.Completed:
+        there = self.host.make_temp_dir("pgbench-", self._state())
+        try:
+            done = command.execute(
+                [_moved(arg, str(cwd), str(there)) for arg in argv],
+                env,
+                cwd=there,
+                on_stderr_line=on_stderr_line,
+                timeout_s=timeout_s,
+                on_start=on_start,
+                host=self.host,
+                cpus=self.pgbench_cpus,
+            )
+            for name in self.host.list_dir(there):
+                (cwd / name).write_bytes(self.host.read_bytes(there / name))
+        finally:
+            self.host.remove_tree(there)
+        return replace(done, argv=tuple(argv))
+
+    def prepare_dataset(
+        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+    ) -> dataset.Prepared:
+        return super().prepare_dataset(
+            server, scale, pgbench=pgbench, work_dir=Path(self._state()), force=force
+        )
+
+    def _state(self) -> PurePath:
+        state = self.host.state_dir()
+        assert state is not None, "a load generator host is another machine"
+        self.host.mkdir(state)
+        return state
+
+
+def _moved(arg: str, here: str, there: str) -> str:
+    """pgbench's log prefix, from this machine's run directory to the one there."""
+    prefix = "--log-prefix="
+    return arg.replace(here, there, 1) if arg.startswith(prefix + here) else arg

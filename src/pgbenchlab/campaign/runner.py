@@ -21,7 +21,8 @@ from pgbenchlab.campaign import rounds
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
-from pgbenchlab.campaign.executor import Executor, LocalExecutor
+from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
+from pgbenchlab.campaign.hosts import CampaignHosts, run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
     Pgbench,
@@ -64,35 +65,47 @@ def run_campaign(
     built: list[installs.Installation] | None = None,
     budget_s: float | None = None,
 ) -> Outcome:
-    """Run the plan's campaign on this machine (checked before anything starts). The plan's
-    builds are made first unless the caller made them (built)."""
+    """Run the plan's campaign (checked before anything starts). The plan's builds are made
+    first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
     tunables = KernelTunables(plan.sysctl_names)
     tunables.check()
-    pgbench, servers = equip(plan, results_dir, built)
-    repaired = tunables.repair()
-    if repaired:
-        put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
-        reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
-    executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
-    return conduct(
-        plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh, budget_s=budget_s,
-        tunables=tunables,
-    )  # fmt: skip
+    with equipped(plan, results_dir, built) as (pgbench, servers, executor):
+        repaired = tunables.repair()
+        if repaired:
+            put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
+            reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
+        return conduct(
+            plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh,
+            budget_s=budget_s, tunables=tunables,
+        )  # fmt: skip
 
 
-def equip(
+@contextmanager
+def equipped(
     plan: Plan, results_dir: Path, built: list[installs.Installation] | None
-) -> tuple[PgbenchClient, Servers]:
-    """The plan's pgbench and servers on this machine, checked (its builds made unless the
-    caller made them)."""
+) -> Iterator[tuple[PgbenchClient, Servers, Executor]]:
+    """The plan's pgbench, servers and executor, checked (its builds made unless the caller
+    made them); the connections to its hosts stay open until the block ends."""
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
-    pgbench = choose_pgbench(plan, found)
-    servers = Servers(plan, results_dir, found)
-    servers.validate()
-    return pgbench, servers
+    hosts = CampaignHosts(plan)
+    try:
+        hosts.check()
+        executor: Executor
+        if plan.pgbench_hosts:
+            generator = plan.pgbench_hosts[0]
+            pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
+            executor = GeneratorExecutor(hosts.get(generator), pgbench_cpus=plan.pgbench_cpus)
+        else:
+            pgbench = choose_pgbench(plan, found)
+            executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
+        servers = Servers(plan, results_dir, found, hosts)
+        servers.validate()
+        yield pgbench, servers, executor
+    finally:
+        hosts.close()
 
 
 def conduct(
@@ -162,7 +175,8 @@ def drive(
             finally:
                 signals.shield = True
                 try:
-                    servers.stop_all()
+                    for problem in servers.stop_all():
+                        reporter.note(problem)
                 finally:
                     tunables.restore()
             outcome.interrupted = signals.received
@@ -232,7 +246,7 @@ class Campaign:
         with self.stopped_by_results_faults():
             self.reporter.run_started(spec, index, total)
             result = replace(self.run_one(spec), sysctl=self.applied)
-            run_id = self.store.record_run(self.campaign_id, result)
+            run_id = self.store.record_run(self.campaign_id, result, run_hosts(self.plan, spec))
             self.reporter.run_finished(spec, result)
         outcome.results.append(result)
         outcome.ran += 1
@@ -376,14 +390,16 @@ class Campaign:
 
         capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
         hygiene = self.hygiene(spec, endpoint)
-        warmup_tps = self.pgbench.warmup(spec, endpoint, artifacts, progress, phase)
+        # pgbench alone connects the run's way; the samplers and hygiene keep the admin one.
+        client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
+        warmup_tps = self.pgbench.warmup(spec, client, artifacts, progress, phase)
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")
         run = measured_invocation(spec, artifacts, sampling)
         capture.start()
         done = None
         try:
-            done = self.pgbench.run(endpoint, run, artifacts, progress, capture.pgbench_started)
+            done = self.pgbench.run(client, run, artifacts, progress, capture.pgbench_started)
         finally:
             telemetry = capture.stop(done.cpu_s if done else None)
         argv = sanitize_argv(done.argv, self.results_dir)

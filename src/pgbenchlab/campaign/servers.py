@@ -9,10 +9,11 @@ from typing import Protocol
 
 from pgbenchlab import dataset, files, installs, osuser
 from pgbenchlab import server as server_module
+from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.campaign.pinning import check_cpus
 from pgbenchlab.claims import Claim
-from pgbenchlab.errors import PlanError, ServerError
+from pgbenchlab.errors import PlanError, ServerError, UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
@@ -28,20 +29,25 @@ class ServerPool(Protocol):
 
     def get(self, spec: RunSpec) -> tuple[Server, bool]: ...
 
-    def stop_all(self) -> None: ...
+    def stop_all(self) -> list[str]: ...
 
 
 class Servers:
     """The campaign's servers, started on first use, restarted for another setting variant."""
 
     def __init__(
-        self, plan: Plan, results_dir: Path, found: list[Installation], host: Host = LOCAL_HOST
+        self,
+        plan: Plan,
+        results_dir: Path,
+        found: list[Installation],
+        hosts: CampaignHosts | None = None,
     ) -> None:
         self.plan = plan
-        self.host = host  # where managed servers run (one host for all, until remote hosts)
+        self.hosts = hosts or CampaignHosts(plan)  # where each server runs
         self.results_dir = results_dir
-        self.found = found
-        self.account = osuser.server_account() if any(s.managed for s in plan.servers) else None
+        self.found = found  # this machine's installations
+        local_managed = any(s.managed and s.host is None for s in plan.servers)
+        self.account = osuser.server_account() if local_managed else None
         self.live: dict[str, Server] = {}
         self.variants: dict[str, tuple[tuple[str, str], ...]] = {}
         self.claims: dict[str, Claim] = {}
@@ -51,13 +57,17 @@ class Servers:
         installations, setting names, data directories, external servers' reachability and,
         without init = true, their pgbench tables."""
         self.check_distinct_data_dirs()
-        check_cpus(self.plan, self.host)
+        check_cpus(self.plan, self.hosts.get)
         for server in self.plan.servers:
             if server.managed:
-                install = installs.resolve(server.install or "embedded", self.found)
-                check_settings(server, self.plan, install)
-                if server.data_dir:
+                install = self.install(server)
+                check_settings(server, self.plan, install, self.hosts.get(server.host))
+                if self.plan.uses_connection("tls", server.name):
+                    check_tls(server, self.plan, install)
+                if server.data_dir and server.host is None:
                     self.check_data_dir(Path(server.data_dir))
+                elif server.data_dir:
+                    server_module.check_data_dir(Path(server.data_dir), self.hosts.get(server.host))
             else:
                 assert server.dsn is not None
                 external = ExternalServer(server.name, server.dsn, init_allowed=server.init)
@@ -66,14 +76,30 @@ class Servers:
                     scales = (s.scale for s in self.plan.specs if s.server == server.name)
                     dataset.require_datasets(external, scales)
 
+    def install(self, server: ServerPlan) -> Installation:
+        """The server's installation, found on its host."""
+        spec = server.install or ("embedded" if server.host is None else "newest")
+        if server.host is None:
+            return installs.resolve(spec, self.found)
+        found = self.hosts.installations(server.host)
+        if not any(i.has_server for i in found):
+            raise ServerError(
+                f"no PostgreSQL server is installed on host {server.host}: install one there "
+                "(e.g. apt install postgresql) or run this server elsewhere",
+                where=f"{self.plan.path}: server {server.name}",
+            )
+        if spec == "newest":
+            return next(i for i in found if i.has_server)
+        return installs.resolve(spec, found)
+
     def check_distinct_data_dirs(self) -> None:
-        seen: dict[Path, str] = {}
+        seen: dict[tuple[str | None, Path], str] = {}
         for server in self.plan.servers:
             if server.managed and server.data_dir:
-                path = Path(server.data_dir).resolve()
+                path = (server.host, Path(server.data_dir).resolve())
                 if path in seen:
                     raise PlanError(
-                        f"servers {seen[path]} and {server.name} both use data_dir {path}: "
+                        f"servers {seen[path]} and {server.name} both use data_dir {path[1]}: "
                         "give each server a directory of its own",
                         where=self.plan.path,
                     )
@@ -84,7 +110,8 @@ class Servers:
         owner = f"campaign {self.plan.name} (results {self.results_dir}, pid {os.getpid()})"
         for server in self.plan.servers:
             if server.managed and server.name not in self.claims:
-                self.claims[server.name] = Claim(self.data_dir(server), owner, self.host)
+                host = self.hosts.get(server.host)
+                self.claims[server.name] = Claim(self.data_dir(server), owner, host)
 
     def release(self) -> None:
         for claim in self.claims.values():
@@ -94,6 +121,10 @@ class Servers:
     def data_dir(self, plan: ServerPlan) -> Path:
         if plan.data_dir:
             return Path(plan.data_dir)
+        if plan.host is not None:
+            state = self.hosts.get(plan.host).state_dir()
+            assert state is not None
+            return Path(state / "clusters" / self.plan.name / plan.name / "data")
         assert self.account is not None
         root = cluster_root(self.results_dir, self.account)
         return files.inside(root, self.plan.name, plan.name, "data")
@@ -138,31 +169,50 @@ class Servers:
         if not plan.managed:
             assert plan.dsn is not None
             return ExternalServer(plan.name, plan.dsn, init_allowed=plan.init)
-        assert self.account is not None
-        install = installs.resolve(plan.install or "embedded", self.found)
-        install = osuser.reachable_install(install, self.account)
+        host = self.hosts.get(plan.host)
+        install = self.install(plan)
         data_dir = self.data_dir(plan)
-        if not plan.data_dir:
-            self.account.make_dir(data_dir.parent.parent, 0o700)
-            self.account.make_dir(data_dir.parent, 0o700)
+        if plan.host is not None:
+            account = self.hosts.account(plan.host)
+            host.mkdir(data_dir.parent, owner=account)
+        else:
+            assert self.account is not None
+            account = self.account
+            install = osuser.reachable_install(install, account)
+            if not plan.data_dir:
+                account.make_dir(data_dir.parent.parent, 0o700)
+                account.make_dir(data_dir.parent, 0o700)
         return ManagedServer(
             plan.name,
             install,
             data_dir,
-            self.account,
+            account,
             dict(plan.settings),
             claim=self.claims.get(plan.name),
-            host=self.host,
+            host=host,
             cpus=plan.cpus,
+            tls=self.plan.uses_connection("tls", plan.name),
+            address=host.address,
+            # from another host, pgbench's address is not the server's: any, by password
+            client_network=None if plan.host is None else "all",
         )
 
-    def stop_all(self) -> None:
+    def stop_all(self) -> list[str]:
+        """Stop every started server; those that could not be (their host unreachable) are
+        told, and stopped by the next campaign that uses their data directory."""
+        unstopped = []
         for server in self.live.values():
-            server.stop()
+            try:
+                server.stop()
+            except (UserError, OSError) as exc:
+                unstopped.append(f"server {server.name} could not be stopped: {exc}")
         self.live.clear()
+        return unstopped
 
 
-def check_settings(server: ServerPlan, plan: Plan, install: Installation) -> None:
+def check_settings(
+    server: ServerPlan, plan: Plan, install: Installation, host: Host = LOCAL_HOST
+) -> None:
     """Every combination of settings the server will start with, judged by its own postgres."""
     variants = {
         tuple((dict(server.settings) | dict(spec.server_settings)).items())
@@ -170,6 +220,24 @@ def check_settings(server: ServerPlan, plan: Plan, install: Installation) -> Non
         if spec.server == server.name
     }
     for variant in sorted(variants):
-        problem = server_module.settings_problem(install, dict(variant))
+        problem = server_module.settings_problem(install, dict(variant), host)
         if problem is not None:
             raise ServerError(problem, where=f"{plan.path}: server {server.name}")
+
+
+def check_tls(server: ServerPlan, plan: Plan, install: Installation) -> None:
+    """connection = "tls" needs a server built with TLS support, on this machine (pgbench reads
+    the cluster's authority where the server keeps it)."""
+    if server.host is not None:
+        raise ServerError(
+            f'server {server.name}: connection "tls" to a server on another host is not built '
+            'yet; use "tcp" for it',
+            where=plan.path,
+        )
+    if server_module.settings_problem(install, {"ssl": "on"}) is not None:
+        raise ServerError(
+            f'server {server.name}: connection "tls" needs a PostgreSQL built with TLS support '
+            f"(--with-openssl); installation {install.name} ({install.version.text}) has none: "
+            'remove "tls" for it or build one with configure = ["--with-openssl"]',
+            where=plan.path,
+        )

@@ -28,6 +28,7 @@ from pgbenchlab.cli import (
     clean,
     compare,
     export,
+    hosts,
     installs,
     new,
     report,
@@ -46,6 +47,7 @@ __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 COMMANDS = (
     installs,
     new,
+    hosts,
     build,
     builds,
     run,

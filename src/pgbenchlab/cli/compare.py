@@ -6,7 +6,7 @@ them is a user mistake, refused before the results are opened."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pgbenchlab import jsontext
@@ -21,11 +21,16 @@ from pgbenchlab.cli.common import (
     print_table,
 )
 from pgbenchlab.errors import UserError
+from pgbenchlab.report.render.tables import connection_cost_tables
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import compare_series as series
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
 from pgbenchlab.report.views.capacity_tables import comparison_dict, comparison_table
-from pgbenchlab.report.views.model import ScalabilityView
+from pgbenchlab.report.views.connection_cost import cost_groups
+from pgbenchlab.report.views.model import ReportView, ScalabilityView
+from pgbenchlab.report.views.text import plain_table
+from pgbenchlab.store import Store
 
 SERIES_HELP = (
     "find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
@@ -144,10 +149,11 @@ def run(options: CompareOptions) -> int:
             changes = compare.within_campaign(
                 store, options.campaign, baseline, candidate, options.threshold
             )
+        costs = "" if options.json else connection_costs(store, options)
     if options.json:
         print(compare.as_json(changes))
     else:
-        print(compare.as_text(changes, baseline, candidate))
+        print(compare.as_text(changes, baseline, candidate) + costs)
     if options.fail_on_regression and compare.regressed(changes):
         return EXIT_RUNS_FAILED
     return EXIT_OK
@@ -166,6 +172,24 @@ def print_capacities(
     print_table([list(table.header), *(list(r) for r in table.rows)])
     print(table.note)
     return EXIT_OK
+
+
+def connection_costs(store: Store, options: CompareOptions) -> str:
+    """The compared servers' (or campaigns') connection costs, where the campaigns measured
+    any: -C against persistent connections, tls against tcp."""
+    sides: list[tuple[str, ReportView, str | None]]
+    if options.campaigns:
+        sides = [(name, load_view(store, store.campaign_id(name), detail=False), None)
+                 for name in options.campaigns]  # fmt: skip
+    else:
+        view = load_view(store, store.campaign_id(options.campaign), detail=False)
+        sides = [(str(s), view, str(s)) for s in (options.baseline, options.candidate)]
+    parts = []
+    for name, side_view, server in sides:
+        groups = [g for g in cost_groups(side_view) if server in (None, g.server)]
+        for table in connection_cost_tables(side_view, groups):
+            parts.append(plain_table(replace(table, title=f"{table.title}: {name}")))
+    return "".join(f"\n\n{p}" for p in parts)
 
 
 def run_series(options: CompareOptions, axis: str) -> int:

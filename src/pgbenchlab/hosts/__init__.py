@@ -3,9 +3,10 @@ pg_test_fsync, pg_config) and every file it reads or writes about a server (data
 configuration, server log, /proc, claims) goes through a `Host`.
 
 `host` holds the interface and its small records, `local` the implementation over subprocess
-and pathlib. This package imports nothing of pgbenchlab's: the server lifecycle, datasets,
-pgbench execution, telemetry, claims and the OS account may import it; a remote host fills the
-same interface.
+and pathlib, `remote` another machine over SSH (`ssh`: connections and their checks;
+`detached`: processes that outlive the connection). This package imports nothing of
+pgbenchlab's but `errors`: the server lifecycle, datasets, pgbench execution, telemetry, claims
+and the OS account may import it.
 """
 
 from pgbenchlab.hosts.host import (
@@ -19,6 +20,8 @@ from pgbenchlab.hosts.host import (
     pinned,
 )
 from pgbenchlab.hosts.local import LOCAL_HOST, LocalHost
+from pgbenchlab.hosts.remote import RemoteHost
+from pgbenchlab.hosts.ssh import Target
 
 __all__ = [
     "LOCAL_HOST",
@@ -29,6 +32,8 @@ __all__ = [
     "LocalHost",
     "LockedFile",
     "Process",
+    "RemoteHost",
     "Tail",
+    "Target",
     "pinned",
 ]

@@ -176,6 +176,21 @@ class Host(Protocol):
     def free_port(self) -> int:
         """A TCP port no one listens on now."""
 
+    # -- reaching it -------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        """Where clients on other machines reach this host's servers (127.0.0.1 for this
+        machine: none)."""
+
+    def state_dir(self) -> PurePath | None:
+        """pgbenchlab's own directory there (claims, detached processes); None on this
+        machine, whose usual places are known."""
+
+    def reach(self, socket_dir: PurePath, port: int) -> tuple[str, int]:
+        """How this machine connects to a server listening in socket_dir on port there: libpq's
+        host and port (the socket itself here; a forward over SSH to it on another host)."""
+
 
 def pinned(argv: list[str], cpus: str | None, host: Host) -> list[str]:
     """argv, started pinned to the CPU list cpus when given (its children inherit it)."""

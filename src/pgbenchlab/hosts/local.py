@@ -306,5 +306,13 @@ class LocalHost:
             sock.bind(("127.0.0.1", 0))
             return int(sock.getsockname()[1])
 
+    address = "127.0.0.1"
+
+    def state_dir(self) -> None:
+        return None
+
+    def reach(self, socket_dir: PurePath, port: int) -> tuple[str, int]:
+        return str(socket_dir), port
+
 
 LOCAL_HOST: Host = LocalHost()

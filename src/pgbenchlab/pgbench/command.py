@@ -158,3 +158,11 @@ def version_of(binary: PurePath, host: Host = LOCAL_HOST) -> str:
     if done.returncode != 0:
         raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
     return done.stdout.strip()
+
+
+def supports_tls(binary: PurePath, host: Host = LOCAL_HOST) -> bool:
+    """Whether pgbench's libpq was built with TLS: one without refuses sslmode=require before
+    it tries to connect (here to a socket directory that does not exist)."""
+    env = {"PATH": "/usr/bin:/bin", "PGSSLMODE": "require", "PGHOST": "/nonexistent-pgbenchlab"}
+    done = host.run([str(binary), "-n", "-t", "1", "postgres"], env=env, timeout=20)
+    return "SSL support is not compiled in" not in done.stderr

@@ -8,6 +8,8 @@ key and what to do. Expansion is deterministic: the same plan (and seed) gives t
 * :mod:`.values` — one value checked and converted (durations, latencies, names, choices),
 * :mod:`.workloads` — builtins and script files, with their weights,
 * :mod:`.servers` — the ``[[server]]`` tables: managed installations or an external dsn,
+* :mod:`.hosts` — the ``[[host]]`` tables (machines over SSH) and the servers and load
+  generators that name them,
 * :mod:`.builds` — the ``[build.NAME]`` tables: PostgreSQL built from source (recipes only),
 * :mod:`.auto` — ``repeats = "auto"``: its minimum, maximum and precision,
 * :mod:`.matrix` — the axes expanded into cells, and the cells into ordered runs,
@@ -21,7 +23,15 @@ the runner, the store or the reports.
 
 from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.parsing import load, parse
-from pgbenchlab.plan.records import Plan, RunOptions, RunSpec, Script, ServerPlan, Workload
+from pgbenchlab.plan.records import (
+    HostPlan,
+    Plan,
+    RunOptions,
+    RunSpec,
+    Script,
+    ServerPlan,
+    Workload,
+)
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
 from pgbenchlab.plan.values import planned_axis_orders, setting_text
 
@@ -29,6 +39,7 @@ __all__ = [
     "DEFAULT_MAX_TRIES",
     "MAX_RUNS",
     "AutoRepeats",
+    "HostPlan",
     "Plan",
     "RunOptions",
     "RunSpec",

@@ -16,6 +16,7 @@ from typing import Any
 from pgbenchlab.plan.records import RunOptions, RunSpec, ServerPlan, Workload
 from pgbenchlab.plan.schema import (
     AXIS_KEYS,
+    CONNECTIONS,
     DEFAULT_MAX_TRIES,
     MAX_RUNS,
     PROTOCOLS,
@@ -24,6 +25,7 @@ from pgbenchlab.plan.schema import (
     SYSCTL_NAME,
     VACUUM_MODES,
 )
+from pgbenchlab.plan.servers import external_connection
 from pgbenchlab.plan.values import (
     Context,
     as_list,
@@ -76,6 +78,8 @@ def expand_cells(
             # Precedence: the workload's own options, then the server's, then the matrix, then
             # [defaults].
             layer = {**defaults, **axes, **wl_options}
+            if not server.managed:
+                layer = external_connection(server, layer, ctx)
             for clients in axis_values(layer, "clients", [1], ctx, positive_int):
                 for options in expand_options(ctx, layer, clients, cpus):
                     for settings, sysctl in itertools.product(
@@ -156,9 +160,12 @@ def expand_options(
         ctx,
         lambda v, c, k: choice(v, PROTOCOLS, c, k),
     )
+    kinds = axis_values(
+        layer, "connection", ["socket"], ctx, lambda v, c, k: choice(v, CONNECTIONS, c, k)
+    )
     found = [
-        replace(base, rate=r, latency_limit_ms=lim, connect=c, protocol=p)
-        for r, lim, c, p in itertools.product(rates, limits, connects, protocols)
+        replace(base, rate=r, latency_limit_ms=lim, connect=c, protocol=p, connection=kind)
+        for r, lim, c, p, kind in itertools.product(rates, limits, connects, protocols, kinds)
     ]
     if any(o.max_tries == 0 and o.duration_s is None and o.latency_limit_ms is None for o in found):
         raise ctx.fail(

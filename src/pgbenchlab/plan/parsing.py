@@ -11,6 +11,7 @@ from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
+from pgbenchlab.plan.hosts import check_host_names, parse_hosts
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
@@ -71,6 +72,8 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
+    hosts = parse_hosts(data.get("host"), ctx)
+    pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
     most = auto.max_repeats if auto else repeats
     check_size(ctx, count_cells(defaults, matrix, servers, server_axes), most)
     # threads = "auto": one per CPU pgbench may use (its pinned ones, when pinned)
@@ -93,6 +96,8 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         builds=tuple(builds.values()),
         auto=auto,
         pgbench_cpus=pgbench_cpus,
+        hosts=hosts,
+        pgbench_hosts=pgbench_hosts,
     )
 
 

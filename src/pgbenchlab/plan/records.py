@@ -48,6 +48,18 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class HostPlan:
+    """A [[host]]: a machine reached over SSH (OpenSSH conventions; port, identity and
+    known_hosts only when ~/.ssh/config does not say them)."""
+
+    name: str
+    ssh: str  # "user@address" or "address"
+    port: int | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+
+
+@dataclass(frozen=True)
 class ServerPlan:
     name: str
     install: str | None = None  # managed: an installation spec
@@ -56,6 +68,7 @@ class ServerPlan:
     data_dir: str | None = None
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
     cpus: str | None = None  # managed only: the CPU list its processes are pinned to
+    host: str | None = None  # the [[host]] it runs on; None: this machine
 
     @property
     def managed(self) -> bool:
@@ -79,12 +92,16 @@ class RunOptions:
     reinit: str
     latency_log: str  # auto | full | off | a sampling rate such as "0.1"
     max_tries: int  # pgbench --max-tries (15+): 1 = no retry, 0 = unlimited
+    connection: str = "socket"  # socket | tcp | tls: how pgbench reaches the server
 
 
 def _in_cell(option: str, value: Any) -> bool:
     """Options that tell cells apart; one left at pgbench's default keeps the cell ids of
     plans written before it existed."""
-    return option != "reinit" and not (option == "max_tries" and value == DEFAULT_MAX_TRIES)
+    return option != "reinit" and not (
+        (option == "max_tries" and value == DEFAULT_MAX_TRIES)
+        or (option == "connection" and value == "socket")
+    )
 
 
 @dataclass(frozen=True)
@@ -131,9 +148,10 @@ class RunSpec:
         extra += "".join(f" {k}={v}" for k, v in self.sysctl)
         rate = f" R={self.options.rate:g}" if self.options.rate else ""
         conn = " -C" if self.options.connect else ""
+        kind = "" if self.options.connection == "socket" else f" {self.options.connection}"
         return (
             f"{self.server}{extra} s={self.scale} {self.workload.name} c={self.clients}"
-            f" {self.options.protocol}{rate}{conn} #{self.repeat}"
+            f" {self.options.protocol}{kind}{rate}{conn} #{self.repeat}"
         )
 
 
@@ -153,6 +171,15 @@ class Plan:
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
     auto: AutoRepeats | None = None  # repeats = "auto": specs hold its first rounds
     pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to
+    hosts: tuple[HostPlan, ...] = ()  # the [[host]] tables
+    pgbench_hosts: tuple[str, ...] = ()  # where pgbench runs; () is this machine
+
+    def host(self, name: str) -> HostPlan:
+        return next(h for h in self.hosts if h.name == name)
+
+    def uses_connection(self, kind: str, server: str | None = None) -> bool:
+        """Whether a run (of this server) connects this way."""
+        return any(s.options.connection == kind and server in (None, s.server) for s in self.specs)
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:

@@ -11,14 +11,17 @@ BUILTINS = {
 }
 ORDERS = ("interleaved", "sequential", "random")
 PROTOCOLS = ("simple", "extended", "prepared")
+# How pgbench reaches the server: the Unix socket, TCP, TCP with TLS (verify-full).
+CONNECTIONS = ("socket", "tcp", "tls")
 VACUUM_MODES = ("pgbench", "all", "none")
 REINIT_MODES = ("never", "per-scale", "per-run")
 LATENCY_LOG_MODES = ("auto", "full", "off")
 RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
+    | {"ssl", "ssl_cert_file", "ssl_key_file"}
 )
 
-TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build")
+TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build", "host")
 CAMPAIGN_KEYS = (
     "name",
     "repeats",
@@ -43,9 +46,19 @@ OPTION_KEYS = (
     "latency_limit",
     "connect",
     "max_tries",
+    "connection",
 )
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
-AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")
+AXIS_KEYS = (
+    "scale",
+    "workload",
+    "clients",
+    "rate",
+    "latency_limit",
+    "connect",
+    "protocol",
+    "connection",
+)
 SERVER_KEYS = (
     "name",
     "install",
@@ -54,9 +67,11 @@ SERVER_KEYS = (
     "data_dir",
     "init",
     "cpus",
+    "host",
     *AXIS_KEYS,
     "setting",
 )
+HOST_KEYS = ("name", "ssh", "port", "identity", "known_hosts")
 WORKLOAD_KEYS = (
     "name",
     "builtin",
@@ -67,7 +82,7 @@ WORKLOAD_KEYS = (
     *OPTION_KEYS,
     "clients",
 )
-PGBENCH_KEYS = ("install", "cpus")
+PGBENCH_KEYS = ("install", "cpus", "hosts")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 

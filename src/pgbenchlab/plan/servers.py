@@ -13,8 +13,10 @@ from psycopg import conninfo as pg_conninfo
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.plan.builds import install_spec
 from pgbenchlab.plan.records import ServerPlan
-from pgbenchlab.plan.schema import AXIS_KEYS, RESERVED_SETTINGS, SERVER_KEYS
-from pgbenchlab.plan.values import Context, check_name, cpu_list, setting_text
+from pgbenchlab.plan.schema import AXIS_KEYS, CONNECTIONS, RESERVED_SETTINGS, SERVER_KEYS
+from pgbenchlab.plan.values import Context, as_list, check_name, cpu_list, setting_text
+
+TLS_SSLMODES = ("require", "verify-ca", "verify-full")
 
 
 def parse_servers(
@@ -48,7 +50,8 @@ def parse_server(
     if ("install" in item) == ("dsn" in item):
         if "dsn" in item:
             raise ctx.fail(key, 'give "install" (a managed server) or "dsn" (external), not both')
-        item = {**item, "install": "embedded"}
+        # This machine always has the embedded wheel; another host, its newest server.
+        item = {**item, "install": "newest" if "host" in item else "embedded"}
     settings = item.get("settings", {})
     if not isinstance(settings, dict):
         raise ctx.fail(f"{key}.settings", "must be a table of setting = value")
@@ -63,11 +66,16 @@ def parse_server(
     init = item.get("init", False)
     if not isinstance(init, bool):
         raise ctx.fail(f"{key}.init", "must be true or false")
+    host = item.get("host")
+    if host is not None:
+        host = check_name(host, ctx, f"{key}.host")
     data_dir = item.get("data_dir")
     if data_dir is not None:
         if not isinstance(data_dir, str) or not data_dir:
             raise ctx.fail(f"{key}.data_dir", "must be a directory path")
-        data_dir = str((base / data_dir).resolve())
+        if host is not None and not data_dir.startswith("/"):
+            raise ctx.fail(f"{key}.data_dir", f"must be an absolute path on host {host}")
+        data_dir = data_dir if host is not None else str((base / data_dir).resolve())
     return ServerPlan(
         name=name,
         install=install_spec(item["install"], builds, ctx, f"{key}.install")
@@ -78,6 +86,7 @@ def parse_server(
         data_dir=data_dir,
         init=init,
         cpus=cpu_list(item["cpus"], ctx, f"{key}.cpus") if "cpus" in item else None,
+        host=host,
     )
 
 
@@ -106,3 +115,37 @@ def _hide_tokens(text: str, *, words: bool) -> str:
 
 def _has_password(dsn: str) -> bool:
     return "password" in dsn.lower() or re.search(r"://[^/@]*:[^/@]*@", dsn) is not None
+
+
+def external_connection(server: ServerPlan, layer: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """An external server connects as its dsn says: the connection axis defaults to that
+    kind, and any other kind asked of it is refused."""
+    assert server.dsn is not None
+    kind = dsn_connection(server.dsn)
+    for asked in as_list(layer.get("connection", kind)):
+        if asked != kind and asked in CONNECTIONS:
+            raise ctx.fail(
+                "connection",
+                f'server {server.name}: "{asked}" cannot be had from its dsn, which connects '
+                f"over {kind}"
+                f"{_KIND_NEEDS[asked]}; an external server connects as its dsn says",
+            )
+    return {**layer, "connection": layer.get("connection", kind)}
+
+
+_KIND_NEEDS = {
+    "socket": " (a socket needs host = a directory)",
+    "tcp": " (tcp needs a host name or address and an sslmode that does not require TLS)",
+    "tls": " (tls needs a host name or address and sslmode = require, verify-ca or verify-full)",
+}
+
+
+def dsn_connection(dsn: str) -> str:
+    """socket | tcp | tls: how libpq connects with this dsn (and libpq's environment)."""
+    params = pg_conninfo.conninfo_to_dict(dsn)
+    env = {k: os.environ.get(f"PG{k.upper()}") for k in ("host", "hostaddr", "sslmode")}
+    host = str(params.get("hostaddr") or env["hostaddr"] or params.get("host") or env["host"] or "")
+    if not host or host.startswith(("/", "@")):
+        return "socket"
+    sslmode = str(params.get("sslmode") or env["sslmode"] or "prefer")
+    return "tls" if sslmode in TLS_SSLMODES else "tcp"

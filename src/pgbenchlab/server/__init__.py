@@ -29,7 +29,7 @@ from pgbenchlab.server.endpoint import (
     libpq_environment_names,
 )
 from pgbenchlab.server.external import ExternalServer
-from pgbenchlab.server.managed import SUPERUSER, ManagedServer
+from pgbenchlab.server.managed import SUPERUSER, ManagedServer, client_endpoint
 from pgbenchlab.server.settings import (
     BASE_SETTINGS,
     PER_TRANSACTION,
@@ -53,6 +53,7 @@ __all__ = [
     "Server",
     "ServerFacts",
     "check_data_dir",
+    "client_endpoint",
     "libpq_environment",
     "libpq_environment_names",
     "postmaster_pid",

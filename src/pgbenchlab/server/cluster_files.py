@@ -18,6 +18,11 @@ SOCKET_PREFIX = "pgbl-"
 SOCKET_RECORD = "pgbenchlab-socket-dir"  # in the data directory: the last socket directory
 SOCKET_PARENT = PurePath("/tmp")
 LOG_FILE = "pgbenchlab-server.log"
+# TLS (connection = "tls"): the cluster's own authority, and the certificate and key it signed.
+TLS_CA = "pgbenchlab-ca.crt"
+TLS_CERT = "pgbenchlab-server.crt"
+TLS_KEY = "pgbenchlab-server.key"
+HBA_FILE = "pg_hba.conf"
 
 
 def check_data_dir(data_dir: PurePath, host: Host = LOCAL_HOST) -> None:

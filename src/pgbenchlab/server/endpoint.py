@@ -15,6 +15,7 @@ from pgbenchlab.redaction import libpq_options
 # Settings pgbenchlab owns: where and how the server listens, and what it logs.
 RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
+    | {"ssl", "ssl_cert_file", "ssl_key_file"}
 )
 
 
@@ -90,6 +91,10 @@ class Server(Protocol):
     @property
     def managed(self) -> bool: ...
 
+    def client_endpoint(self, connection: str) -> Endpoint:
+        """How pgbench reaches the server for a run of this connection kind."""
+        ...
+
     @property
     def init_allowed(self) -> bool: ...
 
@@ -130,5 +135,6 @@ def query_facts(endpoint: Endpoint) -> tuple[str, int, dict[str, str]]:
         ).fetchall()
     assert version is not None and number is not None
     hidden = RESERVED_SETTINGS | {"data_directory", "config_file", "hba_file", "ident_file"}
+    hidden -= {"ssl"}  # a fact about the server; its files' places are not
     settings = {str(name): str(value) for name, value in rows if name not in hidden}
     return str(version[0]), int(number[0]), settings

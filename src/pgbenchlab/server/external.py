@@ -51,6 +51,10 @@ class ExternalServer:
     def endpoint(self) -> Endpoint:
         return self._endpoint
 
+    def client_endpoint(self, connection: str) -> Endpoint:
+        """The dsn's: the plan has checked that the connection kind is the dsn's own."""
+        return self._endpoint
+
     def prepare(self) -> None:
         try:
             with self._endpoint.connect() as conn:

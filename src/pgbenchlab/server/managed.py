@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import secrets
 from pathlib import Path, PurePath
 
 import psycopg
+from psycopg import sql
 
 from pgbenchlab import builds
 from pgbenchlab.claims import CREATING, READY, Claim
@@ -14,22 +17,28 @@ from pgbenchlab.hosts import LOCAL_HOST, Finished, Host, pinned
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.redaction import redact_setting
+from pgbenchlab.server import tls
 from pgbenchlab.server.cluster_files import (
+    HBA_FILE,
     LOG_FILE,
     MARKER,
     SOCKET_PARENT,
     SOCKET_PREFIX,
     SOCKET_RECORD,
+    TLS_CA,
+    TLS_CERT,
+    TLS_KEY,
     check_data_dir,
     postmaster_socket_dir,
     remove_cluster_files,
     remove_recorded_socket_dir,
     remove_socket_dir,
 )
-from pgbenchlab.server.endpoint import Endpoint, ServerFacts, query_facts
+from pgbenchlab.server.endpoint import Endpoint, Server, ServerFacts, query_facts
 from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FILE, settings_text
 
 SUPERUSER = "pgbenchlab"
+LOOPBACK = "127.0.0.1"
 
 
 class ManagedServer:
@@ -51,6 +60,9 @@ class ManagedServer:
         claim: Claim | None = None,
         host: Host = LOCAL_HOST,
         cpus: str | None = None,
+        tls: bool = False,
+        address: str = LOOPBACK,
+        client_network: str | None = None,
     ) -> None:
         self.name = name
         self.install = install
@@ -61,14 +73,45 @@ class ManagedServer:
         self.claim = claim  # records initdb's progress, so a cut-short one is made again
         self.host = host
         self.cpus = cpus  # the CPU list the postmaster is started on; its children inherit it
+        # On another host pgbenchlab's own SQL goes over an SSH forward to the socket, and
+        # pgbench over TCP to the host's address (a socket there is out of its reach).
+        self.remote = host.state_dir() is not None
+        self.tls = tls  # serve TLS: ssl = on with a certificate for `address`
+        self.address = address  # where clients reach it over TCP: the host's address
+        # where pgbench connects from (pg_hba.conf): the address itself on one machine
+        self.client_network = client_network or _network(address)
+        # TCP logins take this SCRAM password: made per server object, kept in memory only,
+        # handed to pgbench in its environment.
+        self._password = secrets.token_urlsafe(24)
         self.port = 0
         self.socket_dir: PurePath | None = None
 
     @property
     def endpoint(self) -> Endpoint:
+        """pgbenchlab's own connection: the server's socket (forwarded over SSH from another
+        host)."""
         if self.socket_dir is None:
             raise RuntimeError(f"server {self.name} is not started")
-        return Endpoint(str(self.socket_dir), self.port, SUPERUSER, "postgres")
+        address, port = self.host.reach(self.socket_dir, self.port)
+        return Endpoint(address, port, SUPERUSER, "postgres")
+
+    def client_endpoint(self, connection: str) -> Endpoint:
+        """How pgbench connects: the socket, TCP with the password, or TLS verified against the
+        cluster's own authority (whose certificate pgbench reads where the server keeps it)."""
+        if connection == "socket" and not self.remote:
+            return self.endpoint
+        if connection == "tls" and not self.tls:
+            raise RuntimeError(f"server {self.name} was not started with TLS")
+        if connection == "tls" and self.remote:
+            raise RuntimeError(
+                f"server {self.name}: TLS to a server on another host is not built yet"
+            )
+        options = (
+            {"sslmode": "verify-full", "sslrootcert": str(self.data_dir / TLS_CA)}
+            if connection == "tls"
+            else {"sslmode": "disable"}
+        )
+        return Endpoint(self.address, self.port, SUPERUSER, "postgres", options, self._password)
 
     @property
     def log_path(self) -> Path:
@@ -96,6 +139,9 @@ class ManagedServer:
         self.socket_dir = self.host.make_temp_dir(SOCKET_PREFIX, SOCKET_PARENT, owner=self.account)
         # Recorded first, so that a kill -9 at any later moment leaves nothing unfound.
         self._write_owned(self.data_dir / SOCKET_RECORD, f"{self.socket_dir}\n")
+        self._write_hba()
+        if self.tls:
+            self._ensure_tls_files()
         for _attempt in range(3):
             self.port = self.host.free_port()
             self._write_settings()
@@ -104,6 +150,7 @@ class ManagedServer:
             )
             if result.returncode == 0:
                 self._check_settings()
+                self._set_password()
                 return
             if "could not bind" not in "\n".join(self.log_tail(10)):
                 break
@@ -212,7 +259,7 @@ class ManagedServer:
             "-U",
             SUPERUSER,
             "--auth-local=trust",
-            "--auth-host=scram-sha-256",  # no password is ever set: TCP logins are refused
+            "--auth-host=scram-sha-256",  # pg_hba.conf is rewritten at every start
             "--encoding=UTF8",
             "--locale=C",
             "--no-sync",
@@ -232,12 +279,52 @@ class ManagedServer:
         assert self.socket_dir is not None
         ours = {
             "port": str(self.port),
-            "listen_addresses": "127.0.0.1",
+            "listen_addresses": self.address,
             "unix_socket_directories": str(self.socket_dir),
             "unix_socket_permissions": "0700",
         }
+        if self.tls:
+            ours |= {"ssl": "on", "ssl_cert_file": TLS_CERT, "ssl_key_file": TLS_KEY}
         merged = BASE_SETTINGS | self.settings | ours
         self._write_owned(self.data_dir / SETTINGS_FILE, settings_text(merged))
+
+    def _write_hba(self) -> None:
+        """The socket (a private directory, mode 0700) trusts; TCP and TLS take the SCRAM
+        password, from where pgbench connects from."""
+        network = self.client_network
+        lines = ["local all all trust"]
+        if self.tls:
+            lines.append(f"hostssl all all {network} scram-sha-256")
+        lines.append(f"host all all {network} scram-sha-256")
+        self._write_owned(self.data_dir / HBA_FILE, "\n".join(lines) + "\n")
+
+    def _ensure_tls_files(self) -> None:
+        """The cluster's authority and server certificate, made when missing or when the
+        certificate does not name the address (the key: mode 0600, the server's account)."""
+        try:
+            current = self.host.read_text(self.data_dir / TLS_CERT)
+        except OSError:
+            current = ""
+        if tls.covers(current, self.address) and self.host.exists(self.data_dir / TLS_CA):
+            return
+        made = tls.make_material(self.address, self.name)
+        self._write_owned(self.data_dir / TLS_KEY, made.server_key)
+        self._write_owned(self.data_dir / TLS_CERT, made.server_cert)
+        self._write_owned(self.data_dir / TLS_CA, made.ca_cert)
+
+    def _set_password(self) -> None:
+        """The superuser's SCRAM verifier, computed here: the password itself never reaches
+        the server, its log or a file."""
+        with self.endpoint.connect() as conn:
+            verifier = conn.pgconn.encrypt_password(
+                self._password.encode(), SUPERUSER.encode(), b"scram-sha-256"
+            )
+            conn.execute("SET log_statement = 'none'")
+            conn.execute(
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(SUPERUSER), sql.Literal(verifier.decode())
+                )
+            )
 
     def _write_owned(self, path: Path, text: str) -> None:
         self.host.write_text(path, text, mode=0o600, owner=self.account)
@@ -259,3 +346,19 @@ class ManagedServer:
                 f"{k} = {redact_setting(k, self.settings[k])!r}: {v}" for k, v in bad.items()
             )
             raise ServerError(f"server {self.name} rejected settings: {detail}")
+
+
+def _network(address: str) -> str:
+    """An address as pg_hba.conf names it: an IP address as a /32 or /128, a name as is."""
+    try:
+        return str(ipaddress.ip_network(address))
+    except ValueError:
+        return address
+
+
+def client_endpoint(server: Server, endpoint: Endpoint) -> Endpoint:
+    """Where pgbench's own `-i` reaches endpoint's database: over TCP to a managed server on
+    another host, otherwise as pgbenchlab itself does."""
+    if isinstance(server, ManagedServer) and server.remote:
+        return server.client_endpoint("tcp").with_dbname(endpoint.dbname)
+    return endpoint

@@ -84,6 +84,15 @@ def _attr(name: str) -> Callable[[RunResult], Any]:
     return lambda r: getattr(r, name)
 
 
+def _tls(index: int) -> Callable[[RunResult], Any]:
+    def read(r: RunResult) -> str | None:
+        if r.telemetry is None:
+            return None
+        return (r.telemetry.tls_protocol, r.telemetry.tls_cipher)[index]
+
+    return read
+
+
 REAL, INT, TEXT = "REAL", "INTEGER", "TEXT"
 NN = {"required": True}
 
@@ -247,6 +256,18 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         _attr("schema_version"),
         **NN,
     ),
+    _c(
+        "connection",
+        TEXT,
+        "",
+        "how pgbench reached the server: socket, tcp or tls",
+        lambda r: r.spec.get("connection", "socket"),
+        since=10,
+    ),
+    _c(
+        "tls_protocol", TEXT, "", "TLS protocol pgbench's connections negotiated", _tls(0), since=10
+    ),
+    _c("tls_cipher", TEXT, "", "TLS cipher pgbench's connections negotiated", _tls(1), since=10),
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}
 BY_KEY = {c.key: c for c in RUN_COLUMNS}

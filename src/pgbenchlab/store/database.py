@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_settings
-from pgbenchlab.results import CampaignStatus, RunResult
+from pgbenchlab.results import CampaignStatus, RunHost, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import bisections
 from pgbenchlab.store import telemetry as telemetry_tables
@@ -257,8 +257,9 @@ class Store(Reading):
                 (campaign_id, server, scale, database, time.time(), seconds, seconds is None),
             )
 
-    def record_run(self, campaign_id: int, result: RunResult) -> int:
-        """Store one run, its seconds and histograms in one transaction (durable on return)."""
+    def record_run(self, campaign_id: int, result: RunResult, hosts: Sequence[RunHost] = ()) -> int:
+        """Store one run, its seconds, histograms and hosts in one transaction (durable on
+        return)."""
         with self.transaction():
             cursor = self.db.execute(*run_insert(campaign_id, result))
             run_id = cursor.lastrowid
@@ -282,6 +283,10 @@ class Store(Reading):
                 telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
             self.db.executemany(
                 "INSERT INTO run_sysctl VALUES (?,?,?)", [(run_id, *kv) for kv in result.sysctl]
+            )
+            self.db.executemany(
+                "INSERT INTO run_hosts VALUES (?,?,?,?)",
+                [(run_id, h.role, h.host, h.address) for h in hosts],
             )
         return run_id
 

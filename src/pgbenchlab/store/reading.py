@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab.errors import UserError
-from pgbenchlab.results import COMPLETE_STATUSES, Second
+from pgbenchlab.results import COMPLETE_STATUSES, RunHost, Second
 from pgbenchlab.store import bisections
 from pgbenchlab.store.columns import RUN_COLUMNS
 from pgbenchlab.store.faults import GuardedConnection
@@ -240,6 +240,17 @@ class Reading:
     def run_record(self, run_id: int) -> RunRecord | None:
         row = self._tuples(f"{RUN_SELECT} FROM runs WHERE id = ?", [run_id]).fetchone()
         return None if row is None else run_record(row)
+
+    def run_hosts(self, run_id: int) -> tuple[RunHost, ...]:
+        """The hosts of a run; a run stored before hosts existed ran here, as did its pgbench."""
+        rows = self.db.execute(
+            "SELECT role, host, address FROM run_hosts WHERE run_id = ? ORDER BY role, host",
+            (run_id,),
+        ).fetchall()
+        return tuple(RunHost(*row) for row in rows) or (
+            RunHost("pgbench", "local"),
+            RunHost("server", "local"),
+        )
 
     def seconds(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute(

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
+from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 11
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -276,9 +277,23 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (run_id, role)
     );
     """,
-    # 9: a performance bisection: what was asked, the commits of its range, each step's
-    # finding (its runs are the step campaigns', named NAME.STEP) and the answer.
+    # 9: which hosts ran what: the server's host and the load generators' of each run. Older
+    # runs all ran on the machine that ran the campaign: no rows, read as "local".
     9: """
+    CREATE TABLE run_hosts (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        role TEXT NOT NULL,
+        host TEXT NOT NULL,
+        address TEXT NOT NULL,
+        PRIMARY KEY (run_id, role, host)
+    );
+    """,
+    # 10: how pgbench reached the server (socket, tcp, tls) and, over TLS, what it negotiated.
+    # Runs stored before it all used the socket.
+    10: added_columns_sql(10) + "UPDATE runs SET connection = 'socket';\n",
+    # 11: a performance bisection: what was asked, the commits of its range, each step's
+    # finding (its runs are the step campaigns', named NAME.STEP) and the answer.
+    11: """
     CREATE TABLE bisections (
         name TEXT PRIMARY KEY,
         request_json TEXT NOT NULL,

@@ -124,6 +124,7 @@ class CampaignTelemetry:
                 host=server.host,
                 server_cpus=server.cpus,
                 pgbench_cpus=self.pgbench_cpus,
+                pgbench_here=server.host is self.host,
             )
         )
 

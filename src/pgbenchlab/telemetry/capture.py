@@ -68,6 +68,7 @@ class CaptureConfig:
     host: Host = LOCAL_HOST  # the server's: its log, its /proc
     server_cpus: str | None = None  # the CPU lists the plan pinned them to
     pgbench_cpus: str | None = None
+    pgbench_here: bool = True  # pgbench runs on that host too (its pid means something there)
 
 
 @dataclass
@@ -78,6 +79,8 @@ class _State:
     second_rounds: Counter[int] = field(default_factory=Counter)
     rounds: int = 0
     statements: int = 0  # sent on the benchmark's database since the first counter sample
+    connection_seen: bool = False  # a pgbench backend's connection was read (pg_stat_ssl)
+    tls: tuple[str, str] | None = None  # its TLS protocol and cipher
     errors: list[str] = field(default_factory=list)
 
 
@@ -120,7 +123,8 @@ class Capture:
         return self
 
     def pgbench_started(self, pid: int) -> None:
-        self.os.pgbench_pid = pid
+        if self.config.pgbench_here:  # else only its wait4 CPU, at the end
+            self.os.pgbench_pid = pid
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self._go.set()
 
@@ -218,11 +222,31 @@ class Capture:
             self._sql_failed(exc)
             return
         state = self.state
+        if not state.connection_seen:
+            self._connection()
         state.rounds += 1
         state.second_rounds[second] += 1
         for kind, event, count in rows:
             state.waits[(str(kind), str(event))] += int(count)
             state.second_waits[(second, str(kind), str(event))] += int(count)
+
+    def _connection(self) -> None:
+        """How pgbench's backends are connected, read once one is there (under -C they come
+        and go: the first sample that finds one decides)."""
+        assert self.conn is not None
+        try:
+            self.state.statements += 1
+            row = self.conn.execute(
+                pgstats.CONNECTION_SQL, (self.conn.info.backend_pid,)
+            ).fetchone()
+        except psycopg.Error as exc:
+            self._sql_failed(exc)
+            self.state.connection_seen = True  # not asked again
+            return
+        if row is not None:
+            self.state.connection_seen = True
+            if row[0]:
+                self.state.tls = (str(row[1]), str(row[2]))
 
     def _counters(self) -> osstats.Snapshot:
         values = self.os.sample()
@@ -290,6 +314,8 @@ class Capture:
             server_settings=dict(self.settings.values) if self.settings else {},
             errors=tuple(self.state.errors),
             affinity=self.affinity.result(),
+            tls_protocol=self.state.tls[0] if self.state.tls else None,
+            tls_cipher=self.state.tls[1] if self.state.tls else None,
         )
 
     def _wait_series(self) -> list[Point]:

@@ -124,6 +124,15 @@ SELECT count(*) FROM pg_stat_activity
 WHERE datname = current_database() AND backend_type = 'client backend'
   AND application_name = 'pgbench' AND pid <> %s
 """
+# How one of pgbench's backends is connected: TLS (with its protocol and cipher) or not.
+CONNECTION_SQL = """
+SELECT s.ssl, s.version, s.cipher
+FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+WHERE a.datname = current_database() AND a.backend_type = 'client backend'
+  AND a.application_name = 'pgbench' AND a.pid <> %s
+ORDER BY s.ssl DESC
+LIMIT 1
+"""
 STATEMENTS_SQL = """
 SELECT userid, queryid, {toplevel}, calls, {total_time}, rows, shared_blks_hit,
        shared_blks_read, shared_blks_written, {wal_bytes}{query}

@@ -121,6 +121,10 @@ class RunTelemetry:
     host_cpus: int | None = None
     server_settings: dict[str, str] = field(default_factory=dict)  # the few that matter here
     errors: tuple[str, ...] = ()  # what went wrong while sampling (the run itself stands)
+    # how pgbench's backends were connected (pg_stat_ssl): TLS protocol and cipher, None
+    # without TLS or when no backend was seen
+    tls_protocol: str | None = None
+    tls_cipher: str | None = None
     # statements the sampler sent between its first and final counter samples: each commits in
     # the benchmark's database (the commit cross-check subtracts them; not stored)
     sampler_statements: int = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from pgbenchlab.report.render.tables import change_tables, key_tables
+from pgbenchlab.report.render.tables import change_tables, connection_cost_tables, key_tables
 from pgbenchlab.report.views.capacity_tables import answers_table
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.report.views.scalability import scalability_table
@@ -85,6 +85,8 @@ def render(view: ReportView) -> str:
     usl = scalability_table(view)
     if usl is not None:
         parts += ["", f"### {escape(usl.title)}", "", table(usl), "", f"_{escape(usl.note)}_"]
+    for t in connection_cost_tables(view):
+        parts += ["", f"### {escape(t.title)}", "", table(t), "", f"_{escape(t.note)}_"]
     for found in view.scans:
         parts += ["", f"### {escape(title(found))}", ""]
         steps = step_table(found)

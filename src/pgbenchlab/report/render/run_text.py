@@ -43,6 +43,7 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     )
     if d["rate"]:
         cell += f" · rate {d['rate']:g}/s"
+    cell += f" · {connection_text(d)}"
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d["started_at"]))
     lines = [
         f"run {d['id']} of campaign {campaign} (repeat {d['repeat']}, started {started})",
@@ -57,6 +58,17 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     if d.get("server_build"):
         lines += [f"{title}: {text}" for title, text in builds.describe(d["server_build"])]
     return lines
+
+
+def connection_text(d: dict[str, Any]) -> str:
+    """How pgbench connected: the kind, -C, and over TLS what was negotiated."""
+    kind = d.get("connection") or "socket"
+    text = {"socket": "Unix socket", "tcp": "TCP", "tls": "TLS"}.get(kind, kind)
+    if d["connect"]:
+        text += ", a new connection per transaction (-C)"
+    if d.get("tls_protocol"):
+        text += f" ({d['tls_protocol']}, {d['tls_cipher']})"
+    return text
 
 
 def tps_text(d: dict[str, Any]) -> str:

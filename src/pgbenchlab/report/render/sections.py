@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.report.render.chart_data import cell_link, run_link
 from pgbenchlab.report.render.payload import common_facts
-from pgbenchlab.report.render.tables import change_tables, key_tables
+from pgbenchlab.report.render.tables import change_tables, connection_cost_tables, key_tables
 from pgbenchlab.report.views.model import Advice, ReportView, ServerView
 from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import step_table, summary, title
@@ -228,6 +228,7 @@ def summary_tables(view: ReportView) -> str:
     usl = scalability_table(view)
     if usl is not None:
         parts.append(data_table(usl))
+    parts += [data_table(t) for t in connection_cost_tables(view)]
     return "".join(parts)
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.analysis.connection_cost import ConnectionCost
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.render.charts import VERDICT_MARKS
+from pgbenchlab.report.views.connection_cost import CostGroup, cost_groups
 from pgbenchlab.report.views.labels import panel_label
 from pgbenchlab.report.views.model import CellView, ChangeView, ReportView
 from pgbenchlab.report.views.text import Table, fmt_ms, fmt_tps
@@ -105,3 +107,37 @@ def _change_note(view: ReportView) -> str:
         f"{view.confidence:.0%} confidence interval; ↑ improved, ↓ regressed, ≈ within noise "
         f"(±{DEFAULT_THRESHOLD:.0%}), ? not enough data to tell."
     )
+
+
+def connection_cost_tables(
+    view: ReportView, groups: Sequence[CostGroup] | None = None
+) -> list[Table]:
+    """What a new connection, and TLS on top, cost per transaction (`cost_groups`)."""
+    groups = cost_groups(view) if groups is None else groups
+    rows = tuple(
+        (group.title, cost.what, f"{cost.estimate_ms:+.3f}", _interval(cost), _runs(cost))
+        for group in groups
+        for cost in group.costs
+    )
+    if not rows:
+        return []
+    header = ("cell", "cost of", "ms per transaction", f"{view.confidence:.0%} interval", "runs")
+    return [Table("Connection cost per transaction", header, rows, COST_NOTE)]
+
+
+COST_NOTE = (
+    "A client's time per transaction is 1000 × clients ÷ TPS (pgbench's TPS includes "
+    "connecting under -C; its latency average does not), averaged over the repeats; a cost is "
+    "the difference of those means with and without, with Welch's interval (2 runs a side "
+    "at least). Rate-limited runs are left out."
+)
+
+
+def _interval(cost: ConnectionCost) -> str:
+    if cost.ci_low_ms is None or cost.ci_high_ms is None:
+        return "-"
+    return f"{cost.ci_low_ms:+.3f} … {cost.ci_high_ms:+.3f}"
+
+
+def _runs(cost: ConnectionCost) -> str:
+    return f"{cost.runs[0]} / {cost.runs[1]}"

@@ -16,6 +16,7 @@ from pgbenchlab.analysis.cells import Matched, match_cells
 from pgbenchlab.analysis.comparison import compare
 from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
+from pgbenchlab.plan.schema import CONNECTIONS
 from pgbenchlab.report.views import advice
 from pgbenchlab.report.views.capacity import capacity_views
 from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
@@ -45,6 +46,7 @@ AXES = (
     Axis("rate", "rate limit"),
     Axis("latency_limit", "latency limit"),
     Axis("connect", "connections"),
+    Axis("connection", "connection kind"),
     Axis("duration", "duration"),
     Axis("options", "options"),
 )
@@ -123,6 +125,7 @@ def _base_dims(r: RunView) -> dict[str, str]:
         "rate": f"{r.rate:g} tps" if r.rate else "unlimited",
         "latency_limit": f"{r.latency_limit_ms:g} ms" if r.latency_limit_ms else "none",
         "connect": "new per transaction (-C)" if r.connect else "persistent",
+        "connection": r.connection,
         "duration": duration,
         "options": "",
     }
@@ -164,6 +167,7 @@ def _cell_order(r: RunView, servers: list[str]) -> tuple[object, ...]:
         r.rate or 0.0,
         r.latency_limit_ms or 0.0,
         r.connect,
+        CONNECTIONS.index(r.connection) if r.connection in CONNECTIONS else len(CONNECTIONS),
         r.duration_s or 0,
         r.transactions_per_client or 0,
         r.options,

@@ -46,6 +46,7 @@ AXIS_SPEC_KEYS = frozenset(
         "rate",
         "latency_limit_ms",
         "connect",
+        "connection",
         "duration_s",
         "transactions",
     }

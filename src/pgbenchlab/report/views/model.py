@@ -164,6 +164,9 @@ class RunView:
     pgbench_version: str
     pgbench_output: str | None  # pgbench's own report, from the kept raw files
     stored_warnings: tuple[RunWarning, ...]
+    connection: str = "socket"  # socket | tcp | tls
+    tls_protocol: str | None = None  # what pgbench's connections negotiated, over TLS
+    tls_cipher: str | None = None
     seconds: tuple[SecondView, ...] = ()
     histogram: HistogramView | None = None
     service_histogram: HistogramView | None = None

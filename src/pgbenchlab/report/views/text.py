@@ -22,6 +22,15 @@ class Table:
     link_ids: tuple[str, ...] = ()  # per row: the cell the row's first cell links to, or ""
 
 
+def plain_table(t: Table) -> str:
+    """A table for a terminal: its title, aligned columns, its note."""
+    rows = [t.header, *t.rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(t.header))]
+    lines = [t.title, ""]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join([*lines, "", t.note] if t.note else lines)
+
+
 def fmt_tps(interval: Interval | None) -> str:
     """Mean TPS with the half-width of its confidence interval, as a share of the mean."""
     if interval is None:

@@ -1,0 +1,145 @@
+"""The campaign's [[host]]s: each reached over SSH once, checked before anything starts (an
+unknown host key, a refused login, an unreachable address: exit 2 with the fix), the
+detached processes a killed campaign left there stopped, their installations and login account
+found, and every connection closed at the end."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from pgbenchlab import installs
+from pgbenchlab.errors import HostError
+from pgbenchlab.hosts import LOCAL_HOST, Host, RemoteHost, Target
+from pgbenchlab.installs import Installation
+from pgbenchlab.osuser import OsAccount
+from pgbenchlab.plan import HostPlan, Plan, RunSpec
+from pgbenchlab.results import RunHost
+from pgbenchlab.telemetry.machine import machine_facts
+
+LOCAL = "local"  # the machine that runs the campaign, in stored run hosts
+
+
+def remote_host(plan: HostPlan) -> RemoteHost:
+    return RemoteHost(Target(plan.name, plan.ssh, plan.port, plan.identity, plan.known_hosts))
+
+
+class CampaignHosts:
+    """The plan's hosts by name; None names this machine."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.remote = {h.name: remote_host(h) for h in plan.hosts}
+        self._installs: dict[str, list[Installation]] = {}
+        self._accounts: dict[str, OsAccount] = {}
+
+    @property
+    def used(self) -> list[str]:
+        """The hosts some server or load generator runs on, in plan order."""
+        named = {s.host for s in self.plan.servers} | set(self.plan.pgbench_hosts)
+        return [h.name for h in self.plan.hosts if h.name in named]
+
+    def get(self, name: str | None) -> Host:
+        return LOCAL_HOST if name is None else self.remote[name]
+
+    def check(self) -> None:
+        """Connect to every used host (HostError otherwise) and stop what a killed campaign
+        left running there."""
+        for name in self.used:
+            self.remote[name].check()
+            self.remote[name].stop_leftovers()
+
+    def installations(self, name: str) -> list[Installation]:
+        if name not in self._installs:
+            self._installs[name] = installs.discover_on(self.remote[name])
+        return self._installs[name]
+
+    def account(self, name: str) -> OsAccount:
+        """The SSH login there: managed servers run as it."""
+        if name not in self._accounts:
+            host = self.remote[name]
+            ids = host.run(["sh", "-c", "id -u; id -g"], timeout=30).stdout.split()
+            if len(ids) != 2:
+                raise HostError("cannot read the login's user and group ids", where=name)
+            self._accounts[name] = OsAccount(host.user, int(ids[0]), int(ids[1]))
+        return self._accounts[name]
+
+    def close(self) -> None:
+        for host in self.remote.values():
+            host.close()
+
+
+def run_hosts(plan: Plan, spec: RunSpec) -> tuple[RunHost, ...]:
+    """Which hosts ran what in this run: its server's and its load generators'."""
+
+    def named(role: str, name: str | None) -> RunHost:
+        if name is None:
+            return RunHost(role, LOCAL)
+        return RunHost(role, name, plan.host(name).ssh.rpartition("@")[2])
+
+    generators = plan.pgbench_hosts or (None,)
+    return (
+        named("server", plan.server(spec.server).host),
+        *(named("pgbench", g) for g in generators),
+    )
+
+
+@dataclass(frozen=True)
+class HostSurvey:
+    """What `pgbenchlab hosts` tells about one host."""
+
+    name: str
+    ssh: str
+    problem: str | None  # why it cannot be used (with the fix); None: reachable
+    os: str | None = None
+    kernel: str | None = None
+    cpus: int | None = None
+    memory_bytes: int | None = None
+    installs: tuple[Installation, ...] = ()
+    clock_offset_s: float | None = None  # its clock minus this machine's
+    clock_uncertainty_s: float | None = None  # half the round trip of the best probe
+
+
+def survey(plan: Plan) -> list[HostSurvey]:
+    """Every [[host]] of the plan: reachable or why not, and what it is."""
+    surveys = []
+    for host_plan in plan.hosts:
+        host = remote_host(host_plan)
+        try:
+            host.check()
+            facts = machine_facts(host)
+            offset, uncertainty = clock_offset(host)
+            surveys.append(
+                HostSurvey(
+                    host_plan.name,
+                    host_plan.ssh,
+                    None,
+                    facts.get("os"),
+                    facts.get("kernel"),
+                    facts.get("cpus"),
+                    facts.get("memory_bytes"),
+                    tuple(installs.discover_on(host)),
+                    offset,
+                    uncertainty,
+                )
+            )
+        except (HostError, OSError) as exc:
+            surveys.append(HostSurvey(host_plan.name, host_plan.ssh, str(exc)))
+        finally:
+            host.close()
+    return surveys
+
+
+def clock_offset(host: Host, probes: int = 5) -> tuple[float, float]:
+    """The host's clock minus this machine's, from the probe with the shortest round trip
+    (NTP's way), and its uncertainty: half that round trip."""
+    best: tuple[float, float] | None = None
+    for _ in range(probes):
+        before = time.time()
+        remote = float(host.run(["date", "+%s.%N"], timeout=30).stdout)
+        after = time.time()
+        half_trip = (after - before) / 2
+        if best is None or half_trip < best[1]:
+            best = (remote - (before + half_trip), half_trip)
+    assert best is not None
+    return best

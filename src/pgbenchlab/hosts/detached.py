@@ -1,0 +1,186 @@
+"""Long-running processes on a remote host, started detached so that they outlive the SSH
+connection and a killed pgbenchlab can find, stop or collect them on its next start.
+
+Each started process gets a directory of its own under ~/.pgbenchlab/procs on that host: a
+small monitor (python3 there) forks the command with its output in `stdout` and `stderr`, writes
+`pid` ("command monitor") and, once the command has ended, `exit` (JSON: returncode and the
+command's own CPU seconds from wait4). The environment reaches the monitor on its stdin, never
+in argv. The output files are followed over SSH and passed on line by line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import shlex
+import threading
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Protocol
+
+import asyncssh
+
+from pgbenchlab.hosts import ssh
+from pgbenchlab.hosts.host import Exit, LineCallback
+
+STATE_DIR = ".pgbenchlab"  # under the account's home
+PROCS_DIR = "procs"  # under the state directory
+KILLED = -9  # the returncode of a command whose monitor died with it (no exit file)
+
+MONITOR = r"""
+import json, os, sys
+d, cwd, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+env = json.loads(sys.stdin.readline())
+os.makedirs(d, 0o700)
+r, w = os.pipe()
+if os.fork():
+    os.close(w)
+    print(os.read(r, 64).decode(), flush=True)
+    os._exit(0)
+os.setsid()
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+def create(name):
+    return os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+out, err = create("stdout"), create("stderr")
+pid = os.fork()
+if pid == 0:
+    try:
+        os.setpgid(0, 0)
+        os.dup2(out, 1); os.dup2(err, 2); os.chdir(cwd)
+        os.execvpe(argv[0], argv, env)
+    except OSError as e:
+        os.write(2, f"{argv[0]}: {e}\n".encode())
+    os._exit(127)
+def put(name, text):
+    with open(os.path.join(d, name + ".tmp"), "w") as f:
+        f.write(text)
+    os.rename(os.path.join(d, name + ".tmp"), os.path.join(d, name))
+try:
+    os.setpgid(pid, pid)  # here too: the group exists before anyone is told the pid
+except OSError:
+    pass
+put("pid", f"{pid} {os.getpid()}\n")
+os.write(w, str(pid).encode()); os.close(w)
+_, status, usage = os.wait4(pid, 0)
+put("exit", json.dumps({"returncode": os.waitstatus_to_exitcode(status),
+                        "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
+"""
+
+
+def monitor_command(directory: PurePosixPath, cwd: str, argv: list[str]) -> str:
+    return shlex.join(["python3", "-c", MONITOR, str(directory), cwd, *argv])
+
+
+class Owner(Protocol):
+    """What a detached process needs of its host (`remote.RemoteHost`)."""
+
+    name: str
+
+    async def connection(self) -> asyncssh.SSHClientConnection: ...
+
+    def signal(self, pid: int, signum: int) -> None: ...
+
+    def collect(self, directory: PurePosixPath) -> Exit: ...
+
+
+class RemoteProcess:
+    """A detached command on a remote host, its output followed from this machine."""
+
+    def __init__(
+        self,
+        host: Owner,
+        directory: PurePosixPath,
+        pid: int,
+        callbacks: tuple[LineCallback | None, LineCallback | None],
+        *,
+        group: bool,
+    ) -> None:
+        self.host = host
+        self.directory = directory
+        self._pid = pid
+        self._group = group
+        self._exit: Exit | None = None
+        self._failures: list[BaseException] = []
+        self._pumps = [
+            threading.Thread(target=self._pump, args=(name, callback), daemon=True)
+            for name, callback in zip(("stdout", "stderr"), callbacks, strict=True)
+        ]
+        for pump in self._pumps:
+            pump.start()
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def interrupt(self) -> None:
+        self._send(2, group=False)
+
+    def kill(self) -> None:
+        self._send(9, group=self._group)
+
+    def wait(self) -> Exit:
+        for pump in self._pumps:
+            pump.join()
+        if self._failures:
+            raise self._failures[0]
+        if self._exit is None:
+            self._exit = self.host.collect(self.directory)
+        return self._exit
+
+    def _send(self, signum: int, *, group: bool) -> None:
+        if self._exit is not None:
+            return
+        with contextlib.suppress(OSError):  # gone already, or unreachable: wait() says which
+            self.host.signal(-self._pid if group else self._pid, signum)
+
+    def _pump(self, name: str, callback: LineCallback | None) -> None:
+        """Follow one output file until the monitor has ended; lines reach the callback in this
+        thread (a callback may use the host, so it must not run on the SSH loop)."""
+        lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        following = ssh.submit(self._follow(name, lines.put))
+        while (line := lines.get()) is not None:
+            if callback is None:
+                continue
+            try:
+                callback(line)
+            except Exception as exc:
+                self._failures.append(exc)
+                callback = None
+        try:
+            following.result()
+        except BaseException as exc:
+            self._failures.append(_lost(self.host.name, exc))
+
+    async def _follow(self, name: str, put: Callable[[str | None], None]) -> None:
+        path = self.directory / name
+        monitor = self.directory / "pid"
+        script = (
+            f"m=$(cut -d' ' -f2 {shlex.quote(str(monitor))}); "
+            f"exec tail -q -n +1 -s 0.2 -F --pid=$m {shlex.quote(str(path))} 2>/dev/null"
+        )
+        try:
+            connection = await self.host.connection()
+            async with connection.create_process(script, errors="replace") as process:
+                async for line in process.stdout:
+                    if line:  # "" marks the end
+                        put(line.rstrip("\n"))
+                await process.wait()
+        finally:
+            put(None)
+
+
+def _lost(host: str, exc: BaseException) -> BaseException:
+    if isinstance(exc, (asyncssh.Error, ConnectionError, EOFError)):
+        reason = exc.reason if isinstance(exc, asyncssh.Error) else str(exc)
+        return ConnectionError(f"host {host}: the SSH connection was lost ({reason})")
+    return exc
+
+
+def parse_exit(text: str | None) -> Exit:
+    if not text:
+        return Exit(KILLED, 0.0)
+    record = json.loads(text)
+    return Exit(int(record["returncode"]), float(record["cpu_s"]))

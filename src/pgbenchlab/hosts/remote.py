@@ -1,0 +1,424 @@
+"""`RemoteHost`: another machine, reached over SSH (see `ssh` for keys and known_hosts).
+
+Commands run as the SSH login (a managed server there runs as that account: no switch of user
+remotely); argv is quoted, never interpreted, and the environment travels on the command's
+stdin, never in argv. Files move over SFTP. Long-running processes are started detached
+(`detached`). This machine's PATH and HOME mean nothing there: the login's own are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import uuid
+from collections.abc import Mapping
+from pathlib import PurePath, PurePosixPath
+from typing import Any
+
+import asyncssh
+
+from pgbenchlab.errors import HostError
+from pgbenchlab.hosts import ssh
+from pgbenchlab.hosts.detached import (
+    KILLED,
+    PROCS_DIR,
+    STATE_DIR,
+    RemoteProcess,
+    monitor_command,
+    parse_exit,
+)
+from pgbenchlab.hosts.host import Account, Exit, Finished, LineCallback
+from pgbenchlab.hosts.ssh import Target, sftp_error
+
+READ_CHUNK = 1 << 20
+LOCAL_ONLY_ENV = frozenset({"PATH", "HOME"})
+ENV_READER = 'while IFS= read -r v && [ -n "$v" ]; do export "$v"; done; '
+
+
+def _env_lines(env: Mapping[str, str] | None) -> str:
+    lines = []
+    for name, value in (env or {}).items():
+        if name in LOCAL_ONLY_ENV:
+            continue
+        if "\n" in value or "\n" in name or "=" in name:
+            raise ValueError(f"environment variable {name!r} cannot be passed to a remote host")
+        lines.append(f"{name}={value}\n")
+    return "".join(lines) + "\n"
+
+
+class RemoteHost:
+    """A machine reached over SSH; one connection (re-opened after a loss) per host."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.name = target.name
+        self._connection: asyncssh.SSHClientConnection | None = None
+        self._sftp: asyncssh.SFTPClient | None = None
+        self._home: PurePosixPath | None = None
+        self._facts: dict[str, str] = {}
+        self._forwards: dict[str, int] = {}
+        self._was_connected = False
+
+    # -- connection --------------------------------------------------------------------------
+
+    async def connection(self) -> asyncssh.SSHClientConnection:
+        if self._connection is None or self._connection.is_closed():
+            self._sftp = None
+            self._forwards.clear()
+            self._connection = None
+            try:
+                self._connection = await ssh.open_connection(self.target)
+            except HostError as exc:
+                if (
+                    self._was_connected
+                ):  # mid-campaign: an OSError like any lost file or process, not exit 2
+                    raise ConnectionError(f"connection lost, {exc}") from None
+                raise
+            self._was_connected = True
+        return self._connection
+
+    async def sftp(self) -> asyncssh.SFTPClient:
+        connection = await self.connection()
+        if self._sftp is None:
+            self._sftp = await connection.start_sftp_client()
+        return self._sftp
+
+    def check(self) -> None:
+        """Connect now: HostError (reason and fix) when the host cannot be used."""
+        ssh.call(self.connection())
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            ssh.call(self._connection.wait_closed(), timeout=10)
+            self._connection = None
+
+    @property
+    def user(self) -> str:
+        if "user" not in self._facts:
+            self._facts["user"] = self._shell("id -un").strip()
+        return self._facts["user"]
+
+    @property
+    def home(self) -> PurePosixPath:
+        if self._home is None:
+            self._home = PurePosixPath(self._sftp_call(lambda s: s.realpath("."), "~"))
+        return self._home
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: PurePath | str = "/",
+        timeout: float | None = None,
+        as_user: Account | None = None,
+        new_session: bool = False,  # an SSH command is in a session of its own already
+    ) -> Finished:
+        self._require_login(as_user)
+        command = f"{ENV_READER}cd {shlex.quote(str(cwd))} && exec {shlex.join(argv)}"
+        try:
+            done = ssh.call(self._run(command, _env_lines(env)), timeout)
+        except TimeoutError:
+            raise TimeoutError(f"{argv[0]} did not finish within {timeout:g} s") from None
+        return done
+
+    async def _run(self, command: str, stdin: str) -> Finished:
+        connection = await self.connection()
+        try:
+            done = await connection.run(command, input=stdin, errors="replace", check=False)
+        except asyncssh.Error as exc:
+            raise ConnectionError(f"host {self.name}: {exc.reason}") from None
+        code = done.exit_status if done.exit_status is not None else KILLED
+        return Finished(int(code), str(done.stdout or ""), str(done.stderr or ""))
+
+    def _shell(self, command: str, timeout: float = 60) -> str:
+        done = self.run(["sh", "-c", command], timeout=timeout)
+        if done.returncode != 0:
+            raise OSError(f"host {self.name}: {command}: {done.stderr.strip()}")
+        return done.stdout
+
+    def start(
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str],
+        cwd: PurePath | str,
+        on_stdout_line: LineCallback | None = None,
+        on_stderr_line: LineCallback | None = None,
+        as_user: Account | None = None,
+        new_session: bool = False,
+    ) -> RemoteProcess:
+        self._require_login(as_user)
+        directory = self.procs_dir / uuid.uuid4().hex
+        env_json = {k: v for k, v in env.items() if k not in LOCAL_ONLY_ENV}
+        env_json |= {k: v for k, v in self._login_env().items() if k in LOCAL_ONLY_ENV}
+        started = ssh.call(
+            self._run(monitor_command(directory, str(cwd), argv), json.dumps(env_json) + "\n")
+        )
+        if started.returncode != 0 or not started.stdout.strip().isdigit():
+            raise OSError(f"host {self.name}: cannot start {argv[0]}: {started.stderr.strip()}")
+        pid = int(started.stdout.strip())
+        return RemoteProcess(self, directory, pid, (on_stdout_line, on_stderr_line), group=True)
+
+    def _login_env(self) -> dict[str, str]:
+        if "PATH" not in self._facts:
+            self._facts["PATH"] = self._shell('printf %s "$PATH"')
+            self._facts["HOME"] = str(self.home)
+        return {"PATH": self._facts["PATH"], "HOME": self._facts["HOME"]}
+
+    @property
+    def procs_dir(self) -> PurePosixPath:
+        return self.state_dir() / PROCS_DIR
+
+    def collect(self, directory: PurePosixPath) -> Exit:
+        """How a detached command ended (its monitor's exit file); its directory goes."""
+        try:
+            text: str | None = self.read_text(directory / "exit")
+        except FileNotFoundError:
+            text = None
+        self.remove_tree(directory)
+        return parse_exit(text)
+
+    def stop_leftovers(self) -> list[str]:
+        """Detached commands a killed pgbenchlab left here: stopped (SIGKILL to their group)
+        and their directories removed. Returns what was stopped ("pid command")."""
+        stopped = []
+        for name in self.list_dir(self.procs_dir) if self.exists(self.procs_dir) else []:
+            directory = self.procs_dir / name
+            with contextlib.suppress(FileNotFoundError):
+                pids = self.read_text(directory / "pid").split()
+                if not self.exists(directory / "exit"):
+                    for pid in (-int(pids[0]), int(pids[1])):
+                        with contextlib.suppress(ProcessLookupError):
+                            self.signal(pid, 9)
+                    stopped.append(pids[0])
+            self.remove_tree(directory)
+        return stopped
+
+    def signal(self, pid: int, signum: int) -> None:
+        done = self.run(["kill", f"-{signum}", "--", str(pid)], timeout=30)
+        if done.returncode != 0:
+            if "No such process" in done.stderr:
+                raise ProcessLookupError(f"host {self.name}: no process {pid}")
+            raise OSError(f"host {self.name}: kill {pid}: {done.stderr.strip()}")
+
+    def _require_login(self, account: Account | None) -> None:
+        if account is not None and account.name != self.user:
+            raise PermissionError(
+                f"host {self.name}: commands run as the SSH login {self.user}, "
+                f"not as {account.name}"
+            )
+
+    # -- files -------------------------------------------------------------------------------
+
+    def _sftp_call(self, action: Any, path: object) -> Any:
+        async def act() -> Any:
+            try:
+                return await action(await self.sftp())
+            except asyncssh.SFTPError as exc:
+                raise sftp_error(exc, path) from None
+
+        return ssh.call(act())
+
+    def read_bytes(self, path: PurePath) -> bytes:
+        async def read(sftp: asyncssh.SFTPClient) -> bytes:
+            # Until an empty read: /proc's files tell a size of 0.
+            chunks = []
+            async with sftp.open(str(path), "rb") as file:
+                while chunk := await file.read(READ_CHUNK):
+                    chunks.append(chunk if isinstance(chunk, bytes) else chunk.encode())
+            return b"".join(chunks)
+
+        data: bytes = self._sftp_call(read, path)
+        return data
+
+    def read_text(self, path: PurePath) -> str:
+        return self.read_bytes(path).decode(errors="replace")
+
+    def write_text(
+        self, path: PurePath, text: str, *, mode: int = 0o600, owner: Account | None = None
+    ) -> None:
+        self._require_login(owner)
+        temporary = str(path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}")
+
+        async def write(sftp: asyncssh.SFTPClient) -> None:
+            attrs = asyncssh.SFTPAttrs(permissions=mode)
+            async with sftp.open(temporary, "wb", attrs) as file:
+                await file.write(text.encode())
+            await sftp.chmod(temporary, mode)
+            await sftp.posix_rename(temporary, str(path))
+
+        self._sftp_call(write, path)
+
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        async def write(sftp: asyncssh.SFTPClient) -> None:
+            async with sftp.open(str(path), "wb") as file:  # O_TRUNC, the file kept
+                await file.write(text.encode())
+
+        self._sftp_call(write, path)
+
+    def exists(self, path: PurePath) -> bool:
+        found: bool = self._sftp_call(lambda s: s.exists(str(path)), path)
+        return found
+
+    def mkdir(self, path: PurePath, *, mode: int = 0o700, owner: Account | None = None) -> None:
+        self._require_login(owner)
+
+        async def make(sftp: asyncssh.SFTPClient) -> None:
+            await sftp.makedirs(str(path), exist_ok=True)
+            await sftp.chmod(str(path), mode)
+
+        self._sftp_call(make, path)
+
+    def make_temp_dir(
+        self, prefix: str, parent: PurePath, *, owner: Account | None = None
+    ) -> PurePosixPath:
+        self._require_login(owner)
+        made = self._shell(f"mktemp -d -p {shlex.quote(str(parent))} {shlex.quote(prefix)}XXXXXXXX")
+        return PurePosixPath(made.strip())
+
+    def remove_tree(self, path: PurePath) -> None:
+        self._shell(f"rm -rf -- {shlex.quote(str(path))}")
+
+    def list_dir(self, path: PurePath) -> list[str]:
+        names: list[str] = self._sftp_call(lambda s: s.listdir(str(path)), path)
+        return [n for n in names if n not in (".", "..")]
+
+    def resolve(self, path: PurePath) -> PurePosixPath:
+        return PurePosixPath(self._shell(f"realpath -m -- {shlex.quote(str(path))}").strip())
+
+    def device_of(self, path: PurePath) -> str:
+        device = int(self._shell(f"stat -c %d -- {shlex.quote(str(path))}"))
+        return f"{os.major(device)}:{os.minor(device)}"
+
+    def lock(self, path: PurePath) -> RemoteLockedFile:
+        return RemoteLockedFile(self, PurePosixPath(path))
+
+    def follow(self, path: PurePath) -> RemoteTail:
+        return RemoteTail(self, PurePosixPath(path))
+
+    # -- facts -------------------------------------------------------------------------------
+
+    def cpu_count(self) -> int | None:
+        return int(self._fact("cpus", "getconf _NPROCESSORS_ONLN"))
+
+    def allowed_cpus(self) -> frozenset[int]:
+        probe = "import os; print(*sorted(os.sched_getaffinity(0)))"
+        return frozenset(int(c) for c in self._fact("allowed", f"python3 -c '{probe}'").split())
+
+    def pin_prefix(self, cpus: str) -> list[str] | None:
+        found = self._fact("pin", "command -v taskset || command -v numactl || true").strip()
+        if not found:
+            return None
+        return (
+            [found, "-c", cpus] if found.endswith("taskset") else [found, f"--physcpubind={cpus}"]
+        )
+
+    def clock_ticks_per_s(self) -> int:
+        return int(self._fact("ticks", "getconf CLK_TCK"))
+
+    def _fact(self, key: str, command: str) -> str:
+        if key not in self._facts:
+            self._facts[key] = self._shell(command).strip()
+        return self._facts[key]
+
+    @property
+    def address(self) -> str:
+        return self.target.address
+
+    def state_dir(self) -> PurePosixPath:
+        return self.home / STATE_DIR
+
+    def reach(self, socket_dir: PurePath, port: int) -> tuple[str, int]:
+        """A local port forwarded over SSH to the server's socket there (kept while the
+        connection lasts: one per socket)."""
+        socket = str(socket_dir / f".s.PGSQL.{port}")
+        if socket not in self._forwards:
+            self._forwards[socket] = ssh.call(self._forward(socket))
+        return "127.0.0.1", self._forwards[socket]
+
+    async def _forward(self, socket: str) -> int:
+        connection = await self.connection()
+        listener = await connection.forward_local_port_to_path("127.0.0.1", 0, socket)
+        return int(listener.get_port())
+
+    def free_port(self) -> int:
+        probe = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"
+        return int(self._shell(f"python3 -c {shlex.quote(probe)}"))
+
+
+class RemoteTail:
+    """A remote file followed from its end when opened; only whole lines are returned."""
+
+    def __init__(self, host: RemoteHost, path: PurePosixPath) -> None:
+        self.host = host
+        self.path = path
+        self.offset = self._size()
+
+    def _size(self) -> int:
+        try:
+            attrs = self.host._sftp_call(lambda s: s.stat(str(self.path)), self.path)
+        except FileNotFoundError:
+            return 0
+        return int(attrs.size or 0)
+
+    def read(self, limit: int = 16 << 20) -> str:
+        async def read(sftp: asyncssh.SFTPClient) -> bytes:
+            async with sftp.open(str(self.path), "rb") as file:
+                await file.seek(self.offset)
+                data = await file.read(limit)
+                return data if isinstance(data, bytes) else data.encode()
+
+        data: bytes = self.host._sftp_call(read, self.path)
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        return data[:end].decode(errors="replace")
+
+
+class RemoteLockedFile:
+    """A remote file held under flock by a `flock … cat` there: released when its stdin
+    closes, or when the connection (or this pgbenchlab) goes."""
+
+    BUSY = 75
+
+    def __init__(self, host: RemoteHost, path: PurePosixPath) -> None:
+        self.host = host
+        self.path = path
+        self._process: asyncssh.SSHClientProcess[str] | None = ssh.call(self._hold())
+
+    async def _hold(self) -> asyncssh.SSHClientProcess[str]:
+        connection = await self.host.connection()
+        holder = "echo locked; exec cat >/dev/null"
+        flock = f"flock -n -E {self.BUSY} {shlex.quote(str(self.path))}"
+        command = f"umask 077; exec {flock} sh -c {shlex.quote(holder)}"
+        process = await connection.create_process(command)
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        if first.strip() != "locked":
+            process.close()
+            raise BlockingIOError(f"host {self.host.name}: {self.path} is locked by another")
+        return process
+
+    def read_text(self) -> str:
+        return self.host.read_text(self.path)
+
+    def write_text(self, text: str) -> None:
+        async def write(sftp: asyncssh.SFTPClient) -> None:
+            async with sftp.open(str(self.path), "r+b") as file:
+                await file.truncate(0)
+                await file.write(text.encode(), 0)
+                await file.fsync()
+
+        self.host._sftp_call(write, self.path)
+
+    def release(self) -> None:
+        if self._process is not None:
+            process, self._process = self._process, None
+            with contextlib.suppress(Exception):
+                process.stdin.write_eof()
+                ssh.call(process.wait(), timeout=10)

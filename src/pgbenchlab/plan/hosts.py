@@ -1,0 +1,86 @@
+"""The [[host]] tables (machines reached over SSH) and who names them: a server's `host`, the
+[pgbench] `hosts` where the load generators run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgbenchlab.plan.records import HostPlan, ServerPlan
+from pgbenchlab.plan.schema import HOST_KEYS
+from pgbenchlab.plan.values import Context, check_name
+
+LOCAL_NAMES = ("local", "localhost")  # this machine: never a [[host]] name
+
+
+def parse_hosts(value: Any, ctx: Context) -> tuple[HostPlan, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ctx.fail("host", "must be one or more [[host]] tables")
+    hosts: list[HostPlan] = []
+    for i, item in enumerate(value):
+        key = f"host[{i}]"
+        if not isinstance(item, dict):
+            raise ctx.fail(key, "must be a table")
+        ctx.check_keys(item, HOST_KEYS, key)
+        host = parse_host(item, ctx, key)
+        if any(h.name == host.name for h in hosts):
+            raise ctx.fail(f"{key}.name", f'host name "{host.name}" is used twice')
+        hosts.append(host)
+    return tuple(hosts)
+
+
+def parse_host(item: dict[str, Any], ctx: Context, key: str) -> HostPlan:
+    name = check_name(item.get("name"), ctx, f"{key}.name")
+    if name in LOCAL_NAMES:
+        raise ctx.fail(f"{key}.name", f'"{name}" means this machine; choose another name')
+    target = item.get("ssh")
+    if not isinstance(target, str) or not target or any(c.isspace() for c in target):
+        raise ctx.fail(f"{key}.ssh", 'must be "user@address" or "address" (as ssh takes it)')
+    if ":" in target.rpartition("@")[0]:
+        raise ctx.fail(f"{key}.ssh", "must not hold a password: keys and the agent log in")
+    port = item.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
+        raise ctx.fail(f"{key}.port", f"must be a port number; got {port!r}")
+    if port is not None and not 0 < port < 65536:
+        raise ctx.fail(f"{key}.port", f"must be 1 to 65535; got {port}")
+    paths = {}
+    for field_name in ("identity", "known_hosts"):
+        value = item.get(field_name)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ctx.fail(f"{key}.{field_name}", "must be a file path")
+        paths[field_name] = value
+    return HostPlan(name, target, port, paths["identity"], paths["known_hosts"])
+
+
+def check_host_names(
+    hosts: tuple[HostPlan, ...], servers: list[ServerPlan], pgbench: dict[str, Any], ctx: Context
+) -> tuple[str, ...]:
+    """Every host named by a server or [pgbench] exists; the load generator hosts."""
+    known = {h.name for h in hosts}
+    for i, server in enumerate(servers):
+        if server.host is not None and server.host not in known:
+            raise ctx.fail(f"server[{i}].host", _unknown(server.host, known))
+    value = pgbench.get("hosts", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ctx.fail("pgbench.hosts", 'must be a list of host names, e.g. ["lg1", "lg2"]')
+    for name in value:
+        if name not in known:
+            raise ctx.fail("pgbench.hosts", _unknown(name, known))
+    if len(set(value)) != len(value):
+        raise ctx.fail("pgbench.hosts", "names a host twice")
+    if len(value) > 1:
+        raise ctx.fail("pgbench.hosts", "one load generator host for now: name one")
+    for i, server in enumerate(servers):
+        if value and server.managed and server.host is None:
+            raise ctx.fail(
+                f"server[{i}].host",
+                "a managed server on this machine is not reachable from a load generator "
+                "host: give it a host too",
+            )
+    return tuple(value)
+
+
+def _unknown(name: str, known: set[str]) -> str:
+    listed = ", ".join(sorted(known)) or "none"
+    return f'names host "{name}", which no [[host]] table defines (defined: {listed})'

@@ -1,0 +1,59 @@
+"""The [[host]] tables and who names them, checked before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab import plan
+from pgbenchlab.errors import PlanError
+from pgbenchlab.plan import HostPlan
+
+HOSTS = """
+[[host]]
+name = "db1"
+ssh = "bench@10.0.0.5"
+port = 2222
+identity = "~/.ssh/lab"
+
+[[host]]
+name = "lg1"
+ssh = "10.0.0.6"
+"""
+
+
+def parse(text: str, tmp_path: Path) -> plan.Plan:
+    return plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+
+
+def test_hosts_servers_and_generators(tmp_path: Path) -> None:
+    text = HOSTS + '[pgbench]\nhosts = ["lg1"]\n[[server]]\nname = "pg"\nhost = "db1"\n'
+    parsed = parse(text, tmp_path)
+    assert parsed.hosts[0] == HostPlan("db1", "bench@10.0.0.5", 2222, "~/.ssh/lab", None)
+    assert parsed.pgbench_hosts == ("lg1",)
+    assert parsed.servers[0].host == "db1"
+    assert parsed.servers[0].install == "newest"  # its host's newest, not this machine's wheel
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('[[server]]\nname = "pg"\nhost = "db9"\n', r'server\[0\].host: names host "db9"'),
+        ('[pgbench]\nhosts = ["lg9"]\n', r'pgbench.hosts: names host "lg9"'),
+        ('[pgbench]\nhosts = ["db1", "lg1"]\n', "one load generator host for now"),
+        ('[pgbench]\nhosts = ["lg1"]\n', r"server\[0\].host: a managed server on this machine"),
+        (
+            '[[server]]\nname = "pg"\nhost = "db1"\ndata_dir = "rel/data"\n',
+            "must be an absolute path on host db1",
+        ),
+        ('[[host]]\nname = "db1"\nssh = "x@y"\n', 'host name "db1" is used twice'),
+        ('[[host]]\nname = "local"\nssh = "x@y"\n', "means this machine"),
+        ('[[host]]\nname = "h"\nssh = "u:secret@y"\n', "must not hold a password"),
+        ('[[host]]\nname = "h"\nssh = "y"\nport = 0\n', "must be 1 to 65535"),
+        ('[[host]]\nname = "h"\nssh = "y"\nuser = "u"\n', 'unknown key "user"|user'),
+    ],
+)
+def test_mistakes_are_refused(tmp_path: Path, extra: str, message: str) -> None:
+    with pytest.raises(PlanError, match=message):
+        parse(HOSTS + extra, tmp_path)

@@ -1,0 +1,202 @@
+"""A campaign with its managed server on another host (a network namespace with its own sshd):
+initdb, settings, start and stop there, the dataset made and pgbench run from this machine over
+TCP, telemetry read there; results stored as for a local run, nothing left running."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from netns_hosts import TestHosts
+from pgbenchlab import plan
+from pgbenchlab.campaign import run_campaign
+from pgbenchlab.cli import main
+from pgbenchlab.plan import RunSpec
+from pgbenchlab.results import RunHost, RunStatus
+from pgbenchlab.store import Store
+from support import QuietReporter, require_installs
+
+pytestmark = pytest.mark.server
+
+
+def hosts_toml(hosts: TestHosts, *names: str) -> str:
+    return "".join(
+        f'[[host]]\nname = "{name}"\nssh = "{hosts.ssh_target(name)}"\n'
+        f'identity = "{hosts.identity}"\nknown_hosts = "{hosts.known_hosts}"\n'
+        for name in names
+    )
+
+
+@pytest.fixture(scope="module")
+def db_host(test_hosts: TestHosts) -> TestHosts:
+    require_installs("15")
+    test_hosts.add("db1")
+    test_hosts.add("nopg", hide=("/usr/lib/postgresql",))
+    test_hosts.add("stranger", trusted=False)
+    test_hosts.add("lg1")
+    return test_hosts
+
+
+def one_server_plan(hosts: TestHosts, server_host: str, *, user: str | None = None) -> str:
+    text = f"""
+[campaign]
+name = "remote"
+
+[defaults]
+duration = "2s"
+warmup = "0s"
+
+{hosts_toml(hosts, server_host)}
+[[server]]
+name = "pg"
+host = "{server_host}"
+"""
+    return text if user is None else text.replace(f'"{hosts.user}@', f'"{user}@')
+
+
+@pytest.mark.parametrize(
+    ("server_host", "user", "expected"),
+    [
+        ("stranger", None, r"host stranger: the host key of .* is not in known_hosts.*ssh-keyscan"),
+        ("db1", "nobody", r"host db1: nobody@.* refused the login"),
+        ("nopg", None, r"no PostgreSQL server is installed on host nopg"),
+    ],
+)
+def test_a_host_that_cannot_serve_stops_the_campaign_before_it_starts(
+    db_host: TestHosts,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    server_host: str,
+    user: str | None,
+    expected: str,
+) -> None:
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(one_server_plan(db_host, server_host, user=user))
+    results = tmp_path / "results"
+    assert main(["run", str(plan_file), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(expected, err), err
+    assert len(err.strip().splitlines()) == 1
+    assert not (results / "results.db").exists()
+    assert db_host.leftovers() == []
+
+
+def test_hosts_command_tells_each_host(
+    db_host: TestHosts, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        hosts_toml(db_host, "db1", "nopg", "stranger") + '[[server]]\nname = "x"\nhost = "db1"\n'
+    )
+    assert main(["hosts", str(plan_file), "--json"]) == 1
+    found = {h["name"]: h for h in json.loads(capsys.readouterr().out)}
+    assert found["db1"]["reachable"] and found["nopg"]["reachable"]
+    assert [i["version"].split(".")[0] for i in found["db1"]["installs"]] == ["15"]
+    assert found["nopg"]["installs"] == []
+    assert found["db1"]["cpus"] >= 1 and found["db1"]["memory_bytes"] > 0
+    assert "Debian" in found["db1"]["os"]
+    # One machine: the same clock, within the probe's own uncertainty.
+    assert abs(found["db1"]["clock_offset_s"]) <= found["db1"]["clock_uncertainty_s"] + 0.005
+    assert not found["stranger"]["reachable"]
+    assert "ssh-keyscan" in found["stranger"]["problem"]
+
+
+def test_a_managed_server_on_another_host(db_host: TestHosts, tmp_path: Path) -> None:
+    text = f"""
+[campaign]
+name = "remote"
+
+[defaults]
+duration = "2s"
+warmup = "0s"
+
+{hosts_toml(db_host, "db1")}
+[[server]]
+name = "pg15"
+host = "db1"
+install = "15"
+settings = {{ shared_buffers = "32MB" }}
+
+[matrix]
+clients = [1, 2]
+"""
+    the_plan = plan.parse(text, str(tmp_path / "remote.toml"), base=tmp_path)
+    outcome = run_campaign(the_plan, tmp_path / "results", QuietReporter())
+    assert (outcome.ran, outcome.failed) == (2, 0), [(r.status, r.error) for r in outcome.results]
+    assert all(r.status == RunStatus.OK and r.tps and r.tps > 0 for r in outcome.results)
+    store = Store(tmp_path / "results" / "results.db")
+    try:
+        servers = store.server_records(outcome.campaign_id)
+        run_ids = [row["id"] for row in store.runs(outcome.campaign_id)]
+        hosts = {store.run_hosts(run_id) for run_id in run_ids}
+    finally:
+        store.close()
+    address = db_host.hosts["db1"].address
+    assert hosts == {(RunHost("pgbench", "local"), RunHost("server", "db1", address))}
+    # The cluster is in db1's own home (private to it: not on this machine).
+    assert servers[0].data_dir.startswith(str(db_host.home) + "/.pgbenchlab/clusters/")
+    assert not Path(servers[0].data_dir).exists()
+    assert db_host.leftovers() == []
+
+
+class KillSshdOnFirstMeasure(QuietReporter):
+    """Kills db1's sshd as the first run starts measuring (a crashed or cut-off host)."""
+
+    def __init__(self, hosts: TestHosts) -> None:
+        super().__init__()
+        self.hosts = hosts
+        self.killed = False
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        super().phase(spec, text)
+        if text == "measuring" and not self.killed:
+            self.killed = True
+            threading.Timer(0.5, self.hosts.kill_sshd, args=("db1",)).start()
+
+
+def test_a_lost_server_host_fails_its_runs_and_the_next_start_recovers(
+    db_host: TestHosts, tmp_path: Path
+) -> None:
+    text = one_server_plan(db_host, "db1").replace('duration = "2s"', 'duration = "3s"')
+    the_plan = plan.parse(
+        text + "[matrix]\nclients = [1, 2]\n", str(tmp_path / "p.toml"), base=tmp_path
+    )
+    results = tmp_path / "results"
+    try:
+        outcome = run_campaign(the_plan, results, KillSshdOnFirstMeasure(db_host))
+        # The run measuring then keeps pgbench's figures (TCP to db1 still works; only the
+        # samplers there stop); the next cannot start its server: failed, with the reason.
+        last = outcome.results[-1]
+        assert last.status == RunStatus.FAILED and "host db1" in (last.error or "")
+        assert "connection lost" in (last.error or "")
+    finally:
+        db_host.start_sshd("db1")
+    again = run_campaign(the_plan, results, QuietReporter())  # resumes: the failed runs again
+    assert (again.ran, again.failed) == (outcome.failed, 0), [r.error for r in again.results]
+    assert db_host.leftovers() == []
+
+
+def test_pgbench_on_a_load_generator_host(db_host: TestHosts, tmp_path: Path) -> None:
+    text = one_server_plan(db_host, "db1").replace(
+        hosts_toml(db_host, "db1"), hosts_toml(db_host, "db1", "lg1")
+    )
+    text = text.replace("[[server]]", '[pgbench]\nhosts = ["lg1"]\n\n[[server]]')
+    the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+    outcome = run_campaign(the_plan, tmp_path / "results", QuietReporter())
+    assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
+    result = outcome.results[0]
+    # pgbench's per-transaction log came back from lg1: percentiles from every transaction.
+    assert result.latency is not None and result.latency.samples > 0
+    assert "pgbench-" not in " ".join(result.argv)
+    store = Store(tmp_path / "results" / "results.db")
+    try:
+        run_id = store.runs(outcome.campaign_id)[0]["id"]
+        hosts = {h.role: h.host for h in store.run_hosts(run_id)}
+    finally:
+        store.close()
+    assert hosts == {"server": "db1", "pgbench": "lg1"}
+    assert db_host.leftovers() == []

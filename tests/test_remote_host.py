@@ -1,0 +1,118 @@
+"""`RemoteHost` against real sshd in network namespaces (tests/netns_hosts.py): the Host
+interface over SSH and SFTP, detached processes, host-key and login refusals."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import PurePosixPath
+
+import pytest
+
+from netns_hosts import TestHosts
+from pgbenchlab.errors import HostError
+from pgbenchlab.hosts import RemoteHost, Target
+
+
+@pytest.fixture(scope="module")
+def remote(test_hosts: TestHosts) -> RemoteHost:
+    test_hosts.add("r1")
+    host = RemoteHost(target(test_hosts, "r1"))
+    yield host
+    host.close()
+
+
+def target(hosts: TestHosts, name: str, **changes: str) -> Target:
+    fields = {
+        "name": name,
+        "ssh": hosts.ssh_target(name),
+        "identity": str(hosts.identity),
+        "known_hosts": str(hosts.known_hosts),
+    } | changes
+    return Target(**fields)
+
+
+def test_commands_files_and_facts(remote: RemoteHost) -> None:
+    done = remote.run(
+        ["sh", "-c", 'echo "$SECRET" "$1"; pwd; echo err >&2; exit 3', "-", "a b"],
+        env={"SECRET": "s3cret", "PATH": "/nonexistent"},
+        cwd="/usr",
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (3, "s3cret a b\n/usr\n", "err\n")
+    home = remote.home
+    assert str(home).startswith("/home/")
+    work = remote.make_temp_dir("t-", home)
+    remote.mkdir(work / "a" / "b", mode=0o750)
+    remote.write_text(work / "a" / "f", "one\ntwo\n", mode=0o640)
+    assert remote.read_text(work / "a" / "f") == "one\ntwo\n"
+    assert sorted(remote.list_dir(work / "a")) == ["b", "f"]
+    assert remote.run(["stat", "-c", "%a", str(work / "a" / "f")]).stdout == "640\n"
+    assert remote.exists(work / "a" / "b") and not remote.exists(work / "nope")
+    with pytest.raises(FileNotFoundError):
+        remote.read_text(work / "nope")
+    tail = remote.follow(work / "a" / "f")
+    remote.run(["sh", "-c", f"printf 'three\\nfour' >> {work}/a/f"])
+    assert tail.read() == "three\n"
+    assert remote.device_of(work).count(":") == 1
+    assert remote.cpu_count() and remote.clock_ticks_per_s() == 100
+    assert 0 < remote.free_port() < 65536
+    remote.remove_tree(work)
+    assert not remote.exists(work)
+    # This machine's files are not there (a private /tmp).
+    assert not remote.exists(PurePosixPath("/tmp") / "pytest-of-root")
+
+
+def test_detached_process_streams_and_survives(remote: RemoteHost) -> None:
+    lines: list[str] = []
+    proc = remote.start(
+        ["sh", "-c", 'for i in 1 2 3; do echo "$X$i"; done; echo e >&2; exit 4'],
+        env={"X": "x"},
+        cwd="/",
+        on_stdout_line=lines.append,
+    )
+    end = proc.wait()
+    assert end.returncode == 4 and lines == ["x1", "x2", "x3"]
+    assert remote.list_dir(remote.procs_dir) == []
+
+
+def test_a_killed_pgbenchlab_leaves_nothing_running(
+    remote: RemoteHost, test_hosts: TestHosts
+) -> None:
+    proc = remote.start(["sleep", "300"], env={}, cwd="/")
+    remote.close()  # as if this process had died: the command goes on there
+    time.sleep(0.3)
+    assert any("sleep 300" in p for p in test_hosts.account_processes())
+    again = RemoteHost(remote.target)
+    assert again.stop_leftovers() == [str(proc.pid)]
+    time.sleep(0.3)
+    assert not any("sleep 300" in p for p in test_hosts.account_processes())
+    again.close()
+
+
+def test_interrupt_and_kill(remote: RemoteHost) -> None:
+    proc = remote.start(["sleep", "300"], env={}, cwd="/")
+    proc.interrupt()
+    assert proc.wait().returncode == -signal.SIGINT
+    proc = remote.start(["sh", "-c", "sleep 300; true"], env={}, cwd="/")
+    proc.kill()
+    assert proc.wait().returncode == -signal.SIGKILL
+
+
+def test_lock_is_exclusive_and_released(remote: RemoteHost) -> None:
+    path = remote.home / "claim"
+    held = remote.lock(path)
+    held.write_text("mine")
+    with pytest.raises(BlockingIOError):
+        remote.lock(path)
+    assert held.read_text() == "mine"
+    held.release()
+    remote.lock(path).release()
+
+
+def test_unknown_host_key_and_wrong_user_are_refused(test_hosts: TestHosts) -> None:
+    test_hosts.add("r2", trusted=False)
+    with pytest.raises(HostError, match=r"not in known_hosts.*ssh-keyscan"):
+        RemoteHost(target(test_hosts, "r2")).check()
+    wrong = target(test_hosts, "r1", ssh=f"nobody@{test_hosts.hosts['r1'].address}")
+    with pytest.raises(HostError, match="refused the login"):
+        RemoteHost(wrong).check()
