@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "studies": 4,
     "store": 5,
     "campaign": 6,
+    "bisect": 7,
     "report.views": 7,
     "report": 8,
     "exporting": 9,

@@ -22,6 +22,7 @@ from pgbenchlab.builds.builder import (
 )
 from pgbenchlab.builds.cache import CachedBuild, cache_root, cached_builds, prune, read_provenance
 from pgbenchlab.builds.compile import Progress
+from pgbenchlab.builds.incremental import prune_trees
 from pgbenchlab.builds.recipe import RECIPE_VERSION, BuildRecipe, split_source
 from pgbenchlab.installs import Installation
 
@@ -50,6 +51,7 @@ __all__ = [
     "installation",
     "provenance_of",
     "prune",
+    "prune_trees",
     "read_provenance",
     "split_source",
 ]

@@ -14,6 +14,8 @@ from typing import Any
 from pgbenchlab import osuser
 from pgbenchlab.builds import cache, sources
 from pgbenchlab.builds.compile import BuildLog, Progress, apply_patches, configure, make_and_install
+from pgbenchlab.builds.incremental import DEPEND_OPTION, sync
+from pgbenchlab.builds.incremental import persistent_tree as kept_tree
 from pgbenchlab.builds.recipe import (
     RECIPE_VERSION,
     BuildRecipe,
@@ -34,8 +36,10 @@ def ensure(
     *,
     root: Path | None = None,
     host: Host = LOCAL_HOST,
+    incremental: bool = False,
 ) -> Installation:
-    """The installation the recipe gives, built now unless the cache holds it."""
+    """The installation the recipe gives, built now unless the cache holds it (incremental: in
+    the persistent tree of its source and options, see `incremental`)."""
     root = root or cache.cache_root()
     compiler = find_compiler(recipe.compiler, host)
     patches = patch_files(recipe)
@@ -46,7 +50,7 @@ def ensure(
     if not cache.is_complete(final):
         with cache.build_lock(root, key, progress, host):
             if not cache.is_complete(final):
-                build(recipe, source, patches, compiler, key, root, progress, host)
+                build(recipe, source, patches, compiler, key, root, progress, host, incremental)
     return installation(recipe.name, final)
 
 
@@ -109,6 +113,7 @@ def build(
     root: Path,
     progress: Progress | None,
     host: Host,
+    incremental: bool = False,
 ) -> None:
     """Build into a private directory and rename the finished installation into place: a
     failed or interrupted build leaves no directory that looks complete."""
@@ -120,18 +125,26 @@ def build(
         log.enter("fetch")
         tree = sources.unpack(source, work / "src", root, host)
         version = sources.tree_version(tree) or source.version
-        apply_patches(tree, patches, log)
         options, reasons = version_flags(version, recipe.configure)
-        configure(tree, final, compiler.path, options, log)
-        staging = work / "dest"
-        make_and_install(tree, version, staging, host.cpu_count() or 2, log)
-        installed = staging / final.relative_to(final.anchor)
+        staging, jobs = work / "dest", host.cpu_count() or 2
+        if incremental:
+            with kept_tree(root, source, options, compiler, progress, host) as kept:
+                log.write(f"persistent tree {kept.path}: {sync(kept.path, tree)} file(s) changed")
+                installed = compile_tree(
+                    kept.path, kept.prefix, patches, compiler, options, version, staging, log,
+                    jobs=jobs, configure_needed=kept.needs_configure(),
+                    on_configured=kept.configured,
+                )  # fmt: skip
+        else:
+            installed = compile_tree(
+                tree, final, patches, compiler, options, version, staging, log, jobs=jobs
+            )
         seconds = time.monotonic() - log.started
         log.enter("done")
         log.close()
         os.replace(log.path, installed / cache.BUILD_LOG)
         facts = provenance(recipe, source, patches, compiler, options, reasons, version)
-        facts |= {"key": key, "build_seconds": round(seconds, 1)}
+        facts |= {"key": key, "build_seconds": round(seconds, 1), "incremental": incremental}
         facts["size_bytes"] = cache.tree_size(installed)
         cache.write_provenance(installed, facts)
         osuser.open_tree(installed)
@@ -140,6 +153,32 @@ def build(
     finally:
         log.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def compile_tree(
+    tree: Path,
+    prefix: Path,
+    patches: tuple[PatchFile, ...],
+    compiler: Compiler,
+    options: tuple[str, ...],
+    version: str,
+    staging: Path,
+    log: BuildLog,
+    *,
+    jobs: int,
+    configure_needed: bool = True,
+    on_configured: Callable[[], None] | None = None,
+) -> Path:
+    """Patch, configure (when needed), make and install a tree into staging; returns the
+    staged installation's directory."""
+    apply_patches(tree, patches, log)
+    if configure_needed:
+        extra = (DEPEND_OPTION,) if on_configured else ()
+        configure(tree, prefix, compiler.path, (*options, *extra), log)
+        if on_configured:
+            on_configured()
+    make_and_install(tree, version, staging, jobs, log)
+    return staging / prefix.relative_to(prefix.anchor)
 
 
 def describe(facts: Mapping[str, Any]) -> list[tuple[str, str]]:

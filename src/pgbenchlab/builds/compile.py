@@ -23,9 +23,10 @@ STATEMENTS_DIR = "contrib/pg_stat_statements"
 class StepFailed(Exception):
     """A command of the build exited non-zero; its last lines are kept."""
 
-    def __init__(self, what: str, tail: list[str]) -> None:
+    def __init__(self, what: str, tail: list[str], first_error: str | None = None) -> None:
         self.what = what
         self.tail = tail
+        self.first_error = first_error  # the compiler's first "error:" line, when it said one
         super().__init__(what)
 
 
@@ -77,7 +78,8 @@ class BuildLog:
         status = process.wait()
         self._stream.flush()
         if status.returncode != 0:
-            raise StepFailed(what, list(tail))
+            first_error = next((line.strip() for line in lines if "error:" in line), None)
+            raise StepFailed(what, list(tail), first_error)
         return "\n".join(lines)
 
 
@@ -142,6 +144,7 @@ def make_and_install(tree: Path, version: str, staging: Path, jobs: int, log: Bu
             log.run(["make", "-C", directory, "install", destdir], tree, "make install")
     except StepFailed as failed:
         tail = "\n".join(f"  {line}" for line in failed.tail)
+        first = f": {failed.first_error}" if failed.first_error else ""
         raise BuildError(
-            f"{failed.what} failed; its last lines:\n{tail}\nlog: {log.path}"
+            f"{failed.what} failed{first}; its last lines:\n{tail}\nlog: {log.path}"
         ) from None

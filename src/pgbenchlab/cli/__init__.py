@@ -20,6 +20,7 @@ import sys
 
 from pgbenchlab import __version__
 from pgbenchlab.cli import (
+    bisect,
     build,
     builds,
     campaigns,
@@ -56,6 +57,7 @@ COMMANDS = (
     export,
     report,
     compare,
+    bisect,
     campaigns,
     clean,
 )

@@ -59,8 +59,10 @@ def run(options: BuildsOptions) -> int:
             keep = store.build_keys()
         removed = builds.prune(root, keep)
         freed = sum(b.size for b in removed)
+        trees = builds.prune_trees(root)
         print(
-            f"pruned {len(removed)} build(s), {freed / 1e6:.0f} MB; kept {len(keep)} in use",
+            f"pruned {len(removed)} build(s), {freed / 1e6:.0f} MB; kept {len(keep)} in use; "
+            f"incremental build trees: {trees / 1e6:.0f} MB",
             file=sys.stderr,
         )
         return EXIT_OK

@@ -15,6 +15,7 @@ from pathlib import Path
 from pgbenchlab import files
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.render import html, images, markdown, site
+from pgbenchlab.report.views.bisection import bisection_view
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.site import load_site
 from pgbenchlab.report.views.summary import SummaryRow, summary_rows, summary_text
@@ -29,6 +30,7 @@ __all__ = [
     "load_view",
     "summary_rows",
     "summary_text",
+    "write_bisection",
     "write_report",
     "write_site",
 ]
@@ -74,6 +76,17 @@ def _write(path: Path, text: str) -> None:
     """Write whole or not at all: a reader never opens half a report."""
     fix = "give -o a file in a writable directory"
     files.write_output(path, text.encode(), "the report", fix, make_parents=True)
+
+
+def write_bisection(store_path: Path, name: str, output: Path) -> Path:
+    """Write a stored bisection's page (self-contained HTML) to output."""
+    with Store.existing(store_path) as store:
+        found = store.bisection(name)
+    if found is None:
+        raise UserError(f"no bisection {name!r} in {store_path}")
+    page = site.bisection_html(bisection_view(found))
+    files.write_output(output, page.encode(), "the bisection's page", "give a writable --results")
+    return output
 
 
 def write_site(store_path: Path, directory: Path) -> Path:

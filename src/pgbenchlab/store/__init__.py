@@ -11,6 +11,7 @@ records and analysis.diagnosis (what it stores); never report, runner or cli.
 from pgbenchlab.store.columns import RUN_COLUMNS, RunColumn, run_as_dict
 from pgbenchlab.store.database import Store
 from pgbenchlab.store.records import (
+    BisectionRecord,
     CampaignRecord,
     DatasetRecord,
     ProbeRecord,
@@ -30,6 +31,7 @@ __all__ = [
     "MIGRATIONS",
     "RUN_COLUMNS",
     "SCHEMA_VERSION",
+    "BisectionRecord",
     "CampaignRecord",
     "DatasetRecord",
     "ProbeRecord",

@@ -24,11 +24,12 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunResult
 from pgbenchlab.server import ServerFacts
+from pgbenchlab.store import bisections
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.reading import Reading
-from pgbenchlab.store.records import ProbeRecord
+from pgbenchlab.store.records import BisectionRecord, ProbeRecord
 from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION, axis_orders_json
 
 if TYPE_CHECKING:
@@ -310,6 +311,10 @@ class Store(Reading):
     def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None:
         with self.transaction():
             telemetry_tables.write_server_facts(self.db, campaign_id, facts)
+
+    def save_bisection(self, record: BisectionRecord) -> None:
+        with self.transaction():
+            bisections.write_bisection(self.db, record)
 
     def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None:
         return telemetry_tables.read_fsync_figure(self.db, campaign_id, device)

@@ -16,9 +16,11 @@ from typing import Any
 
 from pgbenchlab.errors import UserError
 from pgbenchlab.results import COMPLETE_STATUSES, RunHost, Second
+from pgbenchlab.store import bisections
 from pgbenchlab.store.columns import RUN_COLUMNS
 from pgbenchlab.store.faults import GuardedConnection
 from pgbenchlab.store.records import (
+    BisectionRecord,
     CampaignRecord,
     DatasetRecord,
     ProbeRecord,
@@ -119,6 +121,12 @@ class Reading:
     def campaign_record(self, campaign_id: int) -> CampaignRecord | None:
         row = self.db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
         return None if row is None else campaign_record(row)
+
+    def bisection(self, name: str) -> BisectionRecord | None:
+        return bisections.read_bisection(self.db, name)
+
+    def bisection_names(self) -> list[str]:
+        return bisections.bisection_names(self.db)
 
     def campaigns(self) -> list[sqlite3.Row]:
         return self.db.execute(

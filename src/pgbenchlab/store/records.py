@@ -149,3 +149,18 @@ def artifact_parts(campaign: str, campaign_id: int, sequence: int, run_key: str)
     """Where a run attempt's raw files are kept, under the results directory: written by the
     campaign, read by `show`."""
     return ("artifacts", f"{campaign}-{campaign_id}", f"{sequence:04d}-{run_key}")
+
+
+@dataclass(frozen=True)
+class BisectionRecord:
+    """A performance bisection as stored: what was asked, the commits of its range (hash,
+    subject, author_date), its steps in the order made, and its answer once it has one."""
+
+    name: str
+    request: Mapping[str, Any]
+    commits: tuple[Mapping[str, str], ...]
+    steps: tuple[Mapping[str, Any], ...]
+    status: str
+    answer: Mapping[str, Any] | None
+    started_at: float
+    updated_at: float

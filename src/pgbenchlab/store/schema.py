@@ -17,7 +17,7 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -291,6 +291,20 @@ MIGRATIONS: dict[int, str] = {
     # 10: how pgbench reached the server (socket, tcp, tls) and, over TLS, what it negotiated.
     # Runs stored before it all used the socket.
     10: added_columns_sql(10) + "UPDATE runs SET connection = 'socket';\n",
+    # 11: a performance bisection: what was asked, the commits of its range, each step's
+    # finding (its runs are the step campaigns', named NAME.STEP) and the answer.
+    11: """
+    CREATE TABLE bisections (
+        name TEXT PRIMARY KEY,
+        request_json TEXT NOT NULL,
+        commits_json TEXT NOT NULL,
+        steps_json TEXT NOT NULL DEFAULT '[]',
+        status TEXT NOT NULL,
+        answer_json TEXT,
+        started_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
 BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {}

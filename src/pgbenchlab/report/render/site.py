@@ -11,7 +11,9 @@ from collections.abc import Iterator
 
 from pgbenchlab.analysis.comparison import ComparisonVerdict
 from pgbenchlab.report.render import html
+from pgbenchlab.report.render.bisection import bisection_body
 from pgbenchlab.report.render.sections import esc, when
+from pgbenchlab.report.views.bisection import BisectionView
 from pgbenchlab.report.views.compare import CellChange
 from pgbenchlab.report.views.metrics import METRICS, format_value
 from pgbenchlab.report.views.model import ReportView
@@ -49,6 +51,18 @@ def pages(site: SiteView, source: str) -> Iterator[tuple[str, str]]:
         yield campaign_page(view), report.replace("<header>", f"<header>{back}", 1)
     for comparison in site.comparisons:
         yield comparison_page(comparison), comparison_html(comparison)
+    for bisection in site.bisections:
+        back = '<p class="site-nav"><a href="../index.html">← every campaign</a></p>'
+        yield bisection_page(bisection), bisection_html(bisection, back)
+
+
+def bisection_page(view: BisectionView) -> str:
+    return f"bisections/{re.sub(r'[^A-Za-z0-9._-]', '_', view.name)}.html"
+
+
+def bisection_html(view: BisectionView, navigation: str = "") -> str:
+    """A bisection's page, self-contained (also written by `pgbenchlab bisect`)."""
+    return _page(f"pgbenchlab bisection: {view.name}", navigation + bisection_body(view))
 
 
 def _page(title: str, body: str) -> str:
@@ -71,7 +85,8 @@ def index(site: SiteView, source: str) -> str:
         "pgbenchlab results",
         f'<h1>pgbenchlab results</h1><p class="sub">{len(site.campaigns)} campaign(s) of '
         f"{esc(source)}, newest first; regenerate with <code>pgbenchlab report --site</code>."
-        f"</p><h2>Campaigns</h2>{campaigns}<h2>Comparisons</h2>{comparisons_table(site)}",
+        f"</p><h2>Campaigns</h2>{campaigns}<h2>Comparisons</h2>{comparisons_table(site)}"
+        f"{bisections_table(site)}",
     )
 
 
@@ -106,6 +121,22 @@ def comparisons_table(site: SiteView) -> str:
         "(as <code>pgbenchlab compare A B</code>).</p>"
         "<table><thead><tr><th>baseline → candidate</th><th>shared cells</th>"
         f"<th>verdicts (TPS, p50, p99)</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def bisections_table(site: SiteView) -> str:
+    if not site.bisections:
+        return ""
+    rows = "".join(
+        f'<tr><td><a href="{esc(bisection_page(b))}">{esc(b.name)}</a></td>'
+        f"<td>{esc(b.good)} → {esc(b.bad)}</td><td>{esc(b.status)}</td><td>"
+        f"{esc(b.first_bad.commit[:10] + ' ' + b.first_bad.subject) if b.first_bad else '–'}"
+        "</td></tr>"
+        for b in site.bisections
+    )
+    return (
+        "<h2>Bisections</h2><table><thead><tr><th>bisection</th><th>range</th><th>status</th>"
+        f"<th>first bad commit</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

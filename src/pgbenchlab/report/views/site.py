@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgbenchlab.errors import UserError
+from pgbenchlab.report.views.bisection import BisectionView, load_bisections
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.compare import CellChange, match
 from pgbenchlab.report.views.metrics import one_server_each
@@ -44,6 +45,7 @@ class SiteView:
     campaigns: tuple[ReportView, ...]  # oldest first
     comparisons: tuple[CampaignComparison, ...]
     empty: tuple[EmptyCampaign, ...] = ()
+    bisections: tuple[BisectionView, ...] = ()
 
 
 def load_site(store: Store, threshold: float = DEFAULT_THRESHOLD) -> SiteView:
@@ -70,7 +72,7 @@ def load_site(store: Store, threshold: float = DEFAULT_THRESHOLD) -> SiteView:
         for second in views[index + 1 :]
         if (found := compare_campaigns(first, second, threshold)) is not None
     ]
-    return SiteView(views, tuple(comparisons), empty)
+    return SiteView(views, tuple(comparisons), empty, load_bisections(store))
 
 
 def compare_campaigns(

@@ -1,0 +1,113 @@
+"""The bisection's plan: what the user's plan file gives (one cell, one server built from
+source) checked, and the plan of each step written from it.
+
+A bisection plan is an ordinary plan with exactly one [build.NAME] table, whose source and ref
+the command line gives, one [[server]] installed from it, and a matrix of one cell. A step's
+plan is that plan with one build and one server per commit measured ("good", "bad" and the
+commit under test), so a step is an ordinary campaign: stored, resumable, reported.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from pgbenchlab import files, plan
+from pgbenchlab.errors import PlanError
+
+
+@dataclass(frozen=True)
+class BisectPlan:
+    """The user's plan as a template for the steps' plans."""
+
+    name: str
+    path: Path
+    data: dict[str, Any]  # the TOML, source and ref filled in
+    build: str  # the one build's name
+    server: dict[str, Any]  # the one [[server]] table
+
+    def step_text(self, step: str, commits: dict[str, str], repeats: int) -> str:
+        """The plan of one step: a build and a server per label (label → commit)."""
+        data = copy.deepcopy(self.data)
+        template = data["build"][self.build]
+        data["build"] = {label: {**template, "ref": commit} for label, commit in commits.items()}
+        data["server"] = [
+            {**self.server, "name": label, "install": {"build": label}} for label in commits
+        ]
+        campaign = data.setdefault("campaign", {})
+        for key in ("min_repeats", "max_repeats", "precision"):  # a step decides its rounds
+            campaign.pop(key, None)
+        campaign |= {"name": f"{self.name}.{step}", "repeats": repeats, "order": "interleaved"}
+        return tomli_w.dumps(data)
+
+    def step_plan(self, step: str, commits: dict[str, str], repeats: int) -> plan.Plan:
+        text = self.step_text(step, commits, repeats)
+        return plan.parse(text, str(self.path), base=self.path.resolve().parent)
+
+
+def load(path: Path, source: str | None) -> BisectPlan:
+    """The plan file checked as a bisection's: PlanError (one line) when it is not one."""
+    try:
+        text = files.read_text(path)
+    except files.Unreadable as exc:
+        raise PlanError(f"cannot read the plan file: {exc}", where=str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"not valid TOML: {exc}", where=str(path)) from None
+    build = _the_build(data, str(path), source)
+    server = _the_server(data, str(path), build)
+    parsed = plan.parse(tomli_w.dumps(data), str(path), base=path.resolve().parent)
+    if parsed.sysctl_names:
+        raise PlanError(
+            "a bisection plan sets no kernel tunables ([matrix.sysctl])", where=str(path)
+        )
+    cells = {spec.cell_id for spec in parsed.specs}
+    if len(cells) != 1:
+        raise PlanError(
+            f"a bisection measures one cell; this plan has {len(cells)}: give every axis one value",
+            where=str(path),
+        )
+    return BisectPlan(parsed.name, path, data, build, server)
+
+
+def _the_build(data: dict[str, Any], where: str, source: str | None) -> str:
+    builds = data.get("build")
+    if not isinstance(builds, dict) or len(builds) != 1:
+        raise PlanError(
+            "a bisection plan has exactly one [build.NAME] table (its configure options and "
+            "compiler; --source, --good and --bad give the rest)",
+            where=where,
+        )
+    ((name, table),) = builds.items()
+    if not isinstance(table, dict):
+        raise PlanError(f"build.{name} must be a table", where=where)
+    for key in ("from", "patches"):
+        if key in table:
+            raise PlanError(
+                f"build.{name}.{key}: a bisection builds commits as they are", where=where
+            )
+    if source is not None:
+        table["source"] = source
+    if not str(table.get("source", "")).startswith("git:"):
+        raise PlanError(
+            "a bisection needs a git checkout: give --source git:PATH (or source in the build)",
+            where=where,
+        )
+    table["ref"] = "HEAD"  # each step gives its own commit
+    return str(name)
+
+
+def _the_server(data: dict[str, Any], where: str, build: str) -> dict[str, Any]:
+    servers = data.get("server")
+    if not isinstance(servers, list) or len(servers) != 1 or not isinstance(servers[0], dict):
+        raise PlanError("a bisection plan has exactly one [[server]]", where=where)
+    server = servers[0]
+    if server.get("install") != {"build": build}:
+        raise PlanError(f'the [[server]] must say install = {{ build = "{build}" }}', where=where)
+    return dict(server)

@@ -1,0 +1,323 @@
+"""A performance bisection run: the ends confirmed, then commit after commit built and measured
+against both ends in interleaved rounds until what it is like is decided, then the change the
+first bad commit introduced measured against its parent. Every step is a campaign in the results
+database (NAME.ends, NAME.at-COMMIT, NAME.confirm) and the bisection's record is saved after
+each, so an interrupted bisection resumes from what is stored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pgbenchlab import builds
+from pgbenchlab.analysis.bisection import Answer, Outcome, Probe, bracket, classify, next_probe
+from pgbenchlab.bisect.plans import BisectPlan
+from pgbenchlab.bisect.plans import load as load_plan
+from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
+from pgbenchlab.builds.history import first_parent_range
+from pgbenchlab.builds.recipe import BuildRecipe, split_source
+from pgbenchlab.campaign import RESULTS_DB, Reporter, runner
+from pgbenchlab.errors import BuildError, CampaignStopped, UserError
+from pgbenchlab.installs import Installation
+from pgbenchlab.plan import Plan
+from pgbenchlab.results import RunResult
+from pgbenchlab.store import BisectionRecord, Store
+
+Say = Callable[[str], None]
+EXPECTATIONS = ("worse", "better")
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """What the user asked. threshold: the smallest relative change that counts."""
+
+    plan: Path
+    source: str | None
+    good: str
+    bad: str
+    results: Path
+    metric: str = "tps"
+    threshold: float = 0.03
+    expect: str = "worse"  # the bad end is worse than the good one (a regression), or better
+    budget_s: float | None = None
+    min_rounds: int = 3
+    max_rounds: int = 10
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed bisection must share with the stored one."""
+        return {
+            "source": self.source, "good": self.good, "bad": self.bad, "metric": self.metric,
+            "threshold": self.threshold, "expect": self.expect,
+        }  # fmt: skip
+
+
+class Bisection:
+    def __init__(self, request: BisectRequest, reporter: Reporter, say: Say) -> None:
+        if request.metric not in METRICS:
+            raise UserError(f"--metric must be one of {', '.join(METRICS)}")
+        if request.expect not in EXPECTATIONS:
+            raise UserError(f"--expect must be one of {', '.join(EXPECTATIONS)}")
+        if not 0 < request.threshold < 1:
+            raise UserError("--threshold must be a percentage between 0 and 100, such as 3%")
+        if not 2 <= request.min_rounds <= request.max_rounds:
+            raise UserError("need 2 <= --min-rounds <= --max-rounds")
+        self.request, self.reporter, self.say = request, reporter, say
+        self.plan: BisectPlan = load_plan(request.plan, request.source)
+        template = self.plan.data["build"][self.plan.build]
+        self.source = str(template["source"])
+        self.commits = first_parent_range(
+            Path(split_source(self.source)[1]), request.good, request.bad
+        )
+        self.metric = METRICS[request.metric]
+        self.database = request.results.resolve() / RESULTS_DB
+        self.record = self._open_record()
+        self.started = time.monotonic()
+
+    @property
+    def threshold(self) -> float:
+        return self.request.threshold
+
+    # -- the search ---------------------------------------------------------------------------
+
+    def run(self) -> BisectionRecord:
+        self.say(
+            f"bisecting {len(self.commits) - 2} commit(s) between {self.commits[0].short} "
+            f"and {self.commits[-1].short}; {self.request.metric}, threshold "
+            f"{self.request.threshold:.0%}"
+        )
+        self._confirm_ends()
+        while not isinstance(found := next_probe(len(self.commits), self._probes()), Answer):
+            if self._budget_spent():
+                return self._save("budget spent", self._answer_so_far())
+            self._step(found)
+        return self._save("answered", self._answer(found))
+
+    def _confirm_ends(self) -> None:
+        if self.record.steps and self.record.steps[0].get("step") == "ends":
+            return
+        labels = {"good": 0, "bad": len(self.commits) - 1}
+        rounds = self._measure("ends", labels, lambda r: judge(r, "good", "bad", self).decided)
+        verdict = judge(rounds, "good", "bad", self)
+        said = f"bad against good: {verdict.reason}"
+        change = verdict.relative_change
+        worse = change < 0 if self.metric.higher_is_better else change > 0
+        found = "worse" if worse else "better"
+        if not verdict.decided:
+            raise UserError(
+                f"the ends could not be told apart in {rounds.complete} rounds ({said}); "
+                "raise --max-rounds or lengthen the runs"
+            )
+        if verdict.within_noise:
+            raise UserError(
+                f"the ends do not differ beyond {self.threshold:.0%} ({said}): nothing to bisect"
+            )
+        if found != self.request.expect:
+            raise UserError(
+                f"the bad end is {found} than the good one, not {self.request.expect} "
+                f"({said}); use --expect {found}"
+            )
+        self.say(f"ends: {said}")
+        self._add_step(
+            {
+                "step": "ends", "index": None, "outcome": "confirmed", "detail": said,
+                "figure": rounds.figure("good"), "bad_figure": rounds.figure("bad"),
+                "relative_to_good": change,
+            }
+        )  # fmt: skip
+
+    def _step(self, index: int) -> None:
+        commit = self.commits[index]
+        label = f"at-{commit.short}"
+        labels = {"good": 0, "bad": len(self.commits) - 1, label: index}
+        self.say(f"step {len(self.record.steps)}: {commit.short} {commit.subject[:60]}")
+        try:
+            rounds = self._measure(label, labels, lambda r: self._decided(r, label))
+        except BuildError as exc:
+            detail = str(exc).splitlines()[0].removesuffix("; its last lines:")
+            self.say(f"  skipped: does not build ({detail})")
+            self._add_step(self._found(label, index, Probe(index, Outcome.SKIPPED), None, detail))
+            return
+        if rounds.failed(label):
+            detail = f"does not run: {rounds.failed(label)}"
+            self.say(f"  skipped: {detail}")
+            self._add_step(self._found(label, index, Probe(index, Outcome.SKIPPED), None, detail))
+            return
+        against_good, against_bad = (
+            judge(rounds, "good", label, self),
+            judge(rounds, "bad", label, self),
+        )
+        probe = replace(classify(against_good, against_bad), index=index)
+        detail = f"against good {against_good.reason}; against bad {against_bad.reason}"
+        self.say(f"  {probe.outcome}: {detail}")
+        found = self._found(label, index, probe, rounds.figure(label), detail)
+        self._add_step({**found, "relative_to_good": against_good.relative_change})
+
+    def _decided(self, rounds: Rounds, label: str) -> bool:
+        if rounds.failed(label):
+            return True
+        probe = classify(judge(rounds, "good", label, self), judge(rounds, "bad", label, self))
+        return probe.outcome != Outcome.UNDECIDED
+
+    def _answer(self, found: Answer) -> dict[str, Any]:
+        answer = self._answer_so_far(found)
+        if found.first_bad is None:
+            return answer
+        parent, first = found.bracket.good, found.bracket.bad
+        labels = {
+            f"at-{self.commits[parent].short}": parent,
+            f"at-{self.commits[first].short}": first,
+        }
+        names = list(labels)
+        rounds = self._measure(
+            "confirm", labels, lambda r: judge(r, names[0], names[1], self).decided
+        )
+        change = judge(rounds, names[0], names[1], self)
+        answer["change"] = {
+            "relative": change.relative_change, "low": change.ci_low, "high": change.ci_high,
+            "verdict": str(change.verdict), "rounds": rounds.complete, "reason": change.reason,
+        }  # fmt: skip
+        return answer
+
+    def _answer_so_far(self, found: Answer | None = None) -> dict[str, Any]:
+        found = found or Answer(bracket(len(self.commits), self._probes()), ())
+        first = found.first_bad
+        return {
+            "first_bad": None if first is None else {**asdict(self.commits[first]), "index": first},
+            "bracket": [
+                self.commits[found.bracket.good].hash,
+                self.commits[found.bracket.bad].hash,
+            ],
+            "unsplit": [self.commits[i].hash for i in found.unsplit],
+        }
+
+    # -- measuring a step ---------------------------------------------------------------------
+
+    def _measure(
+        self, step: str, labels: dict[str, int], decided: Callable[[Rounds], bool]
+    ) -> Rounds:
+        """The step's rounds: those stored, then more until decided or max_rounds."""
+        commits = {label: self.commits[i].hash for label, i in labels.items()}
+        built = [self._build(label, commit) for label, commit in commits.items()]
+        step_plan = self.plan.step_plan(step, commits, self.request.max_rounds)
+        rounds = stored_rounds(self.database, step_plan.name, self.metric)
+        if not self._enough(rounds, decided):
+            self._run_until(
+                step_plan, built, lambda new: self._enough(rounds.plus(new, self.metric), decided)
+            )
+            rounds = stored_rounds(self.database, step_plan.name, self.metric)
+        return rounds
+
+    def _enough(self, rounds: Rounds, decided: Callable[[Rounds], bool]) -> bool:
+        """A step ends once decided after its first rounds, or when a commit fails to run."""
+        return (rounds.complete >= self.request.min_rounds and decided(rounds)) or bool(
+            rounds.failed_any()
+        )
+
+    def _run_until(
+        self, step_plan: Plan, built: list[Installation], enough: Callable[[list[RunResult]], bool]
+    ) -> None:
+        """The step's campaign, its runs in order until enough says so (a resumed step
+        continues where it stopped)."""
+        results_dir = self.request.results.resolve()
+
+        def body(campaign: runner.Campaign, outcome: runner.Outcome, done: set[str]) -> None:
+            todo = [s for s in step_plan.specs if s.run_key not in done]
+            self.reporter.campaign_started(step_plan, todo, len(done))
+            for index, spec in enumerate(todo, start=1):
+                campaign.run_stored(spec, index, len(todo), outcome)
+                if enough(outcome.results):
+                    return
+
+        with runner.equipped(step_plan, results_dir, built) as (pgbench, servers, executor):
+            outcome = runner.drive(
+                step_plan, results_dir, self.reporter, pgbench, servers, executor, body
+            )
+        if outcome.interrupted:
+            raise KeyboardInterrupt
+
+    def _build(self, label: str, commit: str) -> Installation:
+        template = self.plan.data["build"][self.plan.build]
+        recipe = BuildRecipe(
+            label, self.source, ref=commit, configure=tuple(template.get("configure", ())),
+            compiler=str(template.get("compiler", "gcc")),
+        )  # fmt: skip
+
+        def progress(phase: str, elapsed: float) -> None:
+            self.say(f"  build {commit[:10]}: {phase} ({elapsed:.0f} s)")
+
+        return builds.ensure(recipe, progress, incremental=True)
+
+    # -- the record ---------------------------------------------------------------------------
+
+    def _probes(self) -> list[Probe]:
+        return [
+            Probe(int(s["index"]), Outcome(s["outcome"]), s.get("position"))
+            for s in self.record.steps
+            if s.get("index") is not None and s.get("step") != "confirm"
+        ]
+
+    def _found(
+        self, label: str, index: int, probe: Probe, figure: float | None, detail: str
+    ) -> dict[str, Any]:
+        return {
+            "step": label, "index": index, "commit": self.commits[index].hash,
+            "outcome": str(probe.outcome), "position": probe.position, "figure": figure,
+            "detail": detail,
+        }  # fmt: skip
+
+    def _add_step(self, step: dict[str, Any]) -> None:
+        self._save("running", None, (*self.record.steps, step))
+
+    def _save(
+        self,
+        status: str,
+        answer: dict[str, Any] | None,
+        steps: tuple[Mapping[str, Any], ...] | None = None,
+    ) -> BisectionRecord:
+        spent = float(self.record.request.get("spent_s", 0.0)) + time.monotonic() - self.started
+        self.started = time.monotonic()
+        request = {**self.record.request, "spent_s": round(spent, 1)}
+        self.record = replace(
+            self.record, request=request, steps=self.record.steps if steps is None else steps,
+            status=status, answer=answer, updated_at=time.time(),
+        )  # fmt: skip
+        with Store(self.database) as store:
+            store.save_bisection(self.record)
+        return self.record
+
+    def _open_record(self) -> BisectionRecord:
+        with Store(self.database) as store:
+            found = store.bisection(self.plan.name)
+        identity = self.request.identity()
+        if found is not None:
+            asked = {k: found.request.get(k) for k in identity}
+            if asked != identity:
+                raise CampaignStopped(
+                    f'bisection "{self.plan.name}" in this results database asked {asked}; '
+                    "rename the campaign or use another --results directory"
+                )
+            return found
+        commits = tuple(
+            {"hash": c.hash, "subject": c.subject, "author_date": c.author_date}
+            for c in self.commits
+        )
+        now = time.time()
+        return BisectionRecord(
+            self.plan.name,
+            {**identity, "plan": str(self.request.plan)},
+            commits,
+            (),
+            "running",
+            None,
+            now,
+            now,
+        )
+
+    def _budget_spent(self) -> bool:
+        budget = self.request.budget_s
+        spent = float(self.record.request.get("spent_s", 0.0)) + time.monotonic() - self.started
+        return budget is not None and spent >= budget

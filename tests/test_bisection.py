@@ -1,0 +1,110 @@
+"""The bisection's decisions against oracles whose first bad commit is known."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pgbenchlab.analysis.bisection import (
+    Answer,
+    Outcome,
+    Probe,
+    classify,
+    next_probe,
+    steps_needed,
+)
+from pgbenchlab.analysis.comparison import compare
+
+Oracle = Callable[[int], Probe]
+
+
+def search(count: int, oracle: Oracle) -> tuple[Answer, list[Probe]]:
+    probes: list[Probe] = []
+    while not isinstance(step := next_probe(count, probes), Answer):
+        assert all(p.index != step for p in probes), "a position measured twice"
+        probes.append(oracle(step))
+    return step, probes
+
+
+def step_at(first_bad: int) -> Oracle:
+    return lambda i: Probe(i, Outcome.BAD if i >= first_bad else Outcome.GOOD)
+
+
+@given(st.integers(2, 200).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n - 1))))
+def test_finds_the_first_bad_commit_in_log2_steps(case: tuple[int, int]) -> None:
+    count, first_bad = case
+    answer, probes = search(count, step_at(first_bad))
+    assert answer.first_bad == first_bad
+    assert answer.unsplit == ()
+    assert len(probes) <= steps_needed(count)
+
+
+@given(
+    st.integers(4, 60).flatmap(
+        lambda n: st.tuples(st.just(n), st.integers(1, n - 1), st.sets(st.integers(1, n - 2)))
+    )
+)
+def test_skipped_commits_leave_the_range_that_could_not_be_split(
+    case: tuple[int, int, set[int]],
+) -> None:
+    count, first_bad, broken = case
+
+    def oracle(i: int) -> Probe:
+        return Probe(i, Outcome.SKIPPED) if i in broken else step_at(first_bad)(i)
+
+    answer, _ = search(count, oracle)
+    assert answer.bracket.good < first_bad <= answer.bracket.bad
+    if answer.first_bad is None:
+        inside = answer.unsplit[:-1]
+        assert inside and all(i in broken for i in inside)
+        assert answer.unsplit[-1] == answer.bracket.bad
+    else:
+        assert answer.first_bad == first_bad
+
+
+def test_a_commit_between_the_ends_counts_for_the_end_it_is_nearer_to() -> None:
+    # Two changes: 30 % of the slowdown at position 3, 70 % at position 7. The search follows
+    # the larger part and reports the commit in the middle as neither.
+    def oracle(i: int) -> Probe:
+        if i < 3:
+            return Probe(i, Outcome.GOOD, 0.0)
+        if i < 7:
+            return Probe(i, Outcome.NEITHER, 0.3)
+        return Probe(i, Outcome.BAD, 1.0)
+
+    answer, probes = search(11, oracle)
+    assert answer.first_bad == 7
+    assert any(p.outcome == Outcome.NEITHER for p in probes)
+
+
+def test_undecided_probes_do_not_move_the_bracket() -> None:
+    assert next_probe(9, [Probe(4, Outcome.UNDECIDED)]) == 4
+
+
+@pytest.mark.parametrize(
+    ("candidate", "outcome"),
+    [
+        ([100, 101, 99, 100, 100], Outcome.GOOD),
+        ([80, 81, 79, 80, 80], Outcome.BAD),
+        ([90, 91, 89, 90, 90], Outcome.NEITHER),
+        ([100, 60, 130, 80, 110], Outcome.UNDECIDED),
+    ],
+)
+def test_a_commit_is_classified_by_both_comparisons(
+    candidate: list[float], outcome: Outcome
+) -> None:
+    good, bad = [100.0, 100.5, 99.5, 100.2, 99.8], [80.0, 80.4, 79.6, 80.2, 79.8]
+    probe = classify(
+        compare(good, candidate, higher_is_better=True, threshold=0.03),
+        compare(bad, candidate, higher_is_better=True, threshold=0.03),
+    )
+    assert probe.outcome == outcome
+    if outcome == Outcome.NEITHER:
+        assert probe.position is not None and 0.4 < probe.position < 0.6
+
+
+def test_steps_needed() -> None:
+    assert [steps_needed(n) for n in (1, 2, 3, 5, 33)] == [0, 0, 1, 2, 5]
