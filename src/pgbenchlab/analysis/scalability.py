@@ -212,8 +212,10 @@ def _interval(value: float, draws: np.ndarray, widen: float) -> Estimate:
     k runs reproduces only (k − 1)/k of their variance), never below 0."""
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(draws, [tail, 100 - tail])
-    low = max(0.0, value - widen * (value - float(low)))
-    return Estimate(value, low, value + widen * (float(high) - value))
+    low = max(0.0, min(value, value - widen * (value - float(low))))
+    # a parameter at its bound of 0 can sit a rounding error outside its own draws
+    high = max(value, value + widen * (float(high) - value))
+    return Estimate(value, low, high)
 
 
 def _judged(
