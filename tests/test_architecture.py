@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "osuser": 2,
     "claims": 2,
     "pgbench": 2,
+    "profiles": 2,
     "plan": 3,
     "pgbench.command": 4,
     "server": 4,

@@ -14,6 +14,7 @@ from pgbenchlab.findings import RunWarning
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
+    from pgbenchlab.profiles import Profile
     from pgbenchlab.telemetry.records import RunTelemetry
 
 RESULT_SCHEMA_VERSION = 1
@@ -125,6 +126,7 @@ class RunResult:
     schema_version: int = RESULT_SCHEMA_VERSION
     telemetry: RunTelemetry | None = None  # what the server and the OS did meanwhile
     diagnosis: Diagnosis | None = None  # what limited the run, with its evidence
+    profile: Profile | None = None  # the server's CPU profile when the run was profiled
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

@@ -15,6 +15,7 @@ from pgbenchlab import osuser
 from pgbenchlab.builds import cache, sources
 from pgbenchlab.builds.compile import BuildLog, Progress, apply_patches, configure, make_and_install
 from pgbenchlab.builds.recipe import (
+    PROFILING_CFLAGS,
     RECIPE_VERSION,
     BuildRecipe,
     Compiler,
@@ -22,6 +23,7 @@ from pgbenchlab.builds.recipe import (
     SourceIdentity,
     cache_key,
     version_flags,
+    with_cflags,
 )
 from pgbenchlab.errors import BuildError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -41,7 +43,7 @@ def ensure(
     patches = patch_files(recipe)
     cache.prepare_root(root)
     source = sources.identify(recipe, root, host)
-    key = cache_key(source, patches, recipe.configure, compiler)
+    key = cache_key(source, patches, recipe.configure, compiler, profiling=recipe.profiling)
     final = cache.build_dir(root, key)
     if not cache.is_complete(final):
         with cache.build_lock(root, key, progress, host):
@@ -122,6 +124,8 @@ def build(
         version = sources.tree_version(tree) or source.version
         apply_patches(tree, patches, log)
         options, reasons = version_flags(version, recipe.configure)
+        if recipe.profiling:
+            options = with_cflags(options, PROFILING_CFLAGS)
         configure(tree, final, compiler.path, options, log)
         staging = work / "dest"
         make_and_install(tree, version, staging, host.cpu_count() or 2, log)
@@ -183,6 +187,7 @@ def provenance(
         "patches": [{"name": p.name, "sha256": p.sha256} for p in patches],
         "configure": list(recipe.configure),
         "configure_applied": list(options),
+        "profiling": recipe.profiling,
         "version_flags": reasons,
         "compiler": {"path": compiler.path, "version": compiler.version},
         "built_at": time.time(),

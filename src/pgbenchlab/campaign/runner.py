@@ -38,6 +38,7 @@ from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
+from pgbenchlab.telemetry.profiler import check_perf
 
 
 @dataclass
@@ -62,6 +63,8 @@ def run_campaign(
     """Run the plan's campaign on this machine (checked before anything starts). The plan's
     builds are made first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
+    if any(spec.profiled for spec in plan.specs):
+        check_perf()
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
     found = installs.discover() + built
@@ -262,12 +265,18 @@ class Campaign:
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")
         run = measured_invocation(spec, artifacts, sampling)
+        profiler = self.telemetry.profiler(server, spec.label, artifacts) if spec.profiled else None
         capture.start()
-        done = None
+        done = profile = None
         try:
+            if profiler is not None:
+                profiler.start()
             done = self.pgbench.run(endpoint, run, artifacts, progress, capture.pgbench_started)
         finally:
             telemetry = capture.stop(done.cpu_s if done else None)
+            if profiler is not None:
+                phase("profile")
+                profile = profiler.stop()
         argv = sanitize_argv(done.argv, self.results_dir)
         if done.interrupted:
             return assemble(spec, self.version, MeasuredRun(done, argv, started, time.time()))
@@ -278,5 +287,5 @@ class Campaign:
         measured = MeasuredRun(
             done, argv, started, finished, log, warmup_tps, telemetry, kept, hygiene
         )
-        result = assemble(spec, self.version, measured)
+        result = replace(assemble(spec, self.version, measured), profile=profile)
         return replace(result, diagnosis=self.telemetry.diagnose(spec.server, result))

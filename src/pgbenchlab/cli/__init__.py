@@ -27,6 +27,7 @@ from pgbenchlab.cli import (
     compare,
     export,
     installs,
+    profile,
     report,
     run,
     runs,
@@ -40,7 +41,20 @@ from pgbenchlab.errors import UserError
 __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 
 # In the order `pgbenchlab --help` lists them.
-COMMANDS = (installs, build, builds, run, runs, show, export, report, compare, campaigns, clean)
+COMMANDS = (
+    installs,
+    build,
+    builds,
+    run,
+    runs,
+    show,
+    profile,
+    export,
+    report,
+    compare,
+    campaigns,
+    clean,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,9 @@ PROTOCOLS = ("simple", "extended", "prepared")
 VACUUM_MODES = ("pgbench", "all", "none")
 REINIT_MODES = ("never", "per-scale", "per-run")
 LATENCY_LOG_MODES = ("auto", "full", "off")
+# CPU profiles: none, one extra repeat per cell kept out of the statistics, or every run.
+PROFILE_MODES = ("off", "auto", "on")
+PROFILED_EXTRA = "extra"  # a spec's profile: the extra repeat `auto` adds
 RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
 )
@@ -32,6 +35,7 @@ OPTION_KEYS = (
     "latency_limit",
     "connect",
     "max_tries",
+    "profile",
 )
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
+from pgbenchlab.profiles import Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunResult
 from pgbenchlab.server import ServerFacts
+from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
@@ -278,7 +280,12 @@ class Store(Reading):
                 telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
             if result.diagnosis is not None:
                 telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
+            if result.profile is not None:
+                profile_tables.write_profile(self.db, run_id, result.profile)
         return run_id
+
+    def profiles_by_run(self, run_ids: list[int]) -> dict[int, Profile]:
+        return profile_tables.read_profiles(self.db, run_ids)
 
     def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None:
         with self.transaction():

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -235,6 +235,21 @@ MIGRATIONS: dict[int, str] = {
     5: """
     ALTER TABLE servers ADD COLUMN build_key TEXT;
     ALTER TABLE servers ADD COLUMN build_json TEXT;
+    """,
+    # 6: CPU profiles of profiled runs: folded stacks (zstd) rooted at each sample's backend
+    # type, perf's frequency, samples and lost samples, and what the binary lacked.
+    6: """
+    CREATE TABLE run_profiles (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        frequency_hz INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        lost INTEGER NOT NULL,
+        target TEXT NOT NULL,
+        symbols TEXT NOT NULL,
+        complete_share REAL,
+        seconds REAL,
+        folded_zst BLOB NOT NULL
+    );
     """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.

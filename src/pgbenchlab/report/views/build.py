@@ -70,11 +70,12 @@ def build_view(
 ) -> ReportView:
     """Everything the outputs show, computed here once: the renderers only print it."""
     dims = run_dims(runs)
-    cells = tuple(add_efficiency(build_cells(runs, dims, confidence)))
+    counted = [r for r in runs if r.counted]
+    cells = tuple(add_efficiency(build_cells(counted, dims, confidence)))
     axes = tuple(a for a in AXES if len({d[a.key] for d in dims.values()}) > 1)
     labels = _server_labels(servers, runs)
     chosen = choose_baseline(labels, servers, baseline)
-    changes = tuple(compare_servers(cells, runs, chosen, confidence)) if chosen else ()
+    changes = tuple(compare_servers(cells, counted, chosen, confidence)) if chosen else ()
     view = ReportView(
         campaign=campaign,
         servers=tuple(servers),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgbenchlab.findings import RunWarning
+from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.results import RunStatus
 
 Pairs = tuple[tuple[str, str], ...]
@@ -175,10 +176,16 @@ class RunView:
     retries: int | None = None
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
+    profiled: str | None = None  # "on"; "extra": auto's profiled repeat, out of the statistics
 
     @property
     def ok(self) -> bool:
         return self.status == RunStatus.OK and self.tps is not None
+
+    @property
+    def counted(self) -> bool:
+        """Whether the run enters its cell's statistics."""
+        return self.profiled != PROFILED_EXTRA
 
 
 @dataclass(frozen=True)

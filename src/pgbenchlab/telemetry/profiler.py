@@ -1,0 +1,171 @@
+"""A CPU profile of a server beside one measured run: `perf record` on the software CPU clock
+(it works in virtual machines, which have no hardware counters) of the postmaster and every
+process it has, folded into stacks by backend type when the run ends.
+
+Why `-p` with inheritance rather than `-a` with a filter: perf attaches to the postmaster and
+its current children, and every process the postmaster forks afterwards (the run's backends,
+autovacuum workers) inherits the event at fork, so sessions that come and go are profiled with
+no look at the rest of the machine: nothing of other work on a shared host is recorded, and
+no filter has to guess which pids were the server's. A process's backend type comes from its
+title in /proc/PID/cmdline, read four times a second while the run lasts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from pathlib import PurePath
+
+from pgbenchlab.errors import ProfilerError
+from pgbenchlab.hosts import LOCAL_HOST, Host, Process
+from pgbenchlab.profiles import Profile, fold_perf_script
+from pgbenchlab.profiles.backends import POSTMASTER, UNSEEN, backend_type
+from pgbenchlab.telemetry.osstats import child_pids
+
+DEFAULT_FREQUENCY_HZ = 499  # prime, so sampling does not beat with periodic work
+PERF_DATA = "perf.data"
+SCRIPT_FIELDS = "comm,pid,tid,ip,sym,dso"
+LOOK_PERIOD_S = 0.25
+PERF_FIX = "install Debian's linux-perf (apt-get install linux-perf)"
+PARANOID = PurePath("/proc/sys/kernel/perf_event_paranoid")
+PROC = PurePath("/proc")
+
+
+def check_perf(host: Host = LOCAL_HOST) -> None:
+    """Raise a one-line ProfilerError with the fix when perf cannot profile here."""
+    try:
+        done = host.run(["perf", "--version"], timeout=30)
+    except FileNotFoundError:
+        raise ProfilerError(f"profile: perf is not installed: {PERF_FIX}") from None
+    if done.returncode != 0 or not done.stdout.startswith("perf version"):
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        why = detail[0] if detail else f"exit {done.returncode}"
+        raise ProfilerError(f"profile: perf does not run ({why}): {PERF_FIX}")
+    try:
+        paranoid = int(host.read_text(PARANOID).strip())
+    except (OSError, ValueError):
+        paranoid = None
+    if os.geteuid() != 0 and paranoid is not None and paranoid > 0:
+        raise ProfilerError(
+            f"profile: the kernel refuses perf for other users' processes "
+            f"(kernel.perf_event_paranoid = {paranoid}): run as root, or "
+            f"`sudo sysctl kernel.perf_event_paranoid=0`"
+        )
+
+
+class Profiler:
+    """perf record of one server's processes, from `start()` to `stop()`."""
+
+    def __init__(
+        self,
+        postmaster_pid: int,
+        work_dir: PurePath,
+        *,
+        frequency_hz: int = DEFAULT_FREQUENCY_HZ,
+        label: str = "",
+        symbols: str = "",
+        host: Host = LOCAL_HOST,
+        proc: PurePath = PROC,
+    ) -> None:
+        self.postmaster = postmaster_pid
+        self.data = work_dir / PERF_DATA
+        self.work_dir = work_dir
+        self.frequency = frequency_hz
+        self.label = label
+        self.symbols = symbols
+        self.host = host
+        self.proc = proc
+        self.types: dict[int, str] = {postmaster_pid: POSTMASTER}
+        self.stderr: list[str] = []
+        self.process: Process | None = None
+        self.started = 0.0
+        self._halt = threading.Event()
+        self._looker = threading.Thread(target=self._look_loop, name="profiler", daemon=True)
+
+    def start(self) -> None:
+        """Attach perf to the postmaster and its children; return once it records."""
+        self._look()
+        pids = ",".join(str(p) for p in sorted(self.types))
+        argv = ["perf", "record", "-e", "cpu-clock", "-F", str(self.frequency), "-g", "-N"]
+        argv += ["-p", pids, "-o", str(self.data)]
+        self.host.remove_tree(self.data)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work_dir)}
+        self.process = self.host.start(
+            argv, env=env, cwd=self.work_dir, on_stderr_line=self.stderr.append
+        )
+        self.started = time.monotonic()
+        self._await_recording()
+        self._looker.start()
+
+    def stop(self) -> Profile | None:
+        """Stop perf and fold what it recorded; None when it recorded nothing."""
+        self._halt.set()
+        if self.process is None:
+            return None
+        self.process.interrupt()
+        self.process.wait()
+        seconds = time.monotonic() - self.started
+        self._looker.join()
+        if not self.host.exists(self.data):
+            return None
+        done = self.host.run(
+            ["perf", "script", "-i", str(self.data), "-F", SCRIPT_FIELDS, "--show-lost-events"],
+            cwd=self.work_dir,
+            timeout=900,
+        )
+        self.host.remove_tree(self.data)
+        script = fold_perf_script(done.stdout)
+        by_stack = Counter[str]()
+        for (pid, stack), count in script.stacks.items():
+            by_stack[f"{self.types.get(pid, UNSEEN)};{stack}"] += count
+        folded = "".join(f"{stack} {n}\n" for stack, n in sorted(by_stack.items()))
+        return Profile(
+            frequency_hz=self.frequency,
+            samples=script.samples,
+            lost=script.lost,
+            target=self.label,
+            folded=folded,
+            symbols=self.symbols,
+            complete_share=complete_share(script.stacks),
+            seconds=round(seconds, 3),
+        )
+
+    def _await_recording(self, limit_s: float = 10.0) -> None:
+        """perf writes its file's header once attached: wait for it, then a little more."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and not self.host.exists(self.data):
+            time.sleep(0.02)
+        time.sleep(0.2)
+
+    def _look_loop(self) -> None:
+        while not self._halt.wait(LOOK_PERIOD_S):
+            self._look()
+
+    def _look(self) -> None:
+        try:
+            children = child_pids(self.proc, self.postmaster, self.host)
+        except OSError:
+            return
+        for pid in children:
+            if pid in self.types:
+                continue
+            try:
+                title = self.host.read_text(self.proc / str(pid) / "cmdline")
+            except OSError:
+                continue
+            kind = backend_type(title)
+            if kind not in (POSTMASTER, UNSEEN):  # a fresh fork not yet titled: next look
+                self.types[pid] = kind
+
+
+def complete_share(stacks: Counter[tuple[int, str]]) -> float | None:
+    """The share of samples whose stack reaches the program's entry (main, or the C library's
+    start): frame-pointer unwinding through code built without frame pointers stops early."""
+    total = sum(stacks.values())
+    if total == 0:
+        return None
+    roots = ("main", "__libc_start_main", "__libc_start_call_main", "_start")
+    whole = sum(n for (_, stack), n in stacks.items() if stack.split(";", 1)[0] in roots)
+    return whole / total
