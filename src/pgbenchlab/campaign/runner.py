@@ -19,7 +19,7 @@ from pgbenchlab import builds, installs
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
-from pgbenchlab.campaign.executor import Executor, LocalExecutor
+from pgbenchlab.campaign.executor import Capturing, Executor, LocalExecutor, Profiling
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
     Pgbench,
@@ -253,30 +253,59 @@ class Campaign:
     def measure(
         self, spec: RunSpec, server: Server, endpoint: Endpoint, artifacts: Path, started: float
     ) -> RunResult:
+        """Hygiene, warmup and the measured run, with telemetry and (when the run is profiled)
+        perf from before the hygiene, so it follows the measured run's backends from their
+        fork."""
+
+        def phase(text: str) -> None:
+            self.reporter.phase(spec, text)
+
+        capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
+        profiler = self.telemetry.profiler(server, spec.label, artifacts) if spec.profiled else None
+        if profiler is None:
+            return self.measured(spec, endpoint, artifacts, started, capture, None)
+        profiler.start()
+        try:
+            return self.measured(spec, endpoint, artifacts, started, capture, profiler)
+        finally:
+            profiler.close()
+
+    def measured(
+        self,
+        spec: RunSpec,
+        endpoint: Endpoint,
+        artifacts: Path,
+        started: float,
+        capture: Capturing,
+        profiler: Profiling | None,
+    ) -> RunResult:
         def phase(text: str) -> None:
             self.reporter.phase(spec, text)
 
         def progress(line: ProgressLine) -> None:
             self.reporter.progress(spec, line)
 
-        capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
+        def pgbench_started(pid: int) -> None:
+            if profiler is not None:
+                profiler.measuring()
+            capture.pgbench_started(pid)
+
         hygiene = self.hygiene(spec, endpoint)
         warmup_tps = self.pgbench.warmup(spec, endpoint, artifacts, progress, phase)
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")
         run = measured_invocation(spec, artifacts, sampling)
-        profiler = self.telemetry.profiler(server, spec.label, artifacts) if spec.profiled else None
         capture.start()
         done = profile = None
         try:
-            if profiler is not None:
-                profiler.start()
-            done = self.pgbench.run(endpoint, run, artifacts, progress, capture.pgbench_started)
+            done = self.pgbench.run(endpoint, run, artifacts, progress, pgbench_started)
         finally:
-            telemetry = capture.stop(done.cpu_s if done else None)
             if profiler is not None:
-                phase("profile")
-                profile = profiler.stop()
+                profiler.measured()
+            telemetry = capture.stop(done.cpu_s if done else None)
+        if profiler is not None and not done.interrupted:
+            phase("profile")
+            profile = profiler.stop()
         argv = sanitize_argv(done.argv, self.results_dir)
         if done.interrupted:
             return assemble(spec, self.version, MeasuredRun(done, argv, started, time.time()))

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from pgbenchlab.analysis.cells import Matched, match_cells
 from pgbenchlab.analysis.comparison import compare
 from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
+from pgbenchlab.profiles import Profile
 from pgbenchlab.report.views import advice
 from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
 from pgbenchlab.report.views.metrics import run_values
@@ -30,6 +31,7 @@ from pgbenchlab.report.views.model import (
     RunView,
     ServerView,
 )
+from pgbenchlab.report.views.profiles import cell_profiles, profile_changes
 from pgbenchlab.report.views.steps import report_scans
 from pgbenchlab.store import Store
 
@@ -52,11 +54,13 @@ def load_view(
     store: Store, campaign: int, *, baseline: str | None = None, detail: bool = True
 ) -> ReportView:
     """The view model of one campaign; without ``detail``, no per-second series or histograms."""
+    runs = load_runs(store, campaign, detail=detail)
     return build_view(
         load_campaign(store, campaign),
         load_servers(store, campaign),
-        load_runs(store, campaign, detail=detail),
+        runs,
         baseline=baseline,
+        profiles=store.profiles_by_run([r.id for r in runs]) if detail else {},
     )
 
 
@@ -67,6 +71,7 @@ def build_view(
     *,
     baseline: str | None = None,
     confidence: float = CONFIDENCE,
+    profiles: Mapping[int, Profile] | None = None,
 ) -> ReportView:
     """Everything the outputs show, computed here once: the renderers only print it."""
     dims = run_dims(runs)
@@ -89,7 +94,13 @@ def build_view(
         advice=advice.collect(runs, cells, axes),
         confidence=confidence,
     )
-    return replace(view, scans=tuple(report_scans(view)))
+    profiled = cell_profiles(cells, runs, profiles or {}, [a.key for a in axes])
+    return replace(
+        view,
+        scans=tuple(report_scans(view)),
+        profiles=profiled,
+        profile_changes=profile_changes(profiled, changes),
+    )
 
 
 # -- axes --------------------------------------------------------------------------------------

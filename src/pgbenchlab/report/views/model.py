@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.plan.schema import PROFILED_EXTRA
+from pgbenchlab.profiles import FunctionTime, Profile, ProfileDiff
 from pgbenchlab.results import RunStatus
 
 Pairs = tuple[tuple[str, str], ...]
@@ -288,6 +289,30 @@ class Scan:
 
 
 @dataclass(frozen=True)
+class CellProfile:
+    cell_id: str
+    label: str
+    run_ids: tuple[int, ...]
+    out_of_statistics: bool  # auto's extra repeat: not in the cell's figures
+    transactions: int
+    profile: Profile  # the runs' stacks summed
+    top: tuple[FunctionTime, ...]
+
+    @property
+    def cpu_us_per_tx(self) -> float | None:
+        if not self.transactions:
+            return None
+        return self.profile.cpu_seconds(self.profile.samples) / self.transactions * 1e6
+
+
+@dataclass(frozen=True)
+class ProfileChange:
+    baseline: CellProfile
+    candidate: CellProfile
+    rows: tuple[ProfileDiff, ...]
+
+
+@dataclass(frozen=True)
 class ReportView:
     campaign: CampaignView
     servers: tuple[ServerView, ...]
@@ -301,3 +326,5 @@ class ReportView:
     advice: tuple[Advice, ...]
     confidence: float
     scans: tuple[Scan, ...] = ()  # change points along the server and setting axes (`steps`)
+    profiles: tuple[CellProfile, ...] = ()  # per profiled cell
+    profile_changes: tuple[ProfileChange, ...] = ()  # candidate cells against the baseline's
