@@ -48,6 +48,7 @@ clients = [1]
 """
 
 
+@pytest.mark.timeout(2400)  # two builds from source when the cache lacks them
 def test_a_patched_hot_loop_tops_the_profile_and_the_diff(
     tmp_path: Path,
     results_dir: Path,
