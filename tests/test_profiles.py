@@ -5,14 +5,23 @@ difference between two runs per transaction."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pgbenchlab.builds.recipe import (
+    PROFILING_CFLAGS,
+    Compiler,
+    SourceIdentity,
+    cache_key,
+    with_cflags,
+)
 from pgbenchlab.cli import main
 from pgbenchlab.profiles import Profile, diff, fold_perf_script, top_functions
 from pgbenchlab.profiles.backends import CLIENT, POSTMASTER, backend_type
 from pgbenchlab.profiles.folding import frame_name
 from pgbenchlab.profiles.top import ALL, backend_samples
+from pgbenchlab.report.views.profiles import flame_tree, nodes_per_graph
 from pgbenchlab.telemetry.profiler import complete_share
 
 GOLDEN = Path(__file__).parent / "golden" / "perf"
@@ -102,3 +111,28 @@ def test_a_missing_perf_is_one_line_with_the_fix_before_anything_starts(
         "(apt-get install linux-perf)"
     ]
     assert not results.exists()
+
+
+def test_flame_trees_are_pruned_to_their_budget_keeping_every_sample() -> None:
+    folded = "".join(f"client backend;main;f{i};g{i} {i + 1}\n" for i in range(100))
+    graph = flame_tree(_profile(folded), max_nodes=20)
+
+    def nodes(node: list[Any]) -> int:
+        return 1 + sum(nodes(child) for child in node[2:])
+
+    assert nodes(graph["tree"]) <= 20
+    assert graph["tree"][1] == sum(range(1, 101))  # the root keeps every sample
+    root, kind = graph["tree"], graph["tree"][2]
+    assert graph["names"][kind[0]] == "client backend" and kind[1] == root[1]
+    assert nodes_per_graph(1) == 2_000 and nodes_per_graph(100) == 400
+
+
+def test_a_profiled_build_is_another_build_with_frame_pointers() -> None:
+    source = SourceIdentity("debian", "postgresql-13", "abc", "13.16")
+    compiler = Compiler("/usr/bin/gcc", "gcc 12")
+    plain = cache_key(source, (), ("--without-icu",), compiler)
+    assert cache_key(source, (), ("--without-icu",), compiler, profiling=True) != plain
+    assert with_cflags(("--without-icu",), PROFILING_CFLAGS) == (
+        "--without-icu",
+        "CFLAGS=-O2 -fno-omit-frame-pointer -g",
+    )

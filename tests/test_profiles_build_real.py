@@ -11,6 +11,7 @@ import pytest
 
 from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.report import write_report
 from pgbenchlab.report.views.profile import compare_profiles, run_profile
 from pgbenchlab.store import Store
 from support import QuietReporter
@@ -76,3 +77,8 @@ def test_a_patched_hot_loop_tops_the_profile_and_the_diff(
     rows = compare_profiles(base, hot).rows
     assert rows[0].function == "profile_test_spin" and rows[0].self_a_us == 0
     assert rows[0].self_change_us > 10 * max(abs(r.self_change_us) for r in rows[1:3])
+    # The report's differential view of hot against its base names it first.
+    page = write_report(results_dir / RESULTS_DB, output=tmp_path / "report.html")
+    assert isinstance(page, Path)
+    differential = page.read_text().split('<table class="profile-diff">', 1)[1]
+    assert differential.split("</td>", 1)[0].endswith("profile_test_spin")

@@ -139,6 +139,8 @@ class Profiler:
         argv += ["--show-lost-events", "--time", f"{start:.6f},{end:.6f}"]
         done = self.host.run(argv, cwd=self.work_dir, timeout=900)
         self.host.remove_tree(self.data)
+        if done.returncode != 0 and not done.stdout:
+            return None  # perf could not read its own file: no profile rather than an empty one
         seconds = end - start
         script = fold_perf_script(done.stdout)
         by_stack = Counter[str]()
