@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pgbenchlab import plan
 from pgbenchlab.builds.recipe import (
     PROFILING_CFLAGS,
     Compiler,
@@ -17,6 +18,7 @@ from pgbenchlab.builds.recipe import (
     with_cflags,
 )
 from pgbenchlab.cli import main
+from pgbenchlab.errors import PlanError
 from pgbenchlab.profiles import Profile, diff, fold_perf_script, top_functions
 from pgbenchlab.profiles.backends import CLIENT, POSTMASTER, backend_type
 from pgbenchlab.profiles.folding import frame_name
@@ -136,3 +138,42 @@ def test_a_profiled_build_is_another_build_with_frame_pointers() -> None:
         "--without-icu",
         "CFLAGS=-O2 -fno-omit-frame-pointer -g",
     )
+
+
+PLAN = """
+[campaign]
+name = "p"
+repeats = 2
+[defaults]
+duration = "1s"
+{defaults}
+[[server]]
+name = "a"
+install = "embedded"
+{server}
+[[server]]
+name = "b"
+install = "embedded"
+[matrix]
+scale = [1]
+workload = ["select-only"]
+clients = [1, 2]
+"""
+
+
+def test_profile_modes_in_the_plan(tmp_path: Path) -> None:
+    def specs(defaults: str = "", server: str = "") -> list[tuple[str, int, int, str]]:
+        text = PLAN.format(defaults=defaults, server=server)
+        parsed = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+        return [(s.server, s.clients, s.repeat, s.options.profile) for s in parsed.specs]
+
+    assert {p for *_, p in specs()} == {"off"}
+    # auto: a last round of one more repeat per cell, the only one profiled; same cells.
+    auto = specs('profile = "auto"')
+    extra = [(s, c, 3, "extra") for s in ("a", "b") for c in (1, 2)]
+    assert auto[-4:] == extra
+    assert {p for *_, p in auto[:-4]} == {"off"}
+    # A server of its own: only its runs profiled.
+    assert {(s, p) for s, _, _, p in specs(server='profile = "on"')} == {("a", "on"), ("b", "off")}
+    with pytest.raises(PlanError, match="profile"):
+        specs('profile = "sometimes"')

@@ -39,7 +39,19 @@ OPTION_KEYS = (
 )
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = ("scale", "workload", "clients", "rate", "latency_limit", "connect", "protocol")
-SERVER_KEYS = ("name", "install", "dsn", "settings", "data_dir", "init", *AXIS_KEYS, "setting")
+# A server's own options (besides its axes): its runs profiled or not.
+SERVER_OPTIONS = ("profile",)
+SERVER_KEYS = (
+    "name",
+    "install",
+    "dsn",
+    "settings",
+    "data_dir",
+    "init",
+    *AXIS_KEYS,
+    "setting",
+    *SERVER_OPTIONS,
+)
 WORKLOAD_KEYS = (
     "name",
     "builtin",
