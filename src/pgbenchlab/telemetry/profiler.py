@@ -58,6 +58,25 @@ def check_perf(host: Host = LOCAL_HOST) -> None:
             f"(kernel.perf_event_paranoid = {paranoid}): run as root, or "
             f"`sudo sysctl kernel.perf_event_paranoid=0`"
         )
+    _trial(host, paranoid)
+
+
+def _trial(host: Host, paranoid: int | None) -> None:
+    """A recording of `true`: a kernel or container that refuses perf_event_open says so."""
+    work = host.make_temp_dir("pgbenchlab-perf-", PurePath("/tmp"))
+    try:
+        argv = ["perf", "record", "-q", "-e", "cpu-clock", "-o", str(work / PERF_DATA)]
+        done = host.run([*argv, "--", "true"], cwd=work, timeout=60)
+    finally:
+        host.remove_tree(work)
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        why = lines[0] if lines else f"exit {done.returncode}"
+        raise ProfilerError(
+            f"profile: perf record is refused here ({why}; perf_event_paranoid = {paranoid}): "
+            "allow perf_event_open (as root, or `sysctl kernel.perf_event_paranoid=0`; in a "
+            "container, a seccomp profile that permits it)"
+        )
 
 
 class Profiler:
