@@ -59,10 +59,12 @@ def backend_samples(profile: Profile) -> dict[str, int]:
 
 def top_functions(profile: Profile, limit: int = 15) -> list[FunctionTime]:
     """The functions with the most self time and those with the most total time (up to limit
-    of each; self first), over all processes and then per backend type, most samples first."""
+    of each; self first), over all processes (when there are several backend types) and then
+    per backend type, most samples first."""
     found: list[FunctionTime] = []
     counts = _counts(profile)
-    for kind in [ALL, *backend_samples(profile)]:
+    kinds = list(backend_samples(profile))
+    for kind in [ALL, *kinds] if len(kinds) > 1 else kinds:
         own, total, n = counts[kind]
         names = dict.fromkeys(
             [name for name, _ in own.most_common(limit)]
