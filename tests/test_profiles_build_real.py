@@ -76,7 +76,7 @@ def test_a_patched_hot_loop_tops_the_profile_and_the_diff(
     assert all(t.function != "profile_test_spin" for t in base.top)
     rows = compare_profiles(base, hot).rows
     assert rows[0].function == "profile_test_spin" and rows[0].self_a_us == 0
-    assert rows[0].self_change_us > 10 * max(abs(r.self_change_us) for r in rows[1:3])
+    assert rows[0].self_change_us > 2 * max(abs(r.self_change_us) for r in rows[1:3])
     # The report's differential view of hot against its base names it first.
     page = write_report(results_dir / RESULTS_DB, output=tmp_path / "report.html")
     assert isinstance(page, Path)
