@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "claims": 2,
     "tunables": 2,
     "pgbench": 2,
+    "profiles": 2,
     "plan": 3,
     "pgbench.command": 4,
     "server": 4,

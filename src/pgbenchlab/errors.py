@@ -54,3 +54,7 @@ class CampaignStopped(StoreError):
 
 class PgbenchParseError(Exception):
     """pgbench wrote something the parser cannot turn into a result (not a user mistake)."""
+
+
+class ProfilerError(UserError):
+    """perf cannot profile the server here: missing, or refused by the kernel."""

@@ -14,6 +14,7 @@ from pgbenchlab.findings import RunWarning
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
+    from pgbenchlab.profiles import Profile
     from pgbenchlab.telemetry.records import RunTelemetry
 
 RESULT_SCHEMA_VERSION = 1
@@ -136,6 +137,7 @@ class RunResult:
     telemetry: RunTelemetry | None = None  # what the server and the OS did meanwhile
     diagnosis: Diagnosis | None = None  # what limited the run, with its evidence
     sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables read back before the run
+    profile: Profile | None = None  # the server's CPU profile when the run was profiled
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

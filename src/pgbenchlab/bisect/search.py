@@ -21,6 +21,7 @@ from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
 from pgbenchlab.builds.history import first_parent_range
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
 from pgbenchlab.campaign import RESULTS_DB, Reporter, runner
+from pgbenchlab.campaign.equipment import equipped
 from pgbenchlab.errors import BuildError, CampaignStopped, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
@@ -232,7 +233,7 @@ class Bisection:
                 if enough(outcome.results):
                     return
 
-        with runner.equipped(step_plan, results_dir, built) as (pgbench, servers, executor):
+        with equipped(step_plan, results_dir, built) as (pgbench, servers, executor):
             outcome = runner.drive(
                 step_plan, results_dir, self.reporter, pgbench, servers, executor, body
             )

@@ -17,6 +17,7 @@ from pgbenchlab.builds.compile import BuildLog, Progress, apply_patches, configu
 from pgbenchlab.builds.incremental import DEPEND_OPTION, sync
 from pgbenchlab.builds.incremental import persistent_tree as kept_tree
 from pgbenchlab.builds.recipe import (
+    PROFILING_CFLAGS,
     RECIPE_VERSION,
     BuildRecipe,
     Compiler,
@@ -24,6 +25,7 @@ from pgbenchlab.builds.recipe import (
     SourceIdentity,
     cache_key,
     version_flags,
+    with_cflags,
 )
 from pgbenchlab.errors import BuildError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -45,7 +47,7 @@ def ensure(
     patches = patch_files(recipe)
     cache.prepare_root(root)
     source = sources.identify(recipe, root, host)
-    key = cache_key(source, patches, recipe.configure, compiler)
+    key = cache_key(source, patches, recipe.configure, compiler, profiling=recipe.profiling)
     final = cache.build_dir(root, key)
     if not cache.is_complete(final):
         with cache.build_lock(root, key, progress, host):
@@ -126,6 +128,8 @@ def build(
         tree = sources.unpack(source, work / "src", root, host)
         version = sources.tree_version(tree) or source.version
         options, reasons = version_flags(version, recipe.configure)
+        if recipe.profiling:
+            options = with_cflags(options, PROFILING_CFLAGS)
         staging, jobs = work / "dest", host.cpu_count() or 2
         if incremental:
             with kept_tree(root, source, options, compiler, progress, host) as kept:
@@ -222,6 +226,7 @@ def provenance(
         "patches": [{"name": p.name, "sha256": p.sha256} for p in patches],
         "configure": list(recipe.configure),
         "configure_applied": list(options),
+        "profiling": recipe.profiling,
         "version_flags": reasons,
         "compiler": {"path": compiler.path, "version": compiler.version},
         "built_at": time.time(),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ class BuildRecipe:
     compiler: str = DEFAULT_COMPILER  # gcc, clang or a path
     patches: tuple[str, ...] = ()
     based_on: str | None = None  # the build it came "from" (same source and options)
+    profiling: bool = False  # the plan profiles it: frame pointers and debug info added
 
     @property
     def kind(self) -> str:
@@ -88,16 +90,20 @@ def cache_key(
     patches: tuple[PatchFile, ...],
     configure: tuple[str, ...],
     compiler: Compiler,
+    *,
+    profiling: bool = False,
 ) -> str:
     """The build's address in the cache: everything that changes what is built, and nothing
     else (a patch's or the source's path does not count, their contents do)."""
-    identity = {
+    identity: dict[str, Any] = {
         "recipe": RECIPE_VERSION,
         "source": [source.kind, source.identity],
         "patches": [p.sha256 for p in patches],
         "configure": list(configure),
         "compiler": [compiler.version],
     }
+    if profiling:  # absent otherwise, so the keys of builds made before stay theirs
+        identity["profiling"] = list(PROFILING_CFLAGS)
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -134,6 +140,8 @@ VERSION_RECIPES = (
     ),
 )
 DEFAULT_CFLAGS = "-O2"
+# Whole stacks and named functions in CPU profiles (recorded in provenance, part of the key).
+PROFILING_CFLAGS = ("-fno-omit-frame-pointer", "-g")
 
 
 def version_key(version: str) -> tuple[int, int]:
@@ -156,14 +164,21 @@ def version_flags(version: str, configure: tuple[str, ...]) -> tuple[tuple[str, 
         return configure, []
     extra_cflags = [flag for r in wanted for flag in r.cflags]
     extra_options = [option for r in wanted for option in r.configure]
+    args = list(with_cflags(configure, extra_cflags))
+    args += [o for o in extra_options if o not in args]
+    return tuple(args), [r.why for r in wanted]
+
+
+def with_cflags(configure: tuple[str, ...], flags: Sequence[str]) -> tuple[str, ...]:
+    """The configure arguments with flags added to CFLAGS (the user's, or -O2, which
+    configure would otherwise choose)."""
     args = list(configure)
     index = next((i for i, a in enumerate(args) if a.startswith("CFLAGS=")), None)
     if index is None:
-        args.append("CFLAGS=" + " ".join([DEFAULT_CFLAGS, *extra_cflags]))
+        args.append("CFLAGS=" + " ".join([DEFAULT_CFLAGS, *flags]))
     else:
-        args[index] = " ".join([args[index], *extra_cflags])
-    args += [o for o in extra_options if o not in args]
-    return tuple(args), [r.why for r in wanted]
+        args[index] = " ".join([args[index], *flags])
+    return tuple(args)
 
 
 def pgbench_dir(version: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from pgbenchlab import findings
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
@@ -77,7 +78,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
         sequence=spec.sequence,
         repeat=spec.repeat,
         status=RunStatus.ABORTED if aborted else RunStatus.OK,
-        spec=spec.cell,
+        spec=stored_spec(spec),
         argv=run.argv,
         started_at=run.started_at,
         finished_at=run.finished_at,
@@ -106,6 +107,13 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     )
 
 
+def stored_spec(spec: RunSpec) -> dict[str, Any]:
+    """The cell, and whether the run was profiled ("on", or "extra": the repeat `auto` adds,
+    kept out of the statistics); an unprofiled run's is the cell alone."""
+    profiled = {"profile": spec.options.profile} if spec.profiled else {}
+    return spec.cell | profiled
+
+
 def failure(
     spec: RunSpec,
     pgbench_version: str,
@@ -124,7 +132,7 @@ def failure(
         sequence=spec.sequence,
         repeat=spec.repeat,
         status=status,
-        spec=spec.cell,
+        spec=stored_spec(spec),
         argv=run.argv if run else (),
         started_at=run.started_at if run else started_at or 0.0,
         finished_at=run.finished_at if run else finished_at or 0.0,

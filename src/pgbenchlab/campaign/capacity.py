@@ -31,9 +31,10 @@ from pgbenchlab.analysis.capacity import (
     decide,
 )
 from pgbenchlab.analysis.slo import RunFigures, Slo, Verdict, judge
+from pgbenchlab.campaign.equipment import equipped
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
-from pgbenchlab.campaign.runner import Campaign, Outcome, drive, equipped
+from pgbenchlab.campaign.runner import Campaign, Outcome, drive
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import RunResult, RunStatus

@@ -16,6 +16,7 @@ from pgbenchlab import dataset, findings
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.pgbench import command
+from pgbenchlab.profiles import Profile
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.telemetry.campaign import CampaignTelemetry
@@ -48,6 +49,24 @@ class Telemetry(Protocol):
     ) -> Capturing: ...
 
     def diagnose(self, server: str, result: RunResult) -> Diagnosis | None: ...
+
+    def profiler(self, server: Server, label: str, work_dir: Path) -> Profiling | None:
+        """perf beside the run (None: the server's processes cannot be profiled)."""
+        ...
+
+
+class Profiling(Protocol):
+    """A CPU profile beside one measured run (`telemetry.profiler.Profiler`)."""
+
+    def start(self) -> None: ...
+
+    def measuring(self) -> None: ...
+
+    def measured(self) -> None: ...
+
+    def stop(self) -> Profile | None: ...
+
+    def close(self) -> None: ...
 
 
 class Executor(Protocol):

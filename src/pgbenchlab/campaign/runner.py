@@ -16,13 +16,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgbenchlab import builds, installs
+from pgbenchlab import installs
 from pgbenchlab.campaign import rounds
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
-from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
+from pgbenchlab.campaign.client import PgbenchClient
+from pgbenchlab.campaign.equipment import equipped
 from pgbenchlab.campaign.events import Reporter
-from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
-from pgbenchlab.campaign.hosts import CampaignHosts, run_hosts
+from pgbenchlab.campaign.executor import (
+    Capturing,
+    Executor,
+    Profiling,
+)
+from pgbenchlab.campaign.hosts import run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
     Pgbench,
@@ -31,7 +36,7 @@ from pgbenchlab.campaign.measure import (
     sampling_rate,
 )
 from pgbenchlab.campaign.resume import open_campaign
-from pgbenchlab.campaign.servers import ServerPool, Servers
+from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.signals import StopSignals
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
@@ -41,6 +46,7 @@ from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
+from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
 
 
@@ -68,6 +74,8 @@ def run_campaign(
     """Run the plan's campaign (checked before anything starts). The plan's builds are made
     first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
+    if any(spec.profiled for spec in plan.specs):
+        check_perf()
     tunables = KernelTunables(plan.sysctl_names)
     tunables.check()
     with equipped(plan, results_dir, built) as (pgbench, servers, executor):
@@ -79,33 +87,6 @@ def run_campaign(
             plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh,
             budget_s=budget_s, tunables=tunables,
         )  # fmt: skip
-
-
-@contextmanager
-def equipped(
-    plan: Plan, results_dir: Path, built: list[installs.Installation] | None
-) -> Iterator[tuple[PgbenchClient, Servers, Executor]]:
-    """The plan's pgbench, servers and executor, checked (its builds made unless the caller
-    made them); the connections to its hosts stay open until the block ends."""
-    if built is None:
-        built = builds.ensure_all(plan.needed_builds)
-    found = installs.discover() + built
-    hosts = CampaignHosts(plan)
-    try:
-        hosts.check()
-        executor: Executor
-        if plan.pgbench_hosts:
-            generator = plan.pgbench_hosts[0]
-            pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
-            executor = GeneratorExecutor(hosts.get(generator), pgbench_cpus=plan.pgbench_cpus)
-        else:
-            pgbench = choose_pgbench(plan, found)
-            executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
-        servers = Servers(plan, results_dir, found, hosts)
-        servers.validate()
-        yield pgbench, servers, executor
-    finally:
-        hosts.close()
 
 
 def conduct(
@@ -382,13 +363,44 @@ class Campaign:
     def measure(
         self, spec: RunSpec, server: Server, endpoint: Endpoint, artifacts: Path, started: float
     ) -> RunResult:
+        """Hygiene, warmup and the measured run, with telemetry and (when the run is profiled)
+        perf from before the hygiene, so it follows the measured run's backends from their
+        fork."""
+
+        def phase(text: str) -> None:
+            self.reporter.phase(spec, text)
+
+        capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
+        profiler = self.telemetry.profiler(server, spec.label, artifacts) if spec.profiled else None
+        if profiler is None:
+            return self.measured(spec, server, endpoint, artifacts, started, capture, None)
+        profiler.start()
+        try:
+            return self.measured(spec, server, endpoint, artifacts, started, capture, profiler)
+        finally:
+            profiler.close()
+
+    def measured(
+        self,
+        spec: RunSpec,
+        server: Server,
+        endpoint: Endpoint,
+        artifacts: Path,
+        started: float,
+        capture: Capturing,
+        profiler: Profiling | None,
+    ) -> RunResult:
         def phase(text: str) -> None:
             self.reporter.phase(spec, text)
 
         def progress(line: ProgressLine) -> None:
             self.reporter.progress(spec, line)
 
-        capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
+        def pgbench_started(pid: int) -> None:
+            if profiler is not None:
+                profiler.measuring()
+            capture.pgbench_started(pid)
+
         hygiene = self.hygiene(spec, endpoint)
         # pgbench alone connects the run's way; the samplers and hygiene keep the admin one.
         client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
@@ -397,11 +409,16 @@ class Campaign:
         phase("measuring")
         run = measured_invocation(spec, artifacts, sampling)
         capture.start()
-        done = None
+        done = profile = None
         try:
-            done = self.pgbench.run(client, run, artifacts, progress, capture.pgbench_started)
+            done = self.pgbench.run(client, run, artifacts, progress, pgbench_started)
         finally:
+            if profiler is not None:
+                profiler.measured()
             telemetry = capture.stop(done.cpu_s if done else None)
+        if profiler is not None and not done.interrupted:
+            phase("profile")
+            profile = profiler.stop()
         argv = sanitize_argv(done.argv, self.results_dir)
         if done.interrupted:
             return assemble(spec, self.version, MeasuredRun(done, argv, started, time.time()))
@@ -412,5 +429,5 @@ class Campaign:
         measured = MeasuredRun(
             done, argv, started, finished, log, warmup_tps, telemetry, kept, hygiene
         )
-        result = assemble(spec, self.version, measured)
+        result = replace(assemble(spec, self.version, measured), profile=profile)
         return replace(result, diagnosis=self.telemetry.diagnose(spec.server, result))

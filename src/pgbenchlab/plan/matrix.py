@@ -19,6 +19,8 @@ from pgbenchlab.plan.schema import (
     CONNECTIONS,
     DEFAULT_MAX_TRIES,
     MAX_RUNS,
+    PROFILE_MODES,
+    PROFILED_EXTRA,
     PROTOCOLS,
     REINIT_MODES,
     RESERVED_SETTINGS,
@@ -207,6 +209,7 @@ def run_options(ctx: Context, opts: dict[str, Any], clients: int, cpus: int) -> 
         reinit=choice(opts.get("reinit", "never"), REINIT_MODES, ctx, "reinit"),
         latency_log=parse_latency_log(opts.get("latency_log", "auto"), ctx, "latency_log"),
         max_tries=non_negative_int(opts.get("max_tries", DEFAULT_MAX_TRIES), ctx, "max_tries"),
+        profile=choice(opts.get("profile", "off"), PROFILE_MODES, ctx, "profile"),
     )
 
 
@@ -248,7 +251,8 @@ def order_runs(
     cells: list[_Cell], campaign: str, repeats: int, order: str, seed: int
 ) -> tuple[RunSpec, ...]:
     """Interleaved: every cell once per round. Random: rounds shuffled under the seed.
-    Sequential: each cell's repeats back to back."""
+    Sequential: each cell's repeats back to back. A cell profiled `auto` gets one more repeat,
+    profiled, in a last round of its own (kept out of the statistics)."""
     rng = random.Random(seed)
     if order == "sequential":
         pairs = [(cell, r) for cell in cells for r in range(1, repeats + 1)]
@@ -259,6 +263,7 @@ def order_runs(
             if order == "random":
                 rng.shuffle(round_cells)
             pairs.extend((cell, r) for cell in round_cells)
+    pairs += [(cell, repeats + 1) for cell in cells if cell.options.profile == "auto"]
     return tuple(
         RunSpec(
             campaign,
@@ -267,10 +272,17 @@ def order_runs(
             c.scale,
             c.workload,
             c.clients,
-            c.options,
+            _profiled(c.options, extra=r > repeats),
             r,
             i,
             c.sysctl,
         )
         for i, (c, r) in enumerate(pairs)
     )
+
+
+def _profiled(options: RunOptions, *, extra: bool) -> RunOptions:
+    """`auto`: only the extra repeat is profiled."""
+    if options.profile != "auto":
+        return options
+    return replace(options, profile=PROFILED_EXTRA if extra else "off")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import UPDATING_BUILTINS
 from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.auto import AutoRepeats
-from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES
+from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, PROFILED_EXTRA
 from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.redaction import redact_plan_text, redact_setting
 
@@ -93,12 +93,13 @@ class RunOptions:
     latency_log: str  # auto | full | off | a sampling rate such as "0.1"
     max_tries: int  # pgbench --max-tries (15+): 1 = no retry, 0 = unlimited
     connection: str = "socket"  # socket | tcp | tls: how pgbench reaches the server
+    profile: str = "off"  # off | on | auto (plan) → "extra" on the repeat auto adds
 
 
 def _in_cell(option: str, value: Any) -> bool:
     """Options that tell cells apart; one left at pgbench's default keeps the cell ids of
     plans written before it existed."""
-    return option != "reinit" and not (
+    return option not in ("reinit", "profile") and not (
         (option == "max_tries" and value == DEFAULT_MAX_TRIES)
         or (option == "connection" and value == "socket")
     )
@@ -137,6 +138,10 @@ class RunSpec:
         scripts = [(s.kind, s.name, s.weight, s.text) for s in self.workload.scripts]
         payload = json.dumps([self.cell, scripts, self.workload.defines], sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def profiled(self) -> bool:
+        return self.options.profile in ("on", PROFILED_EXTRA)
 
     @property
     def run_key(self) -> str:
@@ -183,9 +188,15 @@ class Plan:
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:
-        """The builds a server or the [pgbench] install uses, in plan order."""
+        """The builds a server or the [pgbench] install uses, in plan order; those of profiled
+        servers are built for profiles (frame pointers, debug info)."""
         used = {s.install for s in self.servers if s.managed} | {self.pgbench_install}
-        return tuple(b for b in self.builds if BUILD_PREFIX + b.name in used)
+        profiled = {self.server(s.server).install for s in self.specs if s.profiled}
+        return tuple(
+            replace(b, profiling=BUILD_PREFIX + b.name in profiled)
+            for b in self.builds
+            if BUILD_PREFIX + b.name in used
+        )
 
     @property
     def stored_text(self) -> str:

@@ -16,6 +16,9 @@ CONNECTIONS = ("socket", "tcp", "tls")
 VACUUM_MODES = ("pgbench", "all", "none")
 REINIT_MODES = ("never", "per-scale", "per-run")
 LATENCY_LOG_MODES = ("auto", "full", "off")
+# CPU profiles: none, one extra repeat per cell kept out of the statistics, or every run.
+PROFILE_MODES = ("off", "auto", "on")
+PROFILED_EXTRA = "extra"  # a spec's profile: the extra repeat `auto` adds
 RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
     | {"ssl", "ssl_cert_file", "ssl_key_file"}
@@ -47,6 +50,7 @@ OPTION_KEYS = (
     "connect",
     "max_tries",
     "connection",
+    "profile",
 )
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = (
@@ -59,6 +63,8 @@ AXIS_KEYS = (
     "protocol",
     "connection",
 )
+# A server's own options (besides its axes): its runs profiled or not.
+SERVER_OPTIONS = ("profile",)
 SERVER_KEYS = (
     "name",
     "install",
@@ -70,6 +76,7 @@ SERVER_KEYS = (
     "host",
     *AXIS_KEYS,
     "setting",
+    *SERVER_OPTIONS,
 )
 HOST_KEYS = ("name", "ssh", "port", "identity", "known_hosts")
 WORKLOAD_KEYS = (

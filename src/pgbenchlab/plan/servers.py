@@ -13,7 +13,13 @@ from psycopg import conninfo as pg_conninfo
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.plan.builds import install_spec
 from pgbenchlab.plan.records import ServerPlan
-from pgbenchlab.plan.schema import AXIS_KEYS, CONNECTIONS, RESERVED_SETTINGS, SERVER_KEYS
+from pgbenchlab.plan.schema import (
+    AXIS_KEYS,
+    CONNECTIONS,
+    RESERVED_SETTINGS,
+    SERVER_KEYS,
+    SERVER_OPTIONS,
+)
 from pgbenchlab.plan.values import Context, as_list, check_name, cpu_list, setting_text
 
 TLS_SSLMODES = ("require", "verify-ca", "verify-full")
@@ -37,7 +43,8 @@ def parse_servers(
         if any(s.name == server.name for s in servers):
             raise ctx.fail(f"{key}.name", f'server name "{server.name}" is used twice')
         servers.append(server)
-        axes[server.name] = {k: v for k, v in item.items() if k in (*AXIS_KEYS, "setting")}
+        own = (*AXIS_KEYS, "setting", *SERVER_OPTIONS)
+        axes[server.name] = {k: v for k, v in item.items() if k in own}
         if axes[server.name].get("setting") and not server.managed:
             raise ctx.fail(f"{key}.setting", "setting axes need a managed server, not a dsn")
     return servers, axes

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
+from pgbenchlab.profiles import Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import bisections
+from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
@@ -288,7 +290,12 @@ class Store(Reading):
                 "INSERT INTO run_hosts VALUES (?,?,?,?)",
                 [(run_id, h.role, h.host, h.address) for h in hosts],
             )
+            if result.profile is not None:
+                profile_tables.write_profile(self.db, run_id, result.profile)
         return run_id
+
+    def profiles_by_run(self, run_ids: list[int]) -> dict[int, Profile]:
+        return profile_tables.read_profiles(self.db, run_ids)
 
     def record_probe(self, campaign_id: int, probe: ProbeRecord) -> None:
         with self.transaction():

@@ -17,7 +17,7 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -303,6 +303,21 @@ MIGRATIONS: dict[int, str] = {
         answer_json TEXT,
         started_at REAL NOT NULL,
         updated_at REAL NOT NULL
+    );
+    """,
+    # 12: CPU profiles of profiled runs: folded stacks (zstd) rooted at each sample's backend
+    # type, perf's frequency, samples and lost samples, and what the binary lacked.
+    12: """
+    CREATE TABLE run_profiles (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        frequency_hz INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        lost INTEGER NOT NULL,
+        target TEXT NOT NULL,
+        symbols TEXT NOT NULL,
+        complete_share REAL,
+        seconds REAL,
+        folded_zst BLOB NOT NULL
     );
     """,
 }

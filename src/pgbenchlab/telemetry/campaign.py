@@ -7,16 +7,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
 
+from pgbenchlab import builds
 from pgbenchlab.analysis import diagnosis, telemetry_figures
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.server import Endpoint, ManagedServer, Server, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.fsync import FsyncFigure, run_pg_test_fsync
 from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
+from pgbenchlab.telemetry.profiler import Profiler
+from pgbenchlab.telemetry.symbols import symbols_note
 
 if TYPE_CHECKING:
     from pgbenchlab.results import RunResult
@@ -92,6 +96,7 @@ class CampaignTelemetry:
         self.facts: dict[str, ServerTelemetryFacts] = {}
         self.fsync_by_device: dict[str, FsyncFigure | None] = {}
         self.extension_checked: set[tuple[str, str]] = set()
+        self.symbols: dict[str, str] = {}  # per server: what its binary lacks for profiles
 
     def capture(
         self,
@@ -126,6 +131,23 @@ class CampaignTelemetry:
                 pgbench_cpus=self.pgbench_cpus,
                 pgbench_here=server.host is self.host,
             )
+        )
+
+    def profiler(self, server: Server, label: str, work_dir: Path) -> Profiler | None:
+        """perf beside the next measured run on a managed server (None: an external server's
+        processes are not ours to profile, or it has no postmaster now)."""
+        if not isinstance(server, ManagedServer):
+            return None
+        pid = postmaster_pid(server.data_dir, server.host)
+        if pid is None:
+            return None
+        binary = server.install.binary("postgres")
+        if server.name not in self.symbols:
+            provenance = builds.provenance_of(server.install)
+            self.symbols[server.name] = symbols_note(binary, provenance, server.host)
+        target = f"server {server.name} ({binary}): postmaster {pid} and its processes; {label}"
+        return Profiler(
+            pid, work_dir, label=target, symbols=self.symbols[server.name], host=server.host
         )
 
     def diagnose(self, server: str, result: RunResult) -> diagnosis.Diagnosis | None:

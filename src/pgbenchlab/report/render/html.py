@@ -34,6 +34,7 @@ from pgbenchlab.report.render.chart_data import (
     usl_rows,
 )
 from pgbenchlab.report.render.payload import detail_payload, runs_payload
+from pgbenchlab.report.render.profiles import flame_payload, profiles_section
 from pgbenchlab.report.render.sections import esc
 from pgbenchlab.report.views.model import ReportView
 
@@ -194,6 +195,7 @@ def payload(view: ReportView) -> dict[str, Any]:
         "changes": change_rows(view),
         "runs": runs_payload(view),
         "detail": detail_payload(view),
+        **({"flames": flame_payload(view)} if view.profiles else {}),
         "advice": [
             {
                 "kind": a.kind,
@@ -254,8 +256,11 @@ def render(view: ReportView, *, source: str = "") -> str:
         change_points=change_points,
         change_points_link='<a href="#change-points">Change points</a>' if change_points else "",
         figures=figures,
+        profiles=profiles_section(view),
+        profiles_link='<a href="#profiles">Profiles</a>' if view.profiles else "",
         method=sections.method_note(),
     )
+    flames = f"<script>{inline_script(_asset('flame.js'))}</script>" if view.profiles else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -264,7 +269,7 @@ def render(view: ReportView, *, source: str = "") -> str:
         f"{body}"
         f'<script type="application/json" id="report-data">{script_json(data)}</script>'
         f"<script>{inline_script(bundle.javascript())}</script>"
-        f"<script>{inline_script(_asset('report.js'))}</script>"
+        f"<script>{inline_script(_asset('report.js'))}</script>{flames}"
         "</body></html>\n"
     )
 
@@ -273,7 +278,7 @@ _BODY = """
 <header><h1>{title}</h1>{description}<p class="sub">{sub}</p>
 <nav><a href="#warnings">Warnings</a><a href="#overview">Overview</a>
 <a href="#tables">Key tables</a>{capacity_link}{change_points_link}<a href="#charts">Charts</a>
-<a href="#runs">All runs</a><a href="#method">Method</a></nav></header>
+{profiles_link}<a href="#runs">All runs</a><a href="#method">Method</a></nav></header>
 <main>
 <section id="warnings"><h2>Warnings</h2>{advice}</section>
 <section id="overview"><h2>Overview</h2>{campaign}
@@ -289,6 +294,7 @@ _BODY = """
 <span class="note">Hover for values, click a legend entry to show one series (shift-click for
 more), click a point for its runs.</span></div>
 {figures}</section>
+{profiles}
 <section id="run-detail" hidden></section>
 <section id="runs"><h2>All runs</h2>
 <div class="controls"><input id="run-filter" type="search" placeholder="Filter runs (any column)"

@@ -57,6 +57,13 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
         lines.append(f"command: {shlex.join(d['argv'])}")
     if d.get("server_build"):
         lines += [f"{title}: {text}" for title, text in builds.describe(d["server_build"])]
+    if d.get("profile"):
+        p = d["profile"]
+        extra = " (auto's extra repeat, out of the statistics)" if p["profiled"] == "extra" else ""
+        lines.append(
+            f"profiled{extra}: {p['samples']:,} samples at {p['frequency_hz']} Hz, "
+            f"{p['lost']:,} lost; `pgbenchlab profile {d['id']}` for its top functions"
+        )
     return lines
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from pgbenchlab.analysis.cells import Matched, match_cells
@@ -17,6 +17,7 @@ from pgbenchlab.analysis.comparison import compare
 from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan.schema import CONNECTIONS
+from pgbenchlab.profiles import Profile
 from pgbenchlab.report.views import advice
 from pgbenchlab.report.views.capacity import capacity_views
 from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
@@ -32,6 +33,7 @@ from pgbenchlab.report.views.model import (
     RunView,
     ServerView,
 )
+from pgbenchlab.report.views.profiles import cell_profiles, profile_changes
 from pgbenchlab.report.views.scalability import scalability
 from pgbenchlab.report.views.steps import report_scans
 from pgbenchlab.store import Store
@@ -56,11 +58,13 @@ def load_view(
     store: Store, campaign: int, *, baseline: str | None = None, detail: bool = True
 ) -> ReportView:
     """The view model of one campaign; without ``detail``, no per-second series or histograms."""
+    runs = load_runs(store, campaign, detail=detail)
     view = build_view(
         load_campaign(store, campaign),
         load_servers(store, campaign),
-        load_runs(store, campaign, detail=detail),
+        runs,
         baseline=baseline,
+        profiles=store.profiles_by_run([r.id for r in runs]) if detail else {},
     )
     return replace(view, capacity=tuple(capacity_views(store, campaign)))
 
@@ -72,14 +76,16 @@ def build_view(
     *,
     baseline: str | None = None,
     confidence: float = CONFIDENCE,
+    profiles: Mapping[int, Profile] | None = None,
 ) -> ReportView:
     """Everything the outputs show, computed here once: the renderers only print it."""
     dims = run_dims(runs)
-    cells = tuple(add_efficiency(build_cells(runs, dims, confidence)))
+    counted = [r for r in runs if r.counted]
+    cells = tuple(add_efficiency(build_cells(counted, dims, confidence)))
     axes = tuple(a for a in AXES if len({d[a.key] for d in dims.values()}) > 1)
     labels = _server_labels(servers, runs)
     chosen = choose_baseline(labels, servers, baseline)
-    changes = tuple(compare_servers(cells, runs, chosen, confidence)) if chosen else ()
+    changes = tuple(compare_servers(cells, counted, chosen, confidence)) if chosen else ()
     view = ReportView(
         campaign=campaign,
         servers=tuple(servers),
@@ -93,8 +99,13 @@ def build_view(
         advice=advice.collect(runs, cells, axes),
         confidence=confidence,
     )
+    profiled = cell_profiles(cells, runs, profiles or {}, [a.key for a in axes])
     return replace(
-        view, scans=tuple(report_scans(view)), scalability=scalability(cells, runs, axes)
+        view,
+        scans=tuple(report_scans(view)),
+        scalability=scalability(cells, runs, axes),
+        profiles=profiled,
+        profile_changes=profile_changes(profiled, changes),
     )
 
 

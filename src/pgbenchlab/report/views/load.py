@@ -49,6 +49,7 @@ AXIS_SPEC_KEYS = frozenset(
         "connection",
         "duration_s",
         "transactions",
+        "profile",
     }
 )
 RAW_STDOUT = "stdout.txt.zst"
@@ -197,6 +198,7 @@ def run_view(r: RunRecord, **extra: Any) -> RunView:
         retries=report.get("retries"),
         argv=tuple(r["argv"]),
         stored_warnings=findings.from_stored(r["warnings"]),
+        profiled=r["spec"].get("profile"),
         pgbench_output=extra.pop("pgbench_output", None),
         **extra,
     )

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from pgbenchlab.analysis.scalability import UslFit
 from pgbenchlab.findings import RunWarning
+from pgbenchlab.plan.schema import PROFILED_EXTRA
+from pgbenchlab.profiles import FunctionTime, Profile, ProfileDiff
 from pgbenchlab.report.views.capacity import CapacityView
 from pgbenchlab.results import RunStatus
 
@@ -182,10 +184,16 @@ class RunView:
     retries: int | None = None
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
+    profiled: str | None = None  # "on"; "extra": auto's profiled repeat, out of the statistics
 
     @property
     def ok(self) -> bool:
         return self.status == RunStatus.OK and self.tps is not None
+
+    @property
+    def counted(self) -> bool:
+        """Whether the run enters its cell's statistics."""
+        return self.profiled != PROFILED_EXTRA
 
 
 @dataclass(frozen=True)
@@ -288,6 +296,30 @@ class Scan:
 
 
 @dataclass(frozen=True)
+class CellProfile:
+    cell_id: str
+    label: str
+    run_ids: tuple[int, ...]
+    out_of_statistics: bool  # auto's extra repeat: not in the cell's figures
+    transactions: int
+    profile: Profile  # the runs' stacks summed
+    top: tuple[FunctionTime, ...]
+
+    @property
+    def cpu_us_per_tx(self) -> float | None:
+        if not self.transactions:
+            return None
+        return self.profile.cpu_seconds(self.profile.samples) / self.transactions * 1e6
+
+
+@dataclass(frozen=True)
+class ProfileChange:
+    baseline: CellProfile
+    candidate: CellProfile
+    rows: tuple[ProfileDiff, ...]
+
+
+@dataclass(frozen=True)
 class ReportView:
     campaign: CampaignView
     servers: tuple[ServerView, ...]
@@ -303,6 +335,8 @@ class ReportView:
     scans: tuple[Scan, ...] = ()  # change points along the server and setting axes (`steps`)
     capacity: tuple[CapacityView, ...] = ()  # a capacity campaign's searches
     scalability: tuple[ScalabilityView, ...] = ()  # the USL per series of TPS against clients
+    profiles: tuple[CellProfile, ...] = ()  # per profiled cell
+    profile_changes: tuple[ProfileChange, ...] = ()  # candidate cells against the baseline's
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,15 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     detail |= telemetry_detail(store, run_id)
     detail["sysctl"] = store.run_sysctl(run_id)
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
+    profile = store.profiles_by_run([run_id]).get(run_id)
+    detail["profile"] = None
+    if profile is not None:  # the stacks themselves: `pgbenchlab profile RUN_ID`
+        detail["profile"] = {
+            "frequency_hz": profile.frequency_hz,
+            "samples": profile.samples,
+            "lost": profile.lost,
+            "profiled": detail["spec"].get("profile"),
+        }
     return detail
 
 

@@ -1,0 +1,170 @@
+"""Profile overhead: pgbench with perf profiling the server against without, and the size of a
+report with the flame graphs of 100 profiled runs.
+
+    .venv/bin/python bench/profile_overhead.py [--rounds 8] [--seconds 30] [--clients 4]
+
+One managed server (PostgreSQL 18, embedded, scale 10; bench/harness.py), select-only at the
+given clients. Each round runs both modes once in a rotating order: "off" (pgbench alone, as
+an unprofiled run) and "perf" (`telemetry.profiler.Profiler` beside it exactly as a campaign
+runs it: perf record -e cpu-clock -F 499 -g of the postmaster and its children, started
+before the run, folded after it; the folding is outside the measured time, as in a campaign).
+The figure is the paired ratio perf ÷ off of TPS over the rounds with its 95 % interval, set
+against the run-to-run noise of the "off" runs (their coefficient of variation): it decides
+whether `profile = "auto"` may count its profiled repeat (only when the overhead is below the
+noise). pgbenchlab keeps that repeat out of the statistics in every case (see the written
+figure).
+
+Then a synthetic campaign of 100 runs, one per cell (2 servers × 2 scales × 25 client counts,
+tests/conftest_report.py), each carrying the real profile captured in the last "perf" round
+(its counts varied per run), is written through the real Store; the report's size is measured
+with and without the profiles (the budget: 5 MB for any report, bench/report_size.md).
+
+Writes bench/profile_overhead.md (--output elsewhere for a smoke test: --rounds 1 --seconds 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from harness import HERE, Provenance, bench_server, paired_ratio, rotated, spec_for
+
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from conftest_report import FakeServer, SyntheticPlan, write_synthetic
+from pgbenchlab.profiles import Profile
+from pgbenchlab.report import write_report
+from pgbenchlab.store import Store
+from pgbenchlab.store.profiles import write_profile
+from pgbenchlab.telemetry.profiler import Profiler, check_perf
+
+MODES = ("off", "perf")
+SIZE_LIMIT = 5_000_000
+
+
+def measure(rounds: int, seconds: int, clients: int) -> tuple[dict[str, list[float]], Profile]:
+    tps: dict[str, list[float]] = {mode: [] for mode in MODES}
+    last: Profile | None = None
+    spec = spec_for("select-only", clients, seconds)
+    with bench_server() as bench:
+        bench.run(spec_for("select-only", clients, 2), sampling=None)  # warm the cache
+        for round_no in range(rounds):
+            for mode in rotated(MODES, round_no):
+                profiler = None
+                if mode == "perf":
+                    profiler = Profiler(bench.postmaster(), bench.logs, label="bench")
+                    profiler.start()
+                    profiler.measuring()
+                try:
+                    measured = bench.run(spec, sampling=None)
+                finally:
+                    if profiler is not None:
+                        profiler.measured()
+                        last = profiler.stop() or last
+                        profiler.close()
+                tps[mode].append(measured.tps)
+                print(f"round {round_no + 1} {mode}: {measured.tps:,.0f} tps", file=sys.stderr)
+    assert last is not None, "perf recorded nothing"
+    return tps, last
+
+
+def hundred_profiled_runs(work: Path, profile: Profile) -> tuple[int, int]:
+    """The report's size for 100 runs without and with a profile each."""
+    plan = SyntheticPlan(
+        name="profiled",
+        servers=(
+            FakeServer("base", "18.1", 1.0, {"shared_buffers": "64MB"}),
+            FakeServer("patched", "18.1", 1.1, {"shared_buffers": "64MB"}),
+        ),
+        scales=(1, 10),
+        workloads=("select-only",),
+        clients=tuple(range(1, 26)),
+        repeats=1,
+    )
+    db = write_synthetic(work / "results", plan)
+    plain = write_report(db, output=work / "plain.html")
+    rng = random.Random(1)
+    with Store(db) as store:
+        records = store.run_records(store.campaign_id(None))
+        with store.transaction():
+            for record in records:
+                write_profile(store.db, record.id, varied(profile, rng))
+    profiled = write_report(db, output=work / "profiled.html")
+    assert isinstance(plain, Path) and isinstance(profiled, Path)
+    return plain.stat().st_size, profiled.stat().st_size
+
+
+def varied(profile: Profile, rng: random.Random) -> Profile:
+    """The same stacks with counts varied by up to ±50 % (every run's tree its own)."""
+    lines = []
+    for frames, count in profile.stacks():
+        lines.append(f"{';'.join(frames)} {max(1, round(count * rng.uniform(0.5, 1.5)))}\n")
+    return replace(profile, folded="".join(lines))
+
+
+def written(
+    provenance: Provenance,
+    args: argparse.Namespace,
+    tps: dict[str, list[float]],
+    profile: Profile,
+    sizes: tuple[int, int],
+) -> str:
+    ratio = paired_ratio(tps["off"], tps["perf"])
+    off = tps["off"]
+    noise = statistics.stdev(off) / statistics.fmean(off) if len(off) > 1 else float("nan")
+    below = len(off) > 1 and ratio.low >= 1 - noise
+    plain, profiled = sizes
+    return "\n".join(
+        [
+            "# Profile overhead: TPS with perf against without, and the report's size",
+            "",
+            *provenance.header(),
+            "",
+            f"select-only, {args.clients} clients, scale 10, {args.seconds} s runs, "
+            f"{args.rounds} interleaved rounds (bench/profile_overhead.py).",
+            "",
+            "| measure | value |",
+            "|---|---:|",
+            f"| TPS without profiling (median) | {statistics.median(off):,.0f} |",
+            f"| TPS with perf (median) | {statistics.median(tps['perf']):,.0f} |",
+            f"| perf ÷ off, paired (95 % interval) | {ratio.text()} |",
+            f"| run-to-run noise of the off runs (CV) | {noise:.1%} |",
+            f"| samples in the last profiled run ({profile.frequency_hz} Hz) | "
+            f"{profile.samples:,} ({profile.lost:,} lost) |",
+            f"| report, 100 runs, no profiles | {plain / 1e6:.2f} MB |",
+            f"| report, 100 runs, a flame graph each | {profiled / 1e6:.2f} MB "
+            f"(≤ {SIZE_LIMIT / 1e6:.0f} MB: {'within' if profiled <= SIZE_LIMIT else 'OVER'}) |",
+            "",
+            "Overhead below the noise (the interval's low end above 1 − CV): "
+            f'{"yes" if below else "no"}. `profile = "auto"` keeps its profiled repeat out of '
+            "the cell's statistics either way: the overhead grows with the stacks' depth and the "
+            "sample rate, so a figure from one workload does not vouch for every cell.",
+            "",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--output", type=Path, default=HERE / "profile_overhead.md")
+    args = parser.parse_args()
+    check_perf()
+    provenance = Provenance.start()
+    tps, profile = measure(args.rounds, args.seconds, args.clients)
+    with tempfile.TemporaryDirectory(prefix="pgbl-profile-bench-") as work:
+        sizes = hundred_profiled_runs(Path(work), profile)
+    text = written(provenance, args, tps, profile, sizes)
+    print(text)
+    args.output.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""A run's CPU profile as the outputs show it: top functions, self and total, by backend
+type; and what changed between two runs, in CPU time per committed transaction."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pgbenchlab.errors import UserError
+from pgbenchlab.profiles import FunctionTime, Profile, ProfileDiff, diff, top_functions
+from pgbenchlab.profiles.top import backend_samples
+from pgbenchlab.store import Store
+from pgbenchlab.store.records import RunRecord
+
+
+@dataclass(frozen=True)
+class RunProfile:
+    run_id: int
+    label: str  # server, workload, clients, repeat
+    transactions: int | None
+    tps: float | None
+    profile: Profile
+    top: tuple[FunctionTime, ...]
+    backends: dict[str, int]  # samples per backend type
+
+    @property
+    def cpu_ms_per_tx(self) -> float | None:
+        """The profiled processes' CPU time per committed transaction."""
+        if not self.transactions:
+            return None
+        return self.profile.cpu_seconds(self.profile.samples) / self.transactions * 1e3
+
+
+@dataclass(frozen=True)
+class ProfileComparison:
+    a: RunProfile
+    b: RunProfile
+    rows: tuple[ProfileDiff, ...]  # the largest change in self time first
+
+
+def run_label(run: RunRecord) -> str:
+    return (
+        f"run {run.id}: {run['server']} s={run['scale']} {run['workload']} "
+        f"c={run['clients']} #{run.repeat}"
+    )
+
+
+def profiled_run(run: RunRecord, profile: Profile, limit: int = 15) -> RunProfile:
+    transactions = run["transactions"]
+    return RunProfile(
+        run.id,
+        run_label(run),
+        int(transactions) if transactions is not None else None,
+        run["tps"],
+        profile,
+        tuple(top_functions(profile, limit)),
+        backend_samples(profile),
+    )
+
+
+def run_profile(store: Store, run_id: int, limit: int = 15) -> RunProfile:
+    run = store.run_record(run_id)
+    if run is None:
+        raise UserError(f"no run with id {run_id}; see `pgbenchlab runs`")
+    profile = store.profiles_by_run([run_id]).get(run_id)
+    if profile is None:
+        raise UserError(
+            f'run {run_id} has no profile: profile it with `profile = "on"` (or "auto") in '
+            "the plan's [defaults]"
+        )
+    return profiled_run(run, profile, limit)
+
+
+def compare_profiles(a: RunProfile, b: RunProfile, limit: int = 25) -> ProfileComparison:
+    if not a.transactions or not b.transactions:
+        raise UserError("both runs need committed transactions to compare per transaction")
+    rows = diff(a.profile, a.transactions, b.profile, b.transactions)
+    return ProfileComparison(a, b, tuple(rows[:limit]))
+
+
+def profile_json(found: RunProfile) -> dict[str, Any]:
+    profile = found.profile
+    return {
+        "run_id": found.run_id,
+        "run": found.label,
+        "transactions": found.transactions,
+        "tps": found.tps,
+        "frequency_hz": profile.frequency_hz,
+        "samples": profile.samples,
+        "lost": profile.lost,
+        "target": profile.target,
+        "symbols": profile.symbols,
+        "complete_share": profile.complete_share,
+        "seconds": profile.seconds,
+        "cpu_ms_per_tx": found.cpu_ms_per_tx,
+        "backend_types": found.backends,
+        "top": [asdict(t) for t in found.top],
+    }
+
+
+def comparison_json(found: ProfileComparison) -> dict[str, Any]:
+    return {
+        "a": {k: v for k, v in profile_json(found.a).items() if k != "top"},
+        "b": {k: v for k, v in profile_json(found.b).items() if k != "top"},
+        "unit": "CPU µs per committed transaction",
+        "functions": [asdict(r) | {"self_change_us": r.self_change_us} for r in found.rows],
+    }

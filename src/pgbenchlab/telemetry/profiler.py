@@ -1,0 +1,228 @@
+"""A CPU profile of a server beside one measured run: `perf record` on the software CPU clock
+(it works in virtual machines, which have no hardware counters) of the postmaster and every
+process it has, folded into stacks by backend type when the run ends.
+
+perf starts before the run's hygiene and warmup, and only the samples of the measured interval
+are kept (perf's timestamps on CLOCK_MONOTONIC, `perf script --time`): perf needs a moment
+after it opened its events to enable them, and a backend forked in between would be sampled
+without perf knowing the process (no FORK record), so its stacks could not be symbolised.
+
+Why `-p` with inheritance rather than `-a` with a filter: perf attaches to the postmaster and
+its current children, and every process the postmaster forks afterwards (the run's backends,
+autovacuum workers) inherits the event at fork, so sessions that come and go are profiled with
+no look at the rest of the machine: nothing of other work on a shared host is recorded, and
+no filter has to guess which pids were the server's. A process's backend type comes from its
+title in /proc/PID/cmdline, read four times a second while the run lasts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from pathlib import PurePath
+
+from pgbenchlab.errors import ProfilerError
+from pgbenchlab.hosts import LOCAL_HOST, Host, Process
+from pgbenchlab.profiles import Profile, fold_perf_script
+from pgbenchlab.profiles.backends import POSTMASTER, UNSEEN, backend_type
+from pgbenchlab.telemetry.osstats import child_pids
+
+DEFAULT_FREQUENCY_HZ = 499  # prime, so sampling does not beat with periodic work
+PERF_DATA = "perf.data"
+SCRIPT_FIELDS = "comm,pid,tid,ip,sym,dso"
+LOOK_PERIOD_S = 0.25
+PERF_FIX = "install Debian's linux-perf (apt-get install linux-perf)"
+PARANOID = PurePath("/proc/sys/kernel/perf_event_paranoid")
+PROC = PurePath("/proc")
+
+
+def check_perf(host: Host = LOCAL_HOST) -> None:
+    """Raise a one-line ProfilerError with the fix when perf cannot profile here."""
+    try:
+        done = host.run(["perf", "--version"], timeout=30)
+    except FileNotFoundError:
+        raise ProfilerError(f"profile: perf is not installed: {PERF_FIX}") from None
+    if done.returncode != 0 or not done.stdout.startswith("perf version"):
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        why = detail[0] if detail else f"exit {done.returncode}"
+        raise ProfilerError(f"profile: perf does not run ({why}): {PERF_FIX}")
+    try:
+        paranoid = int(host.read_text(PARANOID).strip())
+    except (OSError, ValueError):
+        paranoid = None
+    if os.geteuid() != 0 and paranoid is not None and paranoid > 0:
+        raise ProfilerError(
+            f"profile: the kernel refuses perf for other users' processes "
+            f"(kernel.perf_event_paranoid = {paranoid}): run as root, or "
+            f"`sudo sysctl kernel.perf_event_paranoid=0`"
+        )
+    _trial(host, paranoid)
+
+
+def _trial(host: Host, paranoid: int | None) -> None:
+    """A recording of `true`: a kernel or container that refuses perf_event_open says so."""
+    work = host.make_temp_dir("pgbenchlab-perf-", PurePath("/tmp"))
+    try:
+        argv = ["perf", "record", "-q", "-e", "cpu-clock", "-o", str(work / PERF_DATA)]
+        done = host.run([*argv, "--", "true"], cwd=work, timeout=60)
+    finally:
+        host.remove_tree(work)
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        why = lines[0] if lines else f"exit {done.returncode}"
+        raise ProfilerError(
+            f"profile: perf record is refused here ({why}; perf_event_paranoid = {paranoid}): "
+            "allow perf_event_open (as root, or `sysctl kernel.perf_event_paranoid=0`; in a "
+            "container, a seccomp profile that permits it)"
+        )
+
+
+class Profiler:
+    """perf record of one server's processes, from `start()` to `stop()`."""
+
+    def __init__(
+        self,
+        postmaster_pid: int,
+        work_dir: PurePath,
+        *,
+        frequency_hz: int = DEFAULT_FREQUENCY_HZ,
+        label: str = "",
+        symbols: str = "",
+        host: Host = LOCAL_HOST,
+        proc: PurePath = PROC,
+    ) -> None:
+        self.postmaster = postmaster_pid
+        self.data = work_dir / PERF_DATA
+        self.work_dir = work_dir
+        self.frequency = frequency_hz
+        self.label = label
+        self.symbols = symbols
+        self.host = host
+        self.proc = proc
+        self.types: dict[int, str] = {postmaster_pid: POSTMASTER}
+        self.stderr: list[str] = []
+        self.process: Process | None = None
+        # The measured run on perf's clock (-k CLOCK_MONOTONIC: Python's time.monotonic).
+        self.window: tuple[float | None, float | None] = (None, None)
+        self._halt = threading.Event()
+        self._looker = threading.Thread(target=self._look_loop, name="profiler", daemon=True)
+
+    def start(self) -> None:
+        """Attach perf to the postmaster and its children; return once it records."""
+        self._look()
+        pids = ",".join(str(p) for p in sorted(self.types))
+        argv = ["perf", "record", "-e", "cpu-clock", "-F", str(self.frequency), "-g", "-N"]
+        argv += ["-k", "CLOCK_MONOTONIC", "-p", pids, "-o", str(self.data)]
+        self.host.remove_tree(self.data)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work_dir)}
+        self.process = self.host.start(
+            argv, env=env, cwd=self.work_dir, on_stderr_line=self.stderr.append
+        )
+        self._await_recording(len(self.types))
+        self._looker.start()
+
+    def measuring(self) -> None:
+        """The measured run starts now: samples before it (hygiene, warmup) are left out."""
+        self.window = (time.monotonic(), None)
+
+    def measured(self) -> None:
+        """The measured run ended now."""
+        self.window = (self.window[0], time.monotonic())
+
+    def close(self) -> None:
+        """Stop perf if it still runs and delete what it wrote (a run that failed)."""
+        self._halt.set()
+        if self.process is not None:
+            self.process.interrupt()
+            self.process.wait()
+            self.process = None
+        self.host.remove_tree(self.data)
+
+    def stop(self) -> Profile | None:
+        """Stop perf and fold what it recorded in the measured window; None when there is
+        nothing (no window, or perf wrote no file)."""
+        self._halt.set()
+        if self.process is None:
+            return None
+        self.process.interrupt()
+        self.process.wait()
+        self.process = None
+        self._looker.join()
+        start, end = self.window
+        if start is None or not self.host.exists(self.data):
+            return None
+        end = end or time.monotonic()
+        argv = ["perf", "script", "-i", str(self.data), "-F", SCRIPT_FIELDS]
+        argv += ["--show-lost-events", "--time", f"{start:.6f},{end:.6f}"]
+        done = self.host.run(argv, cwd=self.work_dir, timeout=900)
+        self.host.remove_tree(self.data)
+        if done.returncode != 0 and not done.stdout:
+            return None  # perf could not read its own file: no profile rather than an empty one
+        seconds = end - start
+        script = fold_perf_script(done.stdout)
+        by_stack = Counter[str]()
+        for (pid, stack), count in script.stacks.items():
+            by_stack[f"{self.types.get(pid, UNSEEN)};{stack}"] += count
+        folded = "".join(f"{stack} {n}\n" for stack, n in sorted(by_stack.items()))
+        return Profile(
+            frequency_hz=self.frequency,
+            samples=script.samples,
+            lost=script.lost,
+            target=self.label,
+            folded=folded,
+            symbols=self.symbols,
+            complete_share=complete_share(script.stacks),
+            seconds=round(seconds, 3),
+        )
+
+    def _await_recording(self, pids: int, limit_s: float = 10.0) -> None:
+        """Wait until perf holds its events (at least one per process and CPU), so the backends
+        pgbench's connections fork next inherit them: its output file appears well before
+        (0.03 s against 0.2 s on a loaded 2-CPU machine)."""
+        assert self.process is not None
+        wanted = pids * (self.host.cpu_count() or 1)
+        fds = self.proc / str(self.process.pid) / "fd"
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and self._perf_events(fds) < wanted:
+            time.sleep(0.01)
+        time.sleep(0.05)  # opened, then enabled
+
+    def _perf_events(self, fds: PurePath) -> int:
+        try:
+            links = [self.host.resolve(fds / name) for name in self.host.list_dir(fds)]
+        except OSError:
+            return 0
+        return sum(link.name.endswith("[perf_event]") for link in links)
+
+    def _look_loop(self) -> None:
+        while not self._halt.wait(LOOK_PERIOD_S):
+            self._look()
+
+    def _look(self) -> None:
+        try:
+            children = child_pids(self.proc, self.postmaster, self.host)
+        except OSError:
+            return
+        for pid in children:
+            if pid in self.types:
+                continue
+            try:
+                title = self.host.read_text(self.proc / str(pid) / "cmdline")
+            except OSError:
+                continue
+            kind = backend_type(title)
+            if kind not in (POSTMASTER, UNSEEN):  # a fresh fork not yet titled: next look
+                self.types[pid] = kind
+
+
+def complete_share(stacks: Counter[tuple[int, str]]) -> float | None:
+    """The share of samples whose stack reaches the program's entry (main, or the C library's
+    start): frame-pointer unwinding through code built without frame pointers stops early."""
+    total = sum(stacks.values())
+    if total == 0:
+        return None
+    roots = ("main", "__libc_start_main", "__libc_start_call_main", "_start")
+    whole = sum(n for (_, stack), n in stacks.items() if stack.split(";", 1)[0] in roots)
+    return whole / total
