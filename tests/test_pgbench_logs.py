@@ -1,9 +1,9 @@
 """Per-transaction and aggregate pgbench logs, checked against an independent brute-force reading.
 
 Golden files: ``tests/golden/logs/<major>/<case>/`` were written by real pgbench 13 (built from
-Debian's source package), 15, 16 and 18 (``tests/golden/logs/capture_logs.py``; flags in
-``cases.json``, provenance in ``CAPTURED.md``); ``tests/golden/logs/hand/`` holds hand-written
-files in the documented 9.6–14 formats.
+Debian's source package), 15, 16, 17 (Debian's binary packages) and 18
+(``tests/golden/logs/capture_logs.py``; flags in ``cases.json``, provenance in ``CAPTURED.md``);
+``tests/golden/logs/hand/`` holds hand-written files in the documented 9.6–14 formats.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pgbenchlab.pgbench.logs import (
 )
 
 GOLDEN = Path(__file__).parent / "golden" / "logs"
-MAJORS = ("13", "15", "16", "18")
+MAJORS = ("13", "15", "16", "17", "18")
 WORDS = {"skipped", "failed", "serialization", "deadlock"}
 
 

@@ -94,7 +94,7 @@ def test_abort_shapes_of_every_version() -> None:
         assert first == prefix + "ERROR:  division by zero"
     assert golden("documented-12", "client-abort-midrun").aborted
     assert golden("13", "client-abort").messages[-1].level == "fatal"  # "error" from 15 on
-    assert golden("documented-17", "exit-on-abort").aborted
+    assert golden("17", "exit-on-abort").aborted and golden("18", "exit-on-abort").aborted
 
 
 def test_warnings_and_random_seed() -> None:

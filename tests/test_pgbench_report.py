@@ -20,7 +20,7 @@ from support import case_id, plain
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench"
 CASES = sorted(GOLDEN.glob("*/*.stdout"))
-CAPTURED_DIRS = ("13", "15", "16", "18")
+CAPTURED_DIRS = ("13", "15", "16", "17", "18")
 # The cases the capture script must produce for every real version (15+: and the retry cases).
 REQUIRED_CAPTURES = (
     "tpcb-progress", "t-mode", "select-only", "skip-some-updates", "rate-limit", "latency-limit",

@@ -4,14 +4,21 @@ about it in the capture's header.
 15 is Debian's package, 16 and 18 the PyPI wheels; other majors are built from Debian's source
 packages by pgbenchlab's own builder (`debian:postgresql-NN`, the fast configure options the
 real build tests use, so with ``PGBENCHLAB_BUILD_CACHE=/var/cache/pgbenchlab/test-builds`` the
-13 the suite built is a cache hit). ``MAJOR=BINDIR`` on a capture script's command line uses
-any other installation.
+13 the suite built is a cache hit). When the source package cannot be fetched (this machine's
+Debian mirror answers 404 for postgresql-17's source files but serves its binary packages), a
+major listed in BINARY_SUITES is taken from Debian's binary packages of that suite instead,
+unpacked with the newer C library and the libraries they need and run through that suite's
+dynamic loader (wrappers beside the binaries). ``MAJOR=BINDIR`` on a capture script's command
+line uses any other installation.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +31,18 @@ INSTALLED: dict[str, tuple[Path, str]] = {
 }
 BUILT = {"13": "debian:postgresql-13", "17": "debian:postgresql-17"}
 FAST_CONFIGURE = ("--without-readline", "--without-icu", "--without-zlib")
+BINARY_SUITES = {"17": "trixie"}
+RUNTIME_PACKAGES = (
+    "libpq5",
+    "libc6",
+    "libicu76",
+    "libldap2",
+    "libssl3t64",
+    "libstdc++6",
+    "libgcc-s1",
+)
+WRAPPED = ("postgres", "initdb", "pg_ctl", "pgbench", "psql")
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
 
 @dataclass(frozen=True)
@@ -61,7 +80,13 @@ def find(major: str, bindir: Path | None = None) -> Install:
         path, origin = INSTALLED[major]
         return Install(major, path, origin)
     if major in BUILT:
-        return built(major)
+        try:
+            return built(major)
+        except Exception as failed:  # the builder's one-line BuildError
+            if major not in BINARY_SUITES:
+                raise
+            print(f"cannot build {BUILT[major]}: {failed}", file=sys.stderr)
+            return debian_binaries(major, BINARY_SUITES[major], str(failed))
     raise SystemExit(f"no known installation of PostgreSQL {major}; give {major}=BINDIR")
 
 
@@ -79,3 +104,56 @@ def built(major: str) -> Install:
         f"{' '.join(FAST_CONFIGURE)}, {(facts.get('compiler') or {}).get('version', 'gcc')})"
     )
     return Install(major, install.bin_dir, origin)
+
+
+def debian_binaries(major: str, suite: str, why: str) -> Install:
+    """Debian's binary packages of PostgreSQL major from suite, unpacked under the system's
+    temporary directory (readable by the server account) and made runnable here."""
+    root = Path(tempfile.gettempdir()) / f"pgbenchlab-golden-debian-{major}"
+    bindir = root / f"usr/lib/postgresql/{major}/bin"
+    ready = root / "ready"
+    if not ready.is_file():
+        shutil.rmtree(root, ignore_errors=True)
+        packages = (f"postgresql-{major}", f"postgresql-client-{major}", *RUNTIME_PACKAGES)
+        for deb in download(suite, packages, root / "debs"):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+        libs = root / "usr/lib/x86_64-linux-gnu"
+        for name in WRAPPED:
+            (bindir / name).rename(bindir / f"{name}.real")
+            (bindir / name).write_text(
+                f"#!/bin/sh\n# Debian {suite}'s binary, run by {suite}'s loader and libraries\n"
+                f'exec {libs}/ld-linux-x86-64.so.2 --library-path {libs} --argv0 "$0" '
+                '"$0.real" "$@"\n'
+            )
+            (bindir / name).chmod(0o755)
+        subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+        ready.write_text("")
+    debs = sorted(p.name for p in (root / "debs").glob("postgresql-*.deb"))
+    origin = (
+        f"Debian {suite} binary package {', '.join(debs)}, with {suite}'s "
+        f"{', '.join(RUNTIME_PACKAGES)} (the source package could not be built: {why})"
+    )
+    return Install(major, bindir, origin)
+
+
+def download(suite: str, packages: tuple[str, ...], into: Path) -> list[Path]:
+    """Binary packages of suite fetched with apt-get through an apt configuration of our own."""
+    apt = into.parent / "apt"
+    for sub in ("lists/partial", "cache/archives/partial"):
+        (apt / sub).mkdir(parents=True, exist_ok=True)
+    into.mkdir(parents=True, exist_ok=True)
+    (apt / "sources.list").write_text(
+        f"deb [signed-by={KEYRING}] http://deb.debian.org/debian {suite} main\n"
+    )
+    options = [
+        f"-oDir::Etc::SourceList={apt / 'sources.list'}",
+        "-oDir::Etc::SourceParts=/dev/null",
+        f"-oDir::State::Lists={apt / 'lists'}",
+        f"-oDir::Cache={apt / 'cache'}",
+        "-oDir::State::status=/dev/null",
+    ]
+    if os.geteuid() == 0:
+        options.append("-oAPT::Sandbox::User=root")
+    subprocess.run(["apt-get", *options, "update", "-qq"], check=True)
+    subprocess.run(["apt-get", *options, "download", "-qq", *packages], check=True, cwd=into)
+    return sorted(into.glob("*.deb"))
