@@ -13,7 +13,15 @@ from typing import Any
 
 from pgbenchlab import osuser
 from pgbenchlab.builds import cache, sources
-from pgbenchlab.builds.compile import BuildLog, Progress, apply_patches, configure, make_and_install
+from pgbenchlab.builds.compile import (
+    BuildLog,
+    Progress,
+    apply_patches,
+    configure,
+    make_and_install,
+    meson_setup,
+    ninja_and_install,
+)
 from pgbenchlab.builds.recipe import (
     RECIPE_VERSION,
     BuildRecipe,
@@ -38,10 +46,11 @@ def ensure(
     """The installation the recipe gives, built now unless the cache holds it."""
     root = root or cache.cache_root()
     compiler = find_compiler(recipe.compiler, host)
+    check_build_system(recipe)
     patches = patch_files(recipe)
     cache.prepare_root(root)
     source = sources.identify(recipe, root, host)
-    key = cache_key(source, patches, recipe.configure, compiler)
+    key = cache_key(source, patches, recipe.configure, compiler, recipe.build_system)
     final = cache.build_dir(root, key)
     if not cache.is_complete(final):
         with cache.build_lock(root, key, progress, host):
@@ -90,6 +99,14 @@ def find_compiler(spec: str, host: Host = LOCAL_HOST) -> Compiler:
     return Compiler(path, lines[0].strip())
 
 
+def check_build_system(recipe: BuildRecipe) -> None:
+    if recipe.build_system == "meson" and not (shutil.which("meson") and shutil.which("ninja")):
+        raise BuildError(
+            f"build {recipe.name}: meson builds need meson and ninja (Debian's meson and "
+            "ninja-build; ./lab installs them)"
+        )
+
+
 def patch_files(recipe: BuildRecipe) -> tuple[PatchFile, ...]:
     found = []
     for text in recipe.patches:
@@ -122,9 +139,13 @@ def build(
         version = sources.tree_version(tree) or source.version
         apply_patches(tree, patches, log)
         options, reasons = version_flags(version, recipe.configure)
-        configure(tree, final, compiler.path, options, log)
-        staging = work / "dest"
-        make_and_install(tree, version, staging, host.cpu_count() or 2, log)
+        staging, jobs = work / "dest", host.cpu_count() or 2
+        if recipe.build_system == "meson":
+            meson_setup(tree, final, compiler.path, options, log)
+            ninja_and_install(tree, staging, jobs, log)
+        else:
+            configure(tree, final, compiler.path, options, log)
+            make_and_install(tree, version, staging, jobs, log)
         installed = staging / final.relative_to(final.anchor)
         seconds = time.monotonic() - log.started
         log.enter("done")
@@ -160,6 +181,7 @@ def describe(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
         ),
         ("build commit" if source.get("kind") == "git" else "build source digest", commit),
         ("build patches", ", ".join(patches) or "none"),
+        ("build system", str(facts.get("build_system", "autoconf"))),
         ("build configure", " ".join(facts.get("configure_applied", [])) or "(defaults)"),
         ("build compiler", str(compiler.get("version", "-"))),
         ("build time", f"{seconds:.0f} s" if isinstance(seconds, (int, float)) else "-"),
@@ -181,6 +203,7 @@ def provenance(
         "source": source.as_dict(),
         "version": version,
         "patches": [{"name": p.name, "sha256": p.sha256} for p in patches],
+        "build_system": recipe.build_system,
         "configure": list(recipe.configure),
         "configure_applied": list(options),
         "version_flags": reasons,

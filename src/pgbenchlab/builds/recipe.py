@@ -14,6 +14,8 @@ from typing import Any
 RECIPE_VERSION = 1
 SOURCE_KINDS = ("debian", "git", "tar", "dir")
 DEFAULT_COMPILER = "gcc"
+BUILD_SYSTEMS = ("autoconf", "meson")  # meson: trees that have meson.build (16 and later)
+DEFAULT_BUILD_SYSTEM = "autoconf"
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class BuildRecipe:
     compiler: str = DEFAULT_COMPILER  # gcc, clang or a path
     patches: tuple[str, ...] = ()
     based_on: str | None = None  # the build it came "from" (same source and options)
+    build_system: str = DEFAULT_BUILD_SYSTEM  # "autoconf" (./configure, make) or "meson"
 
     @property
     def kind(self) -> str:
@@ -88,16 +91,19 @@ def cache_key(
     patches: tuple[PatchFile, ...],
     configure: tuple[str, ...],
     compiler: Compiler,
+    build_system: str = DEFAULT_BUILD_SYSTEM,
 ) -> str:
     """The build's address in the cache: everything that changes what is built, and nothing
     else (a patch's or the source's path does not count, their contents do)."""
-    identity = {
+    identity: dict[str, object] = {
         "recipe": RECIPE_VERSION,
         "source": [source.kind, source.identity],
         "patches": [p.sha256 for p in patches],
         "configure": list(configure),
         "compiler": [compiler.version],
     }
+    if build_system != DEFAULT_BUILD_SYSTEM:  # autoconf keys stay those cached before meson
+        identity["build_system"] = build_system
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
