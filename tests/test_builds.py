@@ -23,7 +23,7 @@ from pgbenchlab.builds.recipe import (
     version_key,
 )
 from pgbenchlab.cli import main
-from pgbenchlab.errors import PlanError
+from pgbenchlab.errors import BuildError, PlanError
 from pgbenchlab.pgbench.version import parse_version
 
 PATCHES = Path(__file__).parent / "patches"
@@ -408,3 +408,17 @@ def test_meson_needs_a_tree_that_has_it(
     err = refused(tmp_path, f'[build.b]\nsource = "dir:{tree}"\nbuild_system = "meson"', capsys)
     assert 'build_system = "meson" needs a tree with meson.build' in err
     assert_nothing_built(build_cache)
+
+
+def test_prune_needs_no_locks_directory_and_a_bad_lock_path_fails_at_once(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    for key in ("kept", "stray"):
+        (root / "builds" / key / "bin").mkdir(parents=True)
+        (root / "builds" / key / "bin" / "postgres").write_text("")
+        (root / "builds" / key / "provenance.json").write_text('{"size_bytes": 0}')
+    assert [b.key for b in builds.prune(root, {"kept"})] == ["stray"]
+    with (
+        pytest.raises(BuildError, match=r"cannot lock .*nowhere"),
+        cache.build_lock(tmp_path / "nowhere", "k", None),
+    ):
+        pass
