@@ -23,7 +23,7 @@ from pgbenchlab.builds.recipe import (
     version_key,
 )
 from pgbenchlab.cli import main
-from pgbenchlab.errors import PlanError
+from pgbenchlab.errors import BuildError, PlanError
 from pgbenchlab.pgbench.version import parse_version
 
 PATCHES = Path(__file__).parent / "patches"
@@ -111,6 +111,11 @@ def test_unused_builds_are_not_needed_and_paths_resolve(tmp_path: Path) -> None:
             "server[0].install",
             '{ build = "NAME" }',
         ),
+        (
+            '[build.a]\nsource = "tar:/x"\nbuild_system = "cmake"',
+            "build.a.build_system",
+            'must be "autoconf" or "meson"',
+        ),
     ],
 )
 def test_build_plan_mistakes_are_one_line(text: str, where: str, message: str) -> None:
@@ -141,6 +146,24 @@ def test_cache_key_follows_contents_not_paths() -> None:
     assert cache_key(identity(), (patch,), ("--y",), gcc) != key
     clang = Compiler("/usr/bin/clang", "Debian clang version 14.0.6")
     assert cache_key(identity(), (patch,), ("--x",), clang) != key
+
+
+def test_meson_is_asked_for_inherited_and_part_of_the_key(tmp_path: Path) -> None:
+    text = (
+        '[build.m]\nsource = "tar:/x.tar.bz2"\nbuild_system = "meson"\n'
+        'configure = ["-Dreadline=disabled"]\n[build.p]\nfrom = "m"\n'
+        '[build.a]\nsource = "tar:/x.tar.bz2"\n'
+    )
+    meson, patched, autoconf = parse(text, tmp_path).builds
+    assert (meson.build_system, patched.build_system, autoconf.build_system) == (
+        "meson",
+        "meson",
+        "autoconf",
+    )
+    gcc = Compiler("/usr/bin/gcc", "gcc 12")
+    key = cache_key(identity(), (), (), gcc)
+    assert cache_key(identity(), (), (), gcc, "autoconf") == key, "autoconf keys did not move"
+    assert cache_key(identity(), (), (), gcc, "meson") != key
 
 
 def test_old_majors_get_their_flags_recorded() -> None:
@@ -346,3 +369,56 @@ def test_run_refuses_a_bad_build_before_any_run(
     assert err == f"pgbenchlab: error: {refusal}"
     assert not results.exists()
     assert_nothing_built(build_cache)
+
+
+def meson_tree(path: Path) -> Path:
+    """A tiny tree real meson configures (it has PostgreSQL's readline option, nothing else)."""
+    path.mkdir(parents=True)
+    (path / "meson.build").write_text("project('postgresql', 'c', version: '18.6')\n")
+    (path / "meson_options.txt").write_text("option('readline', type: 'feature', value: 'auto')\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ('["-Dnonsense=1"]', 'meson does not know the option(s) "nonsense"'),
+        ('["--without-readline"]', "meson does not know the option(s) --without-readline"),
+        ('["-Dreadline=maybe"]', 'meson setup failed: meson.build:1:0: ERROR: Value "maybe"'),
+    ],
+)
+def test_meson_refuses_options_in_one_line(
+    options: str,
+    message: str,
+    tmp_path: Path,
+    build_cache: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tree = meson_tree(tmp_path / "tree")
+    table = f'[build.b]\nsource = "dir:{tree}"\nbuild_system = "meson"\nconfigure = {options}'
+    err = refused(tmp_path, table, capsys)
+    assert err.startswith(f"pgbenchlab: error: {message}"), err
+    assert_nothing_built(build_cache)
+
+
+def test_meson_needs_a_tree_that_has_it(
+    tmp_path: Path, build_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = fake_tree(tmp_path / "tree")
+    err = refused(tmp_path, f'[build.b]\nsource = "dir:{tree}"\nbuild_system = "meson"', capsys)
+    assert 'build_system = "meson" needs a tree with meson.build' in err
+    assert_nothing_built(build_cache)
+
+
+def test_prune_needs_no_locks_directory_and_a_bad_lock_path_fails_at_once(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    for key in ("kept", "stray"):
+        (root / "builds" / key / "bin").mkdir(parents=True)
+        (root / "builds" / key / "bin" / "postgres").write_text("")
+        (root / "builds" / key / "provenance.json").write_text('{"size_bytes": 0}')
+    assert [b.key for b in builds.prune(root, {"kept"})] == ["stray"]
+    with (
+        pytest.raises(BuildError, match=r"cannot lock .*nowhere"),
+        cache.build_lock(tmp_path / "nowhere", "k", None),
+    ):
+        pass

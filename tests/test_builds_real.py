@@ -1,6 +1,8 @@
 """Real builds: Debian's PostgreSQL 13 source package built once (fast configure options) into
 a cache kept between sessions, a second `build` that is a cache hit, a patched build measured
-against its base in a campaign, and a configure option PostgreSQL rejects.
+against its base in a campaign, a configure option PostgreSQL rejects, and a meson build of a
+real PostgreSQL git tree (a repository made from Debian's 18 source, with a fixed commit so
+that the cache keeps its build between sessions).
 
 The cache is PGBENCHLAB_TEST_BUILD_CACHE, or /var/cache/pgbenchlab/test-builds as root (the
 server account must reach the binaries), or a session temporary directory.
@@ -9,7 +11,9 @@ server account must reach the binaries), or a session temporary directory.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pgbenchlab import builds, plan
+from pgbenchlab.builds import sources
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.installs import Installation
@@ -75,6 +80,50 @@ def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield root
 
 
+# The options that make meson's build of 18 fast: what the 13 build leaves out, no procedural
+# languages or NLS, and -O2 without -g (configure's default). It still builds contrib and the
+# test modules (meson's default target), about twice the work of make.
+MESON_FAST = (
+    '["-Dreadline=disabled", "-Dicu=disabled", "-Dzlib=disabled", "-Dnls=disabled", '
+    '"-Dplperl=disabled", "-Dplpython=disabled", "-Dpltcl=disabled", "-Dtap_tests=disabled", '
+    '"-Ddebug=false"]'
+)
+FIXED_COMMIT = {
+    "GIT_AUTHOR_NAME": "pgbenchlab tests",
+    "GIT_AUTHOR_EMAIL": "tests@pgbenchlab.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_NAME": "pgbenchlab tests",
+    "GIT_COMMITTER_EMAIL": "tests@pgbenchlab.invalid",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = ["git", "-C", str(repo), "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
+    env = {**os.environ, **FIXED_COMMIT}
+    return subprocess.run([*argv, *args], env=env, capture_output=True, text=True, check=True)
+
+
+def git_repo_of_tarball(tarball: Path, repo: Path) -> str:
+    """A git repository whose one commit (tagged "release") is the unpacked tarball, made once
+    (the same tarball always gives the same commit). Returns the commit."""
+    if not (repo / ".git").is_dir():
+        staging = repo.with_name(f".{repo.name}.{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        unpack = ["tar", "-xf", str(tarball), "-C", str(staging), "--strip-components=1"]
+        subprocess.run(unpack, check=True)
+        for args in (
+            ["init", "-q"],
+            ["add", "-A"],
+            ["commit", "-qm", "release"],
+            ["tag", "release"],
+        ):
+            git(staging, *args)
+        staging.rename(repo)
+    return git(repo, "rev-parse", "release").stdout.strip()
+
+
 @pytest.fixture(scope="session")
 def pg13(build_cache: Path) -> tuple[Installation, float]:
     """PostgreSQL 13 from Debian's source package, and the seconds ensure took."""
@@ -119,7 +168,10 @@ def test_a_second_build_is_a_cache_hit(
 
 
 def test_patched_build_regresses_against_its_base(
-    pg13: tuple[Installation, float], tmp_path: Path, results_dir: Path, build_cache: Path
+    pg13: tuple[Installation, float],
+    tmp_path: Path,
+    results_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     require_installs("embedded")
     the_plan = plan.parse(CAMPAIGN, "patch.toml", base=tmp_path)
@@ -140,14 +192,16 @@ def test_patched_build_regresses_against_its_base(
     assert main(["report", "--results", str(results_dir), "-o", str(html)]) == 0
     page = html.read_text()
     assert "build patches" in page and PATCH.name in page
-    # A build no campaign refers to is pruned; the two this campaign ran are kept.
-    stray = build_cache / "builds" / "0000stray"
-    (stray / "bin").mkdir(parents=True, exist_ok=True)
-    (stray / "bin" / "postgres").write_text("")
-    (stray / "provenance.json").write_text('{"size_bytes": 0}')
+    # A build no campaign refers to is pruned; the two this campaign ran are kept. Pruned in a
+    # cache of stand-ins: the shared test cache keeps the other tests' builds.
+    stand_ins = tmp_path / "prune-cache"
+    for key in [*keys, "0000stray"]:
+        (stand_ins / "builds" / key / "bin").mkdir(parents=True)
+        (stand_ins / "builds" / key / "bin" / "postgres").write_text("")
+        (stand_ins / "builds" / key / "provenance.json").write_text('{"size_bytes": 0}')
+    monkeypatch.setenv("PGBENCHLAB_BUILD_CACHE", str(stand_ins))
     assert main(["builds", "--prune", "--results", str(results_dir)]) == 0
-    assert not stray.exists()
-    assert all((build_cache / "builds" / k).is_dir() for k in keys)
+    assert {p.name for p in (stand_ins / "builds").iterdir()} == keys
 
 
 def test_configure_option_rejected(
@@ -163,3 +217,32 @@ def test_configure_option_rejected(
     err = capsys.readouterr().err.strip()
     assert err == "pgbenchlab: error: configure does not know the option(s) --enable-nonsense"
     assert {b.key for b in builds.cached_builds(builds.cache_root())} == before
+
+
+@pytest.mark.timeout(1800)  # cold: a whole meson build on 2 cores, with other work around
+def test_meson_build_of_a_postgresql_git_tree(
+    build_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tarball = sources.debian_tarball("postgresql-18", build_cache)
+    repo = build_cache / "test-repos" / "postgresql-18"  # kept: a warm run reuses it
+    commit = git_repo_of_tarball(tarball, repo)
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        f'[build.pg18]\nsource = "git:{repo}"\nref = "release"\nbuild_system = "meson"\n'
+        f'configure = {MESON_FAST}\n[[server]]\nname = "s"\ninstall = {{ build = "pg18" }}\n'
+    )
+    started = time.monotonic()
+    assert main(["build", str(plan_file)]) == 0
+    took = time.monotonic() - started
+    assert capsys.readouterr().out.startswith("pg18: PostgreSQL 18.")
+    print(f"meson build of the git tree (or cache hit): {took:.1f} s")
+    (made,) = builds.ensure_all(plan.parse(plan_file.read_text(), "p.toml", base=tmp_path).builds)
+    facts = builds.provenance_of(made)
+    assert facts is not None and facts["build_system"] == "meson"
+    assert facts["source"]["kind"] == "git" and facts["source"]["identity"] == commit
+    assert facts["source"]["ref"] == "release" and facts["version"] == "18.6"
+    assert made.version.text.startswith("18.") and made.has_pgbench
+    prefix = made.bin_dir.parent
+    assert list(prefix.glob("lib/**/pg_stat_statements.so"))
+    assert list(prefix.glob("share/**/pg_stat_statements.control"))
+    assert git(repo, "status", "--porcelain").stdout == "", "the checkout is never modified"

@@ -1,8 +1,9 @@
 """Per-transaction and aggregate pgbench logs, checked against an independent brute-force reading.
 
-Golden files: ``tests/golden/logs/<major>/<case>/`` were written by real pgbench 15, 16 and 18
-(``tests/golden/logs/capture_logs.py``; flags in ``cases.json``); ``tests/golden/logs/hand/``
-holds hand-written files in the documented 9.6–14 formats.
+Golden files: ``tests/golden/logs/<major>/<case>/`` were written by real pgbench 13 (built from
+Debian's source package), 15, 16, 17 (Debian's binary packages) and 18
+(``tests/golden/logs/capture_logs.py``; flags in ``cases.json``, provenance in ``CAPTURED.md``);
+``tests/golden/logs/hand/`` holds hand-written files in the documented 9.6–14 formats.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pgbenchlab.pgbench.logs import (
 )
 
 GOLDEN = Path(__file__).parent / "golden" / "logs"
-MAJORS = ("15", "16", "18")
+MAJORS = ("13", "15", "16", "17", "18")
 WORDS = {"skipped", "failed", "serialization", "deadlock"}
 
 
@@ -76,7 +77,8 @@ HAND_TRANSACTION_CASES = [
 ]
 CASES = captured_cases()
 TRANSACTION_CASES = [c for c in CASES if not c.aggregate]
-AGGREGATE_CASES = [c for c in CASES if c.aggregate]
+AGGREGATE_CASES = [c for c in CASES if c.aggregate and c.major >= 15]
+OLD_AGGREGATE_CASES = [c for c in CASES if c.aggregate and c.major < 15]
 
 
 def hand_files(name: str) -> tuple[Path, ...]:
@@ -463,6 +465,28 @@ def test_real_aggregate_logs_sum_threads(case: Case) -> None:
     if case.name == "aggregate-failures":
         assert sum(i.serialization_failures or 0 for i in summary.intervals) > 0
         assert sum(i.retries or 0 for i in summary.intervals) > 0
+
+
+@pytest.mark.parametrize("case", OLD_AGGREGATE_CASES, ids=case_id)
+def test_real_old_aggregate_logs_count_skipped_in_num_transactions(case: Case) -> None:
+    """Real ≤14 files: 6 columns, 11 with -R -L; num_transactions includes the skipped ones,
+    the latency sums cover the others."""
+    summary = analyse_aggregate_logs(case.files, pg_major=case.major)
+    rows = brute_aggregate(case.files)
+    assert summary.columns == (11 if case.rate_limited else 6)
+    assert summary.transactions_include_skipped and summary.rate_limited == case.rate_limited
+    assert [i.start_s for i in summary.intervals] == sorted(rows)
+    for interval in summary.intervals:
+        group = rows[interval.start_s]
+        skipped = sum(r[10] for r in group) if case.rate_limited else 0
+        n = sum(r[1] for r in group) - skipped
+        assert (interval.successful, interval.skipped) == (n, skipped)
+        assert interval.latency_mean_ms == pytest.approx(sum(r[2] for r in group) / n / 1000)
+        assert interval.latency_max_ms == max(r[5] for r in group) / 1000
+        if case.rate_limited:
+            assert interval.lag_mean_ms == pytest.approx(sum(r[6] for r in group) / n / 1000)
+            assert interval.lag_max_ms == max(r[9] for r in group) / 1000
+    assert summary.skipped > 0 if case.rate_limited else summary.skipped == 0
 
 
 def aggregate(name: str, major: int) -> AggregateLogSummary:

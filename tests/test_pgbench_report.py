@@ -20,13 +20,14 @@ from support import case_id, plain
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench"
 CASES = sorted(GOLDEN.glob("*/*.stdout"))
-CAPTURED_DIRS = ("15", "16", "18")
-# The cases the capture script must produce for every real version.
+CAPTURED_DIRS = ("13", "15", "16", "17", "18")
+# The cases the capture script must produce for every real version (15+: and the retry cases).
 REQUIRED_CAPTURES = (
     "tpcb-progress", "t-mode", "select-only", "skip-some-updates", "rate-limit", "latency-limit",
-    "connect", "per-statement", "weighted-scripts", "weighted-scripts-per-statement", "max-tries",
+    "connect", "per-statement", "weighted-scripts", "weighted-scripts-per-statement",
     "client-abort", "client-abort-midrun", "missing-tables", "missing-table-script",
 )  # fmt: skip
+RETRY_CAPTURES = ("max-tries", "verbose-errors", "max-tries-unlimited", "everything")
 
 
 def expected(stdout: Path) -> dict[str, Any]:
@@ -91,11 +92,14 @@ def test_every_case_has_all_its_files() -> None:
 def test_captures_cover_the_required_cases(major: str) -> None:
     names = {p.stem for p in (GOLDEN / major).glob("*.stdout")}
     assert set(REQUIRED_CAPTURES) <= names
+    assert (set(RETRY_CAPTURES) <= names) == (int(major) >= 15)
+    version = (GOLDEN / major / "version.txt").read_text()
+    assert version.startswith(f"pgbench (PostgreSQL) {major}.")
 
 
 def test_documented_versions_are_covered() -> None:
     names = {p.name for p in GOLDEN.iterdir() if p.name.startswith("documented-")}
-    assert {"documented-9.6", "documented-13", "documented-14"} <= names
+    assert {"documented-9.6", "documented-14"} <= names
 
 
 # --- behaviour on real captures -----------------------------------------------------------------
@@ -171,15 +175,17 @@ def test_nan_spellings_of_old_versions() -> None:
 
 
 def test_old_tps_lines_split_connection_time() -> None:
-    report = parse_report((GOLDEN / "documented-13" / "client-abort.stdout").read_text())
+    report = parse_report(captured("13", "client-abort"))
     assert report.client_version is None and report.tps is None
-    report = parse_report(
-        (GOLDEN / "documented-13" / "partitioned-rate-limit-per-statement.stdout").read_text()
-    )
-    assert (report.tps, report.tps_including_connections) == (2194.601967, 2194.101134)
+    report = parse_report(captured("13", "partitioned-rate-limit-per-statement"))
+    assert (report.tps, report.tps_including_connections) == (1037.83416, 1037.088515)
     assert report.reconnect_each_transaction is None
-    assert (report.partition_method, report.partitions) == ("range", 4)
-    assert (report.late, report.late_of, report.late_pct) == (3717, 131666, 2.823)
+    assert (report.partition_method, report.partitions) == ("range", 2)
+    assert (report.late, report.late_of, report.late_pct) == (60, 2076, 2.89)
+    assert (report.skipped, report.lag_avg_ms, report.lag_max_ms) == (12, 0.109, 2.655)
+    assert len(report.statements) == 11
+    connect = parse_report(captured("13", "connect"))  # -C before 14: the same two lines
+    assert (connect.tps, connect.tps_including_connections) == (1087.601067, 583.545262)
 
 
 def test_every_pattern_group_is_a_field() -> None:

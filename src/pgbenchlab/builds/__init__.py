@@ -2,11 +2,11 @@
 
 Owns the build recipe record and cache key (:mod:`.recipe`), fetching and unpacking sources —
 Debian source packages through an apt configuration of its own, git checkouts by export, never
-modified, tarballs, directories (:mod:`.sources`), the build steps and their log
-(:mod:`.compile`), the cache on disk with its locks, listing and pruning (:mod:`.cache`) and
-`ensure`, which returns a finished build as an `installs.Installation` (source "build") so the
-server lifecycle, the server account and the pgbench choice use it like any other
-(:mod:`.builder`).
+modified, tarballs, directories (:mod:`.sources`), the build steps — autoconf, or meson when the
+recipe asks — and their log (:mod:`.compile`), the cache on disk with its locks, listing and
+pruning (:mod:`.cache`) and `ensure`, which returns a finished build as an
+`installs.Installation` (source "build") so the server lifecycle, the server account and the
+pgbench choice use it like any other (:mod:`.builder`).
 
 Layer 2: may import `errors`, `hosts`, `installs` and `osuser`; `plan` imports its recipe
 record, the campaign and the CLI call `ensure`.

@@ -13,10 +13,19 @@ from typing import Any
 
 from pgbenchlab import osuser
 from pgbenchlab.builds import cache, sources
-from pgbenchlab.builds.compile import BuildLog, Progress, apply_patches, configure, make_and_install
+from pgbenchlab.builds.compile import (
+    BuildLog,
+    Progress,
+    apply_patches,
+    configure,
+    make_and_install,
+    meson_setup,
+    ninja_and_install,
+)
 from pgbenchlab.builds.incremental import DEPEND_OPTION, sync
 from pgbenchlab.builds.incremental import persistent_tree as kept_tree
 from pgbenchlab.builds.recipe import (
+    DEFAULT_BUILD_SYSTEM,
     PROFILING_CFLAGS,
     RECIPE_VERSION,
     BuildRecipe,
@@ -44,10 +53,14 @@ def ensure(
     the persistent tree of its source and options, see `incremental`)."""
     root = root or cache.cache_root()
     compiler = find_compiler(recipe.compiler, host)
+    check_build_system(recipe)
     patches = patch_files(recipe)
     cache.prepare_root(root)
     source = sources.identify(recipe, root, host)
-    key = cache_key(source, patches, recipe.configure, compiler, profiling=recipe.profiling)
+    key = cache_key(
+        source, patches, recipe.configure, compiler, recipe.build_system,
+        profiling=recipe.profiling,
+    )  # fmt: skip
     final = cache.build_dir(root, key)
     if not cache.is_complete(final):
         with cache.build_lock(root, key, progress, host):
@@ -96,6 +109,14 @@ def find_compiler(spec: str, host: Host = LOCAL_HOST) -> Compiler:
     return Compiler(path, lines[0].strip())
 
 
+def check_build_system(recipe: BuildRecipe) -> None:
+    if recipe.build_system == "meson" and not (shutil.which("meson") and shutil.which("ninja")):
+        raise BuildError(
+            f"build {recipe.name}: meson builds need meson and ninja (Debian's meson and "
+            "ninja-build; ./lab installs them)"
+        )
+
+
 def patch_files(recipe: BuildRecipe) -> tuple[PatchFile, ...]:
     found = []
     for text in recipe.patches:
@@ -141,8 +162,9 @@ def build(
                 )  # fmt: skip
         else:
             installed = compile_tree(
-                tree, final, patches, compiler, options, version, staging, log, jobs=jobs
-            )
+                tree, final, patches, compiler, options, version, staging, log, jobs=jobs,
+                build_system=recipe.build_system,
+            )  # fmt: skip
         seconds = time.monotonic() - log.started
         log.enter("done")
         log.close()
@@ -170,12 +192,17 @@ def compile_tree(
     log: BuildLog,
     *,
     jobs: int,
+    build_system: str = DEFAULT_BUILD_SYSTEM,
     configure_needed: bool = True,
     on_configured: Callable[[], None] | None = None,
 ) -> Path:
-    """Patch, configure (when needed), make and install a tree into staging; returns the
-    staged installation's directory."""
+    """Patch, configure (when needed; meson always sets up), build and install a tree into
+    staging; returns the staged installation's directory."""
     apply_patches(tree, patches, log)
+    if build_system == "meson":
+        meson_setup(tree, prefix, compiler.path, options, log)
+        ninja_and_install(tree, staging, jobs, log)
+        return staging / prefix.relative_to(prefix.anchor)
     if configure_needed:
         extra = (DEPEND_OPTION,) if on_configured else ()
         configure(tree, prefix, compiler.path, (*options, *extra), log)
@@ -203,6 +230,7 @@ def describe(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
         ),
         ("build commit" if source.get("kind") == "git" else "build source digest", commit),
         ("build patches", ", ".join(patches) or "none"),
+        ("build system", str(facts.get("build_system", "autoconf"))),
         ("build configure", " ".join(facts.get("configure_applied", [])) or "(defaults)"),
         ("build compiler", str(compiler.get("version", "-"))),
         ("build time", f"{seconds:.0f} s" if isinstance(seconds, (int, float)) else "-"),
@@ -224,6 +252,7 @@ def provenance(
         "source": source.as_dict(),
         "version": version,
         "patches": [{"name": p.name, "sha256": p.sha256} for p in patches],
+        "build_system": recipe.build_system,
         "configure": list(recipe.configure),
         "configure_applied": list(options),
         "profiling": recipe.profiling,

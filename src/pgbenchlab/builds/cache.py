@@ -75,13 +75,15 @@ def build_lock(
         try:
             held = host.lock(path)
             break
-        except OSError:
+        except BlockingIOError:  # held by another build of the same key
             if progress and not told:
                 progress("waiting for another build of the same key", 0.0)
                 told = True
             time.sleep(LOCK_POLL_S)
             if time.monotonic() - started > 6 * 3600:
                 raise BuildError(f"the build {key} stayed locked for 6 h ({path})") from None
+        except OSError as failed:  # not a held lock: waiting would never end
+            raise BuildError(f"cannot lock {path}: {failed.strerror}") from None
     try:
         yield
     finally:
@@ -142,6 +144,7 @@ def prune(root: Path, keep: set[str], host: Host = LOCAL_HOST) -> list[CachedBui
     for build in cached_builds(root):
         if build.key in keep:
             continue
+        (root / "locks").mkdir(exist_ok=True)
         with build_lock(root, build.key, None, host):
             doomed = build.path.with_name(f".{build.key}.deleting")
             build.path.rename(doomed)

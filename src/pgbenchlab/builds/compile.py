@@ -1,5 +1,6 @@
-"""The steps that turn an unpacked tree into an installation: patches, configure, make and
-make install (server, pgbench, pg_stat_statements), every line of output in the build's log."""
+"""The steps that turn an unpacked tree into an installation: patches, then configure, make and
+make install, or meson setup, ninja and meson install (server, pgbench, pg_stat_statements),
+every line of output in the build's log."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from pgbenchlab.hosts import LOCAL_HOST, Host
 Progress = Callable[[str, float], None]  # (phase, seconds since the build started)
 TAIL_LINES = 12
 STATEMENTS_DIR = "contrib/pg_stat_statements"
+MESON_DIR = "build-meson"  # meson's build directory, inside the unpacked tree
+_MESON_UNKNOWN = re.compile(r"ERROR: Unknown options?: (.+)|error: unrecognized arguments: (.+)")
 
 
 class StepFailed(Exception):
@@ -147,4 +150,45 @@ def make_and_install(tree: Path, version: str, staging: Path, jobs: int, log: Bu
         first = f": {failed.first_error}" if failed.first_error else ""
         raise BuildError(
             f"{failed.what} failed{first}; its last lines:\n{tail}\nlog: {log.path}"
+        ) from None
+
+
+def meson_setup(
+    tree: Path, prefix: Path, compiler: str, options: tuple[str, ...], log: BuildLog
+) -> None:
+    """meson setup with the options: "-Dname=value" and meson's "--" options go to meson,
+    "NAME=value" (CFLAGS=…) into its environment; an option meson does not know is refused."""
+    log.enter("configure")
+    if not (tree / "meson.build").is_file():
+        raise BuildError(
+            'build_system = "meson" needs a tree with meson.build (PostgreSQL 16 or later)'
+        )
+    arguments = [o for o in options if o.startswith("-")]
+    env = dict(o.split("=", 1) for o in options if not o.startswith("-") and "=" in o)
+    argv = ["meson", "setup", MESON_DIR, f"--prefix={prefix}", "--libdir=lib", *arguments]
+    try:
+        log.run(argv, tree, "meson setup", {**env, "CC": compiler})
+    except StepFailed as failed:
+        for line in failed.tail:
+            if found := _MESON_UNKNOWN.search(line):
+                unknown = (found[1] or found[2]).strip()
+                raise BuildError(f"meson does not know the option(s) {unknown}") from None
+        errors = [line for line in failed.tail if "ERROR:" in line or "error:" in line]
+        reason = (errors or failed.tail or ["no output"])[-1].strip()
+        raise BuildError(f"meson setup failed: {reason} (log: {log.path})") from None
+
+
+def ninja_and_install(tree: Path, staging: Path, jobs: int, log: BuildLog) -> None:
+    """Build everything meson builds by default (server, programs, contrib) and install it
+    under staging (DESTDIR, as for make)."""
+    log.enter("make")
+    try:
+        log.run(["ninja", "-C", MESON_DIR, f"-j{jobs}"], tree, "ninja")
+        log.enter("install")
+        install = ["meson", "install", "-C", MESON_DIR, "--no-rebuild", "--quiet"]
+        log.run(install, tree, "meson install", {"DESTDIR": str(staging)})
+    except StepFailed as failed:
+        tail = "\n".join(f"  {line}" for line in failed.tail)
+        raise BuildError(
+            f"{failed.what} failed; its last lines:\n{tail}\nlog: {log.path}"
         ) from None

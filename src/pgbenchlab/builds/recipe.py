@@ -15,6 +15,8 @@ from typing import Any
 RECIPE_VERSION = 1
 SOURCE_KINDS = ("debian", "git", "tar", "dir")
 DEFAULT_COMPILER = "gcc"
+BUILD_SYSTEMS = ("autoconf", "meson")  # meson: trees that have meson.build (16 and later)
+DEFAULT_BUILD_SYSTEM = "autoconf"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class BuildRecipe:
     patches: tuple[str, ...] = ()
     based_on: str | None = None  # the build it came "from" (same source and options)
     profiling: bool = False  # the plan profiles it: frame pointers and debug info added
+    build_system: str = DEFAULT_BUILD_SYSTEM  # "autoconf" (./configure, make) or "meson"
 
     @property
     def kind(self) -> str:
@@ -90,12 +93,13 @@ def cache_key(
     patches: tuple[PatchFile, ...],
     configure: tuple[str, ...],
     compiler: Compiler,
+    build_system: str = DEFAULT_BUILD_SYSTEM,
     *,
     profiling: bool = False,
 ) -> str:
     """The build's address in the cache: everything that changes what is built, and nothing
     else (a patch's or the source's path does not count, their contents do)."""
-    identity: dict[str, Any] = {
+    identity: dict[str, object] = {
         "recipe": RECIPE_VERSION,
         "source": [source.kind, source.identity],
         "patches": [p.sha256 for p in patches],
@@ -104,6 +108,8 @@ def cache_key(
     }
     if profiling:  # absent otherwise, so the keys of builds made before stay theirs
         identity["profiling"] = list(PROFILING_CFLAGS)
+    if build_system != DEFAULT_BUILD_SYSTEM:  # autoconf keys stay those cached before meson
+        identity["build_system"] = build_system
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 

