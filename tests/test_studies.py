@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.store import Store
 from pgbenchlab.studies import STUDIES, BuildFact, InstallFact, MachineFacts, StudyOptions, render
 from pgbenchlab.studies.sizing import BYTES_PER_SCALE
-from pgbenchlab.studies.toml import PENDING_MARK
 
 GIB = 1024**3
 MIB = 1024**2
@@ -55,12 +55,17 @@ def test_every_template_is_a_valid_commented_plan_stating_its_time(
     assert text.startswith(f"# pgbenchlab study {study}")
     estimate = re.search(r"# Estimated time: .* for (\d+) runs", text)
     assert estimate and int(estimate[1]) == len(the_plan.specs)
-    assert f"# {PENDING_MARK} [campaign] repeats" in text  # the one place for keys to come
+    assert "PENDING" not in text  # every key a study wants exists now
     if quick:
         assert all(s.options.duration_s == 2 and s.scale == 1 for s in the_plan.specs)
         assert the_plan.estimated_seconds() < 60
+        assert the_plan.repeats == 1 and the_plan.auto is None
+        assert not any(s.profiled for s in the_plan.specs)  # runs where perf cannot
     else:
         assert all((s.options.duration_s or 0) >= 60 for s in the_plan.specs)
+        assert the_plan.auto is not None and 'repeats "auto": later rounds' in text
+        profiled = any(s.profiled for s in the_plan.specs)
+        assert profiled == (study in ("scalability", "patch"))
 
 
 def settings_of(text: str) -> dict[str, object]:
@@ -124,6 +129,39 @@ def test_platform_and_tuning_put_data_directories_on_the_storage_given(tmp_path:
     assert [s["name"] for s in tuning["server"]] == [
         "baseline", "spread-checkpoints", "filesystem1",
     ]  # fmt: skip
+
+
+def test_scalability_pins_pgbench_apart_from_the_server_from_4_cpus(tmp_path: Path) -> None:
+    big = parsed(render("scalability", BIG, StudyOptions()), tmp_path, BIG.cpus)
+    assert (big.servers[0].cpus, big.pgbench_cpus) == ("0-47", "48-63")
+    tight = parsed(render("scalability", TIGHT_DISK, StudyOptions()), tmp_path, 8)
+    assert (tight.servers[0].cpus, tight.pgbench_cpus) == ("0-5", "6-7")
+    text = render("scalability", LAPTOP, StudyOptions())
+    laptop = parsed(text, tmp_path, LAPTOP.cpus)
+    assert (laptop.servers[0].cpus, laptop.pgbench_cpus) == (None, None)
+    assert "# Not pinned: below 4 CPUs" in text
+
+
+def test_connection_kinds_of_latency_and_platform(tmp_path: Path) -> None:
+    latency = parsed(render("latency", LAPTOP, StudyOptions()), tmp_path, LAPTOP.cpus)
+    assert {s.options.connection for s in latency.specs} == {"socket", "tcp"}
+    assert 'add "tls"' in render("latency", LAPTOP, StudyOptions())
+    platform = parsed(render("platform", LAPTOP, StudyOptions(quick=True)), tmp_path, 2)
+    assert {s.options.connection for s in platform.specs} == {"tcp"}
+
+
+@pytest.mark.parametrize("quick", [False, True], ids=["full", "quick"])
+def test_tuning_sets_the_dirty_background_tunable_only_as_root(quick: bool, tmp_path: Path) -> None:
+    given = StudyOptions(quick=quick)
+    as_root = parsed(render("tuning", replace(LAPTOP, root=True), given), tmp_path, 2)
+    assert as_root.sysctl_names == ("vm.dirty_background_bytes",)
+    assert {dict(s.sysctl)["vm.dirty_background_bytes"] for s in as_root.specs} == {
+        "0", "67108864",
+    }  # fmt: skip
+    text = render("tuning", LAPTOP, given)
+    assert parsed(text, tmp_path, 2).sysctl_names == ()
+    assert "# Kernel tunables need root" in text
+    assert '# "vm.dirty_background_bytes" = [0, 67108864]' in text
 
 
 def test_patch_has_a_base_build_and_one_build_per_patch(tmp_path: Path) -> None:

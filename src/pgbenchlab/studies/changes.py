@@ -8,13 +8,14 @@ from pathlib import Path
 
 from pgbenchlab.errors import UserError
 from pgbenchlab.studies.common import Machine, finish
-from pgbenchlab.studies.throughput import campaign, server
+from pgbenchlab.studies.throughput import campaign, profile, server
 from pgbenchlab.studies.toml import Text
 
 # A guess of in-memory tpcb-like throughput per CPU, for rates below saturation; the plan says
 # to set them from a measured peak.
 TPCB_TPS_PER_CPU = 1000
 RATE_SHARES = (0.25, 0.5, 0.75)
+DIRTY_BACKGROUND_BYTES = 64 * 1024**2
 # Builds for profiles: frame pointers for call graphs; the server needs no readline, ICU or zlib.
 PATCH_CONFIGURE = [
     "--without-readline",
@@ -52,14 +53,14 @@ def latency(m: Machine) -> str:
     text.key("latency_limit", "100ms", "later transactions are counted late (or skipped)")
     text.key("protocol", ["prepared"] if m.quick else ["simple", "extended", "prepared"])
     text.key("connect", [False, True], "-C: a new connection per transaction")
+    text.comment(
+        'add "tls" (the cost of TLS on top of TCP) for a server and pgbench built with TLS:',
+        'a Debian package, or a build with configure = ["--with-openssl"]; the embedded 18',
+        "has none, so the plan would exit 2 with it",
+    )
+    text.key("connection", ["socket"] if m.quick else ["socket", "tcp"], "-C over each kind")
     text.table("matrix.setting", "the server restarts with each value")
     text.key("checkpoint_timeout", ["30s", "5min"], "frequent against rare checkpoints")
-    text.pending(
-        [
-            ("campaign", 'repeats = "auto"'),
-            ("matrix", 'connection = ["socket", "tcp", "tls"]   # -C with each connection kind'),
-        ]
-    )
     return finish(text, m.facts.cpus)
 
 
@@ -100,15 +101,7 @@ def tuning(m: Machine) -> str:
     m.scale_key(text, m.scales[:1] if m.quick else m.scales[:2])
     text.key("workload", ["tpcb-like"])
     text.key("clients", [clients], "2 × CPUs")
-    text.pending(
-        [
-            ("campaign", 'repeats = "auto"'),
-            (
-                "matrix.sysctl",
-                "vm.dirty_background_bytes = [0, 67108864]   # a kernel tunable as a test set",
-            ),
-        ]
-    )
+    dirty_background(text, m)
     return finish(text, m.facts.cpus)
 
 
@@ -131,6 +124,8 @@ def patch(m: Machine) -> str:
     )
     campaign(text, "patch", f"{len(patches)} patch(es) against {base or 'HEAD'}", m, 5)
     m.timing(text, 20)
+    if not m.quick:
+        profile(text, "each patch's profile diff")
     text.table("build.base", "the source the patches apply to")
     text.key("source", source)
     if base:
@@ -148,13 +143,27 @@ def patch(m: Machine) -> str:
     m.scale_key(text, m.scales[:1])
     text.key("workload", ["select-only", "tpcb-like"])
     text.key("clients", clients)
-    text.pending(
-        [
-            ("campaign", 'repeats = "auto"   # rounds until each cell is decided'),
-            ("defaults", 'profile = "auto"   # the profile diff of each patch'),
-        ]
-    )
     return finish(text, m.facts.cpus)
+
+
+def dirty_background(text: Text, m: Machine) -> None:
+    """The kernel's background writeback threshold as a test set when pgbenchlab may write
+    kernel tunables (root); otherwise how to add it."""
+    about = (
+        "Test set: dirty-background — a kernel tunable: background writeback from the",
+        "first dirty page (the ratio rules, 0) against from 64 MiB; it crosses every set above.",
+    )
+    if m.facts.root:
+        text.blank().comment(*about)
+        text.table("matrix.sysctl", "written before each run, put back at the end")
+        text.key('"vm.dirty_background_bytes"', [0, DIRTY_BACKGROUND_BYTES])
+        return
+    text.blank().comment(
+        *about,
+        "Kernel tunables need root (pgbenchlab refuses the axis otherwise); as root add:",
+        "[matrix.sysctl]",
+        f'"vm.dirty_background_bytes" = [0, {DIRTY_BACKGROUND_BYTES}]',
+    )
 
 
 def patch_names(patches: tuple[Path, ...]) -> list[str]:

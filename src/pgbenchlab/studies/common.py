@@ -117,7 +117,7 @@ def finish(text: Text, cpus: int) -> str:
     init_bytes = sum(scale * sizing.BYTES_PER_SCALE for _, scale in datasets)
     line = (
         f"# Estimated time: {sizing.duration_text(parsed.estimated_seconds())} for "
-        f"{len(parsed.specs)} runs (runs, warmups, ~1.5 s around each), plus "
+        f"{len(parsed.specs)} runs (runs, warmups, ~1.5 s around each{_rounds(parsed)}), plus "
         f"~{sizing.duration_text(sizing.init_seconds(init_bytes))} to initialise "
         f"{len(datasets)} dataset(s) of {sizing.size_text(init_bytes)}"
         + (
@@ -128,3 +128,13 @@ def finish(text: Text, cpus: int) -> str:
         )
     )
     return draft.replace(f"# {ESTIMATE}", line)
+
+
+def _rounds(parsed: plan.Plan) -> str:
+    """With repeats = "auto", what the runs counted are and what may come after them."""
+    if parsed.auto is None:
+        return ""
+    return (
+        f'; repeats "auto": later rounds, up to {parsed.auto.max_repeats} in all, run only '
+        "the cells still undecided"
+    )

@@ -1,9 +1,11 @@
-"""What a study template is computed from: this machine's CPUs, memory, free disk, and the
-PostgreSQL installations and builds available. A frozen record, so templates are pure
-functions of it and tests give the facts they want; `gather` reads the real ones."""
+"""What a study template is computed from: this machine's CPUs, memory, free disk, the
+PostgreSQL installations and builds available, and whether pgbenchlab runs as root. A frozen
+record, so templates are pure functions of it and tests give the facts they want; `gather`
+reads the real ones."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ class MachineFacts:
     disk_free_bytes: int  # where the data directories go (the results directory by default)
     installs: tuple[InstallFact, ...]  # servers, newest first
     builds: tuple[BuildFact, ...] = ()
+    root: bool = False  # pgbenchlab may write kernel tunables ([matrix.sysctl])
 
     @property
     def newest(self) -> InstallFact:
@@ -60,6 +63,7 @@ def gather(data_path: Path) -> MachineFacts:
         disk_free_bytes=shutil.disk_usage(_existing(data_path)).free,
         installs=tuple(per_major.values()),
         builds=_cached_debian_builds(set(per_major)),
+        root=os.geteuid() == 0,
     )
 
 

@@ -7,6 +7,8 @@ from pgbenchlab.studies.common import Machine, finish
 from pgbenchlab.studies.toml import Text, Value
 
 ARCHAEOLOGY_MAJORS_QUICK = 2
+MAX_REPEATS = 10
+PIN_FROM_CPUS = 4
 
 
 def archaeology(m: Machine) -> str:
@@ -39,7 +41,6 @@ def archaeology(m: Machine) -> str:
     m.scale_key(text, m.scales)
     text.key("workload", ["select-only", "simple-update"], "-S (reads) and -N (writes)")
     text.key("clients", clients, "1 … 4 × CPUs")
-    text.pending([("campaign", 'repeats = "auto"   # repeats until every comparison is decided')])
     return finish(text, m.facts.cpus)
 
 
@@ -77,12 +78,7 @@ def platform(m: Machine) -> str:
         "a long read-only warmup fills the caches first",
     )
     text.key("clients", clients, "1, 10, 20 … 4 × CPUs")
-    text.pending(
-        [
-            ("campaign", 'repeats = "auto"'),
-            ("server", 'connection = "tcp"   # as applications connect'),
-        ]
-    )
+    text.key("connection", "tcp", "over TCP with a password, as applications connect")
     return finish(text, m.facts.cpus)
 
 
@@ -97,28 +93,65 @@ def scalability(m: Machine) -> str:
     )
     campaign(text, "scalability", "select-only in memory, clients to hundreds", m, 3)
     m.timing(text, 10, vacuum="pgbench")
+    if not m.quick:
+        profile(text, "where the time goes per client count")
     top = 2 * m.facts.cpus if m.quick else max(256, 8 * m.facts.cpus)
     clients = m.ladder(top)
+    server_cpus, pgbench_cpus = pinning(m.facts.cpus)
+    if pgbench_cpus:
+        text.table("pgbench", "pgbench on CPUs of its own: it never takes the server's")
+        text.key("cpus", pgbench_cpus)
+    if not server_cpus:
+        text.blank().comment(
+            f"Not pinned: below {PIN_FROM_CPUS} CPUs, a CPU of pgbench's own would take a "
+            "third or more",
+            "of the server's, though select-only's client needs less than a whole one; from",
+            f"{PIN_FROM_CPUS} CPUs the plan gives pgbench a quarter ([pgbench] cpus), the server "
+            "the rest.",
+        )
     server(text, "server", m.facts.newest.name, m.settings(clients[-1]))
+    if server_cpus:
+        text.key("cpus", server_cpus, "the rest of the CPUs")
     text.table("matrix")
     m.scale_key(text, m.scales[:1])
     text.key("workload", ["select-only"])
     text.key("clients", clients, f"1 … {top}: far past the {m.facts.cpus} CPUs")
-    text.pending(
-        [
-            ("campaign", 'repeats = "auto"'),
-            ("defaults", 'profile = "auto"   # where the time goes at each client count'),
-            ("server", 'cpus = "..."   # pin the server to CPUs apart from pgbench'),
-        ]
-    )
     return finish(text, m.facts.cpus)
+
+
+def profile(text: Text, why: str) -> None:
+    """`profile = "auto"` in [defaults]: the full studies only, so that --quick runs without
+    perf."""
+    text.comment(
+        "profiling needs perf, and root or kernel.perf_event_paranoid ≤ 0 (the run exits 2",
+        'before anything starts otherwise): set "off" where perf cannot run',
+    )
+    text.key("profile", "auto", f"one more profiled repeat per cell: {why}")
+
+
+def pinning(cpus: int) -> tuple[str | None, str | None]:
+    """The server's and pgbench's CPU lists: a quarter of the CPUs (the last ones) for
+    pgbench, the rest for the server; none below 4 CPUs."""
+    if cpus < PIN_FROM_CPUS:
+        return None, None
+    first_client = cpus - cpus // 4
+    return cpu_range(0, first_client - 1), cpu_range(first_client, cpus - 1)
+
+
+def cpu_range(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def campaign(text: Text, name: str, description: str, m: Machine, repeats: int) -> None:
     text.table("campaign")
     text.key("name", f"{name}-quick" if m.quick else name)
     text.key("description", description)
-    text.key("repeats", 1 if m.quick else repeats, "every cell this many times")
+    if m.quick:
+        text.key("repeats", 1, 'once: the full study repeats until answered ("auto")')
+    else:
+        text.key("repeats", "auto", "rounds until every comparison (or interval) is decided")
+        text.key("min_repeats", repeats, "the first rounds, for every cell")
+        text.key("max_repeats", MAX_REPEATS, "never more rounds than this")
     text.key("order", "interleaved", "each cell once per round: drift hits every cell alike")
 
 

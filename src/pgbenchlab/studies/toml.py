@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 # Covariant containers: a list[int] is a plan value as much as a list of anything.
@@ -54,19 +54,5 @@ class Text:
             self.key(name, item)
         return self
 
-    def pending(self, items: Iterable[tuple[str, str]]) -> Text:
-        """The one place of a plan for keys pgbenchlab does not have yet: each line names the
-        table it goes in, to be uncommented there when the key exists."""
-        found = list(items)
-        if found:
-            self.blank().comment(PENDING_HEADER)
-            for where, line in found:
-                self.comment(f"{PENDING_MARK} [{where}] {line}")
-        return self
-
     def text(self) -> str:
         return "\n".join(self.lines).rstrip() + "\n"
-
-
-PENDING_HEADER = "Keys this study will use once pgbenchlab has them (each in the table named):"
-PENDING_MARK = "PENDING"
