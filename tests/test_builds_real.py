@@ -86,7 +86,7 @@ def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 MESON_FAST = (
     '["-Dreadline=disabled", "-Dicu=disabled", "-Dzlib=disabled", "-Dnls=disabled", '
     '"-Dplperl=disabled", "-Dplpython=disabled", "-Dpltcl=disabled", "-Dtap_tests=disabled", '
-    '"-Ddebug=false"]'
+    '"-Ddebug=false", "-Doptimization=0"]'
 )
 FIXED_COMMIT = {
     "GIT_AUTHOR_NAME": "pgbenchlab tests",
