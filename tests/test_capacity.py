@@ -167,7 +167,10 @@ def check_search(view: CapacityView, ceiling: float, settings: SearchSettings) -
     assert answer.lowest_fail <= ceiling * 1.2
     for point in view.open_loop:
         assert point.passed or point.offered is None or point.offered > ceiling / 2, point
-        if point.offered is not None and point.offered > ceiling:
+        # A short trial cannot tell a server a few percent over its ceiling (its backlog
+        # grows by only that much in seconds): confirmations at full length decide; beyond
+        # 1.2 × the ceiling no trial passes.
+        if point.offered is not None and point.offered > ceiling * 1.2:
             assert not point.passed, point
         if point.offered is not None:  # Little's law: rate × -L × 2, at most 64
             assert point.clients == min(64, math.ceil(point.offered * 0.5 * 2))
