@@ -46,6 +46,10 @@ MAX_ERRORS = 5
 AFFINITY_SECONDS = 2  # CPU lists are read back in the run's first seconds: clients connected
 
 
+# A sample looks for one of pgbench's backends this many times (under -C: between connections)
+CONNECTION_TRIES, CONNECTION_RETRY_S = 10, 0.005
+
+
 @dataclass
 class Sample:
     t: int | None  # the second it closes; None for the baseline
@@ -231,22 +235,26 @@ class Capture:
             state.second_waits[(second, str(kind), str(event))] += int(count)
 
     def _connection(self) -> None:
-        """How pgbench's backends are connected, read once one is there (under -C they come
-        and go: the first sample that finds one decides)."""
+        """How pgbench's backends are connected, read once one is there. Under -C they come
+        and go between transactions, so a sample asks a few times, a few milliseconds apart,
+        until it finds one; the first that does decides."""
         assert self.conn is not None
-        try:
-            self.state.statements += 1
-            row = self.conn.execute(
-                pgstats.CONNECTION_SQL, (self.conn.info.backend_pid,)
-            ).fetchone()
-        except psycopg.Error as exc:
-            self._sql_failed(exc)
-            self.state.connection_seen = True  # not asked again
-            return
-        if row is not None:
-            self.state.connection_seen = True
-            if row[0]:
-                self.state.tls = (str(row[1]), str(row[2]))
+        for _attempt in range(CONNECTION_TRIES):
+            try:
+                self.state.statements += 1
+                row = self.conn.execute(
+                    pgstats.CONNECTION_SQL, (self.conn.info.backend_pid,)
+                ).fetchone()
+            except psycopg.Error as exc:
+                self._sql_failed(exc)
+                self.state.connection_seen = True  # not asked again
+                return
+            if row is not None:
+                self.state.connection_seen = True
+                if row[0]:
+                    self.state.tls = (str(row[1]), str(row[2]))
+                return
+            time.sleep(CONNECTION_RETRY_S)
 
     def _counters(self) -> osstats.Snapshot:
         values = self.os.sample()
