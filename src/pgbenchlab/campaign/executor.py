@@ -162,15 +162,13 @@ class GeneratorExecutor(LocalExecutor):
     ) -> command.Completed:
         there = self.host.make_temp_dir("pgbench-", self._state())
         try:
-            done = command.execute(
+            done = super().pgbench(
                 [_moved(arg, str(cwd), str(there)) for arg in argv],
                 env,
-                cwd=there,
+                cwd=Path(there),  # a path on the generator host
                 on_stderr_line=on_stderr_line,
                 timeout_s=timeout_s,
                 on_start=on_start,
-                host=self.host,
-                cpus=self.pgbench_cpus,
             )
             for name in self.host.list_dir(there):
                 (cwd / name).write_bytes(self.host.read_bytes(there / name))
