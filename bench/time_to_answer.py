@@ -12,8 +12,10 @@ one nearer 10 %). Per round, in alternating order:
   auto campaign measured — the design must be sized before knowing whether anything changed.
 
 The figure: auto's wall time ÷ fixed's (target ≤ 0.6), per round and the median, with both
-verdicts. The figure of record: .venv/bin/python bench/time_to_answer.py (10 s runs, 2 s warmup,
-precision 5 %, 2 rounds; the planned time is printed first). Smoke test: --seconds 1
+verdicts. The figure of record: .venv/bin/python bench/time_to_answer.py (5 s runs, 1 s warmup,
+precision 5 %, 2 rounds, about 10 min on a quiet machine; the planned time is printed first).
+Single-client select-only runs on this virtual machine are fast while other work keeps its
+CPUs awake and slower when they idle between transactions: run it alone. Smoke test: --seconds 1
 --warmup 0 --rounds 1 --max-repeats 6 --fixed-cap 4 --output /tmp/tta.md.
 """
 
@@ -70,9 +72,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--setting", default="log_min_duration_statement = 0")
     parser.add_argument("--precision", default="5%")
-    parser.add_argument("--max-repeats", type=int, default=30)
-    parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--max-repeats", type=int, default=20)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
         "--fixed-cap", type=int, default=None, help="smoke tests only: at most this many fixed"
@@ -133,9 +135,13 @@ def main() -> None:
     precision = float(args.precision.rstrip("%")) / 100
     per_run = args.seconds + args.warmup + 2
     print(f"planned: {args.rounds} round(s); each auto campaign ≥ {6 * per_run} s", flush=True)
-    rounds: list[tuple[Campaign, Campaign]] = []
+    rounds: list[tuple[Campaign, Campaign | None]] = []
     for round_no in range(1, args.rounds + 1):
         auto = conduct("auto", auto_plan(args, f"auto{round_no}"))
+        if not auto.decided:  # no time to an answer to set against a fixed design
+            print(f"round {round_no}: auto {auto}; open: no fixed campaign", flush=True)
+            rounds.append((auto, None))
+            continue
         repeats = fixed_repeats(auto, precision)
         if args.fixed_cap:
             repeats = min(repeats, args.fixed_cap)
@@ -148,10 +154,11 @@ def main() -> None:
 
 
 def markdown(
-    provenance: Provenance, args: argparse.Namespace, rounds: list[tuple[Campaign, Campaign]]
+    provenance: Provenance,
+    args: argparse.Namespace,
+    rounds: list[tuple[Campaign, Campaign | None]],
 ) -> str:
-    ratios = [a.wall_s / f.wall_s for a, f in rounds]
-    decided = [r for r, (a, _) in zip(ratios, rounds, strict=True) if a.decided]
+    decided = [a.wall_s / f.wall_s for a, f in rounds if f is not None]
     median = (
         f"Median auto ÷ fixed over the rounds auto decided: {statistics.median(decided):.2f} "
         "(target ≤ 0.6)."
@@ -173,11 +180,16 @@ def markdown(
         "| change (auto) | auto answer | fixed verdict |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for i, ((auto, fixed), ratio) in enumerate(zip(rounds, ratios, strict=True), start=1):
+    for i, (auto, fixed) in enumerate(rounds, start=1):
+        against = (
+            f"{fixed.runs_per_side} | {duration_text(fixed.wall_s)} | "
+            f"{auto.wall_s / fixed.wall_s:.2f}"
+            if fixed
+            else "— | — | —"
+        )
         lines.append(
-            f"| {i} | {auto.runs_per_side} | {duration_text(auto.wall_s)} | "
-            f"{fixed.runs_per_side} | {duration_text(fixed.wall_s)} | {ratio:.2f} | "
-            f"{auto.change:+.1%} | {auto.verdict} | {fixed.verdict} |"
+            f"| {i} | {auto.runs_per_side} | {duration_text(auto.wall_s)} | {against} | "
+            f"{auto.change:+.1%} | {auto.verdict} | {fixed.verdict if fixed else 'not run'} |"
         )
     lines += ["", median + capped]
     return "\n".join(lines) + "\n"
