@@ -6,8 +6,9 @@ report with the flame graphs of 100 profiled runs.
 One managed server (PostgreSQL 18, embedded, scale 10; bench/harness.py), select-only at the
 given clients. Each round runs both modes once in a rotating order: "off" (pgbench alone, as
 an unprofiled run) and "perf" (`telemetry.profiler.Profiler` beside it exactly as a campaign
-runs it: perf record -e cpu-clock -F 499 -g of the postmaster and its children, started
-before the run, folded after it; the folding is outside the measured time, as in a campaign).
+runs it: perf record -a -e cpu-clock -F 499 -g, the server's processes picked out by perf's fork
+records, started before the run, folded after it; the folding is outside the measured time, as in
+a campaign).
 The figure is the paired ratio perf ÷ off of TPS over the rounds with its 95 % interval, set
 against the run-to-run noise of the "off" runs (their coefficient of variation): it decides
 whether `profile = "auto"` may count its profiled repeat (only when the overhead is below the

@@ -42,6 +42,19 @@ def test_a_real_select_only_recording_folds_into_whole_stacks() -> None:
     assert complete_share(script.stacks) > 0.9  # Debian's 15 keeps frame pointers
 
 
+def test_a_system_wide_recording_keeps_the_servers_process_tree() -> None:
+    # perf on every CPU: the server's processes are the postmaster (3610) and what it forked,
+    # -C's short-lived backends included; the shell loop's `date`s and the rest are dropped.
+    script = fold_perf_script((GOLDEN / "system-wide-connect.script").read_text())
+    server = script.descendants(3610)
+    assert script.samples == 317 and len(server) > 100  # a backend per transaction
+    kept = {script.comms[pid] for pid, _ in script.stacks if pid in server}
+    assert kept == {"postgres"}
+    dropped = {script.comms[pid] for pid, _ in script.stacks if pid not in server}
+    assert {"date", "swapper"} <= dropped and "postgres" not in dropped
+    assert sum(n for (pid, _), n in script.stacks.items() if pid in server) == 116
+
+
 def test_lost_samples_are_summed_from_perf_records() -> None:
     script = fold_perf_script((GOLDEN / "lost-events.script").read_text())
     assert script.lost == 21 and script.samples == 29

@@ -3,16 +3,16 @@
 process it has, folded into stacks by backend type when the run ends.
 
 perf starts before the run's hygiene and warmup, and only the samples of the measured interval
-are kept (perf's timestamps on CLOCK_MONOTONIC, `perf script --time`): perf needs a moment
-after it opened its events to enable them, and a backend forked in between would be sampled
-without perf knowing the process (no FORK record), so its stacks could not be symbolised.
+are kept (perf's timestamps on CLOCK_MONOTONIC, `perf script --time`).
 
-Why `-p` with inheritance rather than `-a` with a filter: perf attaches to the postmaster and
-its current children, and every process the postmaster forks afterwards (the run's backends,
-autovacuum workers) inherits the event at fork, so sessions that come and go are profiled with
-no look at the rest of the machine: nothing of other work on a shared host is recorded, and
-no filter has to guess which pids were the server's. A process's backend type comes from its
-title in /proc/PID/cmdline, read four times a second while the run lasts.
+Why the whole machine (`-a`) with a filter rather than `-p` with inheritance: events attached
+to processes are switched in and out by the kernel at every context switch of every such
+process, which at tens of thousands of transactions a second halved select-only throughput
+(bench/profile_overhead.md, the -p version); per-CPU events cost only their samples. The
+server's processes are then picked from the recording by perf's fork records (the postmaster
+and every process forked under it, sessions that came and went included); other processes'
+samples are read and dropped, never stored. A process's backend type comes from its title in
+/proc/PID/cmdline, read four times a second while the run lasts.
 """
 
 from __future__ import annotations
@@ -110,17 +110,16 @@ class Profiler:
         self._looker = threading.Thread(target=self._look_loop, name="profiler", daemon=True)
 
     def start(self) -> None:
-        """Attach perf to the postmaster and its children; return once it records."""
+        """Start perf on every CPU; return once it records."""
         self._look()
-        pids = ",".join(str(p) for p in sorted(self.types))
-        argv = ["perf", "record", "-e", "cpu-clock", "-F", str(self.frequency), "-g", "-N"]
-        argv += ["-k", "CLOCK_MONOTONIC", "-p", pids, "-o", str(self.data)]
+        argv = ["perf", "record", "-a", "-e", "cpu-clock", "-F", str(self.frequency), "-g", "-N"]
+        argv += ["-k", "CLOCK_MONOTONIC", "-o", str(self.data)]
         self.host.remove_tree(self.data)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work_dir)}
         self.process = self.host.start(
             argv, env=env, cwd=self.work_dir, on_stderr_line=self.stderr.append
         )
-        self._await_recording(len(self.types))
+        self._await_recording()
         self._looker.start()
 
     def measuring(self) -> None:
@@ -155,34 +154,37 @@ class Profiler:
             return None
         end = end or time.monotonic()
         argv = ["perf", "script", "-i", str(self.data), "-F", SCRIPT_FIELDS]
-        argv += ["--show-lost-events", "--time", f"{start:.6f},{end:.6f}"]
+        # Task events are printed whatever --time says: the fork records of the whole recording.
+        argv += ["--show-lost-events", "--show-task-events", "--time", f"{start:.6f},{end:.6f}"]
         done = self.host.run(argv, cwd=self.work_dir, timeout=900)
         self.host.remove_tree(self.data)
         if done.returncode != 0 and not done.stdout:
             return None  # perf could not read its own file: no profile rather than an empty one
         seconds = end - start
         script = fold_perf_script(done.stdout)
+        server = script.descendants(self.postmaster) | set(self.types)
+        stacks = Counter({key: n for key, n in script.stacks.items() if key[0] in server})
         by_stack = Counter[str]()
-        for (pid, stack), count in script.stacks.items():
+        for (pid, stack), count in stacks.items():
             by_stack[f"{self.types.get(pid, UNSEEN)};{stack}"] += count
         folded = "".join(f"{stack} {n}\n" for stack, n in sorted(by_stack.items()))
         return Profile(
             frequency_hz=self.frequency,
-            samples=script.samples,
+            samples=sum(stacks.values()),
             lost=script.lost,
             target=self.label,
             folded=folded,
             symbols=self.symbols,
-            complete_share=complete_share(script.stacks),
+            complete_share=complete_share(stacks),
             seconds=round(seconds, 3),
         )
 
-    def _await_recording(self, pids: int, limit_s: float = 10.0) -> None:
-        """Wait until perf holds its events (at least one per process and CPU), so the backends
-        pgbench's connections fork next inherit them: its output file appears well before
-        (0.03 s against 0.2 s on a loaded 2-CPU machine)."""
+    def _await_recording(self, limit_s: float = 10.0) -> None:
+        """Wait until perf holds its events (one per CPU), so the samples of the run's start are
+        taken: its output file appears well before (0.03 s against 0.2 s on a loaded 2-CPU
+        machine)."""
         assert self.process is not None
-        wanted = pids * (self.host.cpu_count() or 1)
+        wanted = self.host.cpu_count() or 1
         fds = self.proc / str(self.process.pid) / "fd"
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline and self._perf_events(fds) < wanted:
