@@ -31,6 +31,7 @@ from pgbenchlab.report.views.model import (
 )
 from pgbenchlab.report.views.telemetry_series import charted, drawn_series, wanted
 from pgbenchlab.report.views.text import affinity_text
+from pgbenchlab.report.views.variants import run_variant, server_label
 from pgbenchlab.store import RUN_COLUMNS, RunDiagnosis, RunRecord, Store
 
 # Spec keys shown as axes of their own or implied by others; the rest tell cells apart as
@@ -50,15 +51,11 @@ AXIS_SPEC_KEYS = frozenset(
         "duration_s",
         "transactions",
         "profile",
+        "sysctl",
     }
 )
 RAW_STDOUT = "stdout.txt.zst"
 MAX_RAW_OUTPUT = 64_000  # characters of pgbench's report kept per run: it is short unless -r
-
-
-def server_label(name: str, variant: Mapping[str, Any]) -> str:
-    """A server's name with its setting variant, the value of the report's "server" axis."""
-    return name + "".join(f" {k}={v}" for k, v in sorted(variant.items()))
 
 
 def load_campaign(store: Store, campaign_id: int) -> CampaignView:
@@ -178,7 +175,6 @@ VIEW_COLUMNS = tuple(
 
 
 def run_view(r: RunRecord, **extra: Any) -> RunView:
-    settings = redact_settings(r["server_settings"])
     options = tuple(
         (str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True))
         for k, v in sorted(r["spec"].items())
@@ -188,7 +184,7 @@ def run_view(r: RunRecord, **extra: Any) -> RunView:
     return RunView(
         id=r.id,
         **{key: r[key] for key in VIEW_COLUMNS},
-        server=server_label(str(r["server"]), settings),
+        server=server_label(str(r["server"]), run_variant(r)),
         server_name=str(r["server"]),
         connect=bool(r["connect"]),
         options=options,
