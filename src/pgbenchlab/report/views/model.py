@@ -63,6 +63,7 @@ class ServerView:
     data_dir: str | None
     settings: Pairs  # every setting not at its default, as SHOW prints it
     build: Pairs = ()  # a server built from source: its provenance, (title, text) pairs
+    storage: str | None = None  # its data directory's file system and mount options
 
 
 @dataclass(frozen=True)
