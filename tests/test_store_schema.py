@@ -72,6 +72,7 @@ def test_every_registry_column_reaches_the_run_view_and_the_payload() -> None:
     assert {c.key for c in RUN_COLUMNS} - view_fields - load.DERIVED <= {
         "spec",  # as the view's options
         "server_settings",  # in the server label
+        "sysctl",  # in the server label
         "report",  # as late and skipped shares, retries
         "warnings",  # as stored_warnings
         "artifacts",

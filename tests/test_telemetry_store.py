@@ -9,8 +9,10 @@ from pathlib import Path
 
 from pgbenchlab import store as store_module
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis
+from pgbenchlab.report.views.load import load_servers
 from pgbenchlab.results import OK, RunResult
-from pgbenchlab.store import SCHEMA_VERSION, Store
+from pgbenchlab.server import ServerFacts
+from pgbenchlab.store import SCHEMA_VERSION, ServerStorage, Store
 from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
 from pgbenchlab.telemetry.fsync import FsyncFigure
 from pgbenchlab.telemetry.records import (
@@ -157,3 +159,9 @@ def test_server_facts_and_a_stored_fsync_figure_for_a_resumed_campaign(tmp_path:
         assert json.loads(row["pg_config_json"]) == {"CONFIGURE": "'--with-lz4'"}
         assert store.fsync_figure(campaign, "254:0") == figure
         assert store.fsync_figure(campaign, "8:1") is None
+        # The report's servers table says which file system each data directory is on.
+        store.record_server(
+            campaign, ServerFacts("pg", "managed", "18", 180000, {}, {}, None, None), {}
+        )
+        assert store.server_storage(campaign) == {"pg": ServerStorage("ext4", "rw,relatime (rw)")}
+        assert [s.storage for s in load_servers(store, campaign)] == ["ext4, rw,relatime (rw)"]

@@ -13,14 +13,20 @@ from pathlib import Path, PurePath, PurePosixPath
 
 import pytest
 
-from pgbenchlab import plan
+from pgbenchlab import exporting, plan
+from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.campaign.runner import conduct
+from pgbenchlab.cli.runs import table_row
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LocalHost
 from pgbenchlab.report.render.run_text import run_lines
+from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.compare import within_campaign
 from pgbenchlab.report.views.run import run_detail
-from pgbenchlab.store import Store
+from pgbenchlab.report.views.steps import axis_orders
+from pgbenchlab.store import BACKFILLS, Store
+from pgbenchlab.store.columns import COLUMN
 from pgbenchlab.tunables import PARTNERS, KernelTunables, TunableError
 from replay import Replay, ReplayExecutor, StandInServers, client, recorded
 from support import QuietReporter
@@ -155,11 +161,13 @@ def test_a_running_campaigns_journal_is_left_to_it(tmp_path: Path) -> None:
     running.restore()
 
 
-def test_a_campaign_records_each_runs_tunables_and_puts_them_back(tmp_path: Path) -> None:
+def run_tuned(tmp_path: Path, axis: str) -> tuple[PurePosixPath, Path]:
+    """A campaign of the plan with this axis through the executor seam, on a stand-in
+    /proc/sys: that root and the results database."""
     root = fake_proc(
         tmp_path, {"vm.dirty_background_bytes": "0", "vm.dirty_background_ratio": "10"}
     )
-    the_plan = parse(tmp_path, AXIS)
+    the_plan = parse(tmp_path, axis)
     kt = tunables(tmp_path, the_plan.sysctl_names, root)
     kt.repair()
     replays = [Replay(recorded("16", "tpcb-progress")) for _ in the_plan.specs]
@@ -168,7 +176,12 @@ def test_a_campaign_records_each_runs_tunables_and_puts_them_back(tmp_path: Path
         StandInServers(the_plan), ReplayExecutor(replays), tunables=kt,
     )  # fmt: skip
     assert outcome.failed == 0
-    db = sqlite3.connect(tmp_path / "results" / RESULTS_DB)
+    return root, tmp_path / "results" / RESULTS_DB
+
+
+def test_a_campaign_records_each_runs_tunables_and_puts_them_back(tmp_path: Path) -> None:
+    root, database = run_tuned(tmp_path, AXIS)
+    db = sqlite3.connect(database)
     rows = db.execute(
         "SELECT r.sequence, s.name, s.value FROM run_sysctl s "
         "JOIN runs r ON r.id = s.run_id ORDER BY r.sequence"
@@ -179,7 +192,62 @@ def test_a_campaign_records_each_runs_tunables_and_puts_them_back(tmp_path: Path
         (1, "vm.dirty_background_bytes", "67108864"),
     ]
     assert Path(root / "vm/dirty_background_bytes").read_text().strip() == "0"
-    with Store(tmp_path / "results" / RESULTS_DB) as store:
+    with Store(database) as store:
         detail = run_detail(store, 2)
     assert detail["sysctl"] == {"vm.dirty_background_bytes": "67108864"}  # show --json
     assert "vm.dirty_background_bytes=67108864" in "\n".join(run_lines("tuned", detail))
+
+
+THREE = '[matrix.sysctl]\n"vm.dirty_background_bytes" = [67108864, 0, 33554432]'
+LABELS = [f"ext vm.dirty_background_bytes={v}" for v in ("67108864", "0", "33554432")]
+
+
+def test_a_tunable_is_an_axis_of_the_results_as_a_setting_is(tmp_path: Path) -> None:
+    _, database = run_tuned(tmp_path, THREE)
+    with Store(database) as store:
+        view = load_view(store, 1)
+        changes = within_campaign(store, None, LABELS[1], LABELS[2], DEFAULT_THRESHOLD)
+        rows = exporting.run_rows(store, 1)
+    # The report: the server axis carries the variant, no "options" axis; servers per variant.
+    assert [(c.dim("server"), c.dim("options")) for c in view.cells] == [(x, "") for x in LABELS]
+    assert [a.key for a in view.axes] == ["server"]
+    assert [s.label for s in view.servers] == LABELS
+    assert {(c.baseline, c.candidate) for c in view.changes} == {
+        (LABELS[0], LABELS[1]),
+        (LABELS[0], LABELS[2]),
+    }
+    # A series along the tunable, in plan order, as along a setting axis.
+    assert axis_orders(view)["vm.dirty_background_bytes"] == ["67108864", "0", "33554432"]
+    assert [s.axis for s in view.scans] == ["vm.dirty_background_bytes"]
+    # compare --baseline/--candidate names the variants; runs and export show them.
+    assert {c.cell for c in changes} == {"all"} and {c.metric for c in changes} >= {"tps"}
+    assert [table_row(r)[1] for r in rows] == LABELS
+    assert [r["sysctl"] for r in rows] == [{"vm.dirty_background_bytes": v} for v in
+        ("67108864", "0", "33554432")]  # fmt: skip
+    header = exporting.encode(rows, "csv").decode().splitlines()[0].split(",")
+    assert "sysctl" in header and "server_settings" in header
+
+
+def test_runs_stored_before_the_sysctl_column_get_their_cells_tunables(tmp_path: Path) -> None:
+    _, database = run_tuned(tmp_path, AXIS)
+    db = sqlite3.connect(database)
+    with db:  # as the migration adding the column finds them: one server record, no tunables
+        db.execute("UPDATE runs SET sysctl_json = NULL")
+        db.execute("UPDATE campaigns SET axis_orders_json = '{}'")
+        db.execute("DELETE FROM servers WHERE id > 1")
+        db.execute("UPDATE servers SET variant_json = '{}'")
+        BACKFILLS[COLUMN["sysctl_json"].since](db)
+    db.close()
+    with Store(database) as store:
+        rows = exporting.run_rows(store, 1)
+        record = store.campaign_record(1)
+        view = load_view(store, 1)
+    assert [r["sysctl"] for r in rows] == [
+        {"vm.dirty_background_bytes": "0"},
+        {"vm.dirty_background_bytes": "67108864"},
+    ]
+    assert record is not None
+    assert record.axis_orders["vm.dirty_background_bytes"] == ("0", "67108864")
+    labels = [f"ext vm.dirty_background_bytes={v}" for v in ("0", "67108864")]
+    assert [s.label for s in view.servers] == [c.dim("server") for c in view.cells] == labels
+    assert {(c.baseline, c.candidate) for c in view.changes} == {tuple(labels)}

@@ -19,6 +19,7 @@ import pytest
 from cli_process import run_cli
 from pgbenchlab import osuser, plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 from test_faults import CLI
@@ -82,9 +83,14 @@ def test_applied_recorded_and_restored_on_a_real_run(
     assert outcome.failed == 0
     with Store(results_dir / RESULTS_DB) as store:
         recorded = [store.run_sysctl(r.id) for r in store.run_records(outcome.campaign_id)]
+        view = load_view(store, outcome.campaign_id, detail=False)
     assert recorded == [
         {"vm.dirty_background_bytes": "0"},
         {"vm.dirty_background_bytes": CHANGED},
+    ]
+    # The report's server axis (and compare's) holds the tunable, as it holds a setting.
+    assert [c.dim("server") for c in view.cells] == [
+        f"pg vm.dirty_background_bytes={v}" for v in ("0", CHANGED)
     ]
     assert kernel() == original
 

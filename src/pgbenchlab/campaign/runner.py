@@ -322,9 +322,9 @@ class Campaign:
     def prepare_server(self, spec: RunSpec) -> Server:
         self.reporter.phase(spec, "server")
         server, _ = self.servers.get(spec)
-        key = (server.name, spec.server_settings)
+        key = (server.name, spec.variant)
         if key not in self.recorded_variants:
-            self.store.record_server(self.campaign_id, server.facts(), dict(spec.server_settings))
+            self.store.record_server(self.campaign_id, server.facts(), dict(spec.variant))
             self.recorded_variants.add(key)
         return server
 

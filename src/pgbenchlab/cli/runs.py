@@ -18,6 +18,7 @@ from pgbenchlab.cli.common import (
     open_store,
     print_table,
 )
+from pgbenchlab.report.views.variants import run_variant, server_label
 
 HEADER = [
     "id",
@@ -71,7 +72,7 @@ def run(options: RunsOptions) -> int:
 def table_row(r: dict[str, Any]) -> list[str]:
     return [
         str(r["id"]),
-        r["server"],
+        server_label(r["server"], run_variant(r)),  # as the report's "server" axis
         str(r["scale"]),
         r["workload"],
         str(r["clients"]),

@@ -134,6 +134,12 @@ class RunSpec:
         }
 
     @property
+    def variant(self) -> tuple[tuple[str, str], ...]:
+        """What the cell sets around its server, its settings and kernel tunables: a server
+        run with another variant is a server of its own in the results."""
+        return self.server_settings + self.sysctl
+
+    @property
     def cell_id(self) -> str:
         scripts = [(s.kind, s.name, s.weight, s.text) for s in self.workload.scripts]
         payload = json.dumps([self.cell, scripts, self.workload.defines], sort_keys=True)

@@ -151,9 +151,9 @@ def parse_latency_log(value: Any, ctx: Context, key: str) -> str:
 
 
 def planned_axis_orders(text: str) -> dict[str, list[str]]:
-    """Server names ("server") and each server-setting axis's values in the order the plan
-    lists them, which its run order cannot tell (random order, a resumed campaign). An
-    unreadable plan (a stored one of an older format) gives nothing."""
+    """Server names ("server") and the values of each server-setting and kernel-tunable axis
+    in the order the plan lists them, which its run order cannot tell (random order, a resumed
+    campaign). An unreadable plan (a stored one of an older format) gives nothing."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
@@ -161,13 +161,18 @@ def planned_axis_orders(text: str) -> dict[str, list[str]]:
     servers = [s for s in document.get("server", []) if isinstance(s, dict)]
     orders = {"server": [str(s.get("name")) for s in servers]}
     for layer in (document.get("matrix", {}), *servers):
-        axes = layer.get("setting", {}) if isinstance(layer, dict) else {}
-        for name, listed in axes.items() if isinstance(axes, dict) else ():
-            found = orders.setdefault(str(name), [])
-            for value in listed if isinstance(listed, list) else [listed]:
-                if setting_text(value) not in found:
-                    found.append(setting_text(value))
+        for kind in ("setting", "sysctl"):
+            _add_orders(orders, layer.get(kind, {}) if isinstance(layer, dict) else {})
     return orders
+
+
+def _add_orders(orders: dict[str, list[str]], axes: Any) -> None:
+    """Each axis's values after those already found, once each, as the plan lists them."""
+    for name, listed in axes.items() if isinstance(axes, dict) else ():
+        found = orders.setdefault(str(name), [])
+        for value in listed if isinstance(listed, list) else [listed]:
+            if setting_text(value) not in found:
+                found.append(setting_text(value))
 
 
 def setting_text(value: Any) -> str:

@@ -21,6 +21,7 @@ from pgbenchlab.store.records import (
     RunTelemetryFacts,
     RunValue,
     ServerRecord,
+    ServerStorage,
     WaitEvents,
     artifact_parts,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "RunTelemetryFacts",
     "RunValue",
     "ServerRecord",
+    "ServerStorage",
     "Store",
     "WaitEvents",
     "artifact_parts",

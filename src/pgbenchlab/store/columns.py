@@ -268,6 +268,15 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         "tls_protocol", TEXT, "", "TLS protocol pgbench's connections negotiated", _tls(0), since=10
     ),
     _c("tls_cipher", TEXT, "", "TLS cipher pgbench's connections negotiated", _tls(1), since=10),
+    _c(
+        "sysctl_json",
+        TEXT,
+        "",
+        "the kernel tunables of the run's cell ([matrix.sysctl])",
+        lambda r: r.spec.get("sysctl", {}),
+        json=True,
+        since=13,
+    ),
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}
 BY_KEY = {c.key: c for c in RUN_COLUMNS}

@@ -30,6 +30,7 @@ from pgbenchlab.store.records import (
     RunTelemetryFacts,
     RunValue,
     ServerRecord,
+    ServerStorage,
     TelemetryPoint,
     WaitEvents,
 )
@@ -174,6 +175,15 @@ class Reading:
             )
             for r in self.servers(campaign_id)
         )
+
+    def server_storage(self, campaign_id: int) -> dict[str, ServerStorage]:
+        """Per server name, the file system its data directory is on (none for a server
+        whose facts were not recorded)."""
+        rows = self.db.execute(
+            "SELECT server, fs_type, mount_options FROM server_facts WHERE campaign_id = ?",
+            (campaign_id,),
+        ).fetchall()
+        return {str(r[0]): ServerStorage(r[1], r[2]) for r in rows}
 
     def dataset_records(self, campaign_id: int) -> tuple[DatasetRecord, ...]:
         rows = self.db.execute(

@@ -57,6 +57,14 @@ class ServerRecord:
 
 
 @dataclass(frozen=True)
+class ServerStorage:
+    """The file system of a server's data directory, as recorded before its first run."""
+
+    fs_type: str | None
+    mount_options: str | None  # the mount's, then the super block's in parentheses
+
+
+@dataclass(frozen=True)
 class DatasetRecord:
     server: str
     scale: int

@@ -17,7 +17,7 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -320,6 +320,9 @@ MIGRATIONS: dict[int, str] = {
         folded_zst BLOB NOT NULL
     );
     """,
+    # 13: the kernel tunables of a run's cell in a column of their own, as its server settings
+    # are (part of the report's server variant, exported); older runs get their cell's.
+    13: added_columns_sql(13),
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
 BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {}
@@ -355,5 +358,50 @@ def _fill_axis_orders(db: sqlite3.Connection) -> None:
         )
 
 
+def _fill_sysctl(db: sqlite3.Connection) -> None:
+    """Each run's kernel tunables from its stored cell; a server record per variant with them;
+    the axis orders again, now with the tunables' values in plan order."""
+    rows = db.execute("SELECT id, spec_json FROM runs").fetchall()
+    db.executemany(
+        "UPDATE runs SET sysctl_json = ? WHERE id = ?",
+        [(json.dumps(json.loads(spec).get("sysctl", {}), sort_keys=True), i) for i, spec in rows],
+    )
+    _split_servers_by_tunables(db)
+    _fill_axis_orders(db)
+
+
+_SERVER_FACTS = (
+    "kind, version, version_num, install, data_dir, settings_json, requested_json, "
+    "recorded_at, build_key, build_json"
+)
+_RUNS_OF_RECORD = (
+    "SELECT 1 FROM runs r WHERE r.campaign_id = servers.campaign_id AND r.server = servers.name "
+    "AND r.server_settings_json = servers.variant_json AND r.sysctl_json"
+)
+
+
+def _split_servers_by_tunables(db: sqlite3.Connection) -> None:
+    """A server's variant recorded without the kernel tunables of its runs: one record per
+    variant they ran with (in run order), in place of the one without."""
+    variants = db.execute(
+        "SELECT campaign_id, server, server_settings_json, sysctl_json FROM runs "
+        "WHERE sysctl_json != '{}' GROUP BY campaign_id, server, server_settings_json, "
+        "sysctl_json ORDER BY campaign_id, MIN(sequence)"
+    ).fetchall()
+    for campaign_id, name, settings, sysctl in variants:
+        variant = json.dumps(json.loads(settings) | json.loads(sysctl), sort_keys=True)
+        db.execute(
+            f"INSERT OR IGNORE INTO servers (campaign_id, name, variant_json, {_SERVER_FACTS}) "
+            f"SELECT campaign_id, name, ?, {_SERVER_FACTS} FROM servers "
+            "WHERE campaign_id = ? AND name = ? AND variant_json = ?",
+            (variant, campaign_id, name, settings),
+        )
+    db.execute(
+        f"DELETE FROM servers WHERE EXISTS ({_RUNS_OF_RECORD} != '{{}}') "
+        f"AND NOT EXISTS ({_RUNS_OF_RECORD} = '{{}}')"
+    )
+
+
 BACKFILLS[3] = _fill_descriptions
 BACKFILLS[4] = _fill_axis_orders
+BACKFILLS[13] = _fill_sysctl

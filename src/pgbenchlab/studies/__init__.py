@@ -4,9 +4,10 @@ machine (`pgbenchlab new STUDY`).
 :mod:`.facts` gathers what a template is computed from (CPUs, memory, free disk, the
 installations and cached builds) into a frozen record; :mod:`.sizing` derives shared_buffers,
 scales, client ladders and run lengths from it; :mod:`.throughput` (archaeology, platform,
-scalability) and :mod:`.changes` (latency, tuning, patch) write the plans, and :mod:`.common`
-adds the header and the estimated time, computed by parsing the plan written (so every
-template is a valid plan). Pure functions of the facts apart from `facts.gather`.
+scalability) and :mod:`.changes` (latency, tuning, patch) write the plans with what
+:mod:`.common` writes for all of them (the header, [campaign], servers, the matrix's common
+axes) and the estimated time, computed by parsing the plan written (so every template is a
+valid plan). Pure functions of the facts apart from `facts.gather`.
 
 Layer 4: imports `plan`, `installs`, `builds`, `hosts` and `telemetry.machine`.
 """

@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 
 from pgbenchlab.errors import UserError
-from pgbenchlab.studies.common import Machine, finish
-from pgbenchlab.studies.throughput import campaign, profile, server
+from pgbenchlab.studies.common import Machine, finish, profile, server
 from pgbenchlab.studies.toml import Text
 
 # A guess of in-memory tpcb-like throughput per CPU, for rates below saturation; the plan says
@@ -26,25 +25,21 @@ PATCH_CONFIGURE = [
 
 
 def latency(m: Machine) -> str:
-    text = Text()
-    m.header(
-        text,
+    text = m.start(
         "latency",
         "what does latency look like under load?",
         "tpcb-like at fixed arrival rates (-R) with a latency limit (-L), a new connection per",
         "transaction (-C) or not, the three protocols, and two checkpoint spacings.",
+        description="latency at fixed rates, connections, protocols, checkpoints",
+        repeats=3,
     )
-    campaign(text, "latency", "latency at fixed rates, connections, protocols, checkpoints", m, 3)
     m.timing(text, 20)
     text.key("latency_log", "full", "every transaction's latency: exact percentiles")
     clients = 2 * m.facts.cpus
     server(text, "server", m.facts.newest.name, m.settings(clients))
     peak = TPCB_TPS_PER_CPU * m.facts.cpus
     rates = [50] if m.quick else [int(peak * share) for share in RATE_SHARES]
-    text.table("matrix")
-    m.scale_key(text, m.scales[:1])
-    text.key("workload", ["tpcb-like"])
-    text.key("clients", [clients])
+    m.matrix(text, m.scales[:1], ["tpcb-like"], [clients])
     text.comment(
         f"rates: 25/50/75 % of a guessed peak of {peak} TPS ({TPCB_TPS_PER_CPU} per CPU);",
         "set them from a measured peak (the scalability study) to stay below saturation",
@@ -65,15 +60,14 @@ def latency(m: Machine) -> str:
 
 
 def tuning(m: Machine) -> str:
-    text = Text()
-    m.header(
-        text,
+    text = m.start(
         "tuning",
         "did this change to the settings, the file system or the OS help?",
         "Named test sets (one server each, compared with the baseline in the report): what",
         "changed is said above each; two scales; TPS and worst-case latency.",
+        description="test sets against a baseline: TPS and worst-case latency",
+        repeats=5,
     )
-    campaign(text, "tuning", "test sets against a baseline: TPS and worst-case latency", m, 5)
     m.timing(text, 20, vacuum="all")
     text.key("latency_log", "full", "every transaction: the worst-case latency exactly")
     clients = 2 * m.facts.cpus
@@ -97,10 +91,7 @@ def tuning(m: Machine) -> str:
             'server here with data_dir = "/mnt/other-fs/pgbenchlab" (file system and mount',
             "options are recorded with the results, so sets compare like for like).",
         )
-    text.table("matrix")
-    m.scale_key(text, m.scales[:1] if m.quick else m.scales[:2])
-    text.key("workload", ["tpcb-like"])
-    text.key("clients", [clients], "2 × CPUs")
+    m.matrix(text, m.scales[:2], ["tpcb-like"], [clients], clients_note="2 × CPUs")
     dirty_background(text, m)
     return finish(text, m.facts.cpus)
 
@@ -114,15 +105,14 @@ def patch(m: Machine) -> str:
     for path in patches:
         if not path.is_file():
             raise UserError(f"--patch {path}: no such file")
-    text = Text()
-    m.header(
-        text,
+    text = m.start(
         "patch",
         "does this patch change performance?",
         "The base build and one build per patch (each alone on the base, same options),",
         "select-only and tpcb-like at a client ladder; the report gives a verdict per cell.",
+        description=f"{len(patches)} patch(es) against {base or 'HEAD'}",
+        repeats=5,
     )
-    campaign(text, "patch", f"{len(patches)} patch(es) against {base or 'HEAD'}", m, 5)
     m.timing(text, 20)
     if not m.quick:
         profile(text, "each patch's profile diff")
@@ -139,10 +129,7 @@ def patch(m: Machine) -> str:
     clients = m.ladder()
     for name in ["base", *names]:
         server(text, name, {"build": name}, m.settings(clients[-1]))
-    text.table("matrix")
-    m.scale_key(text, m.scales[:1])
-    text.key("workload", ["select-only", "tpcb-like"])
-    text.key("clients", clients)
+    m.matrix(text, m.scales[:1], ["select-only", "tpcb-like"], clients)
     return finish(text, m.facts.cpus)
 
 

@@ -1,5 +1,6 @@
 """What every study template shares: the sizes of this machine, the header with the estimate,
-the server settings and the scale list with its disk warning."""
+[campaign], the server settings and [[server]] tables, the matrix's scales (with their disk
+warning), workloads and clients."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pgbenchlab.studies.sizing import Scale
 from pgbenchlab.studies.toml import Text, Value
 
 ESTIMATE = "@@ESTIMATE@@"
+MAX_REPEATS = 10  # of a full study's repeats = "auto"
 # PostgreSQL 13 and 18 built here in ~2 minutes on 2 CPUs (README, "Builds"): ~4 CPU-minutes.
 BUILD_CPU_MINUTES = 4
 
@@ -63,6 +65,23 @@ class Machine:
             found["max_connections"] = max_clients + 20
         return found | extra
 
+    def start(self, study: str, question: str, *about: str, description: str, repeats: int) -> Text:
+        """A study's plan begun: the header and [campaign], named after the study; ``repeats``
+        is the first rounds' count of a full study."""
+        text = Text()
+        self.header(text, study, question, *about)
+        text.table("campaign")
+        text.key("name", f"{study}-quick" if self.quick else study)
+        text.key("description", description)
+        if self.quick:
+            text.key("repeats", 1, 'once: the full study repeats until answered ("auto")')
+        else:
+            text.key("repeats", "auto", "rounds until every comparison (or interval) is decided")
+            text.key("min_repeats", repeats, "the first rounds, for every cell")
+            text.key("max_repeats", MAX_REPEATS, "never more rounds than this")
+        text.key("order", "interleaved", "each cell once per round: drift hits every cell alike")
+        return text
+
     def header(self, text: Text, study: str, question: str, *about: str) -> None:
         f = self.facts
         sb = self.shared_buffers
@@ -96,6 +115,22 @@ class Machine:
                 )
         text.key("scale", [s.value for s in kept or wanted[:1]])
 
+    def matrix(
+        self,
+        text: Text,
+        scales: tuple[Scale, ...],
+        workloads: Value,
+        clients: Value,
+        *,
+        workload_note: str = "",
+        clients_note: str = "",
+    ) -> None:
+        """[matrix] with its scales, workloads and clients; other axes follow it."""
+        text.table("matrix")
+        self.scale_key(text, scales)
+        text.key("workload", workloads, workload_note)
+        text.key("clients", clients, clients_note)
+
     def timing(self, text: Text, warmup_s: int, **extra: Value) -> None:
         text.table("defaults")
         text.key("duration", f"{self.run_s}s", self._run_comment())
@@ -107,6 +142,23 @@ class Machine:
         if self.quick:
             return "seconds: a taste, not a measurement"
         return f"three checkpoint_timeouts: every run sees ~{sizing.RUN_S // 60} checkpoints"
+
+
+def server(text: Text, name: str, install: Value, settings: dict[str, Value]) -> None:
+    text.table("server", array=True)
+    text.key("name", name)
+    text.key("install", install)
+    text.key("settings", settings)
+
+
+def profile(text: Text, why: str) -> None:
+    """`profile = "auto"` in [defaults]: the full studies only, so that --quick runs without
+    perf."""
+    text.comment(
+        "profiling needs perf, and root or kernel.perf_event_paranoid ≤ 0 (the run exits 2",
+        'before anything starts otherwise): set "off" where perf cannot run',
+    )
+    text.key("profile", "auto", f"one more profiled repeat per cell: {why}")
 
 
 def finish(text: Text, cpus: int) -> str:

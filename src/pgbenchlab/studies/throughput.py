@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 from pgbenchlab.studies import sizing
-from pgbenchlab.studies.common import Machine, finish
-from pgbenchlab.studies.toml import Text, Value
+from pgbenchlab.studies.common import Machine, finish, profile, server
 
 ARCHAEOLOGY_MAJORS_QUICK = 2
-MAX_REPEATS = 10
 PIN_FROM_CPUS = 4
 
 
 def archaeology(m: Machine) -> str:
-    text = Text()
-    m.header(
-        text,
+    text = m.start(
         "archaeology",
         "how have PostgreSQL versions changed on this machine?",
         "Every major installed here (and builds from the build cache), one pgbench for all,",
         "select-only (-S) and simple-update (-N), datasets in shared_buffers, in RAM and beyond.",
+        description="PostgreSQL majors side by side on this machine",
+        repeats=3,
     )
-    campaign(text, "archaeology", "PostgreSQL majors side by side on this machine", m, 3)
     m.timing(text, 30, vacuum="pgbench")
     text.table("pgbench", "one client program for every server: the server is what changes")
     text.key("install", "newest")
@@ -37,23 +34,26 @@ def archaeology(m: Machine) -> str:
         server(text, f"pg{install.major}", install.name, m.settings(clients[-1]))
     for build in builds:
         server(text, f"pg{build.major}", {"build": f"pg{build.major}"}, m.settings(clients[-1]))
-    text.table("matrix")
-    m.scale_key(text, m.scales)
-    text.key("workload", ["select-only", "simple-update"], "-S (reads) and -N (writes)")
-    text.key("clients", clients, "1 … 4 × CPUs")
+    m.matrix(
+        text,
+        m.scales,
+        ["select-only", "simple-update"],
+        clients,
+        workload_note="-S (reads) and -N (writes)",
+        clients_note="1 … 4 × CPUs",
+    )
     return finish(text, m.facts.cpus)
 
 
 def platform(m: Machine) -> str:
-    text = Text()
-    m.header(
-        text,
+    text = m.start(
         "platform",
         "how do storage and platforms compare, for the same PostgreSQL?",
         "One server per data directory given (--data-dir), a dataset in RAM, a long read-only",
         "warmup, read-only then read-write with every table vacuumed before each run.",
+        description="the same PostgreSQL on each storage given",
+        repeats=3,
     )
-    campaign(text, "platform", "the same PostgreSQL on each storage given", m, 3)
     m.timing(text, 60, vacuum="all")
     clients = sizing.tens_ladder(m.facts, m.quick)
     settings = m.settings(clients[-1])
@@ -67,31 +67,30 @@ def platform(m: Machine) -> str:
     for index, path in enumerate(dirs, start=1):
         server(text, f"storage{index}", m.facts.newest.name, settings)
         text.key("data_dir", str(path.resolve()), "must be empty or pgbenchlab's own")
-    text.table("matrix")
-    m.scale_key(text, m.scales[1:2])
-    text.key(
-        "workload",
+    m.matrix(
+        text,
+        m.scales[1:2],
         [
             {"builtin": "select-only", "warmup": "1s" if m.quick else "300s"},
             {"builtin": "tpcb-like"},
         ],
-        "a long read-only warmup fills the caches first",
+        clients,
+        workload_note="a long read-only warmup fills the caches first",
+        clients_note="1, 10, 20 … 4 × CPUs",
     )
-    text.key("clients", clients, "1, 10, 20 … 4 × CPUs")
     text.key("connection", "tcp", "over TCP with a password, as applications connect")
     return finish(text, m.facts.cpus)
 
 
 def scalability(m: Machine) -> str:
-    text = Text()
-    m.header(
-        text,
+    text = m.start(
         "scalability",
         "where does scaling stop?",
         "Select-only on a dataset in shared_buffers (no I/O: CPU, locks and the kernel only),",
         "clients from 1 to hundreds, threads up to the CPUs.",
+        description="select-only in memory, clients to hundreds",
+        repeats=3,
     )
-    campaign(text, "scalability", "select-only in memory, clients to hundreds", m, 3)
     m.timing(text, 10, vacuum="pgbench")
     if not m.quick:
         profile(text, "where the time goes per client count")
@@ -112,21 +111,14 @@ def scalability(m: Machine) -> str:
     server(text, "server", m.facts.newest.name, m.settings(clients[-1]))
     if server_cpus:
         text.key("cpus", server_cpus, "the rest of the CPUs")
-    text.table("matrix")
-    m.scale_key(text, m.scales[:1])
-    text.key("workload", ["select-only"])
-    text.key("clients", clients, f"1 … {top}: far past the {m.facts.cpus} CPUs")
-    return finish(text, m.facts.cpus)
-
-
-def profile(text: Text, why: str) -> None:
-    """`profile = "auto"` in [defaults]: the full studies only, so that --quick runs without
-    perf."""
-    text.comment(
-        "profiling needs perf, and root or kernel.perf_event_paranoid ≤ 0 (the run exits 2",
-        'before anything starts otherwise): set "off" where perf cannot run',
+    m.matrix(
+        text,
+        m.scales[:1],
+        ["select-only"],
+        clients,
+        clients_note=f"1 … {top}: far past the {m.facts.cpus} CPUs",
     )
-    text.key("profile", "auto", f"one more profiled repeat per cell: {why}")
+    return finish(text, m.facts.cpus)
 
 
 def pinning(cpus: int) -> tuple[str | None, str | None]:
@@ -140,23 +132,3 @@ def pinning(cpus: int) -> tuple[str | None, str | None]:
 
 def cpu_range(first: int, last: int) -> str:
     return str(first) if first == last else f"{first}-{last}"
-
-
-def campaign(text: Text, name: str, description: str, m: Machine, repeats: int) -> None:
-    text.table("campaign")
-    text.key("name", f"{name}-quick" if m.quick else name)
-    text.key("description", description)
-    if m.quick:
-        text.key("repeats", 1, 'once: the full study repeats until answered ("auto")')
-    else:
-        text.key("repeats", "auto", "rounds until every comparison (or interval) is decided")
-        text.key("min_repeats", repeats, "the first rounds, for every cell")
-        text.key("max_repeats", MAX_REPEATS, "never more rounds than this")
-    text.key("order", "interleaved", "each cell once per round: drift hits every cell alike")
-
-
-def server(text: Text, name: str, install: Value, settings: dict[str, Value]) -> None:
-    text.table("server", array=True)
-    text.key("name", name)
-    text.key("install", install)
-    text.key("settings", settings)

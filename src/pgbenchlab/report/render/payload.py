@@ -48,7 +48,7 @@ def _run(key: str, title: str, fmt: str, help_text: str | None = None) -> Column
 COLUMNS: tuple[Column, ...] = (
     _col("id", "run", "text", "the run's id in the results database (pgbenchlab show ID)"),
     Column("order", "order", "int", lambda r: r.sequence + 1, "position in the run order"),
-    _run("server", "server", "text", "the server and its setting variant"),
+    _run("server", "server", "text", "the server and its variant (settings, kernel tunables)"),
     _run("scale", "scale", "int"),
     _run("workload", "workload", "text"),
     _run("clients", "clients", "int"),

@@ -102,7 +102,8 @@ def servers_table(view: ReportView) -> str:
         _server_row("kind", [s.kind for s in servers]),
         _server_row("installation", [s.install or "-" for s in servers]),
         _server_row("data directory", [s.data_dir or "-" for s in servers]),
-        _server_row("setting variant", [_pairs_text(s.variant) or "-" for s in servers]),
+        _server_row("file system", [s.storage or "-" for s in servers]),
+        _server_row("variant", [_pairs_text(s.variant) or "-" for s in servers]),
     ]
     rows += build_rows(servers)
     for name in view.differing_settings:

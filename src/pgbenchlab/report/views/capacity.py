@@ -10,6 +10,7 @@ from typing import Any
 from pgbenchlab.analysis.capacity import START, Answer, Probe, SearchIdentity, decide
 from pgbenchlab.analysis.slo import Slo, parse_slo
 from pgbenchlab.errors import UserError
+from pgbenchlab.report.views.variants import run_variant
 from pgbenchlab.store import ProbeRecord, RunRecord, Store
 
 
@@ -96,7 +97,7 @@ def _missing(probe: ProbeRecord) -> RunRecord:
 
 
 def _cell_label(run: RunRecord) -> str:
-    settings = "".join(f" {k}={v}" for k, v in (run["server_settings"] or {}).items())
+    settings = "".join(f" {k}={v}" for k, v in run_variant(run).items())
     return f"s={run['scale']} {run['workload']} {run['protocol']}{settings}"
 
 

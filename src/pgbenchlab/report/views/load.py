@@ -31,7 +31,8 @@ from pgbenchlab.report.views.model import (
 )
 from pgbenchlab.report.views.telemetry_series import charted, drawn_series, wanted
 from pgbenchlab.report.views.text import affinity_text
-from pgbenchlab.store import RUN_COLUMNS, RunDiagnosis, RunRecord, Store
+from pgbenchlab.report.views.variants import run_variant, server_label
+from pgbenchlab.store import RUN_COLUMNS, RunDiagnosis, RunRecord, ServerStorage, Store
 
 # Spec keys shown as axes of their own or implied by others; the rest tell cells apart as
 # "options" when they differ (threads, vacuum, warmup, ...).
@@ -50,15 +51,11 @@ AXIS_SPEC_KEYS = frozenset(
         "duration_s",
         "transactions",
         "profile",
+        "sysctl",
     }
 )
 RAW_STDOUT = "stdout.txt.zst"
 MAX_RAW_OUTPUT = 64_000  # characters of pgbench's report kept per run: it is short unless -r
-
-
-def server_label(name: str, variant: Mapping[str, Any]) -> str:
-    """A server's name with its setting variant, the value of the report's "server" axis."""
-    return name + "".join(f" {k}={v}" for k, v in sorted(variant.items()))
 
 
 def load_campaign(store: Store, campaign_id: int) -> CampaignView:
@@ -94,6 +91,7 @@ def flatten(mapping: Mapping[str, Any], prefix: str = "") -> Pairs:
 
 def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
     servers = []
+    storage = store.server_storage(campaign_id)
     for s in store.server_records(campaign_id):
         # Masked again on the way out: databases written before settings were masked on the way in.
         variant = redact_settings(s.variant)
@@ -110,9 +108,18 @@ def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
                 data_dir=s.data_dir,
                 settings=tuple((str(k), str(v)) for k, v in sorted(settings.items())),
                 build=tuple(builds.describe(s.build)) if s.build else (),
+                storage=storage_text(storage.get(s.name)),
             )
         )
     return tuple(servers)
+
+
+def storage_text(found: ServerStorage | None) -> str | None:
+    """The file system and its mount options ("ext4, rw,relatime (rw)"): what tells data
+    directories on other file systems apart."""
+    if found is None or found.fs_type is None:
+        return None
+    return found.fs_type + (f", {found.mount_options}" if found.mount_options else "")
 
 
 def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[RunView, ...]:
@@ -178,7 +185,6 @@ VIEW_COLUMNS = tuple(
 
 
 def run_view(r: RunRecord, **extra: Any) -> RunView:
-    settings = redact_settings(r["server_settings"])
     options = tuple(
         (str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True))
         for k, v in sorted(r["spec"].items())
@@ -188,7 +194,7 @@ def run_view(r: RunRecord, **extra: Any) -> RunView:
     return RunView(
         id=r.id,
         **{key: r[key] for key in VIEW_COLUMNS},
-        server=server_label(str(r["server"]), settings),
+        server=server_label(str(r["server"]), run_variant(r)),
         server_name=str(r["server"]),
         connect=bool(r["connect"]),
         options=options,

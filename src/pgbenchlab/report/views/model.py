@@ -50,9 +50,10 @@ class CampaignView:
 
 @dataclass(frozen=True)
 class ServerView:
-    """One server as recorded: a setting variant of a server is a server of its own."""
+    """One server as recorded: a variant of a server (the settings and kernel tunables its
+    cells set) is a server of its own."""
 
-    label: str  # name plus the variant's settings: the value of the "server" axis
+    label: str  # name plus the variant: the value of the "server" axis
     name: str
     variant: Pairs
     kind: str
@@ -62,6 +63,7 @@ class ServerView:
     data_dir: str | None
     settings: Pairs  # every setting not at its default, as SHOW prints it
     build: Pairs = ()  # a server built from source: its provenance, (title, text) pairs
+    storage: str | None = None  # its data directory's file system and mount options
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class RunView:
     repeat: int
     status: str
     error: str | None
-    server: str  # the server label (name and setting variant)
+    server: str  # the server label (name and variant: settings, kernel tunables)
     server_name: str
     scale: int
     workload: str

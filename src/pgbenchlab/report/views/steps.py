@@ -1,10 +1,10 @@
 """Step scans: where performance steps along an ordered axis (`compare --series`, reports).
 
 A series is an axis whose values come in an order the reader cares about: the servers in plan
-order (versions, oldest first), the values of a server-setting axis in plan order, a numeric
-axis (scale, clients, rate, ...) in numeric order, or campaigns in the order given (commits,
-nightly builds). Every cell of the other axes is scanned for TPS, p99 and p50 with
-`pgbenchlab.analysis.changepoints.change_points` over its runs. `build_view` runs the
+order (versions, oldest first), the values of a server-setting or kernel-tunable axis in plan
+order, a numeric axis (scale, clients, rate, ...) in numeric order, or campaigns in the order
+given (commits, nightly builds). Every cell of the other axes is scanned for TPS, p99 and p50
+with `pgbenchlab.analysis.changepoints.change_points` over its runs. `build_view` runs the
 report's scans (the server and setting axes) once, into `ReportView.scans`; the HTML and
 Markdown reports print them, and `compare_series` loads campaigns and scans them on demand.
 """
@@ -96,14 +96,16 @@ def scan_campaigns(
 
 
 def setting_axes(view: ReportView) -> list[str]:
+    """The settings and kernel tunables the servers' variants vary."""
     return list(dict.fromkeys(name for s in view.servers for name, _ in s.variant))
 
 
 def series_dims(cell: CellView, view: ReportView, runs: dict[int, RunView]) -> dict[str, str]:
-    """A cell's axes with the server split into its name and one axis per varied setting.
+    """A cell's axes with the server split into its name and one axis per varied setting or
+    kernel tunable.
 
-    The view's "server" axis is the name with the setting variant; a series along a setting
-    needs the setting on its own, and a series along servers must keep the variants apart.
+    The view's "server" axis is the name with the variant; a series along a setting needs the
+    setting on its own, and a series along servers must keep the variants apart.
     """
     dims = dict(cell.dims)
     label = dims.pop("server")

@@ -1,0 +1,21 @@
+"""A server's variant, the settings and kernel tunables its cells set around it, and the label
+(its name and variant) that every output names the server by: the report's "server" axis."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pgbenchlab.redaction import redact_settings
+from pgbenchlab.store import RunRecord
+
+
+def server_label(name: str, variant: Mapping[str, Any]) -> str:
+    """A server's name with its variant, the value of the report's "server" axis."""
+    return name + "".join(f" {k}={v}" for k, v in sorted(variant.items()))
+
+
+def run_variant(run: RunRecord | Mapping[str, Any]) -> dict[str, str]:
+    """What a stored run's cell set around its server, its settings and kernel tunables, masked
+    as the servers table masks the variants it records (`RunSpec.variant`)."""
+    return redact_settings({**(run["server_settings"] or {}), **(run["sysctl"] or {})})
