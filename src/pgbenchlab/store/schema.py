@@ -17,7 +17,7 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -318,6 +318,16 @@ MIGRATIONS: dict[int, str] = {
         complete_share REAL,
         seconds REAL,
         folded_zst BLOB NOT NULL
+    );
+    """,
+    # 13: where each run was made: the machine (host name) and, for a campaign run in shards
+    # on several machines (`run --shard K/N`, joined by `merge`), which shard. Runs stored
+    # before it have no row: made on the campaign's machine, unsharded.
+    13: """
+    CREATE TABLE run_origins (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        machine TEXT NOT NULL,
+        shard TEXT
     );
     """,
 }
