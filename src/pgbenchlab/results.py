@@ -102,6 +102,15 @@ class RunHost:
 
 
 @dataclass(frozen=True)
+class RunOrigin:
+    """Where a run was made: the machine that ran its campaign (its host name) and, for a
+    campaign run in shards (`run --shard`), which part ("K/N"; None when not sharded)."""
+
+    machine: str
+    shard: str | None = None
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything stored about one run."""
 

@@ -5,7 +5,8 @@ Owns the orchestration (`runner`), the server pool (`servers`), which pgbench ru
 (`resume`), `clean` (`clean`), stop signals (`signals`), running pgbench (`measure`) through
 the executor seam (`executor`), what it tells a display (`events`), the pure assembly of a
 run's result (`assemble`), with repeats = "auto" which cells the next round runs (`rounds`),
-and the capacity search executed probe by probe (`capacity`). It may import everything below
+the capacity search executed probe by probe (`capacity`), and where a run was made and
+the results of a plan's shards joined (`fleet`). It may import everything below
 it: plan, installs, hosts, server, dataset, pgbench, telemetry, analysis, results, findings,
 store; nothing from report or cli.
 """

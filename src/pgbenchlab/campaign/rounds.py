@@ -11,7 +11,6 @@ round r uses only the rounds before r, which makes it repeatable after an interr
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -42,7 +41,7 @@ class Answer:
 def questions(first_round: Sequence[RunSpec], server_order: Sequence[str]) -> tuple[Question, ...]:
     """The comparisons between the cells of one round, then the precision of the others."""
     configs = {s.cell_id: _config(s) for s in first_round}
-    index = {(_rest(s), _frozen(configs[s.cell_id])): s for s in first_round}
+    index = {(s.point, _frozen(configs[s.cell_id])): s for s in first_round}
     baselines = _first_values(first_round, server_order)
     found: list[Question] = []
     for spec in first_round:
@@ -50,7 +49,7 @@ def questions(first_round: Sequence[RunSpec], server_order: Sequence[str]) -> tu
         for axis, first in baselines.items():
             if config.get(axis, first) == first:
                 continue
-            baseline = index.get((_rest(spec), _frozen({**config, axis: first})))
+            baseline = index.get((spec.point, _frozen({**config, axis: first})))
             if baseline is not None:
                 label = f"{_name(spec)} against {axis}={first}"
                 found.append(Question(label, (baseline.cell_id, spec.cell_id)))
@@ -62,13 +61,6 @@ def questions(first_round: Sequence[RunSpec], server_order: Sequence[str]) -> tu
 def _config(spec: RunSpec) -> dict[str, str]:
     settings = {f"setting {k}": v for k, v in spec.server_settings}
     return {"server": spec.server, **settings, **{f"sysctl {k}": v for k, v in spec.sysctl}}
-
-
-def _rest(spec: RunSpec) -> str:
-    config = ("server", "server_settings", "sysctl")
-    cell = {k: v for k, v in spec.cell.items() if k not in config}
-    scripts = [(s.kind, s.name, s.weight, s.text) for s in spec.workload.scripts]
-    return json.dumps([cell, scripts, spec.workload.defines], sort_keys=True)
 
 
 def _frozen(config: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

@@ -27,6 +27,7 @@ from pgbenchlab.campaign.executor import (
     Executor,
     Profiling,
 )
+from pgbenchlab.campaign.fleet import run_origin
 from pgbenchlab.campaign.hosts import run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
@@ -227,7 +228,8 @@ class Campaign:
         with self.stopped_by_results_faults():
             self.reporter.run_started(spec, index, total)
             result = replace(self.run_one(spec), sysctl=self.applied)
-            run_id = self.store.record_run(self.campaign_id, result, run_hosts(self.plan, spec))
+            hosts = run_hosts(self.plan, spec)
+            run_id = self.store.record_run(self.campaign_id, result, hosts, run_origin(self.plan))
             self.reporter.run_finished(spec, result)
         outcome.results.append(result)
         outcome.ran += 1

@@ -32,6 +32,7 @@ from pgbenchlab.cli.progress import (
     print_plan_warnings,
 )
 from pgbenchlab.errors import CampaignStopped, UserError
+from pgbenchlab.plan import Shard
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store import Store
 
@@ -60,6 +61,7 @@ class RunOptions:
     quiet: bool
     json: bool
     budget_s: float | None = None
+    shard: Shard | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunOptions:
@@ -71,6 +73,7 @@ class RunOptions:
             quiet=args.quiet,
             json=args.json,
             budget_s=parse_budget(args.budget) if args.budget else None,
+            shard=plan.parse_shard(args.shard) if args.shard is not None else None,
         )
 
 
@@ -110,12 +113,20 @@ def add_arguments(subparsers: Subparsers) -> None:
             metavar="TIME",
             help='repeats = "auto": add rounds only while they fit in TIME (2h, 90min, 600s)',
         )
+        parser.add_argument(
+            "--shard",
+            metavar="K/N",
+            help="run only part K of N of the matrix, for N machines (each point of the matrix "
+            "whole: its servers, settings and repeats); `pgbenchlab merge` joins their results",
+        )
         parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
         parser.add_argument("--json", action="store_true", help="JSON lines of events on stdout")
 
 
 def run(options: RunOptions) -> int:
     the_plan = plan.load(options.plan)
+    if options.shard is not None:
+        the_plan = plan.sharded(the_plan, options.shard)
     if options.budget_s is not None and the_plan.auto is None:
         raise UserError('--budget needs a plan with repeats = "auto" (in [campaign])')
     if options.dry_run:

@@ -62,10 +62,22 @@ def add_arguments(subparsers: Subparsers) -> None:
 def run(options: RunsOptions) -> int:
     with open_store(options.results) as store:
         rows = exporting.run_rows(store, store.campaign_id(options.campaign))
+        origins = store.origins_by_run([r["id"] for r in rows])
+    for row in rows:  # where it was made: runs stored before schema 13 have no record
+        origin = origins.get(row["id"])
+        row.update(machine=origin and origin.machine, shard=origin and origin.shard)
     if options.json:
         print(jsontext.dumps(rows, indent=2))
-    else:
-        print_table([HEADER, *(table_row(r) for r in rows)])
+        return EXIT_OK
+    # A campaign made on several machines or in shards (`merge`) says where each run was made.
+    several = len({(r["machine"], r["shard"]) for r in rows}) > 1
+    extra = ["machine", "shard"] if several else []
+    print_table(
+        [
+            HEADER + extra,
+            *(table_row(r) + [str(r[k] or "-") for k in extra] for r in rows),
+        ]
+    )
     return EXIT_OK
 
 

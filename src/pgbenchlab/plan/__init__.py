@@ -13,6 +13,7 @@ key and what to do. Expansion is deterministic: the same plan (and seed) gives t
 * :mod:`.builds` — the ``[build.NAME]`` tables: PostgreSQL built from source (recipes only),
 * :mod:`.auto` — ``repeats = "auto"``: its minimum, maximum and precision,
 * :mod:`.matrix` — the axes expanded into cells, and the cells into ordered runs,
+* :mod:`.shards` — ``run --shard K/N``: a machine's part of the runs, whole matrix points,
 * :mod:`.parsing` — `load` and `parse`: the TOML read and checked as a whole, with warnings.
 
 The package is the top of the data flow: it imports only `errors`, `files`, `redaction`,
@@ -30,9 +31,11 @@ from pgbenchlab.plan.records import (
     RunSpec,
     Script,
     ServerPlan,
+    Shard,
     Workload,
 )
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
+from pgbenchlab.plan.shards import parse_shard, sharded
 from pgbenchlab.plan.values import planned_axis_orders, setting_text
 
 __all__ = [
@@ -45,9 +48,12 @@ __all__ = [
     "RunSpec",
     "Script",
     "ServerPlan",
+    "Shard",
     "Workload",
     "load",
     "parse",
+    "parse_shard",
     "planned_axis_orders",
     "setting_text",
+    "sharded",
 ]

@@ -140,10 +140,20 @@ class RunSpec:
         return self.server_settings + self.sysctl
 
     @property
+    def point(self) -> str:
+        """The cell without its configuration (server, server settings, kernel tunables): the
+        cells sharing a point are the ones a comparison of configurations sets side by side."""
+        config = ("server", "server_settings", "sysctl")
+        return self._identity({k: v for k, v in self.cell.items() if k not in config})
+
+    @property
     def cell_id(self) -> str:
+        return hashlib.sha256(self._identity(self.cell).encode()).hexdigest()[:16]
+
+    def _identity(self, cell: dict[str, Any]) -> str:
+        """The cell's values with its workload's scripts and variables, as canonical JSON."""
         scripts = [(s.kind, s.name, s.weight, s.text) for s in self.workload.scripts]
-        payload = json.dumps([self.cell, scripts, self.workload.defines], sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        return json.dumps([cell, scripts, self.workload.defines], sort_keys=True)
 
     @property
     def profiled(self) -> bool:
@@ -152,6 +162,11 @@ class RunSpec:
     @property
     def run_key(self) -> str:
         return f"{self.cell_id}-r{self.repeat}"
+
+    def estimated_seconds(self, per_run_overhead: float = 1.5) -> float:
+        """The run's warmup and measured time (-t mode: a nominal 10 s) and what surrounds it."""
+        duration = self.options.duration_s
+        return (10 if duration is None else duration) + self.options.warmup_s + per_run_overhead
 
     @property
     def label(self) -> str:
@@ -164,6 +179,17 @@ class RunSpec:
             f"{self.server}{extra} s={self.scale} {self.workload.name} c={self.clients}"
             f" {self.options.protocol}{kind}{rate}{conn} #{self.repeat}"
         )
+
+
+@dataclass(frozen=True)
+class Shard:
+    """`run --shard K/N`: part K (from 1) of N of a plan's runs (`plan.shards`)."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 @dataclass(frozen=True)
@@ -184,6 +210,8 @@ class Plan:
     pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to
     hosts: tuple[HostPlan, ...] = ()  # the [[host]] tables
     pgbench_hosts: tuple[str, ...] = ()  # where pgbench runs; () is this machine
+    shard: Shard | None = None  # sharded: specs hold only this part of the runs
+    all_specs: tuple[RunSpec, ...] = ()  # sharded: every run of the plan (its identity)
 
     def host(self, name: str) -> HostPlan:
         return next(h for h in self.hosts if h.name == name)
@@ -197,7 +225,8 @@ class Plan:
         """The builds a server or the [pgbench] install uses, in plan order; those of profiled
         servers are built for profiles (frame pointers, debug info)."""
         used = {s.install for s in self.servers if s.managed} | {self.pgbench_install}
-        profiled = {self.server(s.server).install for s in self.specs if s.profiled}
+        runs = self.all_specs or self.specs  # a shard builds what the whole plan does
+        profiled = {self.server(s.server).install for s in runs if s.profiled}
         return tuple(
             replace(b, profiling=BUILD_PREFIX + b.name in profiled)
             for b in self.builds
@@ -216,7 +245,7 @@ class Plan:
         changed plan."""
         scripts = {
             script.name: hashlib.sha256(script.text.encode()).hexdigest()[:16]
-            for spec in self.specs
+            for spec in self.all_specs or self.specs
             for script in spec.workload.scripts
             if script.kind == "file"
         }
@@ -251,10 +280,4 @@ class Plan:
         return planned_axis_orders(self.text)
 
     def estimated_seconds(self, per_run_overhead: float = 1.5) -> float:
-        total = 0.0
-        for spec in self.specs:
-            duration = spec.options.duration_s
-            if duration is None:  # -t mode: unknown; count a nominal 10 s
-                duration = 10
-            total += duration + spec.options.warmup_s + per_run_overhead
-        return total
+        return sum(spec.estimated_seconds(per_run_overhead) for spec in self.specs)

@@ -23,7 +23,7 @@ from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.profiles import Profile
 from pgbenchlab.redaction import redact_settings
-from pgbenchlab.results import CampaignStatus, RunHost, RunResult
+from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import bisections
 from pgbenchlab.store import profiles as profile_tables
@@ -259,9 +259,15 @@ class Store(Reading):
                 (campaign_id, server, scale, database, time.time(), seconds, seconds is None),
             )
 
-    def record_run(self, campaign_id: int, result: RunResult, hosts: Sequence[RunHost] = ()) -> int:
-        """Store one run, its seconds, histograms and hosts in one transaction (durable on
-        return)."""
+    def record_run(
+        self,
+        campaign_id: int,
+        result: RunResult,
+        hosts: Sequence[RunHost] = (),
+        origin: RunOrigin | None = None,
+    ) -> int:
+        """Store one run, its seconds, histograms, hosts and origin in one transaction (durable
+        on return)."""
         with self.transaction():
             cursor = self.db.execute(*run_insert(campaign_id, result))
             run_id = cursor.lastrowid
@@ -292,6 +298,10 @@ class Store(Reading):
             )
             if result.profile is not None:
                 profile_tables.write_profile(self.db, run_id, result.profile)
+            if origin is not None:
+                self.db.execute(
+                    "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
+                )
         return run_id
 
     def profiles_by_run(self, run_ids: list[int]) -> dict[int, Profile]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab.errors import UserError
-from pgbenchlab.results import COMPLETE_STATUSES, RunHost, Second
+from pgbenchlab.results import COMPLETE_STATUSES, RunHost, RunOrigin, Second
 from pgbenchlab.store import bisections
 from pgbenchlab.store.columns import RUN_COLUMNS
 from pgbenchlab.store.faults import GuardedConnection
@@ -33,6 +33,7 @@ from pgbenchlab.store.records import (
     ServerStorage,
     TelemetryPoint,
     WaitEvents,
+    campaign_artifact_parts,
 )
 from pgbenchlab.store.telemetry import read_affinity
 from pgbenchlab.telemetry.records import Affinity
@@ -137,7 +138,7 @@ class Reading:
 
     def artifacts_dir(self, campaign: CampaignRecord) -> Path:
         """Where the campaign's raw files are kept."""
-        return self.path.parent / "artifacts" / f"{campaign.name}-{campaign.id}"
+        return self.path.parent.joinpath(*campaign_artifact_parts(campaign.name, campaign.id))
 
     # -- servers and datasets --------------------------------------------------------------------
 
@@ -261,6 +262,17 @@ class Reading:
             RunHost("pgbench", "local"),
             RunHost("server", "local"),
         )
+
+    def origins_by_run(self, ids: Collection[int]) -> dict[int, RunOrigin]:
+        """Where each run was made (machine, shard); runs stored before schema 13 have none."""
+        found: dict[int, RunOrigin] = {}
+        for chunk in _chunks(ids):
+            for run_id, machine, shard in self._tuples(
+                f"SELECT run_id, machine, shard FROM run_origins WHERE run_id IN ({_marks(chunk)})",
+                chunk,
+            ):
+                found[int(run_id)] = RunOrigin(str(machine), shard)
+        return found
 
     def seconds(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute(

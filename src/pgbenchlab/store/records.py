@@ -156,7 +156,12 @@ TelemetryPoint = tuple[str, str, int, float]  # source, metric, t, value
 def artifact_parts(campaign: str, campaign_id: int, sequence: int, run_key: str) -> tuple[str, ...]:
     """Where a run attempt's raw files are kept, under the results directory: written by the
     campaign, read by `show`."""
-    return ("artifacts", f"{campaign}-{campaign_id}", f"{sequence:04d}-{run_key}")
+    return (*campaign_artifact_parts(campaign, campaign_id), f"{sequence:04d}-{run_key}")
+
+
+def campaign_artifact_parts(campaign: str, campaign_id: int) -> tuple[str, ...]:
+    """Where a campaign's run attempts keep their raw files, under the results directory."""
+    return ("artifacts", f"{campaign}-{campaign_id}")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -323,6 +323,16 @@ MIGRATIONS: dict[int, str] = {
     # 13: the kernel tunables of a run's cell in a column of their own, as its server settings
     # are (part of the report's server variant, exported); older runs get their cell's.
     13: added_columns_sql(13),
+    # 14: where each run was made: the machine (host name) and, for a campaign run in shards
+    # on several machines (`run --shard K/N`, joined by `merge`), which shard. Runs stored
+    # before it have no row: made on the campaign's machine, unsharded.
+    14: """
+    CREATE TABLE run_origins (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        machine TEXT NOT NULL,
+        shard TEXT
+    );
+    """,
 }
 # Steps a migration needs beyond SQL: older campaigns get what their stored plan gave.
 BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {}

@@ -1,0 +1,193 @@
+"""`pgbenchlab merge`: the results databases of a plan's shards joined into one that reads as if
+one machine had run the campaign (every table carried, runs keeping their origin), and the
+refusals (different plans, a run in two inputs, other schema versions, a used output): one line,
+exit 2, nothing written. Synthetic databases written through the real `Store`; the real
+campaign run in shards is tests/test_fleet_real.py."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from cli_process import run_cli
+from conftest_report import SyntheticPlan, results_of
+from pgbenchlab.campaign.fleet import merge_results
+from pgbenchlab.errors import StoreError
+from pgbenchlab.report.views import compare
+from pgbenchlab.results import RunHost, RunOrigin, RunResult
+from pgbenchlab.server import ServerFacts
+from pgbenchlab.store import MIGRATIONS, SCHEMA_VERSION, BisectionRecord, ProbeRecord, Store
+from pgbenchlab.store.merge import TABLES, schema_tables
+
+PLAN = SyntheticPlan(
+    name="fleet", workloads=("select-only",), clients=(1, 2, 4), repeats=3, telemetry=True
+)
+PLAN_TEXT = "[campaign]\nname = 'fleet'\n"
+BISECTION = BisectionRecord("b", {"good": "a"}, (), (), "running", None, 1.0, 2.0)
+
+
+def test_the_merge_knows_every_table_of_the_schema(tmp_path: Path) -> None:
+    # A migration that adds a table must say how the merge carries it (store.merge.TABLES).
+    with Store(tmp_path / "results.db") as store:
+        assert schema_tables(store.db) == sorted(TABLES)
+
+
+def all_results() -> list[RunResult]:
+    results = results_of(PLAN, random.Random(PLAN.seed))
+    return [replace(r, sysctl=(("vm.swappiness", str(r.sequence)),)) for r in results]
+
+
+def write_part(
+    results_dir: Path,
+    runs: Sequence[RunResult],
+    origin: RunOrigin | None,
+    *,
+    digest: str = "d1",
+    plan_text: str = PLAN_TEXT,
+    machine: str = "m1",
+) -> Path:
+    """A results directory holding these runs of the campaign, as the machine stored them."""
+    with Store(results_dir / "results.db") as store:
+        campaign = store.start_campaign(
+            PLAN.name, "fleet.toml", plan_text, digest, {"pgbenchlab": "x"}, {"hostname": machine}
+        )
+        for server in PLAN.servers:
+            version_num = int(server.version.split(".")[0]) * 10000
+            facts = ServerFacts(
+                server.name, "managed", server.version, version_num, {}, {}, "15", None
+            )
+            store.record_server(campaign, facts, {})
+        store.record_dataset(campaign, "pg15", 1, "bench", 1.5)
+        hosts = (RunHost("pgbench", "local"), RunHost("server", "local"))
+        for result in runs:
+            run_id = store.record_run(campaign, result, hosts, origin)
+            probe = ProbeRecord(run_id, "cell", "start", None, 1, True, "ok", result.tps)
+            store.record_probe(campaign, probe)
+            record = store.campaign_record(campaign)
+            assert record is not None
+            kept = store.artifacts_dir(record) / f"{result.sequence:04d}-{result.run_key}"
+            kept.mkdir(parents=True)
+            (kept / "stdout.txt.zst").write_bytes(zstandard.compress(result.run_key.encode()))
+        store.save_bisection(BISECTION)
+        store.finish_campaign(campaign, "finished")
+    return results_dir
+
+
+def shards(tmp_path: Path) -> tuple[Path, Path]:
+    """The runs of clients 1 on machine m1 (shard 1/2), the others on m2 (shard 2/2)."""
+    results = all_results()
+    first = [r for r in results if r.spec["clients"] == 1]
+    second = [r for r in results if r.spec["clients"] != 1]
+    return (
+        write_part(tmp_path / "a", first, RunOrigin("m1", "1/2")),
+        write_part(tmp_path / "b", second, RunOrigin("m2", "2/2"), machine="m2"),
+    )
+
+
+def counts(path: Path) -> dict[str, int]:
+    db = sqlite3.connect(path)
+    try:
+        return {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+    finally:
+        db.close()
+
+
+def test_merged_shards_read_as_one_machine_s_campaign(tmp_path: Path) -> None:
+    a, b = shards(tmp_path)
+    whole = write_part(tmp_path / "whole", all_results(), RunOrigin("m1", None))
+    merged = merge_results(tmp_path / "merged", [a, b / "results.db"])
+    assert [(m.name, m.inputs, m.runs) for m in merged] == [("fleet", 2, len(all_results()))]
+    # Every table carried: as many rows as one machine wrote (the first input's server facts).
+    expected = counts(whole / "results.db") | {"bisections": 1, "datasets": 2}
+    assert counts(tmp_path / "merged" / "results.db") == expected
+    assert sum(1 for n in expected.values() if n) >= 12
+    with Store(whole / "results.db") as one, Store(tmp_path / "merged/results.db") as joined:
+        assert [r.values for r in joined.run_records(joined.campaign_id("fleet"))] == [
+            r.values for r in one.run_records(one.campaign_id("fleet"))
+        ]
+        changes = compare.within_campaign(joined, "fleet", "pg15", "pg18", 0.02)
+        assert changes == compare.within_campaign(one, "fleet", "pg15", "pg18", 0.02)
+        assert len({c.cell for c in changes}) == len(PLAN.clients)
+        records = joined.run_records(joined.campaign_id("fleet"))
+        origins = joined.origins_by_run([r.id for r in records])
+        for record in records:
+            machine = "m1" if record.values["clients"] == 1 else "m2"
+            shard = "1/2" if machine == "m1" else "2/2"
+            assert origins[record.id] == RunOrigin(machine, shard)
+            assert {h.host for h in joined.run_hosts(record.id)} == {"local"}
+            assert joined.run_sysctl(record.id) == {"vm.swappiness": str(record.values["sequence"])}
+        campaign = joined.find_campaign("fleet")
+        assert campaign is not None and campaign.status == "finished"
+        kept = sorted(p.name for p in joined.artifacts_dir(campaign).iterdir())
+    assert kept == sorted(f"{r.sequence:04d}-{r.run_key}" for r in all_results())
+
+
+def test_a_campaign_started_anew_and_runs_without_origin(tmp_path: Path) -> None:
+    results = all_results()
+    a = write_part(tmp_path / "a", results[:1], None, digest="old")  # then --fresh
+    write_part(a, results[1:3], None)
+    b = write_part(tmp_path / "b", results[3:4], None, machine="m2")
+    merge_results(tmp_path / "m", [a, b])
+    with Store(tmp_path / "m" / "results.db") as store:
+        campaigns = [(c["name"], c["plan_digest"], c["runs"]) for c in store.campaigns()]
+        assert campaigns == [("fleet", "old", 1), ("fleet", "d1", 3)]  # the joined one latest
+        ids = [r.id for r in store.run_records(store.campaign_id("fleet"))]
+        machines = [o.machine for o in store.origins_by_run(ids).values()]
+    assert sorted(machines) == ["m1", "m1", "m2"]  # the campaign's machine, unsharded
+
+
+def refused(tmp_path: Path, inputs: list[Path], match: str) -> None:
+    out = tmp_path / "merged"
+    with pytest.raises(StoreError, match=match):
+        merge_results(out, inputs)
+    assert not out.exists()
+    done = run_cli("merge", "--results", out, *inputs)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and match.split()[0] in done.stderr
+    assert not out.exists()
+
+
+def test_campaigns_whose_plans_differ_are_refused(tmp_path: Path) -> None:
+    results = all_results()
+    a = write_part(tmp_path / "a", results[:2], None)
+    b = write_part(tmp_path / "b", results[2:4], None, digest="d2", plan_text=PLAN_TEXT + "x=1\n")
+    refused(tmp_path, [a, b], "different plans")
+
+
+def test_a_run_in_two_inputs_is_refused(tmp_path: Path) -> None:
+    a = write_part(tmp_path / "a", all_results()[:3], None)
+    shutil.copytree(a, tmp_path / "copy")
+    refused(tmp_path, [a, tmp_path / "copy"], "in both")
+    refused(tmp_path, [a, a / "results.db"], "given twice")
+
+
+def test_other_schema_versions_are_refused(tmp_path: Path) -> None:
+    a = write_part(tmp_path / "a", all_results()[:3], None)
+    older = tmp_path / "old"
+    older.mkdir()
+    db = sqlite3.connect(older / "results.db")
+    db.executescript("".join(MIGRATIONS[v] for v in range(1, SCHEMA_VERSION)))
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    db.close()
+    refused(tmp_path, [a, older], f"schema {SCHEMA_VERSION - 1}")
+    refused(tmp_path, [a, tmp_path / "nothing"], "no results database")
+
+
+def test_the_output_must_be_a_new_directory(tmp_path: Path) -> None:
+    a, b = shards(tmp_path)
+    out = tmp_path / "used"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(StoreError, match="not an empty directory"):
+        merge_results(out, [a, b])
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    done = run_cli("merge", "--results", tmp_path / "fresh", a, b, "--json")
+    assert done.returncode == 0, done.stderr
+    assert '"runs": 18' in done.stdout
