@@ -30,6 +30,7 @@ from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
+from pgbenchlab.store.generators import write_generators
 from pgbenchlab.store.reading import Reading
 from pgbenchlab.store.records import BisectionRecord, ProbeRecord
 from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION, axis_orders_json
@@ -292,6 +293,7 @@ class Store(Reading):
             )
             if result.profile is not None:
                 profile_tables.write_profile(self.db, run_id, result.profile)
+            write_generators(self.db, run_id, result.generators)
         return run_id
 
     def profiles_by_run(self, run_ids: list[int]) -> dict[int, Profile]:

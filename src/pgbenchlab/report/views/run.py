@@ -44,6 +44,7 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     detail["seconds"] = [asdict(s) for s in store.seconds_by_run([run_id]).get(run_id, ())]
     detail |= telemetry_detail(store, run_id)
     detail["sysctl"] = store.run_sysctl(run_id)
+    detail["generators"] = [asdict(g) for g in store.run_generators(run_id)]
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
     profile = store.profiles_by_run([run_id]).get(run_id)
     detail["profile"] = None
