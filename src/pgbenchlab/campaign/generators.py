@@ -11,7 +11,9 @@ way, `hosts.clock_offset`), an instant a little ahead is agreed, and on each hos
 python3 wrapper (python3 is there: the detached-process monitor needs it) sleeps until that
 instant on its own clock, corrected by its offset, prints when it really started and execs
 pgbench. The stored run covers the window where all were measuring: from the latest start to
-the earliest planned end (`common_window`); log lines outside it are cut and counted.
+the earliest planned end (`common_window`, on this machine's clock); each log's completion
+times are moved onto this machine's clock by its host's offset (`clock_offsets`), and lines
+outside the window are cut and counted.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import itertools
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -270,6 +272,17 @@ def common_window(shares: tuple[Share, ...], duration_s: int | None) -> tuple[fl
         return None
     known = [t for t in starts if t is not None]
     return max(known), min(known) + duration_s
+
+
+def clock_offsets(shares: Sequence[Share], logs: Sequence[Path]) -> dict[Path, float]:
+    """Each generator's log files (by their prefix) with its clock's offset to ours."""
+    offsets = {f"{LOG_PREFIX}.{s.host}.": s.clock_offset_s for s in shares}
+    return {
+        log: offset
+        for log in logs
+        for prefix, offset in offsets.items()
+        if log.name.startswith(prefix)
+    }
 
 
 def name_saturated(found: Diagnosis | None, result: RunResult) -> Diagnosis | None:

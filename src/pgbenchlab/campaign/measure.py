@@ -11,7 +11,7 @@ from pathlib import Path
 from pgbenchlab.campaign.assemble import LogReading, first_line
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.executor import Executor
-from pgbenchlab.campaign.generators import common_window
+from pgbenchlab.campaign.generators import clock_offsets, common_window
 from pgbenchlab.campaign.layout import log_files
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.pgbench import command
@@ -106,7 +106,8 @@ class Pgbench:
         files = log_files(artifacts)
         if sampling is None or not files:
             return LogReading()
-        window = common_window(done.shares, spec.options.duration_s) if done else None
+        shares = done.shares if done else ()
+        window = common_window(shares, spec.options.duration_s)
         try:
             summary = analyse_transaction_logs(
                 files,
@@ -115,6 +116,7 @@ class Pgbench:
                 has_retries_column=spec.options.max_tries != 1,
                 sampling_rate=sampling,
                 window=window,
+                clock_offsets_s=clock_offsets(shares, files),
             )
         except PgbenchParseError as exc:
             return LogReading(sampling, error=first_line(exc))
