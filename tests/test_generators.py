@@ -4,11 +4,13 @@ test_remote_campaign.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, with_saturated_generators
+from pgbenchlab.campaign.assemble import progress_seconds
 from pgbenchlab.campaign.generators import Part, argv_figures, common_window, share_argv, split
 from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.report import parse_report
@@ -50,6 +52,22 @@ def test_the_report_is_the_sum_of_the_generators() -> None:
     assert (both.skipped, both.late, both.lag_max_ms) == (2 * 2267, 2 * 1013, one.lag_max_ms)
     assert both.skipped_pct == pytest.approx(one.skipped_pct, abs=1e-3)
     assert sum_reports([one]).latency_stddev_ms == pytest.approx(one.latency_stddev_ms)
+
+
+def test_the_progress_series_is_summed_over_the_seconds_all_reported() -> None:
+    def progress(*lines: str) -> Share:
+        share = _share("x", "", 1.0)
+        return replace(share, completed=replace(share.completed, stderr="".join(lines)))
+
+    first = progress(
+        "progress: 1.0 s, 300.0 tps, lat 1.000 ms stddev 0.1, 0 failed\n",
+        "progress: 2.0 s, 100.0 tps, lat 3.000 ms stddev 0.1, 0 failed\n",
+    )
+    second = progress("progress: 1.0 s, 100.0 tps, lat 5.000 ms stddev 0.1, 2 failed\n")
+    done = Completed(("pgbench",), 0, "", "", 2.0, 1.0, False, (first, second))
+    (only,) = progress_seconds(done)
+    assert (only.t, only.tps, only.failed) == (1, 400.0, 2)
+    assert only.latency_mean_ms == pytest.approx(2.0)  # weighted by each one's TPS
 
 
 def test_the_common_window_is_where_all_were_measuring() -> None:

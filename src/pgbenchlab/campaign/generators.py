@@ -18,8 +18,10 @@ outside the window are cut and counted.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +33,7 @@ from pgbenchlab import cpusets
 from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.executor import GeneratorExecutor
 from pgbenchlab.campaign.hosts import clock_offset
+from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import Host
 from pgbenchlab.pgbench.command import LOG_PREFIX, Completed, Share
 from pgbenchlab.results import RunResult
@@ -144,6 +147,8 @@ class FleetExecutor(GeneratorExecutor):
         start = time.time() + START_LEAD_S
         timeout = None if timeout_s is None else timeout_s + START_LEAD_S
         planned = list(zip(self.generators, parts, offsets, strict=True))
+        # pgbench's progress and pid: the first generator's stand for all
+        starts = [Started(on_start if i == 0 else None) for i in range(len(parts))]
         with ThreadPoolExecutor(len(parts), thread_name_prefix="generator") as pool:
             futures = [
                 pool.submit(
@@ -153,12 +158,11 @@ class FleetExecutor(GeneratorExecutor):
                     Timing(start + offset, timeout),
                     env,
                     cwd,
-                    # pgbench's progress and pid: the first generator's stand for all
-                    (on_stderr_line, on_start) if i == 0 else (None, None),
+                    (on_stderr_line if i == 0 else None, starts[i]),
                 )
                 for i, (g, part, offset) in enumerate(planned)
             ]
-            done = _wait_all(futures)
+            done = _wait_all(futures, lambda: self._interrupt(starts))
         shares = tuple(
             Share(
                 host=g.name,
@@ -168,14 +172,21 @@ class FleetExecutor(GeneratorExecutor):
                 seed=base + i,
                 cpus=g.cpus(self.pgbench_cpus),
                 clock_offset_s=offset,
-                started_at=None if started is None else started - offset,
+                started_at=None if started.at is None else started.at - offset,
                 completed=completed,
             )
-            for i, ((g, part, offset), (completed, started)) in enumerate(
-                zip(planned, done, strict=True)
+            for i, ((g, part, offset), completed, started) in enumerate(
+                zip(planned, done, starts, strict=True)
             )
         )
-        return merged(argv, shares, interrupted=any(d.interrupted for d, _ in done))
+        return merged(argv, shares, interrupted=any(d.interrupted for d in done))
+
+    def _interrupt(self, starts: list[Started]) -> None:
+        """Ask every generator's pgbench (or its waiting wrapper) to stop, as Ctrl-C does."""
+        for generator, started in zip(self.generators, starts, strict=True):
+            if started.pid is not None:
+                with contextlib.suppress(OSError, UserError):
+                    generator.host.signal(started.pid, signal.SIGINT)
 
     def _share(
         self,
@@ -184,13 +195,11 @@ class FleetExecutor(GeneratorExecutor):
         timing: Timing,
         env: dict[str, str],
         cwd: Path,
-        callbacks: tuple[Callable[[str], None] | None, Callable[[int], None] | None],
-    ) -> tuple[Completed, float | None]:
-        """Run one generator's pgbench at the agreed instant; its output and when it started
-        (on its own clock). `on_start` hears of pgbench once it has started, not while its
-        wrapper waits."""
-        on_line, on_start = callbacks
-        started = Started(on_start)
+        callbacks: tuple[Callable[[str], None] | None, Started],
+    ) -> Completed:
+        """Run one generator's pgbench at the agreed instant (its start, on its own clock, is
+        noted in `started`, which tells `on_start` once pgbench runs, not while it waits)."""
+        on_line, started = callbacks
 
         def line(text: str) -> None:
             if text.startswith(START_MARK):
@@ -208,7 +217,7 @@ class FleetExecutor(GeneratorExecutor):
             on_start=started.spawned,
         )
         kept = "".join(x for x in done.stderr.splitlines(True) if not x.startswith(START_MARK))
-        return replace(done, argv=tuple(argv), stderr=kept), started.at
+        return replace(done, argv=tuple(argv), stderr=kept)
 
 
 class Started:
@@ -237,15 +246,14 @@ class Started:
             self.on_start = None
 
 
-def _wait_all(
-    futures: list[Future[tuple[Completed, float | None]]],
-) -> list[tuple[Completed, float | None]]:
-    """Every generator's outcome; an interruption waits for them (each ends within its -T)
-    and marks the run interrupted."""
+def _wait_all(futures: list[Future[Completed]], interrupt: Callable[[], None]) -> list[Completed]:
+    """Every generator's outcome; an interruption asks them all to stop, waits for them and
+    marks the run interrupted."""
     try:
         return [f.result() for f in futures]
     except KeyboardInterrupt:
-        return [(replace(c, interrupted=True), s) for c, s in (f.result() for f in futures)]
+        interrupt()
+        return [replace(f.result(), interrupted=True) for f in futures]
 
 
 def merged(argv: list[str], shares: tuple[Share, ...], *, interrupted: bool) -> Completed:
