@@ -197,12 +197,15 @@ def failure(
 
 
 def run_warnings(spec: RunSpec, report: PgbenchReport, done: Completed) -> list[RunWarning]:
-    """What the run's own figures say about how far to trust it."""
+    """What the run's own figures say about how far to trust it (a run split across load
+    generators: each one's CPU is judged on its own, `generator_warnings`)."""
     found = (
         findings.scale_below_clients(spec.workload.updates, spec.scale, spec.clients),
         findings.threads_reduced(report.threads, spec.options.threads),
         findings.run_stalled(done.wall_s, spec.options.duration_s),
-        findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.options.threads),
+        None
+        if done.shares
+        else findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.options.threads),
     )
     return [w for w in found if w is not None]
 
