@@ -259,5 +259,7 @@ def test_two_load_generators_split_a_run(
     finally:
         store.close()
     assert main(["show", "--results", str(results), str(run_id)]) == 0
-    assert "load generators (2; TPS is their sum)" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "load generators (2; TPS is their sum)" in shown
+    assert "warning: 2 load generators started" in shown
     assert db_host.leftovers() == []

@@ -8,7 +8,7 @@ import shlex
 import time
 from typing import Any
 
-from pgbenchlab import builds
+from pgbenchlab import builds, findings
 from pgbenchlab.report.views.run import RunView
 
 PERCENTILES = (("p50", "p50_ms"), ("p90", "p90_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
@@ -53,7 +53,7 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     ]
     if d["error"]:
         lines.append(f"error: {d['error'].strip()}")
-    lines += [f"warning: {w}" for w in d["warnings"]]
+    lines += [f"warning: {w.text}" for w in findings.from_stored(d["warnings"])]
     if d["argv"]:
         lines.append(f"command: {shlex.join(d['argv'])}")
     if d.get("server_build"):
