@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "profiles": 2,
     "plan": 3,
     "pgbench.command": 4,
+    "pgbench.shares": 4,
     "server": 4,
     "dataset": 4,
     "telemetry": 4,

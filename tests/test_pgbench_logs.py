@@ -266,6 +266,23 @@ def test_window_keeps_transactions_completed_inside(case: Case) -> None:
     check_against_brute_force(summary, inside)
 
 
+def test_a_log_from_a_clock_ahead_is_moved_onto_ours(tmp_path: Path) -> None:
+    here, there = tmp_path / "pgbench_log.1", tmp_path / "pgbench_log.lg1.2"
+    here.write_text("0 1 100 0 1600000000 900000\n")
+    there.write_text("0 1 200 0 1600000001 100000\n0 2 300 0 1600000002 300000\n")
+    summary = analyse_transaction_logs(
+        [here, there],
+        pg_major=16,
+        rate_limited=False,
+        has_retries_column=False,
+        window=(1600000000.5, 1600000001.5),
+        clock_offsets_s={there: 0.25},  # its 1.1 s and 2.3 s are our 0.85 s and 2.05 s
+    )
+    assert (summary.lines, summary.lines_outside_window) == (2, 1)
+    assert [s.start_s for s in summary.per_second] == [1600000000]
+    assert summary.latency is not None and summary.latency.max_ms == 0.2
+
+
 def test_window_still_checks_lines_outside_it(tmp_path: Path) -> None:
     path = tmp_path / "pgbench_log.3"
     path.write_text("0 1 100 0 1600000000 5\n0 2 100 x 1600000009 5\n")

@@ -41,7 +41,11 @@ def test_hosts_servers_and_generators(tmp_path: Path) -> None:
     [
         ('[[server]]\nname = "pg"\nhost = "db9"\n', r'server\[0\].host: names host "db9"'),
         ('[pgbench]\nhosts = ["lg9"]\n', r'pgbench.hosts: names host "lg9"'),
-        ('[pgbench]\nhosts = ["db1", "lg1"]\n', "one load generator host for now"),
+        (
+            '[pgbench]\nhosts = ["db1", "lg1"]\n[[server]]\nname = "pg"\nhost = "db1"\n'
+            "[matrix]\nclients = [1, 4]\n",
+            "2 load generators but a cell has 1 client",
+        ),
         ('[pgbench]\nhosts = ["lg1"]\n', r"server\[0\].host: a managed server on this machine"),
         (
             '[[server]]\nname = "pg"\nhost = "db1"\ndata_dir = "rel/data"\n',

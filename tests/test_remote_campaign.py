@@ -13,8 +13,12 @@ import pytest
 
 from netns_hosts import TestHosts
 from pgbenchlab import plan
+from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.cli import main
+from pgbenchlab.findings import WarningCode
+from pgbenchlab.pgbench.logs import read_log_bytes
+from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.results import RunHost, RunStatus
 from pgbenchlab.store import Store
@@ -38,6 +42,7 @@ def db_host(test_hosts: TestHosts) -> TestHosts:
     test_hosts.add("nopg", hide=("/usr/lib/postgresql",))
     test_hosts.add("stranger", trusted=False)
     test_hosts.add("lg1")
+    test_hosts.add("lg2")
     return test_hosts
 
 
@@ -199,4 +204,62 @@ def test_pgbench_on_a_load_generator_host(db_host: TestHosts, tmp_path: Path) ->
     finally:
         store.close()
     assert hosts == {"server": "db1", "pgbench": "lg1"}
+    assert db_host.leftovers() == []
+
+
+def test_two_load_generators_split_a_run(
+    db_host: TestHosts, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = one_server_plan(db_host, "db1").replace(
+        hosts_toml(db_host, "db1"), hosts_toml(db_host, "db1", "lg1", "lg2")
+    )
+    text = text.replace("[[server]]", '[pgbench]\nhosts = ["lg1", "lg2"]\n\n[[server]]')
+    the_plan = plan.parse(
+        text + "[matrix]\nclients = [3]\n", str(tmp_path / "p.toml"), base=tmp_path
+    )
+    results = tmp_path / "results"
+    outcome = run_campaign(the_plan, results, QuietReporter())
+    assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
+    result = outcome.results[0]
+    lg1, lg2 = result.generators
+    assert (lg1.host, lg1.clients, lg2.host, lg2.clients) == ("lg1", 2, "lg2", 1)
+    assert lg1.seed != lg2.seed
+    assert not any(w.code == WarningCode.COMMITS_DISAGREE for w in result.warnings)
+    # Stored TPS: the sum of the generators' own reports, as each printed it.
+    artifacts = results / "artifacts"
+    stdout = read_log_bytes(next(artifacts.rglob("stdout.txt.zst"))).decode()
+    parts = stdout.split("# load generator ")[1:]
+    reports = {p.split("\n", 1)[0]: parse_report(p.split("\n", 1)[1]) for p in parts}
+    assert set(reports) == {"lg1", "lg2"}
+    assert all(r.tps and r.tps > 0 for r in reports.values())
+    assert result.tps == pytest.approx(sum(r.tps or 0 for r in reports.values()), rel=1e-12)
+    # Merged percentiles: the exact ones of the union of both logs within the common window
+    # (each log's times on this machine's clock: less its host's measured offset).
+    window = next(w for w in result.warnings if w.code == WarningCode.GENERATORS_WINDOW)
+    start, end = (round(float(window.evidence[k]) * 1e6) for k in ("start", "end"))
+    shift = {g.host: round(g.clock_offset_s * 1e6) for g in result.generators}
+    latencies: dict[str, list[int]] = {"lg1": [], "lg2": []}
+    for log in artifacts.rglob("pgbench_log.*"):
+        host = log.name.split(".")[1]
+        for line in read_log_bytes(log).decode().splitlines():
+            fields = line.split()
+            done = int(fields[4]) * 1_000_000 + int(fields[5]) - shift[host]
+            if fields[2].isdigit() and start <= done < end:
+                latencies[host].append(int(fields[2]))
+    assert latencies["lg1"] and latencies["lg2"]
+    union = sorted(latencies["lg1"] + latencies["lg2"])
+    assert result.latency is not None and result.latency.samples == len(union)
+    assert result.latency.percentiles_ms == {
+        p: percentile_of_sorted(union, p) / 1000 for p in STANDARD_PERCENTILES
+    }
+    store = Store(results / "results.db")
+    try:
+        run_id = store.runs(outcome.campaign_id)[0]["id"]
+        assert store.run_generators(run_id) == result.generators
+    finally:
+        store.close()
+    assert main(["show", "--results", str(results), str(run_id)]) == 0
+    shown = capsys.readouterr().out
+    assert "load generators (2; TPS is their sum)" in shown
+    assert "warning: 2 load generators started" in shown
     assert db_host.leftovers() == []

@@ -35,6 +35,8 @@ class WarningCode(StrEnum):
     CHECKPOINT_REFUSED = "checkpoint_refused"
     COMMITS_DISAGREE = "commits_disagree"
     PINNING_NOT_APPLIED = "pinning_not_applied"
+    GENERATOR_SATURATED = "generator_saturated"
+    GENERATORS_WINDOW = "generators_window"
     LEGACY = "legacy"  # a sentence stored by an older pgbenchlab, kept as it was written
 
 
@@ -106,6 +108,25 @@ def pinning_not_applied(
     )
 
 
+def generator_saturated(host: str, busy: float | None, cpus: int) -> RunWarning | None:
+    """One load generator of several used nearly all the CPU its threads could."""
+    if busy is None or not saturated(busy):
+        return None
+    return RunWarning(WarningCode.GENERATOR_SATURATED, {"host": host, "busy": busy, "cpus": cpus})
+
+
+def generators_window(
+    generators: int, window: tuple[float, float], spread_ms: float, cut: int
+) -> RunWarning:
+    """What a run split across load generators kept: the window (epoch seconds, [start, end))
+    where all were measuring, how far apart they started, the log lines cut."""
+    start, end = window
+    evidence = {"generators": generators, "start": start, "end": end, "kept_s": end - start}
+    return RunWarning(
+        WarningCode.GENERATORS_WINDOW, evidence | {"spread_ms": spread_ms, "cut_lines": cut}
+    )
+
+
 def log_unreadable(error: str) -> RunWarning:
     return RunWarning(WarningCode.LOG_UNREADABLE, {"error": error})
 
@@ -165,6 +186,15 @@ _SENTENCES: dict[WarningCode, Callable[[Evidence], str]] = {
     WarningCode.PINNING_NOT_APPLIED: lambda e: (
         f"{e['role']} was to be pinned to CPU {e['requested']}, but the kernel allowed its "
         f"processes CPU {e['observed']} (/proc/PID/status): the pinning did not hold"
+    ),
+    WarningCode.GENERATOR_SATURATED: lambda e: (
+        f"load generator {e['host']} used {e['busy']:.0%} of the CPU its threads could "
+        f"({e['cpus']} CPU(s)): it may be the bottleneck; give it more threads or cores"
+    ),
+    WarningCode.GENERATORS_WINDOW: lambda e: (
+        f"{e['generators']} load generators started {e['spread_ms']:.1f} ms apart: the run "
+        f"keeps the {e['kept_s']:.3f} s all were measuring; {e['cut_lines']:,} log line(s) "
+        "outside it were cut"
     ),
     WarningCode.LEGACY: lambda e: str(e.get("text", "")),
 }

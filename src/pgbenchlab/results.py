@@ -111,6 +111,26 @@ class RunOrigin:
 
 
 @dataclass(frozen=True)
+class GeneratorFigures:
+    """One load generator's part of a run split across several: its share, seed, clock and
+    start (this machine's clock), and its own report's figures and CPU."""
+
+    host: str
+    clients: int
+    threads: int
+    rate: float | None
+    seed: int
+    cpus: int | None  # the CPUs it could use
+    clock_offset_s: float
+    started_at: float | None
+    tps: float | None
+    transactions: int | None
+    latency_avg_ms: float | None
+    cpu_s: float
+    busy: float | None  # its CPU time over what its threads (at most its CPUs) could use
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything stored about one run."""
 
@@ -147,6 +167,7 @@ class RunResult:
     diagnosis: Diagnosis | None = None  # what limited the run, with its evidence
     sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables read back before the run
     profile: Profile | None = None  # the server's CPU profile when the run was profiled
+    generators: tuple[GeneratorFigures, ...] = ()  # a run split across load generators
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

@@ -29,8 +29,8 @@ match in this order, the others are kept as ``also``:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -396,3 +396,29 @@ def diagnose(f: Figures) -> Diagnosis:
     if note is not None and not any(note in e for e in evidence):
         evidence = (*evidence, note)
     return Diagnosis(found[0].verdict, evidence, details)
+
+
+def with_saturated_generators(
+    found: Diagnosis | None, generators: Sequence[tuple[str, float | None, int]]
+) -> Diagnosis | None:
+    """A run split across load generators (host, busy share of its usable CPUs, those CPUs):
+    one that used nearly all it could makes the run client-bound, named in the evidence (the
+    verdict the telemetry gave stays among the others)."""
+    named = tuple(
+        f"load generator {host} used {busy:.0%} of its {cpus} usable CPU(s)"
+        for host, busy, cpus in generators
+        if busy is not None and saturated(busy)
+    )
+    if not named:
+        return found
+    if found is None:
+        return Diagnosis(Bottleneck.CLIENT_BOUND, named, {"rules_version": RULES_VERSION})
+    if found.verdict == Bottleneck.CLIENT_BOUND:
+        return replace(found, evidence=(*named, *found.evidence))
+    details = dict(found.details)
+    details["also"] = [found.verdict.value, *details.get("also", [])]
+    details["also_evidence"] = {
+        found.verdict.value: list(found.evidence),
+        **details.get("also_evidence", {}),
+    }
+    return Diagnosis(Bottleneck.CLIENT_BOUND, named, details)

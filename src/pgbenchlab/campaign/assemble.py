@@ -17,12 +17,13 @@ from pgbenchlab import findings
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
-from pgbenchlab.pgbench.command import Completed
+from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.logs import TransactionLogSummary
 from pgbenchlab.pgbench.progress import ProgressLine, error_summary, parse_stderr
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
+from pgbenchlab.pgbench.shares import total_report
 from pgbenchlab.plan import RunSpec
-from pgbenchlab.results import LatencySummary, RunResult, RunStatus, Second
+from pgbenchlab.results import GeneratorFigures, LatencySummary, RunResult, RunStatus, Second
 from pgbenchlab.telemetry.crosscheck import check_commits
 from pgbenchlab.telemetry.records import RunTelemetry
 
@@ -60,7 +61,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     if done.interrupted:
         return failure(spec, pgbench_version, RunStatus.INTERRUPTED, INTERRUPTED_TEXT, run)
     try:
-        report = parse_report(done.stdout)
+        report = total_report(done)
     except PgbenchParseError:
         message = f"pgbench exited {done.returncode} without a report: {error_summary(done.stderr)}"
         failed = failure(spec, pgbench_version, RunStatus.FAILED, message, run)
@@ -70,6 +71,8 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     latency, log_seconds = _from_log(run.log)
     warnings = [*run.hygiene, *_commit_warnings(spec, report, run.telemetry)]
     warnings += run_warnings(spec, report, done)
+    generators = generator_figures(done.shares, spec.options.duration_s)
+    warnings += generator_warnings(generators, done.shares, run.log)
     if run.log.error is not None:  # the report's figures stand without the log
         warnings.append(findings.log_unreadable(run.log.error))
     return RunResult(
@@ -99,12 +102,62 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
         warmup_tps=run.warmup_tps,
         client_cpu_s=done.cpu_s,
         latency=latency,
-        seconds=log_seconds or seconds_from_progress(stderr.progress),
+        seconds=log_seconds or progress_seconds(done),
         report=asdict(report),
         warnings=tuple(warnings),
         artifacts=run.artifacts,
         telemetry=run.telemetry,
+        generators=generators,
     )
+
+
+def generator_figures(
+    shares: Sequence[Share], duration_s: int | None
+) -> tuple[GeneratorFigures, ...]:
+    """Each load generator's own figures, from its own report and CPU time."""
+    figures = []
+    for share in shares:
+        try:
+            report: PgbenchReport | None = parse_report(share.completed.stdout)
+        except PgbenchParseError:
+            report = None
+        usable = min(share.threads, share.cpus or share.threads)
+        busy = share.completed.cpu_s / (duration_s * usable) if duration_s else None
+        figures.append(
+            GeneratorFigures(
+                share.host,
+                share.clients,
+                share.threads,
+                share.rate,
+                share.seed,
+                share.cpus,
+                share.clock_offset_s,
+                share.started_at,
+                report.tps if report else None,
+                report.transactions if report else None,
+                report.latency_avg_ms if report else None,
+                share.completed.cpu_s,
+                busy,
+            )
+        )
+    return tuple(figures)
+
+
+def generator_warnings(
+    figures: Sequence[GeneratorFigures], shares: Sequence[Share], log: LogReading
+) -> list[RunWarning]:
+    """A saturated load generator by name, and what the common window kept and cut."""
+    found = [
+        findings.generator_saturated(f.host, f.busy, min(f.threads, f.cpus or f.threads))
+        for f in figures
+    ]
+    summary = log.summary
+    if summary is not None and summary.window is not None:
+        starts = [s.started_at for s in shares if s.started_at is not None]
+        spread_ms = (max(starts) - min(starts)) * 1000
+        cut = summary.lines_outside_window
+        found.append(findings.generators_window(len(shares), summary.window, spread_ms, cut))
+    return [w for w in found if w is not None]
 
 
 def stored_spec(spec: RunSpec) -> dict[str, Any]:
@@ -144,12 +197,15 @@ def failure(
 
 
 def run_warnings(spec: RunSpec, report: PgbenchReport, done: Completed) -> list[RunWarning]:
-    """What the run's own figures say about how far to trust it."""
+    """What the run's own figures say about how far to trust it (a run split across load
+    generators: each one's CPU is judged on its own, `generator_warnings`)."""
     found = (
         findings.scale_below_clients(spec.workload.updates, spec.scale, spec.clients),
         findings.threads_reduced(report.threads, spec.options.threads),
         findings.run_stalled(done.wall_s, spec.options.duration_s),
-        findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.options.threads),
+        None
+        if done.shares
+        else findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.options.threads),
     )
     return [w for w in found if w is not None]
 
@@ -186,6 +242,41 @@ def _from_log(log: LogReading) -> tuple[LatencySummary | None, tuple[Second, ...
 
 def first_line(error: object) -> str:
     return str(error).strip().split("\n", 1)[0]
+
+
+def progress_seconds(done: Completed) -> tuple[Second, ...]:
+    """The -P 1 series; a run split across load generators: theirs summed second by second,
+    over the seconds all of them reported (latency and lag weighted by each one's TPS)."""
+    if not done.shares:
+        return seconds_from_progress(parse_stderr(done.stderr).progress)
+    series = [
+        {s.t: s for s in seconds_from_progress(parse_stderr(share.completed.stderr).progress)}
+        for share in done.shares
+    ]
+    common = sorted(set.intersection(*(set(by_t) for by_t in series)))
+    return tuple(_summed([by_t[t] for by_t in series]) for t in common)
+
+
+def _summed(parts: Sequence[Second]) -> Second:
+    tps = sum(p.tps for p in parts)
+
+    def weighted(values: list[float | None]) -> float | None:
+        if tps <= 0 or any(v is None for v in values):
+            return None
+        return sum(p.tps * v for p, v in zip(parts, values, strict=True) if v is not None) / tps
+
+    def total(values: list[int | None]) -> int | None:
+        return None if any(v is None for v in values) else sum(v or 0 for v in values)
+
+    return Second(
+        t=parts[0].t,
+        tps=tps,
+        latency_mean_ms=weighted([p.latency_mean_ms for p in parts]),
+        latency_stddev_ms=None,
+        lag_ms=weighted([p.lag_ms for p in parts]),
+        skipped=total([p.skipped for p in parts]),
+        failed=total([p.failed for p in parts]),
+    )
 
 
 def seconds_from_progress(lines: Sequence[ProgressLine]) -> tuple[Second, ...]:

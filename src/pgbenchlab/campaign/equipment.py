@@ -11,8 +11,10 @@ from pathlib import Path
 from pgbenchlab import builds, installs
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
+from pgbenchlab.campaign.generators import SEEDS_SINCE, FleetExecutor
 from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.servers import Servers
+from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan
 
 
@@ -29,7 +31,11 @@ def equipped(
     try:
         hosts.check()
         executor: Executor
-        if plan.pgbench_hosts:
+        if len(plan.pgbench_hosts) > 1:
+            pgbench = fleet_pgbench(plan, hosts)
+            generators = [(name, hosts.get(name)) for name in plan.pgbench_hosts]
+            executor = FleetExecutor(generators, pgbench_cpus=plan.pgbench_cpus)
+        elif plan.pgbench_hosts:
             generator = plan.pgbench_hosts[0]
             pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
             executor = GeneratorExecutor(hosts.get(generator), pgbench_cpus=plan.pgbench_cpus)
@@ -41,3 +47,26 @@ def equipped(
         yield pgbench, servers, executor
     finally:
         hosts.close()
+
+
+def fleet_pgbench(plan: Plan, hosts: CampaignHosts) -> PgbenchClient:
+    """The pgbench every load generator runs: the same version at the same path on each (one
+    argv for all), 11 or later (--random-seed)."""
+    chosen = {
+        name: choose_pgbench(plan, hosts.installations(name), hosts.get(name))
+        for name in plan.pgbench_hosts
+    }
+    first = next(iter(chosen.values()))
+    for name, client in chosen.items():
+        if (client.binary, client.version) != (first.binary, first.version):
+            raise PlanError(
+                f"{plan.path}: the load generators need the same pgbench at the same path; "
+                f"{plan.pgbench_hosts[0]} has {first.binary} ({first.version_text.strip()}), "
+                f"{name} has {client.binary} ({client.version_text.strip()})"
+            )
+    if first.version.major < SEEDS_SINCE:
+        raise PlanError(
+            f"{plan.path}: several load generators need pgbench 11 or later (--random-seed); "
+            f"theirs is {first.version_text.strip()}: choose a newer [pgbench] install"
+        )
+    return first

@@ -11,6 +11,7 @@ from pathlib import Path
 from pgbenchlab.campaign.assemble import LogReading, first_line
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.executor import Executor
+from pgbenchlab.campaign.generators import clock_offsets, common_window
 from pgbenchlab.campaign.layout import log_files
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.pgbench import command
@@ -21,7 +22,7 @@ from pgbenchlab.pgbench.progress import (
     parse_progress_line,
     parse_stderr,
 )
-from pgbenchlab.pgbench.report import parse_report
+from pgbenchlab.pgbench.shares import total_report
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.server import Endpoint
 
@@ -89,15 +90,24 @@ class Pgbench:
             cause = f"warmup: pgbench exited {done.returncode}: {error_summary(done.stderr)}"
             raise (RunAborted if parse_stderr(done.stderr).aborted else RuntimeError)(cause)
         try:
-            return parse_report(done.stdout).tps
+            return total_report(done).tps
         except PgbenchParseError:
             return None
 
-    def read_log(self, spec: RunSpec, artifacts: Path, sampling: float | None) -> LogReading:
-        """The measured run's per-transaction log, analysed (or why it could not be)."""
+    def read_log(
+        self,
+        spec: RunSpec,
+        artifacts: Path,
+        sampling: float | None,
+        done: command.Completed | None = None,
+    ) -> LogReading:
+        """The measured run's per-transaction log, analysed (or why it could not be); a run
+        split across load generators: the union of their logs, cut to the common window."""
         files = log_files(artifacts)
         if sampling is None or not files:
             return LogReading()
+        shares = done.shares if done else ()
+        window = common_window(shares, spec.options.duration_s)
         try:
             summary = analyse_transaction_logs(
                 files,
@@ -105,6 +115,8 @@ class Pgbench:
                 rate_limited=spec.options.rate is not None,
                 has_retries_column=spec.options.max_tries != 1,
                 sampling_rate=sampling,
+                window=window,
+                clock_offsets_s=clock_offsets(shares, files),
             )
         except PgbenchParseError as exc:
             return LogReading(sampling, error=first_line(exc))

@@ -28,6 +28,7 @@ from pgbenchlab.campaign.executor import (
     Profiling,
 )
 from pgbenchlab.campaign.fleet import run_origin
+from pgbenchlab.campaign.generators import name_saturated
 from pgbenchlab.campaign.hosts import run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
 from pgbenchlab.campaign.measure import (
@@ -425,11 +426,12 @@ class Campaign:
         if done.interrupted:
             return assemble(spec, self.version, MeasuredRun(done, argv, started, time.time()))
         phase("analysing")
-        log = self.pgbench.read_log(spec, artifacts, sampling)
+        log = self.pgbench.read_log(spec, artifacts, sampling, done)
         finished = time.time()
         kept = archive(artifacts, done, argv)
         measured = MeasuredRun(
             done, argv, started, finished, log, warmup_tps, telemetry, kept, hygiene
         )
         result = replace(assemble(spec, self.version, measured), profile=profile)
-        return replace(result, diagnosis=self.telemetry.diagnose(spec.server, result))
+        found = self.telemetry.diagnose(spec.server, result)
+        return replace(result, diagnosis=name_saturated(found, result))

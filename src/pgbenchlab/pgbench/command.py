@@ -44,6 +44,22 @@ class Completed:
     wall_s: float
     cpu_s: float  # pgbench's own user + system CPU time
     interrupted: bool
+    shares: tuple[Share, ...] = ()  # a run split across load generators: each one's part
+
+
+@dataclass(frozen=True)
+class Share:
+    """One load generator's part of a run split across several (`campaign.generators`)."""
+
+    host: str
+    clients: int
+    threads: int
+    rate: float | None  # its -R
+    seed: int  # its --random-seed
+    cpus: int | None  # the CPUs it may use there (its pinned ones, else the host's)
+    clock_offset_s: float  # its clock minus this machine's
+    started_at: float | None  # when its pgbench started, on this machine's clock
+    completed: Completed
 
 
 def build_argv(binary: Path, version: PgVersion, run: Invocation, dbname: str) -> list[str]:

@@ -6,7 +6,7 @@ A file cut short by a killed pgbench ends in a partial line: only its complete l
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,22 +36,27 @@ def thread_log_files(prefix: Path | str, pid: int | None = None) -> tuple[Path, 
 class Prepared:
     path: Path  # readable plain-text file
     complete_lines: int | None  # None: the file ends with a newline (read it all)
+    shift_us: int = 0  # subtracted from its completion times: its clock's offset to ours
 
 
-def prepare(paths: Sequence[Path], scratch: Path) -> tuple[list[Prepared], int]:
-    """Plain-text copies of .zst files, and where each file's last complete line ends."""
+def prepare(
+    paths: Sequence[Path], scratch: Path, shifts_s: Mapping[Path, float] | None = None
+) -> tuple[list[Prepared], int]:
+    """Plain-text copies of .zst files, where each file's last complete line ends, and the
+    offset of the clock that wrote it (shifts_s; none: ours)."""
     prepared, truncated = [], 0
     for index, path in enumerate(paths):
         plain = _decompressed(path, scratch / f"{index}.log") if path.suffix == ".zst" else path
+        shift = round((shifts_s or {}).get(path, 0.0) * 1_000_000)
         if plain.stat().st_size == 0:
             continue
         if _ends_with_newline(plain):
-            prepared.append(Prepared(plain, None))
+            prepared.append(Prepared(plain, None, shift))
             continue
         truncated += 1
         complete = _count_newlines(plain)
         if complete:
-            prepared.append(Prepared(plain, complete))
+            prepared.append(Prepared(plain, complete, shift))
     return prepared, truncated
 
 

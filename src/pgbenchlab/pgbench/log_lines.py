@@ -51,18 +51,7 @@ def count_keys(
     schema = _schema(rate_limited, has_retries)
     if not prepared:
         return pl.DataFrame(schema={"epoch": pl.Int64, "key": pl.Int64, "n": pl.UInt32})
-    scans = [
-        pl.scan_csv(
-            p.path,
-            has_header=False,
-            separator=" ",
-            quote_char=None,
-            schema=schema,
-            n_rows=p.complete_lines,
-            encoding="utf8-lossy",
-        )
-        for p in prepared
-    ]
+    scans = [_scan(p, schema) for p in prepared]
     lines = scans[0] if len(scans) == 1 else pl.concat(scans)
     keys = _key_columns(rate_limited, has_retries, _inside(window))
     if len(keys) == 1:
@@ -76,6 +65,23 @@ def count_keys(
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException) as error:
         names = ", ".join(str(p.path) for p in prepared)
         raise PgbenchParseError(f"unreadable pgbench log line in {names}: {error}") from None
+
+
+def _scan(p: Prepared, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
+    """One file's lines, their completion times on our clock when its clock was offset."""
+    scan = pl.scan_csv(
+        p.path,
+        has_header=False,
+        separator=" ",
+        quote_char=None,
+        schema=schema,
+        n_rows=p.complete_lines,
+        encoding="utf8-lossy",
+    )
+    if not p.shift_us:
+        return scan
+    done_us = pl.col("epoch") * 1_000_000 + pl.col("us") - p.shift_us
+    return scan.with_columns(epoch=done_us // 1_000_000, us=done_us % 1_000_000)
 
 
 def _inside(window: tuple[float, float] | None) -> pl.Expr | None:

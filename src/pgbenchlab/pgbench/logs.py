@@ -22,7 +22,7 @@ Modules: `log_records` (what is returned), `log_files` (thread files, ``.zst``, 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pgbenchlab.pgbench.log_files import prepare, read_log_bytes, thread_log_files
@@ -58,20 +58,23 @@ def analyse_transaction_logs(
     has_retries_column: bool,
     sampling_rate: float = 1.0,
     window: tuple[float, float] | None = None,
+    clock_offsets_s: Mapping[Path, float] | None = None,
 ) -> TransactionLogSummary:
     """Counts, exact distributions and a per-second series from a run's ``-l`` files.
 
     `pg_major`: pgbench's major version (9 for 9.6). `rate_limited`: the run used ``-R`` (lines
     carry a schedule-lag column); `has_retries_column`: 15+ with ``--max-tries`` other than 1.
     `window` = (start, end) in epoch seconds keeps only transactions completed in [start, end),
-    e.g. to cut the warmup; lines outside are still checked, and counted apart."""
+    e.g. to cut the warmup; lines outside are still checked, and counted apart.
+    `clock_offsets_s`: files written on a host whose clock is ahead of ours by that much
+    (a load generator's): their completion times are moved onto our clock first."""
     if has_retries_column and pg_major < 15:
         raise ValueError("pgbench logs have a retries column only from 15 on")
     if not 0 < sampling_rate <= 1:
         raise ValueError(f"sampling rate must be in (0, 1], got {sampling_rate}")
     files = tuple(Path(p) for p in paths)
     with tempfile.TemporaryDirectory(prefix="pgbenchlab-logs-") as scratch:
-        prepared, truncated = prepare(files, Path(scratch))
+        prepared, truncated = prepare(files, Path(scratch), clock_offsets_s)
         counts = count_keys(prepared, rate_limited, has_retries_column, window)
     check_malformed(counts, pg_major, files)
     return summarise(

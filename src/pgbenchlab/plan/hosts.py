@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgbenchlab.plan.records import HostPlan, ServerPlan
+from pgbenchlab.plan.records import HostPlan, RunSpec, ServerPlan
 from pgbenchlab.plan.schema import HOST_KEYS
 from pgbenchlab.plan.values import Context, check_name
 
@@ -69,8 +69,6 @@ def check_host_names(
             raise ctx.fail("pgbench.hosts", _unknown(name, known))
     if len(set(value)) != len(value):
         raise ctx.fail("pgbench.hosts", "names a host twice")
-    if len(value) > 1:
-        raise ctx.fail("pgbench.hosts", "one load generator host for now: name one")
     for i, server in enumerate(servers):
         if value and server.managed and server.host is None:
             raise ctx.fail(
@@ -84,3 +82,16 @@ def check_host_names(
 def _unknown(name: str, known: set[str]) -> str:
     listed = ", ".join(sorted(known)) or "none"
     return f'names host "{name}", which no [[host]] table defines (defined: {listed})'
+
+
+def check_generator_clients(specs: tuple[RunSpec, ...], generators: int, ctx: Context) -> None:
+    """Every cell has at least one client per load generator host (clients are split)."""
+    if generators < 2:
+        return
+    fewest = min(specs, key=lambda s: s.clients, default=None)
+    if fewest is not None and fewest.clients < generators:
+        raise ctx.fail(
+            "pgbench.hosts",
+            f"{generators} load generators but a cell has {fewest.clients} client(s) "
+            f"({fewest.cell_id}): each generator needs at least one; use clients ≥ {generators}",
+        )

@@ -11,7 +11,7 @@ from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
-from pgbenchlab.plan.hosts import check_host_names, parse_hosts
+from pgbenchlab.plan.hosts import check_generator_clients, check_host_names, parse_hosts
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
@@ -80,6 +80,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     cpus = cpusets.count(pgbench_cpus) if pgbench_cpus else cpu_count or os.cpu_count() or 1
     cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
+    check_generator_clients(specs, len(pgbench_hosts), ctx)
     warnings = plan_warnings(specs)
     return Plan(
         name,

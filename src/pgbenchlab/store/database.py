@@ -30,6 +30,7 @@ from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
+from pgbenchlab.store.generators import write_generators
 from pgbenchlab.store.reading import Reading
 from pgbenchlab.store.records import BisectionRecord, ProbeRecord
 from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION, axis_orders_json
@@ -302,6 +303,7 @@ class Store(Reading):
                 self.db.execute(
                     "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
                 )
+            write_generators(self.db, run_id, result.generators)
         return run_id
 
     def profiles_by_run(self, run_ids: list[int]) -> dict[int, Profile]:

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab.errors import UserError
-from pgbenchlab.results import COMPLETE_STATUSES, RunHost, RunOrigin, Second
+from pgbenchlab.results import COMPLETE_STATUSES, GeneratorFigures, RunHost, RunOrigin, Second
 from pgbenchlab.store import bisections
 from pgbenchlab.store.columns import RUN_COLUMNS
 from pgbenchlab.store.faults import GuardedConnection
+from pgbenchlab.store.generators import read_generators
 from pgbenchlab.store.records import (
     BisectionRecord,
     CampaignRecord,
@@ -273,6 +274,10 @@ class Reading:
             ):
                 found[int(run_id)] = RunOrigin(str(machine), shard)
         return found
+
+    def run_generators(self, run_id: int) -> tuple[GeneratorFigures, ...]:
+        """The load generators' parts of a run split across several (else none)."""
+        return read_generators(self.db, run_id)
 
     def seconds(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute(

@@ -17,7 +17,7 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -331,6 +331,29 @@ MIGRATIONS: dict[int, str] = {
         run_id INTEGER PRIMARY KEY REFERENCES runs(id),
         machine TEXT NOT NULL,
         shard TEXT
+    );
+    """,
+    # 15: a run split across load generators: each one's share (clients, threads, -R rate),
+    # --random-seed, usable CPUs, clock offset to this machine and start (this machine's
+    # clock), and its own report's TPS, transactions and latency with its CPU time and busy
+    # share. Runs with one generator: no rows.
+    15: """
+    CREATE TABLE run_generators (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        host TEXT NOT NULL,
+        clients INTEGER NOT NULL,
+        threads INTEGER NOT NULL,
+        rate REAL,
+        seed INTEGER NOT NULL,
+        cpus INTEGER,
+        clock_offset_s REAL NOT NULL,
+        started_at REAL,
+        tps REAL,
+        transactions INTEGER,
+        latency_avg_ms REAL,
+        cpu_s REAL NOT NULL,
+        busy REAL,
+        PRIMARY KEY (run_id, host)
     );
     """,
 }

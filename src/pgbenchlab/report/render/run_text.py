@@ -8,7 +8,7 @@ import shlex
 import time
 from typing import Any
 
-from pgbenchlab import builds
+from pgbenchlab import builds, findings
 from pgbenchlab.report.views.run import RunView
 
 PERCENTILES = (("p50", "p50_ms"), ("p90", "p90_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
@@ -22,6 +22,7 @@ def as_text(view: RunView) -> str:
     sections = [
         run_lines(view.campaign, d),
         pgbench_lines(view),
+        generator_lines(d),
         latency_lines(d),
         affinity_lines(d),
         diagnosis_lines(d),
@@ -52,7 +53,7 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     ]
     if d["error"]:
         lines.append(f"error: {d['error'].strip()}")
-    lines += [f"warning: {w}" for w in d["warnings"]]
+    lines += [f"warning: {w.text}" for w in findings.from_stored(d["warnings"])]
     if d["argv"]:
         lines.append(f"command: {shlex.join(d['argv'])}")
     if d.get("server_build"):
@@ -96,6 +97,23 @@ def pgbench_lines(view: RunView) -> list[str]:
         else "pgbench's report, rebuilt from the stored fields (its raw output is not kept):"
     )
     return [title, *(INDENT + line for line in view.pgbench_output.rstrip().splitlines())]
+
+
+def generator_lines(d: dict[str, Any]) -> list[str]:
+    """A run split across load generators: each one's share and own figures."""
+    rows = d.get("generators") or []
+    lines = [f"load generators ({len(rows)}; TPS is their sum):"] if rows else []
+    for g in rows:
+        tps = "no report" if g["tps"] is None else f"{g['tps']:,.1f} TPS"
+        latency = "" if g["latency_avg_ms"] is None else f", {g['latency_avg_ms']:.3f} ms"
+        busy = "" if g["busy"] is None else f" ({g['busy']:.0%} of {g['cpus'] or '?'} CPU(s))"
+        rate = f", rate {g['rate']:g}/s" if g["rate"] else ""
+        lines.append(
+            f"  {g['host']}: {plural(g['clients'], 'client')}, {plural(g['threads'], 'thread')}"
+            f"{rate}, seed {g['seed']}, clock {g['clock_offset_s'] * 1000:+.2f} ms · {tps}"
+            f"{latency} · CPU {g['cpu_s']:.2f} s{busy}"
+        )
+    return lines
 
 
 def latency_lines(d: dict[str, Any]) -> list[str]:

@@ -125,7 +125,8 @@ def _scale_text(runs: Sequence[RunView]) -> str:
 
 
 def _load_generator_busy(r: RunView) -> bool:
-    if _stored(r, WarningCode.PGBENCH_SATURATED) or r.diagnosis == "client_bound":
+    saturated = (WarningCode.PGBENCH_SATURATED, WarningCode.GENERATOR_SATURATED)
+    if any(_stored(r, code) for code in saturated) or r.diagnosis == "client_bound":
         return True
     if r.status == RunStatus.FAILED:
         return False

@@ -46,6 +46,7 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     detail["sysctl"] = store.run_sysctl(run_id)
     origin = store.origins_by_run([run_id]).get(run_id)  # its machine and shard (`run --shard`)
     detail["origin"] = asdict(origin) if origin else None
+    detail["generators"] = [asdict(g) for g in store.run_generators(run_id)]
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
     profile = store.profiles_by_run([run_id]).get(run_id)
     detail["profile"] = None

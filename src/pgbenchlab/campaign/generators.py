@@ -1,0 +1,299 @@
+"""A run split across several load generator hosts, started together.
+
+The split: of C clients over N generators, each gets C // N and the first C % N one more
+(plan order); threads likewise (at least one each, never more than its clients); the -R rate in
+proportion to each one's clients, so every client keeps the same rate. Each gets its own
+``--random-seed`` (consecutive numbers from a random base) and its own log prefix
+(``pgbench_log.HOST``), so its per-transaction log is brought back beside the others'.
+
+The common start: each host's clock offset to this machine is measured just before (NTP's
+way, `hosts.clock_offset`), an instant a little ahead is agreed, and on each host a small
+python3 wrapper (python3 is there: the detached-process monitor needs it) sleeps until that
+instant on its own clock, corrected by its offset, prints when it really started and execs
+pgbench. The stored run covers the window where all were measuring: from the latest start to
+the earliest planned end (`common_window`, on this machine's clock); each log's completion
+times are moved onto this machine's clock by its host's offset (`clock_offsets`), and lines
+outside the window are cut and counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pgbenchlab import cpusets
+from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
+from pgbenchlab.campaign.executor import GeneratorExecutor
+from pgbenchlab.campaign.hosts import clock_offset
+from pgbenchlab.errors import UserError
+from pgbenchlab.hosts import Host
+from pgbenchlab.pgbench.command import LOG_PREFIX, Completed, Share
+from pgbenchlab.results import RunResult
+
+SEEDS_SINCE = (11,)  # pgbench --random-seed
+START_LEAD_S = 1.0  # ahead of now: every generator's SSH start comes well within it
+START_MARK = "pgbenchlab: started at"
+WAIT_AND_EXEC = f"""
+import os, sys, time
+time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
+print("{START_MARK}", f"{{time.time():.6f}}", file=sys.stderr, flush=True)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+VALUED = frozenset({"-c", "-j", "-R", "-M", "-T", "-t", "-P", "-b", "-f", "-s", "-D", "-L"})
+
+
+@dataclass(frozen=True)
+class Part:
+    """One generator's share of the clients, threads and rate."""
+
+    clients: int
+    threads: int
+    rate: float | None
+
+
+def split(clients: int, threads: int, rate: float | None, generators: int) -> list[Part]:
+    """The run's clients, threads and rate over the generators (see the module docstring)."""
+    assert clients >= generators, "the plan check refuses fewer clients than generators"
+    counts = _even(clients, generators)
+    return [
+        Part(
+            count,
+            min(count, max(1, share)),
+            None if rate is None else rate * count / clients,
+        )
+        for count, share in zip(counts, _even(threads, generators), strict=True)
+    ]
+
+
+def _even(total: int, parts: int) -> list[int]:
+    base, extra = divmod(total, parts)
+    return [base + (i < extra) for i in range(parts)]
+
+
+def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
+    """pgbench's argv for one generator: its clients, threads, rate, seed and log prefix."""
+    values = {"-c": str(part.clients), "-j": str(part.threads)}
+    if part.rate is not None:
+        values["-R"] = f"{part.rate:g}"
+    out: list[str] = []
+    flag: str | None = None
+    for arg in argv[:-1]:
+        if flag is not None:
+            out.append(values.get(flag, arg))
+            flag = None
+            continue
+        flag = arg if arg in VALUED else None
+        if arg.startswith("--log-prefix=") and arg.endswith(LOG_PREFIX):
+            arg = f"{arg}.{host}"
+        out.append(arg)
+    return [*out, f"--random-seed={seed}", argv[-1]]
+
+
+def argv_figures(argv: list[str]) -> tuple[int, int, float | None]:
+    """The clients, threads and rate of a pgbench argv built by `command.build_argv`."""
+    found = dict(itertools.pairwise(argv))
+    rate = found.get("-R")
+    return int(found["-c"]), int(found["-j"]), None if rate is None else float(rate)
+
+
+@dataclass(frozen=True)
+class Timing:
+    start_there: float  # the agreed start on the generator's own clock
+    timeout_s: float | None
+
+
+@dataclass(frozen=True)
+class Generator:
+    name: str
+    executor: GeneratorExecutor
+
+    @property
+    def host(self) -> Host:
+        return self.executor.host
+
+    def cpus(self, pinned: str | None) -> int | None:
+        return cpusets.count(pinned) if pinned else self.host.cpu_count()
+
+
+class FleetExecutor(GeneratorExecutor):
+    """pgbench on several load generator hosts at once, one run's share on each, started
+    together; everything else (datasets, telemetry) through the first of them."""
+
+    def __init__(self, generators: list[tuple[str, Host]], pgbench_cpus: str | None) -> None:
+        super().__init__(generators[0][1], pgbench_cpus=pgbench_cpus)
+        self.generators = [Generator(n, GeneratorExecutor(h, pgbench_cpus)) for n, h in generators]
+
+    def pgbench(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        cwd: Path,
+        on_stderr_line: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> Completed:
+        parts = split(*argv_figures(argv), len(self.generators))
+        base = secrets.randbelow(2**31 - len(parts))
+        offsets = [clock_offset(g.host, probes=3)[0] for g in self.generators]
+        start = time.time() + START_LEAD_S
+        timeout = None if timeout_s is None else timeout_s + START_LEAD_S
+        planned = list(zip(self.generators, parts, offsets, strict=True))
+        # pgbench's progress and pid: the first generator's stand for all
+        starts = [Started(on_start if i == 0 else None) for i in range(len(parts))]
+        with ThreadPoolExecutor(len(parts), thread_name_prefix="generator") as pool:
+            futures = [
+                pool.submit(
+                    self._share,
+                    g,
+                    share_argv(argv, part, base + i, g.name),
+                    Timing(start + offset, timeout),
+                    env,
+                    cwd,
+                    (on_stderr_line if i == 0 else None, starts[i]),
+                )
+                for i, (g, part, offset) in enumerate(planned)
+            ]
+            done = _wait_all(futures, lambda: self._interrupt(starts))
+        shares = tuple(
+            Share(
+                host=g.name,
+                clients=part.clients,
+                threads=part.threads,
+                rate=part.rate,
+                seed=base + i,
+                cpus=g.cpus(self.pgbench_cpus),
+                clock_offset_s=offset,
+                started_at=None if started.at is None else started.at - offset,
+                completed=completed,
+            )
+            for i, ((g, part, offset), completed, started) in enumerate(
+                zip(planned, done, starts, strict=True)
+            )
+        )
+        return merged(argv, shares, interrupted=any(d.interrupted for d in done))
+
+    def _interrupt(self, starts: list[Started]) -> None:
+        """Ask every generator's pgbench (or its waiting wrapper) to stop, as Ctrl-C does."""
+        for generator, started in zip(self.generators, starts, strict=True):
+            if started.pid is not None:
+                with contextlib.suppress(OSError, UserError):
+                    generator.host.signal(started.pid, signal.SIGINT)
+
+    def _share(
+        self,
+        generator: Generator,
+        argv: list[str],
+        timing: Timing,
+        env: dict[str, str],
+        cwd: Path,
+        callbacks: tuple[Callable[[str], None] | None, Started],
+    ) -> Completed:
+        """Run one generator's pgbench at the agreed instant (its start, on its own clock, is
+        noted in `started`, which tells `on_start` once pgbench runs, not while it waits)."""
+        on_line, started = callbacks
+
+        def line(text: str) -> None:
+            if text.startswith(START_MARK):
+                started.mark(float(text.removeprefix(START_MARK)))
+            elif on_line is not None:
+                on_line(text)
+
+        wrapped = ["python3", "-c", WAIT_AND_EXEC, f"{timing.start_there:.6f}", *argv]
+        done = generator.executor.pgbench(
+            wrapped,
+            env,
+            cwd=cwd,
+            on_stderr_line=line,
+            timeout_s=timing.timeout_s,
+            on_start=started.spawned,
+        )
+        kept = "".join(x for x in done.stderr.splitlines(True) if not x.startswith(START_MARK))
+        return replace(done, argv=tuple(argv), stderr=kept)
+
+
+class Started:
+    """A generator's start: its process id (when spawned) and its own clock's reading (when
+    the wrapper execs pgbench), passed on once both are known."""
+
+    def __init__(self, on_start: Callable[[int], None] | None) -> None:
+        self.on_start = on_start
+        self.pid: int | None = None
+        self.at: float | None = None
+        self._lock = threading.Lock()
+
+    def spawned(self, pid: int) -> None:
+        with self._lock:
+            self.pid = pid
+            self._tell()
+
+    def mark(self, at: float) -> None:
+        with self._lock:
+            self.at = at
+            self._tell()
+
+    def _tell(self) -> None:
+        if self.on_start is not None and self.pid is not None and self.at is not None:
+            self.on_start(self.pid)
+            self.on_start = None
+
+
+def _wait_all(futures: list[Future[Completed]], interrupt: Callable[[], None]) -> list[Completed]:
+    """Every generator's outcome; an interruption asks them all to stop, waits for them and
+    marks the run interrupted."""
+    try:
+        return [f.result() for f in futures]
+    except KeyboardInterrupt:
+        interrupt()
+        return [replace(f.result(), interrupted=True) for f in futures]
+
+
+def merged(argv: list[str], shares: tuple[Share, ...], *, interrupted: bool) -> Completed:
+    """The run as one pgbench: the planned argv, each generator's output under a header line,
+    the first failure's return code, the longest wall time and the CPU of all."""
+    parts = [s.completed for s in shares]
+    return Completed(
+        tuple(argv),
+        next((p.returncode for p in parts if p.returncode != 0), 0),
+        "".join(f"# load generator {s.host}\n{s.completed.stdout}" for s in shares),
+        "".join(f"# load generator {s.host}\n{s.completed.stderr}" for s in shares),
+        max(p.wall_s for p in parts),
+        sum(p.cpu_s for p in parts),
+        interrupted,
+        shares,
+    )
+
+
+def common_window(shares: tuple[Share, ...], duration_s: int | None) -> tuple[float, float] | None:
+    """Where every generator was measuring, on this machine's clock: from the latest start to
+    the earliest planned end (None: a -t run, or a start not reported)."""
+    starts = [s.started_at for s in shares]
+    if not shares or duration_s is None or any(t is None for t in starts):
+        return None
+    known = [t for t in starts if t is not None]
+    return max(known), min(known) + duration_s
+
+
+def clock_offsets(shares: Sequence[Share], logs: Sequence[Path]) -> dict[Path, float]:
+    """Each generator's log files (by their prefix) with its clock's offset to ours."""
+    offsets = {f"{LOG_PREFIX}.{s.host}.": s.clock_offset_s for s in shares}
+    return {
+        log: offset
+        for log in logs
+        for prefix, offset in offsets.items()
+        if log.name.startswith(prefix)
+    }
+
+
+def name_saturated(found: Diagnosis | None, result: RunResult) -> Diagnosis | None:
+    """The run's diagnosis, naming a load generator that used nearly all its usable CPUs."""
+    used = [(g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators]
+    return with_saturated_generators(found, used)

@@ -1,0 +1,88 @@
+"""A run split across load generators: the split, each one's argv, the summed report and the
+diagnosis that names a saturated generator (pure parts; the real run is in
+test_remote_campaign.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, with_saturated_generators
+from pgbenchlab.campaign.assemble import progress_seconds
+from pgbenchlab.campaign.generators import Part, argv_figures, common_window, share_argv, split
+from pgbenchlab.pgbench.command import Completed, Share
+from pgbenchlab.pgbench.report import parse_report
+from pgbenchlab.pgbench.shares import sum_reports, total_report
+
+GOLDEN = Path(__file__).parent / "golden" / "pgbench" / "16"
+
+
+def test_clients_threads_and_rate_split_with_the_remainder_first() -> None:
+    assert split(7, 4, 70.0, 3) == [Part(3, 2, 30.0), Part(2, 1, 20.0), Part(2, 1, 20.0)]
+    assert split(2, 8, None, 2) == [Part(1, 1, None), Part(1, 1, None)]  # threads ≤ clients
+    assert split(3, 1, None, 2) == [Part(2, 1, None), Part(1, 1, None)]  # a thread each
+
+
+def test_each_generator_gets_its_share_seed_and_log_prefix() -> None:
+    argv = ["pgbench", "-n", "-c", "5", "-j", "2", "-M", "simple", "-T", "2", "-P", "1"]
+    argv += ["-D", "x=-c", "-R", "100", "-l", "--log-prefix=/r/a/pgbench_log", "bench"]
+    assert argv_figures(argv) == (5, 2, 100.0)
+    out = share_argv(argv, Part(2, 1, 40.0), 17, "lg2")
+    assert out[:6] == ["pgbench", "-n", "-c", "2", "-j", "1"]
+    assert out[out.index("-D") + 1] == "x=-c" and out[out.index("-R") + 1] == "40"
+    assert out[-3:] == ["--log-prefix=/r/a/pgbench_log.lg2", "--random-seed=17", "bench"]
+
+
+def _share(host: str, stdout: str, started: float | None) -> Share:
+    done = Completed(("pgbench",), 0, stdout, "", 2.0, 0.5, False)
+    return Share(host, 1, 1, None, 1, 2, 0.0, started, done)
+
+
+def test_the_report_is_the_sum_of_the_generators() -> None:
+    text = (GOLDEN / "rate-limit.stdout").read_text()
+    one = parse_report(text)
+    both = total_report(
+        Completed(("pgbench",), 0, "", "", 2.0, 1.0, False, (_share("a", text, 1.0),) * 2)
+    )
+    assert both.tps == pytest.approx(2 * (one.tps or 0))
+    assert (both.transactions, both.clients) == (2 * one.transactions, 2 * one.clients)
+    assert both.latency_avg_ms == pytest.approx(one.latency_avg_ms)
+    assert (both.skipped, both.late, both.lag_max_ms) == (2 * 2267, 2 * 1013, one.lag_max_ms)
+    assert both.skipped_pct == pytest.approx(one.skipped_pct, abs=1e-3)
+    assert sum_reports([one]).latency_stddev_ms == pytest.approx(one.latency_stddev_ms)
+
+
+def test_the_progress_series_is_summed_over_the_seconds_all_reported() -> None:
+    def progress(*lines: str) -> Share:
+        share = _share("x", "", 1.0)
+        return replace(share, completed=replace(share.completed, stderr="".join(lines)))
+
+    first = progress(
+        "progress: 1.0 s, 300.0 tps, lat 1.000 ms stddev 0.1, 0 failed\n",
+        "progress: 2.0 s, 100.0 tps, lat 3.000 ms stddev 0.1, 0 failed\n",
+    )
+    second = progress("progress: 1.0 s, 100.0 tps, lat 5.000 ms stddev 0.1, 2 failed\n")
+    done = Completed(("pgbench",), 0, "", "", 2.0, 1.0, False, (first, second))
+    (only,) = progress_seconds(done)
+    assert (only.t, only.tps, only.failed) == (1, 400.0, 2)
+    assert only.latency_mean_ms == pytest.approx(2.0)  # weighted by each one's TPS
+
+
+def test_the_common_window_is_where_all_were_measuring() -> None:
+    shares = (_share("a", "", 100.0), _share("b", "", 100.25))
+    assert common_window(shares, 2) == (100.25, 102.0)
+    assert common_window(shares, None) is None
+    assert common_window((_share("a", "", None),), 2) is None
+
+
+def test_a_saturated_generator_is_named_in_the_diagnosis() -> None:
+    io = Diagnosis(Bottleneck.IO_BOUND, ("disk busy",), {"also": []})
+    named = with_saturated_generators(io, [("lg1", 0.5, 2), ("lg2", 0.97, 1)])
+    assert named is not None and named.verdict == Bottleneck.CLIENT_BOUND
+    assert named.evidence == ("load generator lg2 used 97% of its 1 usable CPU(s)",)
+    assert named.details["also"] == ["io_bound"]
+    assert with_saturated_generators(io, [("lg1", 0.5, 2)]) is io
+    alone = with_saturated_generators(None, [("lg1", 0.95, 2)])
+    assert alone is not None and alone.verdict == Bottleneck.CLIENT_BOUND
