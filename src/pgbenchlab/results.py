@@ -138,6 +138,7 @@ class RunResult:
     diagnosis: Diagnosis | None = None  # what limited the run, with its evidence
     sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables read back before the run
     profile: Profile | None = None  # the server's CPU profile when the run was profiled
+    pgbench_profile: Profile | None = None  # pgbench's, when it was profiled too
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

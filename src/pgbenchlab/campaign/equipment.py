@@ -14,6 +14,7 @@ from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecu
 from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.servers import Servers
 from pgbenchlab.plan import Plan
+from pgbenchlab.telemetry.profiler import check_perf_for_pgbench
 
 
 @contextmanager
@@ -33,6 +34,8 @@ def equipped(
             generator = plan.pgbench_hosts[0]
             pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
             executor = GeneratorExecutor(hosts.get(generator), pgbench_cpus=plan.pgbench_cpus)
+            if plan.profiles_pgbench:
+                check_perf_for_pgbench(hosts.get(generator))
         else:
             pgbench = choose_pgbench(plan, found)
             executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)

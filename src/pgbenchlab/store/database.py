@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
-from pgbenchlab.profiles import Profile
+from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunResult
 from pgbenchlab.server import ServerFacts
@@ -290,12 +290,14 @@ class Store(Reading):
                 "INSERT INTO run_hosts VALUES (?,?,?,?)",
                 [(run_id, h.role, h.host, h.address) for h in hosts],
             )
-            if result.profile is not None:
-                profile_tables.write_profile(self.db, run_id, result.profile)
+            for profile in (result.profile, result.pgbench_profile):
+                if profile is not None:
+                    profile_tables.write_profile(self.db, run_id, profile)
         return run_id
 
-    def profiles_by_run(self, run_ids: list[int]) -> dict[int, Profile]:
-        return profile_tables.read_profiles(self.db, run_ids)
+    def profiles_by_run(self, run_ids: list[int], process: str = SERVER) -> dict[int, Profile]:
+        """The runs' CPU profiles of the server (or of pgbench: process PGBENCH)."""
+        return profile_tables.read_profiles(self.db, run_ids, process)
 
     def record_probe(self, campaign_id: int, probe: ProbeRecord) -> None:
         with self.transaction():

@@ -17,7 +17,7 @@ from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -309,6 +309,21 @@ MIGRATIONS: dict[int, str] = {
     # type, perf's frequency, samples and lost samples, and what the binary lacked.
     12: """
     CREATE TABLE run_profiles (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        frequency_hz INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        lost INTEGER NOT NULL,
+        target TEXT NOT NULL,
+        symbols TEXT NOT NULL,
+        complete_share REAL,
+        seconds REAL,
+        folded_zst BLOB NOT NULL
+    );
+    """,
+    # 13: the CPU profile of a profiled run's pgbench process(es), beside the server's: the
+    # same figures, stacks rooted at "pgbench".
+    13: """
+    CREATE TABLE pgbench_profiles (
         run_id INTEGER PRIMARY KEY REFERENCES runs(id),
         frequency_hz INTEGER NOT NULL,
         samples INTEGER NOT NULL,

@@ -13,19 +13,25 @@ autovacuum workers) inherits the event at fork, so sessions that come and go are
 no look at the rest of the machine: nothing of other work on a shared host is recorded, and
 no filter has to guess which pids were the server's. A process's backend type comes from its
 title in /proc/PID/cmdline, read four times a second while the run lasts.
+
+pgbench is profiled the same way from the moment it starts (`RunProfiler`): perf attached to
+its pid, its threads inheriting the event, on the host pgbench runs on; its stacks are rooted
+at "pgbench" and stored as a profile of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from pgbenchlab.errors import ProfilerError
 from pgbenchlab.hosts import LOCAL_HOST, Host, Process
-from pgbenchlab.profiles import Profile, fold_perf_script
+from pgbenchlab.profiles import PGBENCH, SERVER, Profile, RunProfiles, fold_perf_script, merged
 from pgbenchlab.profiles.backends import POSTMASTER, UNSEEN, backend_type
 from pgbenchlab.telemetry.osstats import child_pids
 
@@ -38,8 +44,9 @@ PARANOID = PurePath("/proc/sys/kernel/perf_event_paranoid")
 PROC = PurePath("/proc")
 
 
-def check_perf(host: Host = LOCAL_HOST) -> None:
-    """Raise a one-line ProfilerError with the fix when perf cannot profile here."""
+def check_perf(host: Host = LOCAL_HOST, *, others: bool = True) -> None:
+    """Raise a one-line ProfilerError with the fix when perf cannot profile here (other users'
+    processes, such as a server's, unless others is false)."""
     try:
         done = host.run(["perf", "--version"], timeout=30)
     except FileNotFoundError:
@@ -52,13 +59,26 @@ def check_perf(host: Host = LOCAL_HOST) -> None:
         paranoid = int(host.read_text(PARANOID).strip())
     except (OSError, ValueError):
         paranoid = None
-    if os.geteuid() != 0 and paranoid is not None and paranoid > 0:
+    if others and os.geteuid() != 0 and paranoid is not None and paranoid > 0:
         raise ProfilerError(
             f"profile: the kernel refuses perf for other users' processes "
             f"(kernel.perf_event_paranoid = {paranoid}): run as root, or "
             f"`sudo sysctl kernel.perf_event_paranoid=0`"
         )
     _trial(host, paranoid)
+
+
+def check_perf_for_pgbench(host: Host) -> None:
+    """check_perf for pgbench's profile on a load generator host (pgbench is the campaign's own
+    process there), naming the host and how to do without."""
+    try:
+        check_perf(host, others=False)
+    except ProfilerError as exc:
+        why = str(exc).removeprefix("profile: ")
+        raise ProfilerError(
+            f"profile of pgbench on load generator host {host.name}: {why} "
+            "(or `profile = false` in [pgbench] to profile the server alone)"
+        ) from None
 
 
 def _trial(host: Host, paranoid: int | None) -> None:
@@ -80,7 +100,8 @@ def _trial(host: Host, paranoid: int | None) -> None:
 
 
 class Profiler:
-    """perf record of one server's processes, from `start()` to `stop()`."""
+    """perf record of one server's processes (or of one pgbench process: process PGBENCH),
+    from `start()` to `stop()`."""
 
     def __init__(
         self,
@@ -92,8 +113,10 @@ class Profiler:
         symbols: str = "",
         host: Host = LOCAL_HOST,
         proc: PurePath = PROC,
+        process: str = SERVER,
     ) -> None:
-        self.postmaster = postmaster_pid
+        self.postmaster = postmaster_pid  # pgbench's pid when process is PGBENCH
+        self.process = process
         self.data = work_dir / PERF_DATA
         self.work_dir = work_dir
         self.frequency = frequency_hz
@@ -101,27 +124,30 @@ class Profiler:
         self.symbols = symbols
         self.host = host
         self.proc = proc
-        self.types: dict[int, str] = {postmaster_pid: POSTMASTER}
+        self.types: dict[int, str] = {postmaster_pid: POSTMASTER if process == SERVER else PGBENCH}
         self.stderr: list[str] = []
-        self.process: Process | None = None
+        self.perf: Process | None = None
         # The measured run on perf's clock (-k CLOCK_MONOTONIC: Python's time.monotonic).
         self.window: tuple[float | None, float | None] = (None, None)
         self._halt = threading.Event()
         self._looker = threading.Thread(target=self._look_loop, name="profiler", daemon=True)
 
     def start(self) -> None:
-        """Attach perf to the postmaster and its children; return once it records."""
-        self._look()
+        """Attach perf to the postmaster and its children (pgbench and its threads); return
+        once it records."""
+        if self.process == SERVER:
+            self._look()
         pids = ",".join(str(p) for p in sorted(self.types))
         argv = ["perf", "record", "-e", "cpu-clock", "-F", str(self.frequency), "-g", "-N"]
         argv += ["-k", "CLOCK_MONOTONIC", "-p", pids, "-o", str(self.data)]
         self.host.remove_tree(self.data)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work_dir)}
-        self.process = self.host.start(
+        self.perf = self.host.start(
             argv, env=env, cwd=self.work_dir, on_stderr_line=self.stderr.append
         )
         self._await_recording(len(self.types))
-        self._looker.start()
+        if self.process == SERVER:  # pgbench's threads are its own pid's: nothing to look for
+            self._looker.start()
 
     def measuring(self) -> None:
         """The measured run starts now: samples before it (hygiene, warmup) are left out."""
@@ -134,22 +160,23 @@ class Profiler:
     def close(self) -> None:
         """Stop perf if it still runs and delete what it wrote (a run that failed)."""
         self._halt.set()
-        if self.process is not None:
-            self.process.interrupt()
-            self.process.wait()
-            self.process = None
+        if self.perf is not None:
+            self.perf.interrupt()
+            self.perf.wait()
+            self.perf = None
         self.host.remove_tree(self.data)
 
     def stop(self) -> Profile | None:
         """Stop perf and fold what it recorded in the measured window; None when there is
         nothing (no window, or perf wrote no file)."""
         self._halt.set()
-        if self.process is None:
+        if self.perf is None:
             return None
-        self.process.interrupt()
-        self.process.wait()
-        self.process = None
-        self._looker.join()
+        self.perf.interrupt()
+        self.perf.wait()
+        self.perf = None
+        if self._looker.is_alive():
+            self._looker.join()
         start, end = self.window
         if start is None or not self.host.exists(self.data):
             return None
@@ -164,7 +191,7 @@ class Profiler:
         script = fold_perf_script(done.stdout)
         by_stack = Counter[str]()
         for (pid, stack), count in script.stacks.items():
-            by_stack[f"{self.types.get(pid, UNSEEN)};{stack}"] += count
+            by_stack[f"{self._root(pid)};{stack}"] += count
         folded = "".join(f"{stack} {n}\n" for stack, n in sorted(by_stack.items()))
         return Profile(
             frequency_hz=self.frequency,
@@ -175,17 +202,24 @@ class Profiler:
             symbols=self.symbols,
             complete_share=complete_share(script.stacks),
             seconds=round(seconds, 3),
+            process=self.process,
         )
+
+    def _root(self, pid: int) -> str:
+        """The stack's root frame: the process's backend type, or "pgbench"."""
+        return self.types.get(pid, UNSEEN) if self.process == SERVER else PGBENCH
 
     def _await_recording(self, pids: int, limit_s: float = 10.0) -> None:
         """Wait until perf holds its events (at least one per process and CPU), so the backends
         pgbench's connections fork next inherit them: its output file appears well before
         (0.03 s against 0.2 s on a loaded 2-CPU machine)."""
-        assert self.process is not None
+        assert self.perf is not None
         wanted = pids * (self.host.cpu_count() or 1)
-        fds = self.proc / str(self.process.pid) / "fd"
+        fds = self.proc / str(self.perf.pid) / "fd"
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline and self._perf_events(fds) < wanted:
+            if not self.host.exists(self.proc / str(self.postmaster)):
+                return  # pgbench already ended (or perf could not attach): nothing to await
             time.sleep(0.01)
         time.sleep(0.05)  # opened, then enabled
 
@@ -217,12 +251,84 @@ class Profiler:
                 self.types[pid] = kind
 
 
+@dataclass(frozen=True)
+class PgbenchTarget:
+    """The run's pgbench, to profile beside the server: its binary on the host it runs on."""
+
+    binary: PurePath
+    host: Host
+    symbols: str  # what the binary lacks (`symbols.symbols_note`)
+    run: str  # the run's label
+
+
+class RunProfiler:
+    """The profiles of one measured run: the server's processes from `start()` (before the
+    hygiene), and each pgbench process from its start when pgbench is profiled too (its perf
+    in a directory of its own on pgbench's host)."""
+
+    def __init__(self, server: Profiler, pgbench: PgbenchTarget | None = None) -> None:
+        self.server = server
+        self.pgbench = pgbench
+        self.clients: list[tuple[Profiler, PurePath]] = []  # per pgbench process: perf, dir
+
+    def start(self) -> None:
+        self.server.start()
+
+    def pgbench_started(self, pid: int) -> None:
+        """The measured run starts now, in pgbench process pid (the first one, when there are
+        several): attach perf to it too."""
+        if self.server.window[0] is None:
+            self.server.measuring()
+        # An attach that fails leaves the run (pgbench is running) without pgbench's profile.
+        if self.pgbench is not None:
+            with contextlib.suppress(OSError):
+                self._attach(self.pgbench, pid)
+
+    def _attach(self, target: PgbenchTarget, pid: int) -> None:
+        work = target.host.make_temp_dir("pgbenchlab-perf-", PurePath("/tmp"))
+        profiler = Profiler(
+            pid,
+            work,
+            frequency_hz=self.server.frequency,
+            label=f"pgbench ({target.binary}): pid {pid} and its threads; {target.run}",
+            symbols=target.symbols,
+            host=target.host,
+            process=PGBENCH,
+        )
+        self.clients.append((profiler, work))
+        profiler.measuring()
+        profiler.start()
+
+    def measured(self) -> None:
+        self.server.measured()
+        for profiler, _ in self.clients:
+            profiler.measured()
+
+    def stop(self) -> RunProfiles:
+        """Stop every perf; the server's profile and pgbench's (its processes merged)."""
+        server = self.server.stop()
+        found = [p for p in (c.stop() for c, _ in self.clients) if p is not None]
+        pgbench = merged(found) if found else None
+        if pgbench is not None and len(found) > 1:
+            pgbench = replace(pgbench, target="; ".join(p.target for p in found))
+        return RunProfiles(server, pgbench)
+
+    def close(self) -> None:
+        """Stop perf where it still runs; delete what it wrote and pgbench's perf directories."""
+        self.server.close()
+        for profiler, work in self.clients:
+            profiler.close()
+            profiler.host.remove_tree(work)
+
+
 def complete_share(stacks: Counter[tuple[int, str]]) -> float | None:
     """The share of samples whose stack reaches the program's entry (main, or the C library's
-    start): frame-pointer unwinding through code built without frame pointers stops early."""
+    start; a thread's start for pgbench's threads): frame-pointer unwinding through code built
+    without frame pointers stops early."""
     total = sum(stacks.values())
     if total == 0:
         return None
     roots = ("main", "__libc_start_main", "__libc_start_call_main", "_start")
+    roots += ("start_thread", "clone", "clone3")
     whole = sum(n for (_, stack), n in stacks.items() if stack.split(";", 1)[0] in roots)
     return whole / total
