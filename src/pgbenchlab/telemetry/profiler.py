@@ -328,7 +328,7 @@ def complete_share(stacks: Counter[tuple[int, str]]) -> float | None:
     total = sum(stacks.values())
     if total == 0:
         return None
-    roots = ("main", "__libc_start_main", "__libc_start_call_main", "_start")
-    roots += ("start_thread", "clone", "clone3")
+    entries = ("main", "__libc_start_main", "__libc_start_call_main", "_start")
+    roots = (*entries, "start_thread", "clone", "clone3")
     whole = sum(n for (_, stack), n in stacks.items() if stack.split(";", 1)[0] in roots)
     return whole / total
