@@ -6,6 +6,7 @@ the server's."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,20 @@ def test_a_real_select_only_recording_folds_into_whole_stacks() -> None:
     assert any("ExecInitIndexScan" in s and "standard_ExecutorStart" in s for s in stacks)
     assert not any("+0x" in f for s in stacks for f in s)
     assert complete_share(script.stacks) > 0.9  # Debian's 15 keeps frame pointers
+
+
+def test_a_real_pgbench_recording_folds_both_of_its_threads() -> None:
+    script = fold_perf_script((GOLDEN / "pgbench-select-only.script").read_text())
+    assert script.samples == 230 and script.lost == 0 and list(script.comms.values()) == ["pgbench"]
+    roots = Counter(
+        stack.split(";")[0] for (_, stack), n in script.stacks.items() for _ in range(n)
+    )
+    # The main thread (its client 0) and the thread it started (client 1), each about half.
+    assert roots["__libc_start_call_main"] > 50 and roots["start_thread"] > 50
+    functions = {f for _, stack in script.stacks for f in stack.split(";")}
+    assert {"PQsendQueryPrepared", "PQconsumeInput", "[pgbench]"} <= functions  # stripped
+    share = complete_share(script.stacks)
+    assert share is not None and 0.6 < share < 0.8  # syscall stubs without frame pointers
 
 
 def test_lost_samples_are_summed_from_perf_records() -> None:

@@ -401,9 +401,9 @@ class Campaign:
             self.reporter.progress(spec, line)
 
         def pgbench_started(pid: int) -> None:
-            capture.pgbench_started(pid)
-            if profiler is not None:
+            if profiler is not None:  # first: it may hold pgbench still while perf attaches
                 profiler.pgbench_started(pid)
+            capture.pgbench_started(pid)
 
         hygiene = self.hygiene(spec, endpoint)
         # pgbench alone connects the run's way; the samplers and hygiene keep the admin one.

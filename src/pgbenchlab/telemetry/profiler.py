@@ -15,14 +15,16 @@ no filter has to guess which pids were the server's. A process's backend type co
 title in /proc/PID/cmdline, read four times a second while the run lasts.
 
 pgbench is profiled the same way from the moment it starts (`RunProfiler`): perf attached to
-its pid, its threads inheriting the event, on the host pgbench runs on; its stacks are rooted
-at "pgbench" and stored as a profile of their own.
+its pid while it is stopped (SIGSTOP, a tenth of a second or so, before its -T clock starts),
+so the threads it starts afterwards all inherit the event, on the host pgbench runs on; its
+stacks are rooted at "pgbench" and stored as a profile of their own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -297,7 +299,13 @@ class RunProfiler:
         )
         self.clients.append((profiler, work))
         profiler.measuring()
-        profiler.start()
+        # Held still while perf attaches: pgbench starts its threads after its first
+        # connection, and one started before perf has opened its events is never sampled.
+        target.host.signal(pid, signal.SIGSTOP)
+        try:
+            profiler.start()
+        finally:
+            target.host.signal(pid, signal.SIGCONT)
 
     def measured(self) -> None:
         self.server.measured()
