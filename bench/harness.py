@@ -147,11 +147,13 @@ class BenchServer:
         progress: bool = True,
         captures: Sequence[Capture] = (),
         on_stderr_line: Callable[[str], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
     ) -> Measured:
         """One run with pgbench's options as given: -P 1 when ``progress``, a per-transaction
-        log at ``sampling`` (None: no log), the telemetry ``captures`` beside it. Only the time
-        pgbench runs is accounted: a capture's start and stop (connecting, reading the server
-        log) lie outside it, as in a campaign."""
+        log at ``sampling`` (None: no log), the telemetry ``captures`` beside it (and
+        ``on_start`` told pgbench's pid, as a campaign's profiler is). Only the time pgbench
+        runs is accounted: a capture's start and stop (connecting, reading the server log) lie
+        outside it, as in a campaign."""
         argv = self.argv(spec, sampling=sampling, progress=progress)
         pid = self.postmaster()
         for capture in captures:
@@ -160,6 +162,8 @@ class BenchServer:
         def started(pgbench: int) -> None:
             for capture in captures:
                 capture.pgbench_started(pgbench)
+            if on_start is not None:
+                on_start(pgbench)
 
         done = None
         try:

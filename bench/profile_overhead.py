@@ -1,24 +1,26 @@
-"""Profile overhead: pgbench with perf profiling the server against without, and the size of a
-report with the flame graphs of 100 profiled runs.
+"""Profile overhead: pgbench with perf profiling the server (and pgbench too) against without,
+and the size of a report with the flame graphs of 100 profiled runs.
 
     .venv/bin/python bench/profile_overhead.py [--rounds 8] [--seconds 30] [--clients 4]
 
 One managed server (PostgreSQL 18, embedded, scale 10; bench/harness.py), select-only at the
-given clients. Each round runs both modes once in a rotating order: "off" (pgbench alone, as
-an unprofiled run) and "perf" (`telemetry.profiler.Profiler` beside it exactly as a campaign
-runs it: perf record -a -e cpu-clock -F 499 -g, the server's processes picked out by perf's fork
-records, started before the run, folded after it; the folding is outside the measured time, as in
-a campaign).
-The figure is the paired ratio perf ÷ off of TPS over the rounds with its 95 % interval, set
-against the run-to-run noise of the "off" runs (their coefficient of variation): it decides
+given clients. Each round runs the three modes once in a rotating order: "off" (pgbench
+alone, as an unprofiled run), "perf" (`telemetry.profiler.RunProfiler` beside it exactly as a
+campaign runs it with `[pgbench] profile = false`: perf record -a -e cpu-clock -F 499 -g, the
+server's processes picked out by perf's fork records, started before the run, folded after it;
+the folding is outside the measured time, as in a campaign) and "both" (the default: pgbench's
+samples taken from the same recording, this being the server's host). The figures are the
+paired ratios perf ÷ off and both ÷ off of TPS over the rounds with their 95 % intervals, set
+against the run-to-run noise of the "off" runs (their coefficient of variation): they decide
 whether `profile = "auto"` may count its profiled repeat (only when the overhead is below the
 noise). pgbenchlab keeps that repeat out of the statistics in every case (see the written
 figure).
 
 Then a synthetic campaign of 100 runs, one per cell (2 servers × 2 scales × 25 client counts,
-tests/conftest_report.py), each carrying the real profile captured in the last "perf" round
-(its counts varied per run), is written through the real Store; the report's size is measured
-with and without the profiles (the budget: 5 MB for any report, bench/report_size.md).
+tests/conftest_report.py), each carrying the real profiles captured in the last "both" round
+(the server's and pgbench's, their counts varied per run: two flame graphs per cell), is
+written through the real Store; the report's size is measured with and without the profiles
+(the budget: 5 MB for any report, bench/report_size.md).
 
 Writes bench/profile_overhead.md (--output elsewhere for a smoke test: --rounds 1 --seconds 3).
 """
@@ -38,44 +40,49 @@ from harness import HERE, Provenance, bench_server, paired_ratio, rotated, spec_
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab.profiles import Profile
+from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.profiles import Profile, RunProfiles
 from pgbenchlab.report import write_report
 from pgbenchlab.store import Store
 from pgbenchlab.store.profiles import write_profile
-from pgbenchlab.telemetry.profiler import Profiler, check_perf
+from pgbenchlab.telemetry.profiler import PgbenchTarget, Profiler, RunProfiler, check_perf
+from pgbenchlab.telemetry.symbols import symbols_note
 
-MODES = ("off", "perf")
+MODES = ("off", "perf", "both")
 SIZE_LIMIT = 5_000_000
 
 
-def measure(rounds: int, seconds: int, clients: int) -> tuple[dict[str, list[float]], Profile]:
+def measure(rounds: int, seconds: int, clients: int) -> tuple[dict[str, list[float]], RunProfiles]:
     tps: dict[str, list[float]] = {mode: [] for mode in MODES}
-    last: Profile | None = None
+    last = RunProfiles()
     spec = spec_for("select-only", clients, seconds)
     with bench_server() as bench:
         bench.run(spec_for("select-only", clients, 2), sampling=None)  # warm the cache
+        client = PgbenchTarget(bench.binary, LOCAL_HOST, symbols_note(bench.binary), "bench")
         for round_no in range(rounds):
             for mode in rotated(MODES, round_no):
                 profiler = None
-                if mode == "perf":
-                    profiler = Profiler(bench.postmaster(), bench.logs, label="bench")
+                if mode != "off":
+                    server = Profiler(bench.postmaster(), bench.logs, label="bench")
+                    profiler = RunProfiler(server, client if mode == "both" else None)
                     profiler.start()
-                    profiler.measuring()
                 try:
-                    measured = bench.run(spec, sampling=None)
+                    started = profiler.pgbench_started if profiler else None
+                    measured = bench.run(spec, sampling=None, on_start=started)
                 finally:
                     if profiler is not None:
                         profiler.measured()
-                        last = profiler.stop() or last
+                        found = profiler.stop()
+                        last = found if mode == "both" and found.pgbench else last
                         profiler.close()
                 tps[mode].append(measured.tps)
                 print(f"round {round_no + 1} {mode}: {measured.tps:,.0f} tps", file=sys.stderr)
-    assert last is not None, "perf recorded nothing"
+    assert last.server is not None and last.pgbench is not None, "perf recorded nothing"
     return tps, last
 
 
-def hundred_profiled_runs(work: Path, profile: Profile) -> tuple[int, int]:
-    """The report's size for 100 runs without and with a profile each."""
+def hundred_profiled_runs(work: Path, profiles: RunProfiles) -> tuple[int, int]:
+    """The report's size for 100 runs without and with both profiles each."""
     plan = SyntheticPlan(
         name="profiled",
         servers=(
@@ -94,7 +101,9 @@ def hundred_profiled_runs(work: Path, profile: Profile) -> tuple[int, int]:
         records = store.run_records(store.campaign_id(None))
         with store.transaction():
             for record in records:
-                write_profile(store.db, record.id, varied(profile, rng))
+                for profile in (profiles.server, profiles.pgbench):
+                    assert profile is not None
+                    write_profile(store.db, record.id, varied(profile, rng))
     profiled = write_report(db, output=work / "profiled.html")
     assert isinstance(plain, Path) and isinstance(profiled, Path)
     return plain.stat().st_size, profiled.stat().st_size
@@ -112,14 +121,23 @@ def written(
     provenance: Provenance,
     args: argparse.Namespace,
     tps: dict[str, list[float]],
-    profile: Profile,
+    profiles: RunProfiles,
     sizes: tuple[int, int],
 ) -> str:
-    ratio = paired_ratio(tps["off"], tps["perf"])
     off = tps["off"]
     noise = statistics.stdev(off) / statistics.fmean(off) if len(off) > 1 else float("nan")
-    below = len(off) > 1 and ratio.low >= 1 - noise
+    server, client = profiles.server, profiles.pgbench
+    assert server is not None and client is not None
     plain, profiled = sizes
+    rows = []
+    below = {}
+    for mode, what in (("perf", "perf of the server"), ("both", "perf of server and pgbench")):
+        ratio = paired_ratio(off, tps[mode])
+        below[mode] = len(off) > 1 and ratio.low >= 1 - noise
+        rows += [
+            f"| TPS with {what} (median) | {statistics.median(tps[mode]):,.0f} |",
+            f"| {mode} ÷ off, paired (95 % interval) | {ratio.text()} |",
+        ]
     return "\n".join(
         [
             "# Profile overhead: TPS with perf against without, and the report's size",
@@ -132,19 +150,21 @@ def written(
             "| measure | value |",
             "|---|---:|",
             f"| TPS without profiling (median) | {statistics.median(off):,.0f} |",
-            f"| TPS with perf (median) | {statistics.median(tps['perf']):,.0f} |",
-            f"| perf ÷ off, paired (95 % interval) | {ratio.text()} |",
+            *rows,
             f"| run-to-run noise of the off runs (CV) | {noise:.1%} |",
-            f"| samples in the last profiled run ({profile.frequency_hz} Hz) | "
-            f"{profile.samples:,} ({profile.lost:,} lost) |",
+            f'| samples in the last "both" run, server ({server.frequency_hz} Hz) | '
+            f"{server.samples:,} ({server.lost:,} lost) |",
+            f'| samples in the last "both" run, pgbench | '
+            f"{client.samples:,} ({client.lost:,} lost) |",
             f"| report, 100 runs, no profiles | {plain / 1e6:.2f} MB |",
-            f"| report, 100 runs, a flame graph each | {profiled / 1e6:.2f} MB "
+            f"| report, 100 runs, two flame graphs each | {profiled / 1e6:.2f} MB "
             f"(≤ {SIZE_LIMIT / 1e6:.0f} MB: {'within' if profiled <= SIZE_LIMIT else 'OVER'}) |",
             "",
-            "Overhead below the noise (the interval's low end above 1 − CV): "
-            f'{"yes" if below else "no"}. `profile = "auto"` keeps its profiled repeat out of '
-            "the cell's statistics either way: the overhead grows with the stacks' depth and the "
-            "sample rate, so a figure from one workload does not vouch for every cell.",
+            "Overhead below the noise (the interval's low end above 1 − CV): server alone "
+            f"{'yes' if below['perf'] else 'no'}, with pgbench {'yes' if below['both'] else 'no'}. "
+            '`profile = "auto"` keeps its profiled repeat out of the cell\'s statistics either '
+            "way: the overhead grows with the stacks' depth and the sample rate, so a figure "
+            "from one workload does not vouch for every cell.",
             "",
         ]
     )
@@ -159,10 +179,10 @@ def main() -> None:
     args = parser.parse_args()
     check_perf()
     provenance = Provenance.start()
-    tps, profile = measure(args.rounds, args.seconds, args.clients)
+    tps, profiles = measure(args.rounds, args.seconds, args.clients)
     with tempfile.TemporaryDirectory(prefix="pgbl-profile-bench-") as work:
-        sizes = hundred_profiled_runs(Path(work), profile)
-    text = written(provenance, args, tps, profile, sizes)
+        sizes = hundred_profiled_runs(Path(work), profiles)
+    text = written(provenance, args, tps, profiles, sizes)
     print(text)
     args.output.write_text(text)
 

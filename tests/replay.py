@@ -158,7 +158,9 @@ class NoTelemetry:
     def diagnose(self, server: str, result: RunResult) -> Diagnosis | None:
         return None
 
-    def profiler(self, server: Server, label: str, work_dir: Path) -> None:
+    def profiler(
+        self, server: Server, label: str, work_dir: Path, pgbench: Installation | None = None
+    ) -> None:
         return None
 
 

@@ -1,14 +1,18 @@
 """Profiles without a server: perf script output folded (golden files captured with real perf,
 see tests/golden/perf/README.md), backend types from process titles, top functions and the
-difference between two runs per transaction."""
+difference between two runs per transaction; pgbench's profiles stored, drawn and shown beside
+the server's."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest_report import SyntheticPlan, write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.builds.recipe import (
     PROFILING_CFLAGS,
@@ -19,11 +23,14 @@ from pgbenchlab.builds.recipe import (
 )
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
-from pgbenchlab.profiles import Profile, diff, fold_perf_script, top_functions
+from pgbenchlab.profiles import PGBENCH, SERVER, Profile, diff, fold_perf_script, top_functions
 from pgbenchlab.profiles.backends import CLIENT, POSTMASTER, backend_type
 from pgbenchlab.profiles.folding import frame_name
 from pgbenchlab.profiles.top import ALL, backend_samples
+from pgbenchlab.report.views import build
 from pgbenchlab.report.views.profiles import flame_tree, nodes_per_graph
+from pgbenchlab.store import Store
+from pgbenchlab.store.profiles import write_profile
 from pgbenchlab.telemetry.profiler import complete_share
 
 GOLDEN = Path(__file__).parent / "golden" / "perf"
@@ -53,6 +60,20 @@ def test_a_system_wide_recording_keeps_the_servers_process_tree() -> None:
     dropped = {script.comms[pid] for pid, _ in script.stacks if pid not in server}
     assert {"date", "swapper"} <= dropped and "postgres" not in dropped
     assert sum(n for (pid, _), n in script.stacks.items() if pid in server) == 116
+
+
+def test_a_real_pgbench_recording_folds_both_of_its_threads() -> None:
+    script = fold_perf_script((GOLDEN / "pgbench-select-only.script").read_text())
+    assert script.samples == 230 and script.lost == 0 and list(script.comms.values()) == ["pgbench"]
+    roots = Counter(
+        stack.split(";")[0] for (_, stack), n in script.stacks.items() for _ in range(n)
+    )
+    # The main thread (its client 0) and the thread it started (client 1), each about half.
+    assert roots["__libc_start_call_main"] > 50 and roots["start_thread"] > 50
+    functions = {f for _, stack in script.stacks for f in stack.split(";")}
+    assert {"PQsendQueryPrepared", "PQconsumeInput", "[pgbench]"} <= functions  # stripped
+    share = complete_share(script.stacks)
+    assert share is not None and 0.6 < share < 0.8  # syscall stubs without frame pointers
 
 
 def test_lost_samples_are_summed_from_perf_records() -> None:
@@ -190,3 +211,74 @@ def test_profile_modes_in_the_plan(tmp_path: Path) -> None:
     assert {(s, p) for s, _, _, p in specs(server='profile = "on"')} == {("a", "on"), ("b", "off")}
     with pytest.raises(PlanError, match="profile"):
         specs('profile = "sometimes"')
+
+
+def test_pgbench_is_profiled_with_its_runs_unless_the_plan_says_not(tmp_path: Path) -> None:
+    def parsed(pgbench: str, profile: str = "on") -> plan.Plan:
+        text = (
+            f'[campaign]\nname = "p"\n[defaults]\nprofile = "{profile}"\n[pgbench]\n{pgbench}\n'
+            '[[server]]\nname = "a"\ninstall = "embedded"\n'
+            '[matrix]\nscale = [1]\nworkload = ["select-only"]\nclients = [1]\n'
+        )
+        return plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+
+    assert parsed("").pgbench_profile and parsed("").profiles_pgbench
+    assert not parsed("", profile="off").profiles_pgbench  # nothing profiled at all
+    assert not parsed("profile = false").profiles_pgbench
+    with pytest.raises(PlanError, match=r"pgbench\.profile"):
+        parsed('profile = "yes"')
+
+
+def _stored(tmp_path: Path) -> tuple[Path, list[int]]:
+    """A synthetic campaign of two servers whose runs all carry both profiles but the last,
+    which has the server's alone."""
+    db = write_synthetic(
+        tmp_path / "results",
+        SyntheticPlan(workloads=("select-only",), clients=(1,), repeats=1),
+    )
+    server = Profile(100, 30, 0, "server", "client backend;main;ExecScan 30\n")
+    client = Profile(100, 12, 0, "pgbench", "pgbench;main;PQgetResult 12\n", process=PGBENCH)
+    with Store(db) as store:
+        ids = [r.id for r in store.run_records(store.campaign_id(None))]
+        with store.transaction():
+            for run_id in ids:
+                write_profile(store.db, run_id, server)
+                if run_id != ids[-1]:
+                    write_profile(store.db, run_id, client)
+    return db, ids
+
+
+def test_pgbench_profiles_are_stored_apart_and_drawn_after_the_servers(tmp_path: Path) -> None:
+    db, ids = _stored(tmp_path)
+    with Store(db) as store:
+        assert store.profiles_by_run(ids)[ids[0]].process == SERVER
+        pgbench = store.profiles_by_run(ids, PGBENCH)
+        assert sorted(pgbench) == ids[:-1] and pgbench[ids[0]].folded.startswith("pgbench;")
+        view = build.load_view(store, store.campaign_id(None), baseline="pg15")
+    processes = [(p.cell_id, p.profile.process) for p in view.profiles]
+    first, last = processes[0][0], processes[-1][0]
+    assert processes == [(first, SERVER), (first, PGBENCH), (last, SERVER)]
+    assert nodes_per_graph(len(view.profiles)) <= 2_000  # every graph shares one budget
+    # Each candidate compared with its baseline per process: pg18's run has no pgbench profile.
+    assert [c.candidate.profile.process for c in view.profile_changes] == [SERVER]
+
+
+def test_the_profile_command_shows_pgbench_with_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, ids = _stored(tmp_path)
+    results = str(db.parent)
+    assert main(["profile", str(ids[0]), "--results", results]) == 0
+    out = capsys.readouterr().out
+    assert f"also profiled: pgbench (`pgbenchlab profile {ids[0]} --process pgbench`)" in out
+    assert (
+        main(["profile", str(ids[0]), "--process", "pgbench", "--json", "--results", results]) == 0
+    )
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["process"] == PGBENCH and shown["backend_types"] == {"pgbench": 12}
+    assert [t["function"] for t in shown["top"]] == ["PQgetResult", "main"]
+    diff_argv = ["profile", "--diff", str(ids[0]), str(ids[0]), "--process", "pgbench"]
+    assert main([*diff_argv, "--results", results]) == 0
+    assert "PQgetResult" in capsys.readouterr().out
+    assert main(["profile", str(ids[-1]), "--process", "pgbench", "--results", results]) == 2
+    assert "has no pgbench profile, only the server's" in capsys.readouterr().err

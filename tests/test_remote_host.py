@@ -12,6 +12,8 @@ import pytest
 from netns_hosts import TestHosts
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import RemoteHost, Target
+from pgbenchlab.profiles import PGBENCH
+from pgbenchlab.telemetry.profiler import Profiler, check_perf_for_pgbench
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +98,28 @@ def test_interrupt_and_kill(remote: RemoteHost) -> None:
     proc = remote.start(["sh", "-c", "sleep 300; true"], env={}, cwd="/")
     proc.kill()
     assert proc.wait().returncode == -signal.SIGKILL
+
+
+def test_perf_profiles_a_process_there(remote: RemoteHost) -> None:
+    """pgbench's profile on a load generator host: perf checked, attached to a process there
+    (a busy shell standing for pgbench) and folded from there, as its login user."""
+    check_perf_for_pgbench(remote)
+    busy = remote.start(["sh", "-c", "while :; do :; done"], env={}, cwd="/")
+    work = remote.make_temp_dir("perf-", remote.home)
+    profiler = Profiler(busy.pid, work, host=remote, process=PGBENCH, label="busy")
+    try:
+        profiler.measuring()
+        profiler.start()
+        time.sleep(0.5)
+        profiler.measured()
+        profile = profiler.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+        profiler.close()
+        remote.remove_tree(work)
+    assert profile is not None and profile.process == PGBENCH and profile.samples > 20
+    assert {frames[0] for frames, _ in profile.stacks()} == {PGBENCH}
 
 
 def test_lock_is_exclusive_and_released(remote: RemoteHost) -> None:

@@ -168,6 +168,7 @@ class RunResult:
     sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables read back before the run
     profile: Profile | None = None  # the server's CPU profile when the run was profiled
     generators: tuple[GeneratorFigures, ...] = ()  # a run split across load generators
+    pgbench_profile: Profile | None = None  # pgbench's, when it was profiled too
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

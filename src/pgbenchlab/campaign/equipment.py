@@ -16,6 +16,7 @@ from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.servers import Servers
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan
+from pgbenchlab.telemetry.profiler import check_perf_for_pgbench
 
 
 @contextmanager
@@ -39,6 +40,8 @@ def equipped(
             generator = plan.pgbench_hosts[0]
             pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
             executor = GeneratorExecutor(hosts.get(generator), pgbench_cpus=plan.pgbench_cpus)
+            if plan.profiles_pgbench:
+                check_perf_for_pgbench(hosts.get(generator))
         else:
             pgbench = choose_pgbench(plan, found)
             executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)

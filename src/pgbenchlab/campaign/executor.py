@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Protocol
 from pgbenchlab import dataset, findings
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST, Host
+from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
-from pgbenchlab.profiles import Profile
+from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.telemetry.campaign import CampaignTelemetry
@@ -50,21 +51,25 @@ class Telemetry(Protocol):
 
     def diagnose(self, server: str, result: RunResult) -> Diagnosis | None: ...
 
-    def profiler(self, server: Server, label: str, work_dir: Path) -> Profiling | None:
-        """perf beside the run (None: the server's processes cannot be profiled)."""
+    def profiler(
+        self, server: Server, label: str, work_dir: Path, pgbench: Installation | None = None
+    ) -> Profiling | None:
+        """perf beside the run, and beside pgbench when its installation is given (None: the
+        server's processes cannot be profiled)."""
         ...
 
 
 class Profiling(Protocol):
-    """A CPU profile beside one measured run (`telemetry.profiler.Profiler`)."""
+    """CPU profiles beside one measured run (`telemetry.profiler.RunProfiler`)."""
 
     def start(self) -> None: ...
 
-    def measuring(self) -> None: ...
+    def pgbench_started(self, pid: int) -> None:
+        """The measured run starts now, in this pgbench process."""
 
     def measured(self) -> None: ...
 
-    def stop(self) -> Profile | None: ...
+    def stop(self) -> RunProfiles: ...
 
     def close(self) -> None: ...
 

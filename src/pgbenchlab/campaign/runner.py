@@ -44,6 +44,7 @@ from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import AutoRepeats, Plan, RunSpec
+from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
@@ -374,7 +375,10 @@ class Campaign:
             self.reporter.phase(spec, text)
 
         capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
-        profiler = self.telemetry.profiler(server, spec.label, artifacts) if spec.profiled else None
+        profiler: Profiling | None = None
+        if spec.profiled:
+            pgbench = self.pgbench.client.install if self.plan.pgbench_profile else None
+            profiler = self.telemetry.profiler(server, spec.label, artifacts, pgbench)
         if profiler is None:
             return self.measured(spec, server, endpoint, artifacts, started, capture, None)
         profiler.start()
@@ -400,8 +404,8 @@ class Campaign:
             self.reporter.progress(spec, line)
 
         def pgbench_started(pid: int) -> None:
-            if profiler is not None:
-                profiler.measuring()
+            if profiler is not None:  # first: it may hold pgbench still while perf attaches
+                profiler.pgbench_started(pid)
             capture.pgbench_started(pid)
 
         hygiene = self.hygiene(spec, endpoint)
@@ -412,7 +416,8 @@ class Campaign:
         phase("measuring")
         run = measured_invocation(spec, artifacts, sampling)
         capture.start()
-        done = profile = None
+        done = None
+        profiles = RunProfiles()
         try:
             done = self.pgbench.run(client, run, artifacts, progress, pgbench_started)
         finally:
@@ -421,7 +426,7 @@ class Campaign:
             telemetry = capture.stop(done.cpu_s if done else None)
         if profiler is not None and not done.interrupted:
             phase("profile")
-            profile = profiler.stop()
+            profiles = profiler.stop()
         argv = sanitize_argv(done.argv, self.results_dir)
         if done.interrupted:
             return assemble(spec, self.version, MeasuredRun(done, argv, started, time.time()))
@@ -432,6 +437,7 @@ class Campaign:
         measured = MeasuredRun(
             done, argv, started, finished, log, warmup_tps, telemetry, kept, hygiene
         )
-        result = replace(assemble(spec, self.version, measured), profile=profile)
+        result = assemble(spec, self.version, measured)
+        result = replace(result, profile=profiles.server, pgbench_profile=profiles.pgbench)
         found = self.telemetry.diagnose(spec.server, result)
         return replace(result, diagnosis=name_saturated(found, result))

@@ -1,5 +1,6 @@
 """`pgbenchlab profile RUN_ID`: a profiled run's top functions, self and total, by backend
-type; `--diff RUN_A RUN_B`: what changed, in CPU time per committed transaction."""
+type; `--diff RUN_A RUN_B`: what changed, in CPU time per committed transaction. Either of the
+server's processes (the default) or, with `--process pgbench`, of the run's pgbench."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pgbenchlab.cli.common import (
     open_store,
     print_table,
 )
+from pgbenchlab.profiles import PROCESSES, SERVER
 from pgbenchlab.report.views.profile import (
     ProfileComparison,
     RunProfile,
@@ -35,6 +37,7 @@ class ProfileOptions:
     diff: bool
     limit: int
     json: bool
+    process: str = SERVER
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ProfileOptions:
@@ -46,7 +49,7 @@ class ProfileOptions:
             raise argparse.ArgumentTypeError("give RUN_ID or --diff RUN_A RUN_B")
         else:
             ids = (args.run_id,)
-        return cls(args.results, ids, args.diff is not None, args.limit, args.json)
+        return cls(args.results, ids, args.diff is not None, args.limit, args.json, args.process)
 
 
 def add_arguments(subparsers: Subparsers) -> None:
@@ -62,6 +65,12 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument("run_id", type=int, nargs="?", help="a profiled run's id")
     parser.add_argument("--diff", type=int, nargs=2, metavar=("RUN_A", "RUN_B"))
     parser.add_argument("--limit", type=int, default=15, help="functions per table (15)")
+    parser.add_argument(
+        "--process",
+        choices=PROCESSES,
+        default=SERVER,
+        help="whose profile: the server's processes (default) or the run's pgbench",
+    )
     add_json_option(parser)
 
 
@@ -76,7 +85,7 @@ def _options(args: argparse.Namespace) -> ProfileOptions:
 
 def run(options: ProfileOptions) -> int:
     with open_store(options.results) as store:
-        found = [run_profile(store, i, options.limit) for i in options.run_ids]
+        found = [run_profile(store, i, options.limit, options.process) for i in options.run_ids]
     if options.diff:
         comparison = compare_profiles(found[0], found[1], options.limit)
         if options.json:
@@ -101,6 +110,8 @@ def print_header(found: RunProfile) -> None:
         print(f"  stacks reaching main(): {p.complete_share:.0%}")
     if p.symbols:
         print(f"  limits: {p.symbols}")
+    for other in found.also:
+        print(f"  also profiled: {other} (`pgbenchlab profile {found.run_id} --process {other}`)")
 
 
 def print_profile(found: RunProfile) -> None:

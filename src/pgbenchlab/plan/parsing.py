@@ -67,6 +67,9 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     builds = parse_builds(data.get("build"), ctx, base)
     pgbench_install = install_spec(pgbench.get("install", "newest"), builds, ctx, "pgbench.install")
     pgbench_cpus = cpu_list(pgbench["cpus"], ctx, "pgbench.cpus") if "cpus" in pgbench else None
+    pgbench_profile = pgbench.get("profile", True)  # profiled runs profile pgbench too
+    if not isinstance(pgbench_profile, bool):
+        raise ctx.fail("pgbench.profile", f"must be true or false; got {pgbench_profile!r}")
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
     matrix = table(data, "matrix", ctx)
@@ -97,6 +100,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         builds=tuple(builds.values()),
         auto=auto,
         pgbench_cpus=pgbench_cpus,
+        pgbench_profile=pgbench_profile,
         hosts=hosts,
         pgbench_hosts=pgbench_hosts,
     )

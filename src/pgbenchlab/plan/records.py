@@ -212,6 +212,12 @@ class Plan:
     pgbench_hosts: tuple[str, ...] = ()  # where pgbench runs; () is this machine
     shard: Shard | None = None  # sharded: specs hold only this part of the runs
     all_specs: tuple[RunSpec, ...] = ()  # sharded: every run of the plan (its identity)
+    pgbench_profile: bool = True  # [pgbench] profile: profiled runs profile pgbench too
+
+    @property
+    def profiles_pgbench(self) -> bool:
+        """Whether some run profiles pgbench beside its server."""
+        return self.pgbench_profile and any(s.profiled for s in self.specs)
 
     def host(self, name: str) -> HostPlan:
         return next(h for h in self.hosts if h.name == name)
@@ -223,10 +229,13 @@ class Plan:
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:
         """The builds a server or the [pgbench] install uses, in plan order; those of profiled
-        servers are built for profiles (frame pointers, debug info)."""
+        servers (and pgbench's, when it is profiled) are built for profiles (frame pointers,
+        debug info)."""
         used = {s.install for s in self.servers if s.managed} | {self.pgbench_install}
         runs = self.all_specs or self.specs  # a shard builds what the whole plan does
         profiled = {self.server(s.server).install for s in runs if s.profiled}
+        if self.profiles_pgbench:
+            profiled.add(self.pgbench_install)
         return tuple(
             replace(b, profiling=BUILD_PREFIX + b.name in profiled)
             for b in self.builds

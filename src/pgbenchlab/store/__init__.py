@@ -9,6 +9,7 @@ May import: errors, redaction, plan (axis orders), results, server (its facts), 
 records and analysis.diagnosis (what it stores); never report, runner or cli.
 """
 
+from pgbenchlab.store.backfills import BACKFILLS
 from pgbenchlab.store.columns import RUN_COLUMNS, RunColumn, run_as_dict
 from pgbenchlab.store.database import Store
 from pgbenchlab.store.records import (
@@ -26,7 +27,7 @@ from pgbenchlab.store.records import (
     WaitEvents,
     artifact_parts,
 )
-from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION
+from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = [
     "BACKFILLS",

@@ -21,19 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError, UserError
 from pgbenchlab.plan import planned_axis_orders
-from pgbenchlab.profiles import Profile
+from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import bisections
 from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
+from pgbenchlab.store.backfills import BACKFILLS, axis_orders_json
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.generators import write_generators
 from pgbenchlab.store.reading import Reading
 from pgbenchlab.store.records import BisectionRecord, ProbeRecord
-from pgbenchlab.store.schema import BACKFILLS, MIGRATIONS, SCHEMA_VERSION, axis_orders_json
+from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
@@ -297,8 +298,9 @@ class Store(Reading):
                 "INSERT INTO run_hosts VALUES (?,?,?,?)",
                 [(run_id, h.role, h.host, h.address) for h in hosts],
             )
-            if result.profile is not None:
-                profile_tables.write_profile(self.db, run_id, result.profile)
+            for profile in (result.profile, result.pgbench_profile):
+                if profile is not None:
+                    profile_tables.write_profile(self.db, run_id, profile)
             if origin is not None:
                 self.db.execute(
                     "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
@@ -306,8 +308,9 @@ class Store(Reading):
             write_generators(self.db, run_id, result.generators)
         return run_id
 
-    def profiles_by_run(self, run_ids: list[int]) -> dict[int, Profile]:
-        return profile_tables.read_profiles(self.db, run_ids)
+    def profiles_by_run(self, run_ids: list[int], process: str = SERVER) -> dict[int, Profile]:
+        """The runs' CPU profiles of the server (or of pgbench: process PGBENCH)."""
+        return profile_tables.read_profiles(self.db, run_ids, process)
 
     def record_probe(self, campaign_id: int, probe: ProbeRecord) -> None:
         with self.transaction():

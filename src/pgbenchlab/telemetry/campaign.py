@@ -15,11 +15,12 @@ import psycopg
 from pgbenchlab import builds
 from pgbenchlab.analysis import diagnosis, telemetry_figures
 from pgbenchlab.hosts import LOCAL_HOST, Host
+from pgbenchlab.installs import Installation
 from pgbenchlab.server import Endpoint, ManagedServer, Server, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.fsync import FsyncFigure, run_pg_test_fsync
 from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
-from pgbenchlab.telemetry.profiler import Profiler
+from pgbenchlab.telemetry.profiler import PgbenchTarget, Profiler, RunProfiler
 from pgbenchlab.telemetry.symbols import symbols_note
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class CampaignTelemetry:
         self.facts: dict[str, ServerTelemetryFacts] = {}
         self.fsync_by_device: dict[str, FsyncFigure | None] = {}
         self.extension_checked: set[tuple[str, str]] = set()
-        self.symbols: dict[str, str] = {}  # per server: what its binary lacks for profiles
+        self.symbols: dict[str, str] = {}  # per host and binary: what it lacks for profiles
 
     def capture(
         self,
@@ -133,22 +134,35 @@ class CampaignTelemetry:
             )
         )
 
-    def profiler(self, server: Server, label: str, work_dir: Path) -> Profiler | None:
-        """perf beside the next measured run on a managed server (None: an external server's
-        processes are not ours to profile, or it has no postmaster now)."""
+    def profiler(
+        self, server: Server, label: str, work_dir: Path, pgbench: Installation | None = None
+    ) -> RunProfiler | None:
+        """perf beside the next measured run on a managed server, and beside pgbench when its
+        installation is given (None: an external server's processes are not ours to profile,
+        or it has no postmaster now)."""
         if not isinstance(server, ManagedServer):
             return None
         pid = postmaster_pid(server.data_dir, server.host)
         if pid is None:
             return None
         binary = server.install.binary("postgres")
-        if server.name not in self.symbols:
-            provenance = builds.provenance_of(server.install)
-            self.symbols[server.name] = symbols_note(binary, provenance, server.host)
+        symbols = self._symbols(server.install, binary, server.host)
         target = f"server {server.name} ({binary}): postmaster {pid} and its processes; {label}"
-        return Profiler(
-            pid, work_dir, label=target, symbols=self.symbols[server.name], host=server.host
-        )
+        profiler = Profiler(pid, work_dir, label=target, symbols=symbols, host=server.host)
+        if pgbench is None:
+            return RunProfiler(profiler)
+        client = pgbench.binary("pgbench")
+        client_symbols = self._symbols(pgbench, client, self.host)
+        return RunProfiler(profiler, PgbenchTarget(client, self.host, client_symbols, label))
+
+    def _symbols(self, install: Installation, binary: Path, host: Host) -> str:
+        """What the binary lacks for profiles (once per binary and host)."""
+        key = f"{host.name}:{binary}"
+        if key not in self.symbols:
+            here = host is LOCAL_HOST
+            provenance = builds.provenance_of(install) if here else None
+            self.symbols[key] = symbols_note(binary, provenance, host)
+        return self.symbols[key]
 
     def diagnose(self, server: str, result: RunResult) -> diagnosis.Diagnosis | None:
         telemetry = result.telemetry

@@ -8,24 +8,39 @@ are kept (perf's timestamps on CLOCK_MONOTONIC, `perf script --time`).
 Why the whole machine (`-a`) with a filter rather than `-p` with inheritance: events attached
 to processes are switched in and out by the kernel at every context switch of every such
 process, which at tens of thousands of transactions a second halved select-only throughput
-(bench/profile_overhead.md, the -p version); per-CPU events cost only their samples. The
-server's processes are then picked from the recording by perf's fork records (the postmaster
-and every process forked under it, sessions that came and went included); other processes'
-samples are read and dropped, never stored. A process's backend type comes from its title in
-/proc/PID/cmdline, read four times a second while the run lasts.
+(the first design, measured by bench/profile_overhead.py); per-CPU events cost only their
+samples. The server's processes are then picked from the recording by perf's fork records (the
+postmaster and every process forked under it, sessions that came and went included); other
+processes' samples are read and dropped, never stored. A process's backend type comes from
+its title in /proc/PID/cmdline, read four times a second while the run lasts.
+
+pgbench is profiled from the same recording when it runs on the server's host (its pid and
+threads), and by a recording of its own on a load generator host (`RunProfiler`); its stacks
+are rooted at "pgbench" and stored as a profile of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from pgbenchlab.errors import ProfilerError
 from pgbenchlab.hosts import LOCAL_HOST, Host, Process
-from pgbenchlab.profiles import Profile, fold_perf_script
+from pgbenchlab.profiles import (
+    PGBENCH,
+    SERVER,
+    PerfScript,
+    Profile,
+    RunProfiles,
+    fold_perf_script,
+    merged,
+)
 from pgbenchlab.profiles.backends import POSTMASTER, UNSEEN, backend_type
 from pgbenchlab.telemetry.osstats import child_pids
 
@@ -38,8 +53,9 @@ PARANOID = PurePath("/proc/sys/kernel/perf_event_paranoid")
 PROC = PurePath("/proc")
 
 
-def check_perf(host: Host = LOCAL_HOST) -> None:
-    """Raise a one-line ProfilerError with the fix when perf cannot profile here."""
+def check_perf(host: Host = LOCAL_HOST, *, others: bool = True) -> None:
+    """Raise a one-line ProfilerError with the fix when perf cannot profile here (other users'
+    processes, such as a server's, unless others is false)."""
     try:
         done = host.run(["perf", "--version"], timeout=30)
     except FileNotFoundError:
@@ -52,13 +68,26 @@ def check_perf(host: Host = LOCAL_HOST) -> None:
         paranoid = int(host.read_text(PARANOID).strip())
     except (OSError, ValueError):
         paranoid = None
-    if os.geteuid() != 0 and paranoid is not None and paranoid > 0:
+    if others and os.geteuid() != 0 and paranoid is not None and paranoid > 0:
         raise ProfilerError(
             f"profile: the kernel refuses perf for other users' processes "
             f"(kernel.perf_event_paranoid = {paranoid}): run as root, or "
             f"`sudo sysctl kernel.perf_event_paranoid=0`"
         )
     _trial(host, paranoid)
+
+
+def check_perf_for_pgbench(host: Host) -> None:
+    """check_perf for pgbench's profile on a load generator host (pgbench is the campaign's own
+    process there), naming the host and how to do without."""
+    try:
+        check_perf(host, others=False)
+    except ProfilerError as exc:
+        why = str(exc).removeprefix("profile: ")
+        raise ProfilerError(
+            f"profile of pgbench on load generator host {host.name}: {why} "
+            "(or `profile = false` in [pgbench] to profile the server alone)"
+        ) from None
 
 
 def _trial(host: Host, paranoid: int | None) -> None:
@@ -80,7 +109,8 @@ def _trial(host: Host, paranoid: int | None) -> None:
 
 
 class Profiler:
-    """perf record of one server's processes, from `start()` to `stop()`."""
+    """perf record of one server's processes (or of one pgbench process: process PGBENCH),
+    from `start()` to `stop()`."""
 
     def __init__(
         self,
@@ -92,8 +122,10 @@ class Profiler:
         symbols: str = "",
         host: Host = LOCAL_HOST,
         proc: PurePath = PROC,
+        process: str = SERVER,
     ) -> None:
-        self.postmaster = postmaster_pid
+        self.postmaster = postmaster_pid  # pgbench's pid when process is PGBENCH
+        self.process = process
         self.data = work_dir / PERF_DATA
         self.work_dir = work_dir
         self.frequency = frequency_hz
@@ -101,26 +133,34 @@ class Profiler:
         self.symbols = symbols
         self.host = host
         self.proc = proc
-        self.types: dict[int, str] = {postmaster_pid: POSTMASTER}
+        self.types: dict[int, str] = {postmaster_pid: POSTMASTER if process == SERVER else PGBENCH}
         self.stderr: list[str] = []
-        self.process: Process | None = None
+        self.perf: Process | None = None
         # The measured run on perf's clock (-k CLOCK_MONOTONIC: Python's time.monotonic).
         self.window: tuple[float | None, float | None] = (None, None)
+        # pgbench processes on this host, profiled from this recording (`RunProfiler`).
+        self.pgbench_pids: list[int] = []
+        self.pgbench_label = ""
+        self.pgbench_symbols = ""
+        self.pgbench_profile: Profile | None = None
         self._halt = threading.Event()
         self._looker = threading.Thread(target=self._look_loop, name="profiler", daemon=True)
 
     def start(self) -> None:
-        """Start perf on every CPU; return once it records."""
-        self._look()
+        """Attach perf to the postmaster and its children (pgbench and its threads); return
+        once it records."""
+        if self.process == SERVER:
+            self._look()
         argv = ["perf", "record", "-a", "-e", "cpu-clock", "-F", str(self.frequency), "-g", "-N"]
         argv += ["-k", "CLOCK_MONOTONIC", "-o", str(self.data)]
         self.host.remove_tree(self.data)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.work_dir)}
-        self.process = self.host.start(
+        self.perf = self.host.start(
             argv, env=env, cwd=self.work_dir, on_stderr_line=self.stderr.append
         )
         self._await_recording()
-        self._looker.start()
+        if self.process == SERVER:  # pgbench's threads are its own pid's: nothing to look for
+            self._looker.start()
 
     def measuring(self) -> None:
         """The measured run starts now: samples before it (hygiene, warmup) are left out."""
@@ -133,22 +173,23 @@ class Profiler:
     def close(self) -> None:
         """Stop perf if it still runs and delete what it wrote (a run that failed)."""
         self._halt.set()
-        if self.process is not None:
-            self.process.interrupt()
-            self.process.wait()
-            self.process = None
+        if self.perf is not None:
+            self.perf.interrupt()
+            self.perf.wait()
+            self.perf = None
         self.host.remove_tree(self.data)
 
     def stop(self) -> Profile | None:
         """Stop perf and fold what it recorded in the measured window; None when there is
         nothing (no window, or perf wrote no file)."""
         self._halt.set()
-        if self.process is None:
+        if self.perf is None:
             return None
-        self.process.interrupt()
-        self.process.wait()
-        self.process = None
-        self._looker.join()
+        self.perf.interrupt()
+        self.perf.wait()
+        self.perf = None
+        if self._looker.is_alive():
+            self._looker.join()
         start, end = self.window
         if start is None or not self.host.exists(self.data):
             return None
@@ -160,34 +201,49 @@ class Profiler:
         self.host.remove_tree(self.data)
         if done.returncode != 0 and not done.stdout:
             return None  # perf could not read its own file: no profile rather than an empty one
-        seconds = end - start
         script = fold_perf_script(done.stdout)
-        server = script.descendants(self.postmaster) | set(self.types)
-        stacks = Counter({key: n for key, n in script.stacks.items() if key[0] in server})
+        if self.process == SERVER:
+            mine = script.descendants(self.postmaster) | set(self.types)
+        else:
+            mine = {self.postmaster}
+        if self.pgbench_pids:
+            self.pgbench_profile = self._profile(
+                script, set(self.pgbench_pids), PGBENCH, end - start
+            )
+        return self._profile(script, mine, self.process, end - start)
+
+    def _profile(self, script: PerfScript, pids: set[int], process: str, seconds: float) -> Profile:
+        """The profile of the processes ``pids`` in the recording."""
+        stacks = Counter({key: n for key, n in script.stacks.items() if key[0] in pids})
         by_stack = Counter[str]()
         for (pid, stack), count in stacks.items():
-            by_stack[f"{self.types.get(pid, UNSEEN)};{stack}"] += count
+            root = self.types.get(pid, UNSEEN) if process == SERVER else PGBENCH
+            by_stack[f"{root};{stack}"] += count
         folded = "".join(f"{stack} {n}\n" for stack, n in sorted(by_stack.items()))
+        label = self.pgbench_label if process != self.process else self.label
         return Profile(
             frequency_hz=self.frequency,
             samples=sum(stacks.values()),
             lost=script.lost,
-            target=self.label,
+            target=label,
             folded=folded,
-            symbols=self.symbols,
+            symbols=self.symbols if process == self.process else self.pgbench_symbols,
             complete_share=complete_share(stacks),
             seconds=round(seconds, 3),
+            process=process,
         )
 
     def _await_recording(self, limit_s: float = 10.0) -> None:
         """Wait until perf holds its events (one per CPU), so the samples of the run's start are
         taken: its output file appears well before (0.03 s against 0.2 s on a loaded 2-CPU
         machine)."""
-        assert self.process is not None
+        assert self.perf is not None
         wanted = self.host.cpu_count() or 1
-        fds = self.proc / str(self.process.pid) / "fd"
+        fds = self.proc / str(self.perf.pid) / "fd"
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline and self._perf_events(fds) < wanted:
+            if not self.host.exists(self.proc / str(self.postmaster)):
+                return  # pgbench already ended (or perf could not attach): nothing to await
             time.sleep(0.01)
         time.sleep(0.05)  # opened, then enabled
 
@@ -219,12 +275,96 @@ class Profiler:
                 self.types[pid] = kind
 
 
+@dataclass(frozen=True)
+class PgbenchTarget:
+    """The run's pgbench, to profile beside the server: its binary on the host it runs on."""
+
+    binary: PurePath
+    host: Host
+    symbols: str  # what the binary lacks (`symbols.symbols_note`)
+    run: str  # the run's label
+
+
+class RunProfiler:
+    """The profiles of one measured run: the server's processes from `start()` (before the
+    hygiene), and each pgbench process from its start when pgbench is profiled too (its perf
+    in a directory of its own on pgbench's host)."""
+
+    def __init__(self, server: Profiler, pgbench: PgbenchTarget | None = None) -> None:
+        self.server = server
+        self.pgbench = pgbench
+        self.clients: list[tuple[Profiler, PurePath]] = []  # per pgbench process: perf, dir
+
+    def start(self) -> None:
+        self.server.start()
+
+    def pgbench_started(self, pid: int) -> None:
+        """The measured run starts now, in pgbench process pid (the first one, when there are
+        several): attach perf to it too."""
+        if self.server.window[0] is None:
+            self.server.measuring()
+        # An attach that fails leaves the run (pgbench is running) without pgbench's profile.
+        if self.pgbench is not None:
+            with contextlib.suppress(OSError):
+                self._attach(self.pgbench, pid)
+
+    def _attach(self, target: PgbenchTarget, pid: int) -> None:
+        label = f"pgbench ({target.binary}): pid {pid} and its threads; {target.run}"
+        if target.host.name == self.server.host.name:  # the server's recording has it
+            self.server.pgbench_pids.append(pid)
+            self.server.pgbench_label, self.server.pgbench_symbols = label, target.symbols
+            return
+        work = target.host.make_temp_dir("pgbenchlab-perf-", PurePath("/tmp"))
+        profiler = Profiler(
+            pid,
+            work,
+            frequency_hz=self.server.frequency,
+            label=label,
+            symbols=target.symbols,
+            host=target.host,
+            process=PGBENCH,
+        )
+        self.clients.append((profiler, work))
+        profiler.measuring()
+        # Held still while perf starts: pgbench's first transactions would go unsampled.
+        target.host.signal(pid, signal.SIGSTOP)
+        try:
+            profiler.start()
+        finally:
+            target.host.signal(pid, signal.SIGCONT)
+
+    def measured(self) -> None:
+        self.server.measured()
+        for profiler, _ in self.clients:
+            profiler.measured()
+
+    def stop(self) -> RunProfiles:
+        """Stop every perf; the server's profile and pgbench's (its processes merged)."""
+        server = self.server.stop()
+        found = [p for p in (c.stop() for c, _ in self.clients) if p is not None]
+        if self.server.pgbench_profile is not None:
+            found.insert(0, self.server.pgbench_profile)
+        pgbench = merged(found) if found else None
+        if pgbench is not None and len(found) > 1:
+            pgbench = replace(pgbench, target="; ".join(p.target for p in found))
+        return RunProfiles(server, pgbench)
+
+    def close(self) -> None:
+        """Stop perf where it still runs; delete what it wrote and pgbench's perf directories."""
+        self.server.close()
+        for profiler, work in self.clients:
+            profiler.close()
+            profiler.host.remove_tree(work)
+
+
 def complete_share(stacks: Counter[tuple[int, str]]) -> float | None:
     """The share of samples whose stack reaches the program's entry (main, or the C library's
-    start): frame-pointer unwinding through code built without frame pointers stops early."""
+    start; a thread's start for pgbench's threads): frame-pointer unwinding through code built
+    without frame pointers stops early."""
     total = sum(stacks.values())
     if total == 0:
         return None
-    roots = ("main", "__libc_start_main", "__libc_start_call_main", "_start")
+    entries = ("main", "__libc_start_main", "__libc_start_call_main", "_start")
+    roots = (*entries, "start_thread", "clone", "clone3")
     whole = sum(n for (_, stack), n in stacks.items() if stack.split(";", 1)[0] in roots)
     return whole / total

@@ -1,13 +1,15 @@
 """The report's "Profiles" section: per profiled cell a flame graph (drawn by the page's own
 renderer, assets/flame.js, from trees pruned to the report's budget) and its top functions by
-backend type; between a baseline server's cell and a candidate's, what changed in CPU time per
-committed transaction. The tables are plain HTML, readable without JavaScript."""
+backend type, then a second graph of pgbench when it was profiled too; between a baseline
+server's cell and a candidate's, what changed in CPU time per committed transaction. The
+tables are plain HTML, readable without JavaScript."""
 
 from __future__ import annotations
 
 import html
 from typing import Any
 
+from pgbenchlab.profiles import PGBENCH
 from pgbenchlab.report.views.model import CellProfile, ProfileChange, ReportView
 from pgbenchlab.report.views.profiles import flame_tree, nodes_per_graph
 
@@ -38,7 +40,8 @@ def profiles_section(view: ReportView) -> str:
     return (
         '<section id="profiles"><h2>Profiles</h2>'
         '<p class="note">perf on the software CPU clock, of the server\'s processes during the '
-        "measured run, stacks rooted at each process's backend type. Click a frame to zoom, "
+        "measured run, stacks rooted at each process's backend type; when pgbench was profiled "
+        'too, its graph follows the server\'s, rooted at "pgbench". Click a frame to zoom, '
         "the root to zoom out; hover for its samples.</p>"
         f"{cells}{diff_part}</section>"
     )
@@ -52,7 +55,7 @@ def _cell(index: int, cell: CellProfile) -> str:
         f"{p.lost:,} lost" if p.lost else "none lost",
     ]
     if cell.cpu_us_per_tx is not None:
-        facts.append(f"{cell.cpu_us_per_tx:,.1f} µs of server CPU per transaction")
+        facts.append(f"{cell.cpu_us_per_tx:,.1f} µs of {_whose(cell)} CPU per transaction")
     if p.complete_share is not None:
         facts.append(f"{p.complete_share:.0%} of stacks reach main()")
     notes = []
@@ -65,7 +68,7 @@ def _cell(index: int, cell: CellProfile) -> str:
         notes.append(f"Limits: {p.symbols}")
     note = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     return (
-        f'<details class="profile" open><summary>{esc(cell.label)}</summary>'
+        f'<details class="profile {p.process}" open><summary>{esc(_title(cell))}</summary>'
         f'<p class="note">{esc("; ".join(facts))}</p>{note}'
         f'<div class="flame" data-profile="{index}"><noscript>The flame graph needs '
         "JavaScript; `pgbenchlab profile RUN_ID` prints the top functions.</noscript></div>"
@@ -103,10 +106,18 @@ def _change(change: ProfileChange) -> str:
         f"<td class=num>{r.total_a_us:,.2f}</td><td class=num>{r.total_b_us:,.2f}</td></tr>"
         for r in change.rows
     )
-    title = f"{change.candidate.label} against {change.baseline.label} (µs per transaction)"
+    title = f"{_title(change.candidate)} against {change.baseline.label} (µs per transaction)"
     return (
         f'<h4>{esc(title)}</h4><table class="profile-diff">{head}{rows}</table>'
-        f'<p class="note">Server CPU per transaction: '
+        f'<p class="note">{_whose(change.candidate).capitalize()} CPU per transaction: '
         f"{change.baseline.cpu_us_per_tx or 0:,.1f} µs → "
         f"{change.candidate.cpu_us_per_tx or 0:,.1f} µs.</p>"
     )
+
+
+def _title(cell: CellProfile) -> str:
+    return f"{cell.label}: pgbench" if cell.profile.process == PGBENCH else cell.label
+
+
+def _whose(cell: CellProfile) -> str:
+    return "pgbench" if cell.profile.process == PGBENCH else "server"

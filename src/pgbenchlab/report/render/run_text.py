@@ -65,6 +65,11 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
             f"profiled{extra}: {p['samples']:,} samples at {p['frequency_hz']} Hz, "
             f"{p['lost']:,} lost; `pgbenchlab profile {d['id']}` for its top functions"
         )
+        if p.get("pgbench_samples") is not None:
+            lines.append(
+                f"pgbench profiled too: {p['pgbench_samples']:,} samples; "
+                f"`pgbenchlab profile {d['id']} --process pgbench`"
+            )
     return lines
 
 

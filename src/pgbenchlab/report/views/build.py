@@ -17,7 +17,7 @@ from pgbenchlab.analysis.comparison import compare
 from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan.schema import CONNECTIONS
-from pgbenchlab.profiles import Profile
+from pgbenchlab.profiles import PGBENCH, Profile
 from pgbenchlab.report.views import advice
 from pgbenchlab.report.views.capacity import capacity_views
 from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
@@ -59,12 +59,14 @@ def load_view(
 ) -> ReportView:
     """The view model of one campaign; without ``detail``, no per-second series or histograms."""
     runs = load_runs(store, campaign, detail=detail)
+    ids = [r.id for r in runs] if detail else []
     view = build_view(
         load_campaign(store, campaign),
         load_servers(store, campaign),
         runs,
         baseline=baseline,
-        profiles=store.profiles_by_run([r.id for r in runs]) if detail else {},
+        profiles=store.profiles_by_run(ids),
+        pgbench_profiles=store.profiles_by_run(ids, PGBENCH),
     )
     return replace(view, capacity=tuple(capacity_views(store, campaign)))
 
@@ -77,6 +79,7 @@ def build_view(
     baseline: str | None = None,
     confidence: float = CONFIDENCE,
     profiles: Mapping[int, Profile] | None = None,
+    pgbench_profiles: Mapping[int, Profile] | None = None,
 ) -> ReportView:
     """Everything the outputs show, computed here once: the renderers only print it."""
     dims = run_dims(runs)
@@ -99,7 +102,7 @@ def build_view(
         advice=advice.collect(runs, cells, axes),
         confidence=confidence,
     )
-    profiled = cell_profiles(cells, runs, profiles or {}, [a.key for a in axes])
+    profiled = cell_profiles(cells, runs, profiles or {}, [a.key for a in axes], pgbench_profiles)
     return replace(
         view,
         scans=tuple(report_scans(view)),

@@ -304,7 +304,7 @@ class CellProfile:
     run_ids: tuple[int, ...]
     out_of_statistics: bool  # auto's extra repeat: not in the cell's figures
     transactions: int
-    profile: Profile  # the runs' stacks summed
+    profile: Profile  # the runs' stacks summed (of the server, or of pgbench: profile.process)
     top: tuple[FunctionTime, ...]
 
     @property
@@ -337,7 +337,7 @@ class ReportView:
     scans: tuple[Scan, ...] = ()  # change points along the server and setting axes (`steps`)
     capacity: tuple[CapacityView, ...] = ()  # a capacity campaign's searches
     scalability: tuple[ScalabilityView, ...] = ()  # the USL per series of TPS against clients
-    profiles: tuple[CellProfile, ...] = ()  # per profiled cell
+    profiles: tuple[CellProfile, ...] = ()  # per profiled cell: the server's, then pgbench's
     profile_changes: tuple[ProfileChange, ...] = ()  # candidate cells against the baseline's
 
 

@@ -1,13 +1,23 @@
-"""A run's CPU profile as the outputs show it: top functions, self and total, by backend
-type; and what changed between two runs, in CPU time per committed transaction."""
+"""A run's CPU profile as the outputs show it (the server's, or pgbench's): top functions,
+self and total, by backend type; and what changed between two runs, in CPU time per committed
+transaction."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pgbenchlab.errors import UserError
-from pgbenchlab.profiles import FunctionTime, Profile, ProfileDiff, diff, top_functions
+from pgbenchlab.profiles import (
+    PGBENCH,
+    PROCESSES,
+    SERVER,
+    FunctionTime,
+    Profile,
+    ProfileDiff,
+    diff,
+    top_functions,
+)
 from pgbenchlab.profiles.top import backend_samples
 from pgbenchlab.store import Store
 from pgbenchlab.store.records import RunRecord
@@ -22,6 +32,7 @@ class RunProfile:
     profile: Profile
     top: tuple[FunctionTime, ...]
     backends: dict[str, int]  # samples per backend type
+    also: tuple[str, ...] = ()  # the run's other profiles (PGBENCH beside SERVER, or SERVER)
 
     @property
     def cpu_ms_per_tx(self) -> float | None:
@@ -58,17 +69,25 @@ def profiled_run(run: RunRecord, profile: Profile, limit: int = 15) -> RunProfil
     )
 
 
-def run_profile(store: Store, run_id: int, limit: int = 15) -> RunProfile:
+def run_profile(store: Store, run_id: int, limit: int = 15, process: str = SERVER) -> RunProfile:
+    """The run's profile of the server's processes (or of pgbench: process PGBENCH)."""
     run = store.run_record(run_id)
     if run is None:
         raise UserError(f"no run with id {run_id}; see `pgbenchlab runs`")
-    profile = store.profiles_by_run([run_id]).get(run_id)
+    found = {p: store.profiles_by_run([run_id], p).get(run_id) for p in PROCESSES}
+    profile = found[process]
+    if profile is None and process == PGBENCH and found[SERVER] is not None:
+        raise UserError(
+            f"run {run_id} has no pgbench profile, only the server's: its campaign had "
+            "`profile = false` in [pgbench], or perf recorded nothing of pgbench"
+        )
     if profile is None:
         raise UserError(
             f'run {run_id} has no profile: profile it with `profile = "on"` (or "auto") in '
             "the plan's [defaults]"
         )
-    return profiled_run(run, profile, limit)
+    also = tuple(p for p, other in found.items() if p != process and other is not None)
+    return replace(profiled_run(run, profile, limit), also=also)
 
 
 def compare_profiles(a: RunProfile, b: RunProfile, limit: int = 25) -> ProfileComparison:
@@ -85,6 +104,7 @@ def profile_json(found: RunProfile) -> dict[str, Any]:
         "run": found.label,
         "transactions": found.transactions,
         "tps": found.tps,
+        "process": profile.process,
         "frequency_hz": profile.frequency_hz,
         "samples": profile.samples,
         "lost": profile.lost,

@@ -1,16 +1,16 @@
 """The report's profiles: per cell, its profiled runs merged (stacks summed, transactions
 summed, so CPU per transaction stays exact), the top functions by backend type and a flame
-graph tree pruned to the report's budget; between a baseline server's cell and a candidate's,
-what changed in CPU time per committed transaction."""
+graph tree pruned to the report's budget, for the server's processes and then for pgbench;
+between a baseline server's cell and a candidate's, what changed in CPU time per committed
+transaction."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from itertools import product
 from typing import Any
 
-from pgbenchlab.profiles import Profile, diff, top_functions
+from pgbenchlab.profiles import PROCESSES, Profile, diff, merged, top_functions
 from pgbenchlab.report.views.model import (
     CellProfile,
     CellView,
@@ -20,26 +20,11 @@ from pgbenchlab.report.views.model import (
 )
 
 # Flame graph nodes in the whole page (about 12 bytes each in the page's JSON): a campaign with
-# many profiled cells gets coarser graphs, never a larger file.
+# many profiled cells (or pgbench's graphs beside the server's) gets coarser graphs, never a
+# larger file.
 FLAME_NODES = 40_000
 MAX_NODES_PER_GRAPH = 2_000
 TOP_PER_TYPE = 10
-
-
-def merged(profiles: Sequence[Profile]) -> Profile:
-    """One profile of several runs at the same frequency: stacks and counts summed."""
-    stacks = Counter[str]()
-    for p in profiles:
-        for frames, count in p.stacks():
-            stacks[";".join(frames)] += count
-    first = profiles[0]
-    return replace(
-        first,
-        samples=sum(p.samples for p in profiles),
-        lost=sum(p.lost for p in profiles),
-        folded="".join(f"{s} {n}\n" for s, n in sorted(stacks.items())),
-        seconds=sum(p.seconds or 0 for p in profiles),
-    )
 
 
 def cell_profiles(
@@ -47,10 +32,24 @@ def cell_profiles(
     runs: Sequence[RunView],
     profiles: Mapping[int, Profile],
     axes: Sequence[str] = (),
+    pgbench: Mapping[int, Profile] | None = None,
 ) -> tuple[CellProfile, ...]:
-    """The profiled cells, labelled by server, the axes that vary, and clients."""
+    """The profiled cells, labelled by server, the axes that vary, and clients: each cell's
+    server profile, followed by its pgbench profile when pgbench was profiled too."""
     shown = {"server", "clients", *axes}
     labels = {c.cell_id: ", ".join(f"{k} {v}" for k, v in c.dims if k in shown) for c in cells}
+    clients = {c.cell_id: c for c in _per_cell(runs, pgbench or {}, labels)}
+    found: list[CellProfile] = []
+    for cell in _per_cell(runs, profiles, labels):
+        found.append(cell)
+        if cell.cell_id in clients:
+            found.append(clients.pop(cell.cell_id))
+    return (*found, *clients.values())
+
+
+def _per_cell(
+    runs: Sequence[RunView], profiles: Mapping[int, Profile], labels: Mapping[str, str]
+) -> list[CellProfile]:
     found = []
     for cell_id in dict.fromkeys(r.cell_id for r in runs if r.id in profiles):
         chosen = [r for r in runs if r.cell_id == cell_id and r.id in profiles and r.ok]
@@ -69,18 +68,19 @@ def cell_profiles(
                 tuple(top_functions(profile, TOP_PER_TYPE)),
             )
         )
-    return tuple(found)
+    return found
 
 
 def profile_changes(
     found: Sequence[CellProfile], changes: Sequence[ChangeView], limit: int = 15
 ) -> tuple[ProfileChange, ...]:
-    """Per candidate cell compared with the baseline's (TPS changes name the pairs)."""
-    by_cell = {c.cell_id: c for c in found}
+    """Per candidate cell compared with the baseline's (TPS changes name the pairs), the
+    server's profiles and pgbench's each with its own."""
+    by_cell = {(c.cell_id, c.profile.process): c for c in found}
     pairs = dict.fromkeys((c.baseline_cell_id, c.cell_id) for c in changes if c.metric == "tps")
     result = []
-    for base_id, cand_id in pairs:
-        base, cand = by_cell.get(base_id), by_cell.get(cand_id)
+    for (base_id, cand_id), process in product(pairs, PROCESSES):
+        base, cand = by_cell.get((base_id, process)), by_cell.get((cand_id, process))
         if base and cand and base.transactions and cand.transactions:
             rows = diff(base.profile, base.transactions, cand.profile, cand.transactions)
             result.append(ProfileChange(base, cand, tuple(rows[:limit])))

@@ -12,6 +12,7 @@ from typing import Any
 import zstandard
 
 from pgbenchlab.errors import UserError
+from pgbenchlab.profiles import PGBENCH
 from pgbenchlab.report.views.text import affinity_text
 from pgbenchlab.store import Store, artifact_parts, run_as_dict
 
@@ -51,11 +52,13 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     profile = store.profiles_by_run([run_id]).get(run_id)
     detail["profile"] = None
     if profile is not None:  # the stacks themselves: `pgbenchlab profile RUN_ID`
+        pgbench = store.profiles_by_run([run_id], PGBENCH).get(run_id)
         detail["profile"] = {
             "frequency_hz": profile.frequency_hz,
             "samples": profile.samples,
             "lost": profile.lost,
             "profiled": detail["spec"].get("profile"),
+            "pgbench_samples": pgbench.samples if pgbench else None,
         }
     return detail
 
