@@ -14,6 +14,7 @@ from pgbenchlab import plan
 from pgbenchlab.analysis.connection_cost import connection_costs, ms_per_transaction
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.servers import dsn_connection
+from pgbenchlab.report.views.connection_cost import CostGroup, cost_json
 from pgbenchlab.server import tls
 from pgbenchlab.store import Store
 
@@ -136,6 +137,26 @@ def test_connection_costs_are_differences_of_means_with_welch_intervals() -> Non
     assert tcp.ci_low_ms is not None and tcp.ci_high_ms is not None
     assert tcp.ci_low_ms < tcp.estimate_ms < tcp.ci_high_ms and tcp.runs == (3, 3)
     assert found["TLS on top of a new TCP connection"].estimate_ms == pytest.approx(6.0)
+    assert [(c.cost_of, c.over) for c in found.values()] == [
+        ("new_connection", "tcp"),
+        ("new_connection", "tls"),
+        ("tls", "tcp"),
+    ]
+    group = CostGroup("clients=2", "pg", tuple(found.values()))
+    as_json = cost_json(group, tcp, 0.95)
+    assert as_json == {
+        "server": "pg",
+        "cell": "clients=2",
+        "cost_of": "new_connection",
+        "over": "tcp",
+        "what": "a new connection per transaction over TCP",
+        "estimate_ms": tcp.estimate_ms,
+        "ci_low_ms": tcp.ci_low_ms,
+        "ci_high_ms": tcp.ci_high_ms,
+        "confidence": 0.95,
+        "runs_without": 3,
+        "runs_with": 3,
+    }
     one = connection_costs({("tcp", False): [1.0], ("tcp", True): [5.0]}, 0.95)
     assert one[0].ci_low_ms is None and one[0].estimate_ms == 4.0
     assert ms_per_transaction(2, 200.0) == 10.0 and ms_per_transaction(2, None) is None
