@@ -3,6 +3,7 @@ their dsn, the TLS material a cluster gets, and the connection-cost arithmetic."
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,10 +11,13 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from conftest_report import write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.analysis.connection_cost import connection_costs, ms_per_transaction
+from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.servers import dsn_connection
+from pgbenchlab.report.views.compare import JSON_VERSION
 from pgbenchlab.report.views.connection_cost import CostGroup, cost_json
 from pgbenchlab.server import tls
 from pgbenchlab.store import Store
@@ -168,3 +172,14 @@ def test_runs_stored_before_the_connection_columns_used_the_socket(tmp_path: Pat
     with Store(tmp_path / "results.db") as store:  # migrates it
         rows = store.db.execute("SELECT connection, tls_protocol FROM runs").fetchall()
     assert rows and {tuple(r) for r in rows} == {("socket", None)}
+
+
+def test_compare_json_is_versioned_and_lists_no_cost_where_none_was_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_synthetic(tmp_path)  # no connect or connection axis
+    argv = ["compare", "--results", str(tmp_path), "--baseline", "pg15", "--candidate", "pg18"]
+    assert main([*argv, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["schema_version"] == JSON_VERSION and shown["changes"]
+    assert shown["connection_costs"] == []

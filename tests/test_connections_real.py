@@ -7,6 +7,7 @@ refused by both servers' clients."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -90,12 +91,12 @@ def ran(tmp_path_factory: pytest.TempPathFactory, pg18_build: Pg18Build) -> Iter
         code = code or main(compare)
         code = code or main(["report", "--results", str(results), "--format", "markdown",
                              "-o", str(results / "kinds.md")])  # fmt: skip
-    with _captured(base) as as_json:
+    with redirect_stdout(io.StringIO()) as as_json:  # what compare prints: stdout alone
         code = code or main([*compare, "--json"])
     clusters = cluster_root(results, osuser.server_account())
     try:
         assert len(made) == 2  # each server's password was this one
-        compared = json.loads(as_json.read_text()) if code == 0 else {}
+        compared = json.loads(as_json.getvalue()) if code == 0 else {}
         yield Ran(results, clusters, printed.read_text(), code, compared)
     finally:
         remove_clusters(results)
