@@ -161,13 +161,13 @@ def test_configure_option_rejected(
 def test_meson_build_of_a_postgresql_git_tree(
     pg18_build: Pg18Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    print(f"meson build of the git tree (or cache hit): {pg18_build.seconds:.1f} s")
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(
         f'{pg18_build.recipe}[[server]]\nname = "s"\ninstall = {{ build = "pg18" }}\n'
     )
     assert main(["build", str(plan_file)]) == 0  # the session's build, from the cache
     assert capsys.readouterr().out.startswith("pg18: PostgreSQL 18.")
+    print(f"meson build of the git tree (or cache hit): {pg18_build.seconds:.1f} s")
     made = pg18_build.install
     facts = builds.provenance_of(made)
     assert facts is not None and facts["build_system"] == "meson"
