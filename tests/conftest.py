@@ -1,5 +1,5 @@
-"""Shared fixtures: results directories whose clusters are cleaned up, one real campaign, and
-one headless Chromium.
+"""Shared fixtures: results directories whose clusters are cleaned up, one real campaign, one
+headless Chromium, and the build cache with the suite's TLS-capable PostgreSQL 18.
 
 Tests that need real PostgreSQL or a browser skip loudly when an installation is missing, and
 fail instead under CI (`ci_guard`).
@@ -16,6 +16,7 @@ from hypothesis import settings
 
 import ci_guard
 import netns_hosts
+import pg_builds
 import report_browser
 from pgbenchlab import plan
 from pgbenchlab.campaign import remove_clusters, run_campaign
@@ -56,6 +57,22 @@ def real_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign
     outcome = run_campaign(the_plan, results, reporter)
     yield Campaign(results, the_plan, outcome, reporter)
     remove_clusters(results)
+
+
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The build cache the session's builds share (`pg_builds.cache_root`), for every command."""
+    root = pg_builds.cache_root(tmp_path_factory)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PGBENCHLAB_BUILD_CACHE", str(root))
+        yield root
+
+
+@pytest.fixture(scope="session")
+def pg18_build(build_cache: Path) -> pg_builds.Pg18Build:
+    """PostgreSQL 18 with OpenSSL, built by meson from a git tree once per cache (minutes cold:
+    its users carry a long timeout), then found in it."""
+    return pg_builds.pg18_with_tls(build_cache)
 
 
 @pytest.fixture(scope="session")

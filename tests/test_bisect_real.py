@@ -16,10 +16,9 @@ import pytest
 from bisect_repo import kept_history
 from pgbenchlab.builds.sources import debian_tarball
 from pgbenchlab.cli import main
-from test_builds_real import FAST, build_cache
+from test_builds_real import FAST
 
 pytestmark = pytest.mark.server
-__all__ = ["build_cache"]  # the session's build cache fixture, shared with test_builds_real
 
 SERIES = ["doc", "slow", "broken", "fix", "doc", "doc", "doc"]
 # -O0 builds in about half the time, and the slowdown dwarfs what optimisation changes.

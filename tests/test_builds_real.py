@@ -1,30 +1,26 @@
 """Real builds: Debian's PostgreSQL 13 source package built once (fast configure options) into
 a cache kept between sessions, a second `build` that is a cache hit, a patched build measured
-against its base in a campaign, a configure option PostgreSQL rejects, and a meson build of a
-real PostgreSQL git tree (a repository made from Debian's 18 source, with a fixed commit so
+against its base in a campaign, a configure option PostgreSQL rejects, and the session's meson
+build of a real PostgreSQL git tree (pg_builds.py: Debian's 18 source with a fixed commit, so
 that the cache keeps its build between sessions).
 
-The cache is PGBENCHLAB_TEST_BUILD_CACHE, or /var/cache/pgbenchlab/test-builds as root (the
-server account must reach the binaries), or a session temporary directory.
+The cache is the session's (`build_cache` in conftest.py, `pg_builds.cache_root`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import stat
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pg_builds import Pg18Build, git
 from pgbenchlab import builds, plan
-from pgbenchlab.builds import sources
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.installs import Installation
+from pgbenchlab.pgbench import command
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import run as runview
 from pgbenchlab.store import Store
@@ -64,64 +60,6 @@ scale = [1]
 workload = ["select-only"]
 clients = [1]
 """
-
-
-@pytest.fixture(scope="session")
-def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    configured = os.environ.get("PGBENCHLAB_TEST_BUILD_CACHE")
-    if configured:
-        root = Path(configured)
-    elif os.geteuid() == 0:
-        root = Path("/var/cache/pgbenchlab/test-builds")
-    else:
-        root = tmp_path_factory.mktemp("build-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PGBENCHLAB_BUILD_CACHE", str(root))
-        yield root
-
-
-# The options that make meson's build of 18 fast: what the 13 build leaves out, no procedural
-# languages or NLS, and -O2 without -g (configure's default). It still builds contrib and the
-# test modules (meson's default target), about twice the work of make.
-MESON_FAST = (
-    '["-Dreadline=disabled", "-Dicu=disabled", "-Dzlib=disabled", "-Dnls=disabled", '
-    '"-Dplperl=disabled", "-Dplpython=disabled", "-Dpltcl=disabled", "-Dtap_tests=disabled", '
-    '"-Ddebug=false", "-Doptimization=0"]'
-)
-FIXED_COMMIT = {
-    "GIT_AUTHOR_NAME": "pgbenchlab tests",
-    "GIT_AUTHOR_EMAIL": "tests@pgbenchlab.invalid",
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-    "GIT_COMMITTER_NAME": "pgbenchlab tests",
-    "GIT_COMMITTER_EMAIL": "tests@pgbenchlab.invalid",
-    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-}
-
-
-def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = ["git", "-C", str(repo), "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"]
-    env = {**os.environ, **FIXED_COMMIT}
-    return subprocess.run([*argv, *args], env=env, capture_output=True, text=True, check=True)
-
-
-def git_repo_of_tarball(tarball: Path, repo: Path) -> str:
-    """A git repository whose one commit (tagged "release") is the unpacked tarball, made once
-    (the same tarball always gives the same commit). Returns the commit."""
-    if not (repo / ".git").is_dir():
-        staging = repo.with_name(f".{repo.name}.{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        unpack = ["tar", "-xf", str(tarball), "-C", str(staging), "--strip-components=1"]
-        subprocess.run(unpack, check=True)
-        for args in (
-            ["init", "-q"],
-            ["add", "-A"],
-            ["commit", "-qm", "release"],
-            ["tag", "release"],
-        ):
-            git(staging, *args)
-        staging.rename(repo)
-    return git(repo, "rev-parse", "release").stdout.strip()
 
 
 @pytest.fixture(scope="session")
@@ -221,28 +159,25 @@ def test_configure_option_rejected(
 
 @pytest.mark.timeout(1800)  # cold: a whole meson build on 2 cores, with other work around
 def test_meson_build_of_a_postgresql_git_tree(
-    build_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pg18_build: Pg18Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tarball = sources.debian_tarball("postgresql-18", build_cache)
-    repo = build_cache / "test-repos" / "postgresql-18"  # kept: a warm run reuses it
-    commit = git_repo_of_tarball(tarball, repo)
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(
-        f'[build.pg18]\nsource = "git:{repo}"\nref = "release"\nbuild_system = "meson"\n'
-        f'configure = {MESON_FAST}\n[[server]]\nname = "s"\ninstall = {{ build = "pg18" }}\n'
+        f'{pg18_build.recipe}[[server]]\nname = "s"\ninstall = {{ build = "pg18" }}\n'
     )
-    started = time.monotonic()
-    assert main(["build", str(plan_file)]) == 0
-    took = time.monotonic() - started
+    assert main(["build", str(plan_file)]) == 0  # the session's build, from the cache
     assert capsys.readouterr().out.startswith("pg18: PostgreSQL 18.")
-    print(f"meson build of the git tree (or cache hit): {took:.1f} s")
-    (made,) = builds.ensure_all(plan.parse(plan_file.read_text(), "p.toml", base=tmp_path).builds)
+    print(f"meson build of the git tree (or cache hit): {pg18_build.seconds:.1f} s")
+    made = pg18_build.install
     facts = builds.provenance_of(made)
     assert facts is not None and facts["build_system"] == "meson"
-    assert facts["source"]["kind"] == "git" and facts["source"]["identity"] == commit
+    assert facts["source"]["kind"] == "git" and facts["source"]["identity"] == pg18_build.commit
     assert facts["source"]["ref"] == "release" and facts["version"] == "18.6"
+    assert "-Dssl=openssl" in facts["configure"]
     assert made.version.text.startswith("18.") and made.has_pgbench
+    assert command.supports_tls(made.binary("pgbench"))
     prefix = made.bin_dir.parent
     assert list(prefix.glob("lib/**/pg_stat_statements.so"))
     assert list(prefix.glob("share/**/pg_stat_statements.control"))
-    assert git(repo, "status", "--porcelain").stdout == "", "the checkout is never modified"
+    status = git(pg18_build.repo, "status", "--porcelain").stdout
+    assert status == "", "the checkout is never modified"

@@ -289,7 +289,7 @@ def test_compare_two_campaigns_names_their_common_cells(tmp_path: Path, results_
     as_json = json.loads(
         cli("compare", "cmp-a", "cmp-b", "--json", "--results", results_dir).stdout
     )
-    assert {(c["cell"], c["baseline_n"], c["candidate_n"]) for c in as_json} == {
+    assert {(c["cell"], c["baseline_n"], c["candidate_n"]) for c in as_json["changes"]} == {
         ("clients=2", 1, 1)
     }
 

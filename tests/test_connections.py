@@ -3,6 +3,7 @@ their dsn, the TLS material a cluster gets, and the connection-cost arithmetic."
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,10 +11,14 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from conftest_report import write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.analysis.connection_cost import connection_costs, ms_per_transaction
+from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.servers import dsn_connection
+from pgbenchlab.report.views.compare import JSON_VERSION
+from pgbenchlab.report.views.connection_cost import CostGroup, cost_json
 from pgbenchlab.server import tls
 from pgbenchlab.store import Store
 
@@ -136,6 +141,26 @@ def test_connection_costs_are_differences_of_means_with_welch_intervals() -> Non
     assert tcp.ci_low_ms is not None and tcp.ci_high_ms is not None
     assert tcp.ci_low_ms < tcp.estimate_ms < tcp.ci_high_ms and tcp.runs == (3, 3)
     assert found["TLS on top of a new TCP connection"].estimate_ms == pytest.approx(6.0)
+    assert [(c.cost_of, c.over) for c in found.values()] == [
+        ("new_connection", "tcp"),
+        ("new_connection", "tls"),
+        ("tls", "tcp"),
+    ]
+    group = CostGroup("clients=2", "pg", tuple(found.values()))
+    as_json = cost_json(group, tcp, 0.95)
+    assert as_json == {
+        "server": "pg",
+        "cell": "clients=2",
+        "cost_of": "new_connection",
+        "over": "tcp",
+        "what": "a new connection per transaction over TCP",
+        "estimate_ms": tcp.estimate_ms,
+        "ci_low_ms": tcp.ci_low_ms,
+        "ci_high_ms": tcp.ci_high_ms,
+        "confidence": 0.95,
+        "runs_without": 3,
+        "runs_with": 3,
+    }
     one = connection_costs({("tcp", False): [1.0], ("tcp", True): [5.0]}, 0.95)
     assert one[0].ci_low_ms is None and one[0].estimate_ms == 4.0
     assert ms_per_transaction(2, 200.0) == 10.0 and ms_per_transaction(2, None) is None
@@ -147,3 +172,14 @@ def test_runs_stored_before_the_connection_columns_used_the_socket(tmp_path: Pat
     with Store(tmp_path / "results.db") as store:  # migrates it
         rows = store.db.execute("SELECT connection, tls_protocol FROM runs").fetchall()
     assert rows and {tuple(r) for r in rows} == {("socket", None)}
+
+
+def test_compare_json_is_versioned_and_lists_no_cost_where_none_was_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_synthetic(tmp_path)  # no connect or connection axis
+    argv = ["compare", "--results", str(tmp_path), "--baseline", "pg15", "--candidate", "pg18"]
+    assert main([*argv, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["schema_version"] == JSON_VERSION and shown["changes"]
+    assert shown["connection_costs"] == []

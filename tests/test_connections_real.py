@@ -1,11 +1,14 @@
 """Connection kinds on real servers: one small campaign over the socket, TCP and TLS on a
-managed 15 (TLS: the embedded 18 is built without it) and over the socket and TCP on the
-embedded 18, with -C and without, 2 repeats of 1 s. What it stored (the kind, the negotiated
+managed 15 and on the session's 18 built with OpenSSL (the embedded 18 has no TLS), with -C and
+without, 2 repeats of 1 s, run by that 18's pgbench. What it stored (the kind, the negotiated
 TLS protocol and cipher), where its password went (nowhere), and the connection cost its
-report and compare show; a certificate authority that does not match is refused."""
+report and compare show (as text and JSON); a certificate authority that does not match is
+refused by both servers' clients."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shutil
 import stat
@@ -14,25 +17,34 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
 
+import ci_guard
+from pg_builds import Pg18Build
 from pgbenchlab import installs, osuser
+from pgbenchlab.analysis.connection_cost import KINDS
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.cli import main
+from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench import command
+from pgbenchlab.report.views.compare import JSON_VERSION
 from pgbenchlab.server import Endpoint, ManagedServer, managed, tls
 from pgbenchlab.server.cluster_files import TLS_CA, TLS_KEY
 from pgbenchlab.store import Store
 from support import require_installs
 
-pytestmark = pytest.mark.server
+# The session's 18 may be built here (minutes) when this module runs first or alone.
+pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]
 
 PASSWORD = "pw-connections-" + os.urandom(6).hex()
 PGBENCH_15 = "/usr/lib/postgresql/15/bin/pgbench"
 PLAN = """
+[pgbench]
+install = { build = "pg18" }
 [campaign]
 name = "kinds"
 repeats = 2
@@ -45,14 +57,13 @@ checkpoint = false
 scale = 1
 clients = [2]
 connect = [false, true]
+connection = ["socket", "tcp", "tls"]
 [[server]]
 name = "pg15"
 install = "15"
-connection = ["socket", "tcp", "tls"]
 [[server]]
 name = "pg18"
-install = "embedded"
-connection = ["socket", "tcp"]
+install = { build = "pg18" }
 """
 
 
@@ -62,27 +73,31 @@ class Ran:
     clusters: Path
     printed: str
     exit_code: int
+    compared: dict[str, Any]  # compare --json
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ran]:
+def ran(tmp_path_factory: pytest.TempPathFactory, pg18_build: Pg18Build) -> Iterator[Ran]:
     """The campaign, run by the CLI with every server's password known to the test."""
-    require_installs("15", "embedded")
+    require_installs("15")
     base = tmp_path_factory.mktemp("connections")
-    (base / "kinds.toml").write_text(PLAN)
+    (base / "kinds.toml").write_text(pg18_build.recipe + PLAN)
     results = base / "results"
+    compare = ["compare", "--results", str(results), "--baseline", "pg15", "--candidate", "pg18"]
     with pytest.MonkeyPatch.context() as patch, _captured(base) as printed:
         made: list[int] = []
         patch.setattr(managed.secrets, "token_urlsafe", lambda n: made.append(n) or PASSWORD)
         code = main(["run", str(base / "kinds.toml"), "--results", str(results), "-q"])
-        code = code or main(["compare", "--results", str(results), "--baseline", "pg15",
-                             "--candidate", "pg18"])  # fmt: skip
+        code = code or main(compare)
         code = code or main(["report", "--results", str(results), "--format", "markdown",
                              "-o", str(results / "kinds.md")])  # fmt: skip
+    with redirect_stdout(io.StringIO()) as as_json:  # what compare prints: stdout alone
+        code = code or main([*compare, "--json"])
     clusters = cluster_root(results, osuser.server_account())
     try:
         assert len(made) == 2  # each server's password was this one
-        yield Ran(results, clusters, printed.read_text(), code)
+        compared = json.loads(as_json.getvalue()) if code == 0 else {}
+        yield Ran(results, clusters, printed.read_text(), code, compared)
     finally:
         remove_clusters(results)
 
@@ -102,13 +117,12 @@ def test_every_kind_ran_and_tls_is_in_the_stored_facts(runs: list[dict[str, obje
     kinds = {(r["server"], r["connection"], r["connect"]) for r in runs}
     assert kinds == {
         (server, kind, connect)
-        for server, kinds in (("pg15", ("socket", "tcp", "tls")), ("pg18", ("socket", "tcp")))
-        for kind in kinds
+        for server in ("pg15", "pg18")
+        for kind in ("socket", "tcp", "tls")
         for connect in (0, 1)
     }
     assert all(r["status"] == "ok" for r in runs), runs
-    # The newest pgbench whose libpq has TLS: the embedded 18's has none.
-    assert all(str(r["pgbench_version"]).startswith("pgbench (PostgreSQL) 15.") for r in runs)
+    assert all(str(r["pgbench_version"]).startswith("pgbench (PostgreSQL) 18.") for r in runs)
     for r in runs:
         if r["connection"] == "tls":
             assert str(r["tls_protocol"]).startswith("TLSv1."), r
@@ -125,9 +139,11 @@ def test_the_password_is_in_nothing_written_and_the_key_is_private(ran: Ran) -> 
     for path, data in written:
         assert PASSWORD.encode() not in data, f"the password leaked into {path}"
     assert PASSWORD not in ran.printed
-    (key,) = ran.clusters.rglob(TLS_KEY)
-    assert stat.S_IMODE(key.stat().st_mode) == 0o600
-    assert key.stat().st_uid == osuser.server_account().uid
+    keys = list(ran.clusters.rglob(TLS_KEY))
+    assert len(keys) == 2  # one per server
+    for key in keys:
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+        assert key.stat().st_uid == osuser.server_account().uid
 
 
 def test_the_report_and_compare_show_the_connection_cost(ran: Ran) -> None:
@@ -137,7 +153,7 @@ def test_the_report_and_compare_show_the_connection_cost(ran: Ran) -> None:
         assert "Connection cost per transaction" in text
         assert "TLS on top of a new TCP connection" in text
     rows = [line for line in markdown.splitlines() if "a new connection per transaction" in line]
-    assert len(rows) == 5  # socket, tcp, tls on pg15; socket, tcp on pg18
+    assert len(rows) == 6  # socket, tcp, tls on each server
     # A new connection costs milliseconds; a persistent one's transaction, a fraction of one.
     for row in rows:
         estimate = float(row.split("|")[3].strip())
@@ -145,16 +161,30 @@ def test_the_report_and_compare_show_the_connection_cost(ran: Ran) -> None:
         assert " … " in row.split("|")[4], row  # an interval, from 2 repeats a side
 
 
+def test_compare_json_has_the_connection_costs(ran: Ran) -> None:
+    assert ran.exit_code == 0, ran.printed
+    assert ran.compared["schema_version"] == JSON_VERSION and ran.compared["changes"]
+    costs = ran.compared["connection_costs"]
+    assert {(c["side"], c["server"], c["cost_of"], c["over"]) for c in costs} == {
+        (server, server, cost_of, over)
+        for server in ("pg15", "pg18")
+        for cost_of, over in [*(("new_connection", k) for k in KINDS), ("tls", "tcp")]
+    }
+    for cost in costs:
+        assert cost["ci_low_ms"] < cost["estimate_ms"] < cost["ci_high_ms"], cost
+        assert (cost["runs_without"], cost["runs_with"], cost["confidence"]) == (2, 2, 0.95)
+        assert f"{cost['estimate_ms']:+.3f}" in ran.printed  # the figure the text shows
+        if cost["cost_of"] == "new_connection":
+            assert cost["estimate_ms"] > 0.5, cost
+
+
 def test_an_authority_that_does_not_match_is_refused(tmp_path: Path) -> None:
     require_installs("15")
-    with tls_server() as server:
-        endpoint = server.client_endpoint("tls").with_dbname("postgres")
-        assert _pgbench_select(endpoint, tmp_path).returncode == 0
+    with tls_server(_install("15")) as server:
+        _refused_once_the_authority_changes(server, Path(PGBENCH_15), tmp_path)
         foreign = tls.make_material("127.0.0.1", "another").ca_cert
-        server.host.write_text(server.data_dir / TLS_CA, foreign, mode=0o600, owner=server.account)
-        refused = _pgbench_select(endpoint, tmp_path)
-        assert refused.returncode != 0 and "certificate verify failed" in refused.stderr
-        # An external server's dsn naming that authority: exit 2 before anything starts.
+        # An external server's dsn naming an authority that did not sign its certificate:
+        # exit 2 before anything starts.
         (tmp_path / "ca.crt").write_text(foreign)
         dsn = (
             f"host=127.0.0.1 port={server.port} user=pgbenchlab dbname=postgres "
@@ -189,6 +219,15 @@ def test_tls_is_refused_where_the_server_or_pgbench_lacks_it(tmp_path: Path) -> 
         assert not (tmp_path / "r").exists()
 
 
+def test_the_built_18_refuses_an_authority_that_does_not_match(
+    pg18_build: Pg18Build, tmp_path: Path
+) -> None:
+    ci_guard.require_server_mark()
+    install = osuser.reachable_install(pg18_build.install, osuser.server_account())
+    with tls_server(install) as server:
+        _refused_once_the_authority_changes(server, install.binary("pgbench"), tmp_path)
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 
@@ -219,13 +258,18 @@ def _files(root: Path) -> Iterator[tuple[Path, bytes]]:
             yield path, data
 
 
+def _install(spec: str) -> Installation:
+    return osuser.reachable_install(
+        installs.resolve(spec, installs.discover()), osuser.server_account()
+    )
+
+
 @contextmanager
-def tls_server() -> Iterator[ManagedServer]:
-    """A started managed 15 serving TLS, removed afterwards."""
+def tls_server(install: Installation) -> Iterator[ManagedServer]:
+    """A started managed server of install serving TLS, removed afterwards."""
     account = osuser.server_account()
-    install = osuser.reachable_install(installs.resolve("15", installs.discover()), account)
     home = account.make_dir(Path(tempfile.mkdtemp(prefix="pgbl-tls-", dir="/var/tmp")), 0o755)
-    server = ManagedServer("tls15", install, home / "data", account, {}, tls=True)
+    server = ManagedServer("tls", install, home / "data", account, {}, tls=True)
     server.prepare()
     try:
         yield server
@@ -234,8 +278,19 @@ def tls_server() -> Iterator[ManagedServer]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _pgbench_select(endpoint: Endpoint, cwd: Path) -> command.Completed:
-    """One SELECT 1 by the 15's pgbench over this endpoint."""
+def _refused_once_the_authority_changes(server: ManagedServer, pgbench: Path, cwd: Path) -> None:
+    """pgbench connects over TLS against the cluster's authority, then not once the cluster's
+    authority file (what pgbench verifies against) is another one."""
+    endpoint = server.client_endpoint("tls").with_dbname("postgres")
+    assert _pgbench_select(pgbench, endpoint, cwd).returncode == 0
+    foreign = tls.make_material("127.0.0.1", "another").ca_cert
+    server.host.write_text(server.data_dir / TLS_CA, foreign, mode=0o600, owner=server.account)
+    refused = _pgbench_select(pgbench, endpoint, cwd)
+    assert refused.returncode != 0 and "certificate verify failed" in refused.stderr
+
+
+def _pgbench_select(pgbench: Path, endpoint: Endpoint, cwd: Path) -> command.Completed:
+    """One SELECT 1 by this pgbench over this endpoint."""
     (cwd / "one.sql").write_text("SELECT 1;\n")
-    argv = [PGBENCH_15, "-n", "-t", "1", "-f", str(cwd / "one.sql"), endpoint.dbname]
+    argv = [str(pgbench), "-n", "-t", "1", "-f", str(cwd / "one.sql"), endpoint.dbname]
     return command.execute(argv, endpoint.libpq_env(), cwd=cwd)

@@ -149,4 +149,4 @@ def test_compare_names_the_likely_cause_of_high_variation(tmp_path: Path) -> Non
     assert "High variation between repeats:" in text
     assert "baseline: TPS varies with CV" in text
     assert f"likely cause: run {slow} (-" in text and "other processes used 45% of the CPUs" in text
-    assert json.loads(compare.as_json(changes))[0]["warnings"]
+    assert json.loads(compare.as_json(changes, []))["changes"][0]["warnings"]

@@ -15,7 +15,7 @@ from pgbenchlab.report import write_report
 from pgbenchlab.report.views.profile import compare_profiles, run_profile
 from pgbenchlab.store import Store
 from support import QuietReporter
-from test_builds_real import FAST, build_cache  # noqa: F401 - the shared test build cache
+from test_builds_real import FAST
 
 # -O0 builds in about half the time; at -O0 nothing is inlined, so the call chain is plain.
 UNOPTIMISED = FAST.replace("]", ', "CFLAGS=-O0"]')
@@ -56,7 +56,7 @@ clients = [1]
 def test_a_patched_hot_loop_tops_the_profile_and_the_diff(
     tmp_path: Path,
     results_dir: Path,
-    build_cache: Path,  # noqa: F811
+    build_cache: Path,
 ) -> None:
     the_plan = plan.parse(CAMPAIGN, str(tmp_path / "hot.toml"), base=tmp_path)
     assert all(b.profiling for b in the_plan.needed_builds)

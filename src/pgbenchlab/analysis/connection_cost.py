@@ -12,17 +12,26 @@ from pgbenchlab.analysis.comparison import log_half_width, welch_log_difference
 
 KINDS = ("socket", "tcp", "tls")
 KIND_NAMES = {"socket": "Unix socket", "tcp": "TCP", "tls": "TLS"}
+NEW_CONNECTION, TLS = "new_connection", "tls"
 
 
 @dataclass(frozen=True)
 class ConnectionCost:
-    """Milliseconds a transaction costs more with `what` than without."""
+    """Milliseconds a transaction costs more with `what` than without: a new connection per
+    transaction over a connection kind (`over`), or TLS on top of a new TCP connection."""
 
-    what: str
+    cost_of: str  # NEW_CONNECTION or TLS
+    over: str  # the connection kind it is measured over ("tcp" for TLS)
     estimate_ms: float
     ci_low_ms: float | None  # None with fewer than 2 runs on a side
     ci_high_ms: float | None
     runs: tuple[int, int]  # runs without and with it
+
+    @property
+    def what(self) -> str:
+        if self.cost_of == TLS:
+            return "TLS on top of a new TCP connection"
+        return f"a new connection per transaction over {KIND_NAMES[self.over]}"
 
 
 def ms_per_transaction(clients: int, tps: float | None) -> float | None:
@@ -41,22 +50,22 @@ def connection_costs(
     found = []
     for kind in KINDS:
         if times.get((kind, False)) and times.get((kind, True)):
-            what = f"a new connection per transaction over {KIND_NAMES[kind]}"
-            found.append(_cost(what, times[(kind, False)], times[(kind, True)], confidence))
+            found.append(
+                _cost(NEW_CONNECTION, kind, times[(kind, False)], times[(kind, True)], confidence)
+            )
     if times.get(("tcp", True)) and times.get(("tls", True)):
-        what = "TLS on top of a new TCP connection"
-        found.append(_cost(what, times[("tcp", True)], times[("tls", True)], confidence))
+        found.append(_cost(TLS, "tcp", times[("tcp", True)], times[("tls", True)], confidence))
     return found
 
 
 def _cost(
-    what: str, without: Sequence[float], with_it: Sequence[float], confidence: float
+    cost_of: str, over: str, without: Sequence[float], with_it: Sequence[float], confidence: float
 ) -> ConnectionCost:
     estimate = statistics.fmean(with_it) - statistics.fmean(without)
     runs = (len(without), len(with_it))
     if min(runs) < 2:
-        return ConnectionCost(what, estimate, None, None, runs)
+        return ConnectionCost(cost_of, over, estimate, None, None, runs)
     # Welch's difference of means holds on any scale: here milliseconds, not logarithms.
     diff = welch_log_difference(without, with_it)
     half = log_half_width(diff, confidence)
-    return ConnectionCost(what, estimate, estimate - half, estimate + half, runs)
+    return ConnectionCost(cost_of, over, estimate, estimate - half, estimate + half, runs)

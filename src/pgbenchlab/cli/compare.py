@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from pgbenchlab import jsontext
 from pgbenchlab.cli.common import (
@@ -27,7 +28,7 @@ from pgbenchlab.report.views import compare_series as series
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
 from pgbenchlab.report.views.capacity_tables import comparison_dict, comparison_table
-from pgbenchlab.report.views.connection_cost import cost_groups
+from pgbenchlab.report.views.connection_cost import CostGroup, cost_groups, cost_json
 from pgbenchlab.report.views.model import ReportView, ScalabilityView
 from pgbenchlab.report.views.text import plain_table
 from pgbenchlab.store import Store
@@ -149,11 +150,11 @@ def run(options: CompareOptions) -> int:
             changes = compare.within_campaign(
                 store, options.campaign, baseline, candidate, options.threshold
             )
-        costs = "" if options.json else connection_costs(store, options)
+        sides = cost_sides(store, options)
     if options.json:
-        print(compare.as_json(changes))
+        print(compare.as_json(changes, [d for side in sides for d in side.as_dicts()]))
     else:
-        print(compare.as_text(changes, baseline, candidate) + costs)
+        print(compare.as_text(changes, baseline, candidate) + costs_text(sides))
     if options.fail_on_regression and compare.regressed(changes):
         return EXIT_RUNS_FAILED
     return EXIT_OK
@@ -174,7 +175,22 @@ def print_capacities(
     return EXIT_OK
 
 
-def connection_costs(store: Store, options: CompareOptions) -> str:
+@dataclass(frozen=True)
+class CostSide:
+    """One compared server's (or campaign's) connection costs."""
+
+    name: str
+    view: ReportView
+    groups: list[CostGroup]
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        confidence = self.view.confidence
+        return [
+            {"side": self.name, **cost_json(g, c, confidence)} for g in self.groups for c in g.costs
+        ]
+
+
+def cost_sides(store: Store, options: CompareOptions) -> list[CostSide]:
     """The compared servers' (or campaigns') connection costs, where the campaigns measured
     any: -C against persistent connections, tls against tcp."""
     sides: list[tuple[str, ReportView, str | None]]
@@ -184,12 +200,19 @@ def connection_costs(store: Store, options: CompareOptions) -> str:
     else:
         view = load_view(store, store.campaign_id(options.campaign), detail=False)
         sides = [(str(s), view, str(s)) for s in (options.baseline, options.candidate)]
-    parts = []
-    for name, side_view, server in sides:
-        groups = [g for g in cost_groups(side_view) if server in (None, g.server)]
-        for table in connection_cost_tables(side_view, groups):
-            parts.append(plain_table(replace(table, title=f"{table.title}: {name}")))
-    return "".join(f"\n\n{p}" for p in parts)
+    return [
+        CostSide(name, seen, [g for g in cost_groups(seen) if server in (None, g.server)])
+        for name, seen, server in sides
+    ]
+
+
+def costs_text(sides: list[CostSide]) -> str:
+    tables = [
+        replace(table, title=f"{table.title}: {side.name}")
+        for side in sides
+        for table in connection_cost_tables(side.view, side.groups)
+    ]
+    return "".join(f"\n\n{plain_table(t)}" for t in tables)
 
 
 def run_series(options: CompareOptions, axis: str) -> int:

@@ -8,8 +8,9 @@ the run (repeats), and the verdicts come from `pgbenchlab.analysis.comparison.co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from pgbenchlab import jsontext
 from pgbenchlab.analysis.cells import cell_label, match_cells, match_key, varying_axes
@@ -181,5 +182,15 @@ def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str
     return "\n".join(lines)
 
 
-def as_json(changes: Sequence[CellChange]) -> str:
-    return jsontext.dumps([asdict(c) for c in changes], indent=2)
+# The shape of `compare --json`; version 1 was the bare list of changes.
+JSON_VERSION = 2
+
+
+def as_json(changes: Sequence[CellChange], connection_costs: Sequence[Mapping[str, Any]]) -> str:
+    """compare --json: the cells' changes, and the compared sides' connection costs."""
+    document = {
+        "schema_version": JSON_VERSION,
+        "changes": [asdict(c) for c in changes],
+        "connection_costs": list(connection_costs),
+    }
+    return jsontext.dumps(document, indent=2)

@@ -4,6 +4,7 @@ connection per transaction costs over each kind, and TLS on top of a new TCP con
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pgbenchlab.analysis.connection_cost import (
     ConnectionCost,
@@ -45,3 +46,21 @@ def cost_groups(view: ReportView) -> list[CostGroup]:
         if costs:
             groups.append(CostGroup(title, server, tuple(costs)))
     return groups
+
+
+def cost_json(group: CostGroup, cost: ConnectionCost, confidence: float) -> dict[str, Any]:
+    """One cost for programs: what it is of, over which kind, in which cell, with its interval
+    (None with fewer than 2 runs a side) and the runs behind it."""
+    return {
+        "server": group.server,
+        "cell": group.title,
+        "cost_of": cost.cost_of,
+        "over": cost.over,
+        "what": cost.what,
+        "estimate_ms": cost.estimate_ms,
+        "ci_low_ms": cost.ci_low_ms,
+        "ci_high_ms": cost.ci_high_ms,
+        "confidence": confidence,
+        "runs_without": cost.runs[0],
+        "runs_with": cost.runs[1],
+    }
