@@ -205,6 +205,9 @@ class Bisection:
         )
         probe = replace(classify(against_good, against_bad), index=index)
         detail = f"against good {against_good.reason}; against bad {against_bad.reason}"
+        if probe.outcome == Outcome.UNDECIDED:  # its rounds are spent: measuring it again
+            probe = Probe(index, Outcome.SKIPPED)  # would only repeat them, so it is skipped
+            detail = f"undecided after {rounds.complete} rounds ({detail})"
         self.say(f"  {probe.outcome}: {detail}")
         found = self._found(label, index, probe, rounds.figure(label), detail)
         self._add_step({**found, "relative_to_good": against_good.relative_change})

@@ -133,7 +133,7 @@ def answer_text(record: BisectionRecord) -> str:
     elif answer.get("unsplit"):
         lines.append(
             "the change lies in these commits, which could not be split (they do not build or "
-            "run): " + ", ".join(h[:10] for h in answer["unsplit"])
+            "run, or stayed undecided): " + ", ".join(h[:10] for h in answer["unsplit"])
         )
     else:
         bracket = answer.get("bracket", ["?", "?"])

@@ -1,10 +1,12 @@
-"""--budget binds inside a step: the step's runs stop once it is spent, and the record says the
-search stopped on budget, in which step, after how many rounds, and what range is left.
+"""The search's loop with stand-in builds and runs: --budget binds inside a step (the step's
+runs stop once it is spent, and the record says the search stopped on budget, in which step,
+after how many rounds, and what range is left); a commit still undecided when its rounds are
+spent is skipped, not measured again and again.
 
 Builds and runs are stand-ins: the bisection's build and equipment seams, with recorded pgbench
-output replayed and servers that start nothing (tests/replay.py), each run made to last
-RUN_S; the git history and the results database are real. The real bisection, with real
-builds and servers, is test_bisect_real.py.
+output replayed (every commit measures the same) and servers that start nothing
+(tests/replay.py); the git history and the results database are real. The real bisection,
+with real builds and servers, is test_bisect_real.py.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pytest
 
 from pgbenchlab import report
 from pgbenchlab.bisect import Bisection, BisectRequest
-from pgbenchlab.bisect.search import Kit
+from pgbenchlab.bisect.search import Equip, Kit
 from pgbenchlab.builds import Progress
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.campaign import RESULTS_DB
@@ -84,16 +86,29 @@ def stand_in_build(recipe: BuildRecipe, progress: Progress) -> Installation:
     return Installation("build", Path("/nonexistent/bin"), version, True, True, recipe.name)
 
 
-@contextmanager
-def replayed(plan: Plan, results: Path, built: list[Installation]) -> Iterator[Kit]:
-    ok = Replay(recorded("16", "tpcb-progress"), tuple(golden_log("16", "tpcb")))
-    yield client("16"), StandInServers(plan), ReplayExecutor([ok] * 100, run_s=RUN_S)
+def replayed(run_s: float) -> Equip:
+    """Each step's campaign with recorded runs, each lasting run_s."""
+
+    @contextmanager
+    def equip(plan: Plan, results: Path, built: list[Installation]) -> Iterator[Kit]:
+        ok = Replay(recorded("16", "tpcb-progress"), tuple(golden_log("16", "tpcb")))
+        yield client("16"), StandInServers(plan), ReplayExecutor([ok] * 100, run_s=run_s)
+
+    return equip
 
 
-def bisection(request: BisectRequest) -> Bisection:
+def bisection(request: BisectRequest, run_s: float = RUN_S) -> Bisection:
     return Bisection(
-        request, QuietReporter(), lambda line: None, build=stand_in_build, equip=replayed
+        request, QuietReporter(), lambda line: None, build=stand_in_build, equip=replayed(run_s)
     )
+
+
+def past_the_ends(request: BisectRequest) -> None:
+    """The request's bisection stored as one whose ends are confirmed."""
+    first = bisection(replace(request, budget_s=None))
+    ends = {"step": "ends", "index": None, "outcome": "confirmed", "detail": "stored"}
+    with Store(request.results / RESULTS_DB) as store:
+        store.save_bisection(replace(first.record, steps=(ends,)))
 
 
 def runs_of(results: Path, campaign: str) -> int:
@@ -121,11 +136,7 @@ def test_the_budget_stops_the_ends_step_between_its_runs(request_for: BisectRequ
 def test_a_commit_step_stopped_on_budget_leaves_the_range_to_search(
     request_for: BisectRequest,
 ) -> None:
-    first = bisection(replace(request_for, budget_s=None))
-    ends = {"step": "ends", "index": None, "outcome": "confirmed", "detail": "stored"}
-    with Store(request_for.results / RESULTS_DB) as store:  # as a bisection past its ends
-        store.save_bisection(replace(first.record, steps=(ends,)))
-
+    past_the_ends(request_for)
     record = bisection(request_for).run()
     assert record.status == "budget spent"
     assert record.answer is not None
@@ -139,3 +150,17 @@ def test_a_commit_step_stopped_on_budget_leaves_the_range_to_search(
     results = request_for.results
     page = report.write_bisection(results / RESULTS_DB, "budgeted", results / "bisect.html")
     assert f"budget is spent during step at-{middle[:10]}" in page.read_text()
+
+
+def test_a_commit_still_undecided_when_its_rounds_are_spent_is_skipped(
+    request_for: BisectRequest,
+) -> None:
+    request = replace(request_for, good="main~3", budget_s=None, min_rounds=2, max_rounds=2)
+    past_the_ends(request)
+    record = bisection(request, run_s=0.0).run()  # every commit measures as both ends do
+    assert record.status == "answered"
+    tested = [s for s in record.steps if s["step"].startswith("at-")]
+    assert [s["outcome"] for s in tested] == ["skipped", "skipped"]
+    assert all(s["detail"].startswith("undecided after 2 rounds") for s in tested)
+    assert record.answer is not None
+    assert record.answer["unsplit"] == [c["hash"] for c in record.commits[1:]]
