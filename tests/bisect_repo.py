@@ -21,6 +21,13 @@ SLOW_LOOP = """
 ANCHOR = "\tif (whereToSendOutput == DestRemote)\n\t\tresult = SocketBackend(inBuf);\n"
 POSTGRES_C = "src/backend/tcop/postgres.c"
 BROKEN_C = "src/backend/utils/adt/int.c"
+COMMENTED_C = (  # a "code" commit adds a comment to one of these: a recompile and a relink
+    "src/backend/access/heap/heapam.c",
+    "src/backend/executor/execMain.c",
+    "src/backend/optimizer/path/costsize.c",
+    "src/backend/storage/buffer/bufmgr.c",
+    "src/backend/utils/adt/varlena.c",
+)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -38,8 +45,9 @@ def git(repo: Path, *args: str) -> str:
 
 def make_history(tarball: Path, into: Path, series: list[str]) -> Path:
     """A repository at into/postgresql: the tarball's tree committed, then one commit per
-    entry of series: "doc" (a README line), "slow" (the loop) or "broken" (a syntax error that
-    the next "fix" entry removes). Identical inputs give identical commits."""
+    entry of series: "doc" (a README line), "code" (a comment in a backend C file), "slow" (the
+    loop) or "broken" (a syntax error that the next "fix" entry removes). Identical inputs give
+    identical commits."""
     with tarfile.open(tarball) as archive:
         top = archive.getmembers()[0].name.split("/")[0]
         archive.extractall(into, filter=_ours)
@@ -64,6 +72,9 @@ def _change(repo: Path, kind: str, number: int) -> None:
     if kind == "doc":
         readme = repo / "README"
         readme.write_text(readme.read_text() + f"\nnote {number}\n")
+    elif kind == "code":
+        path = repo / COMMENTED_C[number % len(COMMENTED_C)]
+        path.write_text(path.read_text() + f"\n/* note {number} */\n")
     elif kind == "slow":
         path = repo / POSTGRES_C
         text = path.read_text()

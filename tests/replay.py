@@ -167,12 +167,14 @@ class NoTelemetry:
 @dataclass
 class ReplayExecutor:
     """Hands out recorded pgbench runs in order; datasets and hygiene do nothing (a refused
-    CHECKPOINT when asked); `fail_dataset` names scales whose preparation fails."""
+    CHECKPOINT when asked); `fail_dataset` names scales whose preparation fails; each pgbench
+    call lasts `run_s`."""
 
     replays: list[Replay]
     refuse_checkpoint: bool = False
     fail_dataset: set[int] = field(default_factory=set)
     argvs: list[list[str]] = field(default_factory=list)
+    run_s: float = 0.0
 
     def pgbench(
         self,
@@ -186,6 +188,7 @@ class ReplayExecutor:
     ) -> Completed:
         self.argvs.append(argv)
         replay = self.replays.pop(0)
+        time.sleep(self.run_s)
         if on_start is not None:
             on_start(os.getpid())
         for log in replay.log:

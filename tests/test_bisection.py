@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import given
@@ -16,7 +17,7 @@ from pgbenchlab.analysis.bisection import (
     next_probe,
     steps_needed,
 )
-from pgbenchlab.analysis.comparison import compare
+from pgbenchlab.analysis.comparison import ComparisonVerdict, compare
 
 Oracle = Callable[[int], Probe]
 
@@ -104,6 +105,24 @@ def test_a_commit_is_classified_by_both_comparisons(
     assert probe.outcome == outcome
     if outcome == Outcome.NEITHER:
         assert probe.position is not None and 0.4 < probe.position < 0.6
+
+
+@dataclass(frozen=True)
+class Judged:
+    verdict: ComparisonVerdict
+    relative_change: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+def test_an_interval_reaching_minus_100_percent_places_the_commit_without_failing() -> None:
+    # Two rounds of a 97 % slowdown: the interval's lower bound underflows to -100 %.
+    against_good = Judged(ComparisonVerdict.NOT_ENOUGH_DATA, -0.02, -1.0, 40.0)
+    against_bad = Judged(ComparisonVerdict.REGRESSED, -0.97, -1.0, -0.9)
+    assert classify(against_good, against_bad).outcome == Outcome.UNDECIDED
+    like_bad = Judged(ComparisonVerdict.REGRESSED, -0.97, -1.0, -0.9)
+    same_as_bad = Judged(ComparisonVerdict.WITHIN_NOISE, 0.0, -0.01, 0.01)
+    assert classify(like_bad, same_as_bad).outcome == Outcome.BAD
 
 
 def test_steps_needed() -> None:

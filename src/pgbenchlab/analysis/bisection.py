@@ -107,12 +107,18 @@ def _side(judged: Judged, span: float, origin: float) -> str | None:
     while the interval straddles the middle. origin: where the baseline end sits (0 or 1)."""
     if judged.ci_low is None or judged.ci_high is None:
         return None
-    ends = [origin + math.log1p(judged.ci_low) / span, origin + math.log1p(judged.ci_high) / span]
+    ends = [origin + _log_ratio(judged.ci_low) / span, origin + _log_ratio(judged.ci_high) / span]
     if max(ends) < 0.5:
         return "good"
     if min(ends) > 0.5:
         return "bad"
     return None
+
+
+def _log_ratio(relative: float) -> float:
+    """log(1 + relative); -inf for a bound of -100 %: the bound of an interval so wide (two or
+    three rounds of a large change) that exp of its log bound underflows to 0."""
+    return math.log1p(relative) if relative > -1 else -math.inf
 
 
 def leans_bad(probe: Probe) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,14 @@ from pgbenchlab.analysis.bisection import Answer, Outcome, Probe, bracket, class
 from pgbenchlab.bisect.plans import BisectPlan
 from pgbenchlab.bisect.plans import load as load_plan
 from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
+from pgbenchlab.builds.compile import Progress
 from pgbenchlab.builds.history import first_parent_range
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
 from pgbenchlab.campaign import RESULTS_DB, Reporter, runner
+from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.equipment import equipped
+from pgbenchlab.campaign.executor import Executor
+from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.errors import BuildError, CampaignStopped, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
@@ -29,7 +34,23 @@ from pgbenchlab.results import RunResult
 from pgbenchlab.store import BisectionRecord, Store
 
 Say = Callable[[str], None]
+Build = Callable[[BuildRecipe, Progress], Installation]
+Kit = tuple[PgbenchClient, ServerPool, Executor]
+Equip = Callable[[Plan, Path, list[Installation]], AbstractContextManager[Kit]]
 EXPECTATIONS = ("worse", "better")
+
+
+def build_incrementally(recipe: BuildRecipe, progress: Progress) -> Installation:
+    """A commit's build, through the persistent tree of its source and options."""
+    return builds.ensure(recipe, progress, incremental=True)
+
+
+class BudgetSpent(Exception):
+    """The budget ran out during a step's runs (those finished are stored)."""
+
+    def __init__(self, campaign: str) -> None:
+        super().__init__(campaign)
+        self.campaign = campaign
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,18 @@ class BisectRequest:
 
 
 class Bisection:
-    def __init__(self, request: BisectRequest, reporter: Reporter, say: Say) -> None:
+    """build makes a commit's installation and equip a step's pgbench, servers and executor:
+    the defaults build and run for real; a test may measure something else."""
+
+    def __init__(
+        self,
+        request: BisectRequest,
+        reporter: Reporter,
+        say: Say,
+        *,
+        build: Build = build_incrementally,
+        equip: Equip = equipped,
+    ) -> None:
         if request.metric not in METRICS:
             raise UserError(f"--metric must be one of {', '.join(METRICS)}")
         if request.expect not in EXPECTATIONS:
@@ -67,6 +99,7 @@ class Bisection:
         if not 2 <= request.min_rounds <= request.max_rounds:
             raise UserError("need 2 <= --min-rounds <= --max-rounds")
         self.request, self.reporter, self.say = request, reporter, say
+        self.build, self.equip = build, equip
         self.plan: BisectPlan = load_plan(request.plan, request.source)
         template = self.plan.data["build"][self.plan.build]
         self.source = str(template["source"])
@@ -90,12 +123,31 @@ class Bisection:
             f"and {self.commits[-1].short}; {self.request.metric}, threshold "
             f"{self.request.threshold:.0%}"
         )
-        self._confirm_ends()
-        while not isinstance(found := next_probe(len(self.commits), self._probes()), Answer):
-            if self._budget_spent():
-                return self._save("budget spent", self._answer_so_far())
-            self._step(found)
-        return self._save("answered", self._answer(found))
+        try:
+            self._confirm_ends()
+            while not isinstance(found := next_probe(len(self.commits), self._probes()), Answer):
+                if self._budget_spent():
+                    return self._stop_on_budget(None)
+                self._step(found)
+            return self._save("answered", self._answer(found))
+        except BudgetSpent as spent:
+            return self._stop_on_budget(spent.campaign)
+
+    def _stop_on_budget(self, campaign: str | None) -> BisectionRecord:
+        """The record as the budget leaves it: the range still to search and, when the budget
+        ran out inside a step, that step and its rounds so far (a later run continues them)."""
+        edges = bracket(len(self.commits), self._probes())
+        stopped: dict[str, Any] = {"reason": "budget", "inside": edges.bad - edges.good - 1}
+        where = ""
+        if campaign is not None:
+            rounds = stored_rounds(self.database, campaign, self.metric).complete
+            stopped |= {"step": campaign.removeprefix(f"{self.plan.name}."), "rounds": rounds}
+            where = f" during step {stopped['step']} after {rounds} complete round(s)"
+        good, bad = self.commits[edges.good].short, self.commits[edges.bad].short
+        self.say(
+            f"budget spent{where}; {stopped['inside']} commit(s) left between {good} and {bad}"
+        )
+        return self._save("budget spent", {**self._answer_so_far(), "stopped": stopped})
 
     def _confirm_ends(self) -> None:
         if self.record.steps and self.record.steps[0].get("step") == "ends":
@@ -153,6 +205,9 @@ class Bisection:
         )
         probe = replace(classify(against_good, against_bad), index=index)
         detail = f"against good {against_good.reason}; against bad {against_bad.reason}"
+        if probe.outcome == Outcome.UNDECIDED:  # its rounds are spent: measuring it again
+            probe = Probe(index, Outcome.SKIPPED)  # would only repeat them, so it is skipped
+            detail = f"undecided after {rounds.complete} rounds ({detail})"
         self.say(f"  {probe.outcome}: {detail}")
         found = self._found(label, index, probe, rounds.figure(label), detail)
         self._add_step({**found, "relative_to_good": against_good.relative_change})
@@ -221,24 +276,31 @@ class Bisection:
     def _run_until(
         self, step_plan: Plan, built: list[Installation], enough: Callable[[list[RunResult]], bool]
     ) -> None:
-        """The step's campaign, its runs in order until enough says so (a resumed step
-        continues where it stopped)."""
+        """The step's campaign, its runs in order until enough says so or the budget is spent
+        (BudgetSpent; a resumed step continues where it stopped)."""
         results_dir = self.request.results.resolve()
+        out_of_budget = False
 
         def body(campaign: runner.Campaign, outcome: runner.Outcome, done: set[str]) -> None:
+            nonlocal out_of_budget
             todo = [s for s in step_plan.specs if s.run_key not in done]
             self.reporter.campaign_started(step_plan, todo, len(done))
             for index, spec in enumerate(todo, start=1):
+                if self._budget_spent():
+                    out_of_budget = True
+                    return
                 campaign.run_stored(spec, index, len(todo), outcome)
                 if enough(outcome.results):
                     return
 
-        with equipped(step_plan, results_dir, built) as (pgbench, servers, executor):
+        with self.equip(step_plan, results_dir, built) as (pgbench, servers, executor):
             outcome = runner.drive(
                 step_plan, results_dir, self.reporter, pgbench, servers, executor, body
             )
         if outcome.interrupted:
             raise KeyboardInterrupt
+        if out_of_budget:
+            raise BudgetSpent(step_plan.name)
 
     def _build(self, label: str, commit: str) -> Installation:
         template = self.plan.data["build"][self.plan.build]
@@ -250,7 +312,7 @@ class Bisection:
         def progress(phase: str, elapsed: float) -> None:
             self.say(f"  build {commit[:10]}: {phase} ({elapsed:.0f} s)")
 
-        return builds.ensure(recipe, progress, incremental=True)
+        return self.build(recipe, progress)
 
     # -- the record ---------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from pgbenchlab.cli.common import (
 from pgbenchlab.cli.run import reporter_for
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan.values import Context, parse_seconds
+from pgbenchlab.report.views.bisection import stopped_text
 from pgbenchlab.store import BisectionRecord
 
 
@@ -132,11 +133,13 @@ def answer_text(record: BisectionRecord) -> str:
     elif answer.get("unsplit"):
         lines.append(
             "the change lies in these commits, which could not be split (they do not build or "
-            "run): " + ", ".join(h[:10] for h in answer["unsplit"])
+            "run, or stayed undecided): " + ", ".join(h[:10] for h in answer["unsplit"])
         )
     else:
         bracket = answer.get("bracket", ["?", "?"])
         lines.append(f"the change lies after {bracket[0][:10]} and at or before {bracket[1][:10]}")
+    if stopped := answer.get("stopped"):
+        lines.append(stopped_text(stopped))
     for step in record.steps:
         commit = str(step.get("commit") or "")[:10] or "-"
         lines.append(f"  {step['step']:<16} {commit:<10} {step['outcome']:<10} {step['detail']}")

@@ -46,6 +46,8 @@ def _answer(view: BisectionView) -> str:
     if view.unsplit:
         listed = ", ".join(f"<code>{esc(h[:10])}</code>" for h in view.unsplit)
         return f"<p><strong>The change lies in {listed}</strong>, which could not be split.</p>"
+    if view.stopped:
+        return f"<p><strong>No answer yet</strong>: {esc(view.stopped)}.</p>"
     return "<p>No answer yet: the bisection has not finished.</p>"
 
 

@@ -4,7 +4,9 @@ answer."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pgbenchlab.store import BisectionRecord, Store
 
@@ -33,6 +35,7 @@ class BisectionView:
     first_bad: BisectPoint | None
     change: str | None  # the first bad commit against its parent
     unsplit: tuple[str, ...]  # commits the search could not split (skipped ones)
+    stopped: str | None  # why the search stopped before its answer, and what is left
 
     @property
     def tested(self) -> int:
@@ -74,7 +77,19 @@ def bisection_view(record: BisectionRecord) -> BisectionView:
         bad=str(request.get("bad")), source=str(request.get("source")), commits=len(commits),
         points=tuple(points), first_bad=first_point, change=change,
         unsplit=tuple(answer.get("unsplit", ())),
+        stopped=stopped_text(answer["stopped"]) if answer.get("stopped") else None,
     )  # fmt: skip
+
+
+def stopped_text(stopped: Mapping[str, Any]) -> str:
+    """A search the budget stopped: where, and how many commits the range still holds."""
+    where = ""
+    if "step" in stopped:
+        where = f" during step {stopped['step']} after {stopped['rounds']} complete round(s)"
+    return (
+        f"stopped: the budget is spent{where}; {stopped['inside']} commit(s) between the "
+        "range's ends remain to search (run again with a larger --budget, or none, to continue)"
+    )
 
 
 def _point(
