@@ -34,7 +34,13 @@ from pgbenchlab.server.cluster_files import (
     remove_recorded_socket_dir,
     remove_socket_dir,
 )
-from pgbenchlab.server.endpoint import Endpoint, Server, ServerFacts, query_facts
+from pgbenchlab.server.endpoint import (
+    LOST_NETWORK_OPTIONS,
+    Endpoint,
+    Server,
+    ServerFacts,
+    query_facts,
+)
 from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FILE, settings_text
 
 SUPERUSER = "pgbenchlab"
@@ -111,6 +117,8 @@ class ManagedServer:
             if connection == "tls"
             else {"sslmode": "disable"}
         )
+        if self.remote:  # over a network that may be lost: pgbench fails then, never hangs
+            options |= LOST_NETWORK_OPTIONS
         return Endpoint(self.address, self.port, SUPERUSER, "postgres", options, self._password)
 
     @property
@@ -177,7 +185,7 @@ class ManagedServer:
         try:
             with self.endpoint.connect(timeout=5) as conn:
                 conn.execute("SELECT 1")
-        except psycopg.Error:
+        except (psycopg.Error, OSError):  # OSError: its host unreachable
             return False
         return True
 
