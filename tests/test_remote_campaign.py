@@ -15,6 +15,7 @@ import pytest
 from netns_hosts import TestHosts
 from pgbenchlab import plan
 from pgbenchlab.campaign import run_campaign
+from pgbenchlab.campaign.layout import AUTHORITY_FILE
 from pgbenchlab.cli import main
 from pgbenchlab.hosts.remote import RETRY_AFTER_S
 from pgbenchlab.plan import RunSpec
@@ -250,4 +251,27 @@ def test_a_lost_network_fails_the_run_promptly_and_the_campaign_goes_on(
     assert after.status == RunStatus.OK, after.error
     # pgbench's dbname argument carries them (no environment variable does)
     assert "keepalives_idle=5" in after.argv[-1] and "tcp_user_timeout=10000" in after.argv[-1]
+    assert db_host.leftovers() == []
+
+
+def test_tls_to_a_server_on_another_host_from_a_load_generator(
+    db_host: TestHosts, tmp_path: Path
+) -> None:
+    text = one_server_plan(db_host, "db1").replace(
+        hosts_toml(db_host, "db1"), hosts_toml(db_host, "db1", "lg1")
+    )
+    text = text.replace("[[server]]", '[pgbench]\nhosts = ["lg1"]\n\n[[server]]')
+    text = text.replace('warmup = "0s"', 'warmup = "0s"\nconnection = "tls"')
+    the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+    results = tmp_path / "results"
+    outcome = run_campaign(the_plan, results, QuietReporter())
+    assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
+    telemetry = outcome.results[0].telemetry
+    assert telemetry is not None and str(telemetry.tls_protocol).startswith("TLSv1.")
+    assert telemetry.tls_cipher
+    # pgbench on lg1 verified db1's address against a copy of the cluster's own authority,
+    # kept with the run; the server's key never left db1.
+    (authority,) = results.rglob(AUTHORITY_FILE)
+    assert "BEGIN CERTIFICATE" in authority.read_text()
+    assert not [p for p in results.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
     assert db_host.leftovers() == []

@@ -28,7 +28,13 @@ from pgbenchlab.campaign.executor import (
     Profiling,
 )
 from pgbenchlab.campaign.hosts import run_hosts
-from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
+from pgbenchlab.campaign.layout import (
+    RESULTS_DB,
+    archive,
+    artifact_dir,
+    place_authority,
+    sanitize_argv,
+)
 from pgbenchlab.campaign.measure import (
     Pgbench,
     RunAborted,
@@ -410,6 +416,7 @@ class Campaign:
         hygiene = self.hygiene(spec, endpoint)
         # pgbench alone connects the run's way; the samplers and hygiene keep the admin one.
         client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
+        client = place_authority(client, artifacts)
         warmup_tps = self.pgbench.warmup(spec, client, artifacts, progress, phase)
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import psycopg
@@ -42,9 +42,16 @@ class Endpoint:
     dbname: str
     options: dict[str, str] = field(default_factory=dict)
     password: str | None = field(default=None, repr=False)
+    # TLS to a server on another host: the PEM certificate of the authority to verify it
+    # against, which the client's side gets as a file of its own (sslrootcert).
+    authority: str | None = field(default=None, repr=False)
 
     def with_dbname(self, dbname: str) -> Endpoint:
-        return Endpoint(self.host, self.port, self.user, dbname, self.options, self.password)
+        return replace(self, dbname=dbname)
+
+    def trusting(self, authority_file: str) -> Endpoint:
+        """This endpoint verifying the server against the authority in that file."""
+        return replace(self, options=self.options | {"sslrootcert": authority_file}, authority=None)
 
     def connect(self, *, autocommit: bool = True, timeout: int = 10) -> psycopg.Connection[Any]:
         params: dict[str, Any] = {

@@ -103,23 +103,23 @@ class ManagedServer:
 
     def client_endpoint(self, connection: str) -> Endpoint:
         """How pgbench connects: the socket, TCP with the password, or TLS verified against the
-        cluster's own authority (whose certificate pgbench reads where the server keeps it)."""
+        cluster's own authority (whose certificate pgbench reads where the server keeps it, or,
+        from another host, a copy of it: never the server's key)."""
         if connection == "socket" and not self.remote:
             return self.endpoint
         if connection == "tls" and not self.tls:
             raise RuntimeError(f"server {self.name} was not started with TLS")
-        if connection == "tls" and self.remote:
-            raise RuntimeError(
-                f"server {self.name}: TLS to a server on another host is not built yet"
-            )
-        options = (
-            {"sslmode": "verify-full", "sslrootcert": str(self.data_dir / TLS_CA)}
-            if connection == "tls"
-            else {"sslmode": "disable"}
-        )
+        options = {"sslmode": "verify-full" if connection == "tls" else "disable"}
+        authority = None
+        if connection == "tls" and self.remote:  # its certificate, to be placed beside pgbench
+            authority = self.host.read_text(self.data_dir / TLS_CA)
+        elif connection == "tls":
+            options["sslrootcert"] = str(self.data_dir / TLS_CA)
         if self.remote:  # over a network that may be lost: pgbench fails then, never hangs
             options |= LOST_NETWORK_OPTIONS
-        return Endpoint(self.address, self.port, SUPERUSER, "postgres", options, self._password)
+        return Endpoint(
+            self.address, self.port, SUPERUSER, "postgres", options, self._password, authority
+        )
 
     @property
     def log_path(self) -> Path:
