@@ -20,8 +20,8 @@ on db1, pgbench on lg1) and local (the same server installation and pgbench on t
 also over TCP). remote ÷ local as a paired ratio, and each one's excess over the time pgbench
 ran.
 
-The figure of record: .venv/bin/python bench/remote_overhead.py   (about 7 min: 8 rounds of
-2 × 12 s, then 3 rounds of two campaigns of 4 runs of 3 s + 1 s warmup).
+The figure of record: .venv/bin/python bench/remote_overhead.py   (about 7.5 min: 8 rounds of
+2 × 10 s, then 3 rounds of two campaigns of 4 runs of 3 s + 1 s warmup).
 Smoke test: --rounds 1 --seconds 2 --campaign-rounds 1 --output /tmp/remote_overhead.md.
 Writes bench/remote_overhead.md (--output elsewhere for a smoke test).
 """
@@ -240,7 +240,7 @@ def measure_campaigns(hosts: TestHosts, rounds: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--seconds", type=int, default=12)
+    parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--campaign-rounds", type=int, default=3)
     parser.add_argument("--output", type=Path, default=HERE / "remote_overhead.md")
