@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from psycopg.conninfo import conninfo_to_dict
 
 from conftest_report import write_synthetic
 from pgbenchlab import plan
@@ -19,7 +20,7 @@ from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.servers import dsn_connection
 from pgbenchlab.report.views.compare import JSON_VERSION
 from pgbenchlab.report.views.connection_cost import CostGroup, cost_json
-from pgbenchlab.server import tls
+from pgbenchlab.server import LOST_NETWORK_OPTIONS, Endpoint, tls
 from pgbenchlab.store import Store
 
 MANAGED = """
@@ -120,6 +121,19 @@ def test_the_server_certificate_names_the_address_and_its_authority_signed_it() 
     key = serialization.load_pem_private_key(made.server_key.encode(), None)
     assert key.public_key() == cert.public_key()
     assert tls.covers(tls.make_material("db1.example", "x").server_cert, "db1.example")
+
+
+def test_pgbench_gets_the_lost_network_options_in_its_dbname_argument() -> None:
+    plain = Endpoint("10.0.0.5", 5432, "u", "bench", {"sslmode": "disable"})
+    assert plain.client_dbname((15,)) == "bench"
+    remote = Endpoint("10.0.0.5", 5432, "u", "bench", LOST_NETWORK_OPTIONS | {"sslmode": "disable"})
+    assert (
+        conninfo_to_dict(remote.client_dbname((15,))) == {"dbname": "bench"} | LOST_NETWORK_OPTIONS
+    )
+    # libpq before 12 refuses tcp_user_timeout: its keepalives alone
+    assert "tcp_user_timeout" not in remote.client_dbname((11,))
+    assert "keepalives_idle=5" in remote.client_dbname((9, 6))
+    assert remote.libpq_env() == plain.libpq_env()  # no environment variable carries them
 
 
 def test_connection_costs_are_differences_of_means_with_welch_intervals() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,14 @@ from netns_hosts import TestHosts
 from pgbenchlab import plan
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
 from pgbenchlab.campaign import run_campaign
+from pgbenchlab.campaign.layout import AUTHORITY_FILE
 from pgbenchlab.cli import main
 from pgbenchlab.findings import WarningCode
+from pgbenchlab.hosts.remote import RETRY_AFTER_S
 from pgbenchlab.pgbench.logs import read_log_bytes
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.plan import RunSpec
-from pgbenchlab.results import RunHost, RunStatus
+from pgbenchlab.results import RunHost, RunResult, RunStatus
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 
@@ -262,4 +265,75 @@ def test_two_load_generators_split_a_run(
     shown = capsys.readouterr().out
     assert "load generators (2; TPS is their sum)" in shown
     assert "warning: 2 load generators started" in shown
+
+
+class LinkDownWhileMeasuring(QuietReporter):
+    """Brings db1's network link down as the first run starts measuring, and up again once that
+    run has finished (a network lost for a while)."""
+
+    def __init__(self, hosts: TestHosts) -> None:
+        super().__init__()
+        self.hosts = hosts
+        self.down_at: float | None = None
+        self.down_for_s: float | None = None
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        super().phase(spec, text)
+        if text == "measuring" and self.down_at is None:
+            self.down_at = time.monotonic() + 0.5
+            threading.Timer(0.5, self.hosts.link_down, args=("db1",)).start()
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
+        super().run_finished(spec, result)
+        if self.down_at is not None and self.down_for_s is None:
+            self.down_for_s = time.monotonic() - self.down_at
+            self.hosts.link_up("db1")
+            time.sleep(RETRY_AFTER_S)  # db1 is tried again once that long has passed
+
+
+def test_a_lost_network_fails_the_run_promptly_and_the_campaign_goes_on(
+    db_host: TestHosts, tmp_path: Path
+) -> None:
+    text = one_server_plan(db_host, "db1") + "[matrix]\nclients = [1, 2]\n"
+    the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+    reporter = LinkDownWhileMeasuring(db_host)
+    try:
+        outcome = run_campaign(the_plan, tmp_path / "results", reporter)
+    finally:
+        db_host.link_up("db1")
+    lost, after = outcome.results
+    # pgbench's clients aborted (tcp_user_timeout); the reason: db1 could not be reached
+    assert lost.status == RunStatus.ABORTED, (lost.status, lost.error)
+    assert "host db1: cannot reach" in (lost.error or ""), lost.error
+    assert "was down" not in (lost.error or ""), lost.error
+    # Without keepalives and tcp_user_timeout pgbench waited for the kernel's retransmissions
+    # (some 15 minutes) until killed at 2 × duration + 120 s.
+    assert reporter.down_for_s is not None and reporter.down_for_s < 63, reporter.down_for_s
+    print(f"network down to the run's end: {reporter.down_for_s:.1f} s")
+    assert after.status == RunStatus.OK, after.error
+    # pgbench's dbname argument carries them (no environment variable does)
+    assert "keepalives_idle=5" in after.argv[-1] and "tcp_user_timeout=10000" in after.argv[-1]
+    assert db_host.leftovers() == []
+
+
+def test_tls_to_a_server_on_another_host_from_a_load_generator(
+    db_host: TestHosts, tmp_path: Path
+) -> None:
+    text = one_server_plan(db_host, "db1").replace(
+        hosts_toml(db_host, "db1"), hosts_toml(db_host, "db1", "lg1")
+    )
+    text = text.replace("[[server]]", '[pgbench]\nhosts = ["lg1"]\n\n[[server]]')
+    text = text.replace('warmup = "0s"', 'warmup = "0s"\nconnection = "tls"')
+    the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+    results = tmp_path / "results"
+    outcome = run_campaign(the_plan, results, QuietReporter())
+    assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
+    telemetry = outcome.results[0].telemetry
+    assert telemetry is not None and str(telemetry.tls_protocol).startswith("TLSv1.")
+    assert telemetry.tls_cipher
+    # pgbench on lg1 verified db1's address against a copy of the cluster's own authority,
+    # kept with the run; the server's key never left db1.
+    (authority,) = results.rglob(AUTHORITY_FILE)
+    assert "BEGIN CERTIFICATE" in authority.read_text()
+    assert not [p for p in results.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
     assert db_host.leftovers() == []

@@ -33,17 +33,21 @@ def choose_pgbench(plan: Plan, found: list[Installation], host: Host = LOCAL_HOS
     if plan.pgbench_install == "newest":
         install = installs.newest_pgbench(found)
         if plan.uses_connection("tls"):  # the newest of those whose libpq has TLS, if any
-            install = next((i for i in _pgbench_installs(found) if _has_tls(i)), install)
+            install = next((i for i in _pgbench_installs(found) if _has_tls(i, host)), install)
     else:
         install = installs.resolve(plan.pgbench_install, found, need_server=False)
     text = command.version_of(install.binary("pgbench"), host)
     version = parse_version(text)
-    require_client_features(plan, version, text, install.binary("pgbench"))
+    require_client_features(plan, version, text, install.binary("pgbench"), host)
     return PgbenchClient(install, version, text)
 
 
 def require_client_features(
-    plan: Plan, version: PgVersion, version_text: str, binary: Path | None = None
+    plan: Plan,
+    version: PgVersion,
+    version_text: str,
+    binary: Path | None = None,
+    host: Host = LOCAL_HOST,
 ) -> None:
     """Refuse, before anything starts, options the campaign's pgbench does not have."""
     if version.major < RETRIES_SINCE and any(s.options.max_tries != 1 for s in plan.specs):
@@ -51,7 +55,7 @@ def require_client_features(
             f"{plan.path}: max_tries needs pgbench 15 or later; this campaign's pgbench is "
             f"{version_text.strip()}: remove max_tries or choose a newer [pgbench] install"
         )
-    if plan.uses_connection("tls") and binary and not command.supports_tls(binary):
+    if plan.uses_connection("tls") and binary and not command.supports_tls(binary, host):
         raise PlanError(
             f'{plan.path}: connection "tls" needs a pgbench whose libpq has TLS support; this '
             f"campaign's pgbench ({version_text.strip()}, {binary}) has none: choose another "
@@ -63,5 +67,5 @@ def _pgbench_installs(found: list[Installation]) -> list[Installation]:
     return [i for i in found if i.has_pgbench and not i.build]
 
 
-def _has_tls(install: Installation) -> bool:
-    return command.supports_tls(install.binary("pgbench"))
+def _has_tls(install: Installation, host: Host) -> bool:
+    return command.supports_tls(install.binary("pgbench"), host)

@@ -23,6 +23,8 @@ from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.telemetry.campaign import CampaignTelemetry
 from pgbenchlab.telemetry.records import RunTelemetry
 
+CLIENT_FILES = ("PGSSLROOTCERT",)  # libpq's environment variables naming files it reads
+
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
     from pgbenchlab.store import Store
@@ -169,7 +171,7 @@ class GeneratorExecutor(LocalExecutor):
         try:
             done = super().pgbench(
                 [_moved(arg, str(cwd), str(there)) for arg in argv],
-                env,
+                self._client_files(env, there),
                 cwd=Path(there),  # a path on the generator host
                 on_stderr_line=on_stderr_line,
                 timeout_s=timeout_s,
@@ -180,6 +182,17 @@ class GeneratorExecutor(LocalExecutor):
         finally:
             self.host.remove_tree(there)
         return replace(done, argv=tuple(argv))
+
+    def _client_files(self, env: dict[str, str], there: PurePath) -> dict[str, str]:
+        """env, the files libpq reads on pgbench's side (the authority a TLS server is verified
+        against) copied into the run's directory there."""
+        moved = dict(env)
+        for name in CLIENT_FILES:
+            if name in env:
+                local = Path(env[name])
+                moved[name] = str(there / local.name)
+                self.host.write_text(there / local.name, local.read_text(), mode=0o644)
+        return moved
 
     def prepare_dataset(
         self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool

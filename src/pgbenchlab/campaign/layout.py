@@ -2,7 +2,8 @@
 
 The results database, the managed clusters' root (beside the results, or where the server
 account reaches when running as root), one artifacts directory per run attempt, and the
-archive of pgbench's raw output and logs in it (zstd-compressed, the argv as stored).
+archive of pgbench's raw output and logs in it (zstd-compressed, the argv as stored), beside
+the certificate authority a TLS run verified its server against when that is on another host.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from pgbenchlab import files, osuser
 from pgbenchlab.pgbench import command
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.redaction import redact_setting
+from pgbenchlab.server import Endpoint
 from pgbenchlab.store import artifact_parts
 from pgbenchlab.store.faults import results_writes
 
 RESULTS_DB = "results.db"
+AUTHORITY_FILE = "server-ca.crt"  # the certificate authority pgbench verified a server against
 
 
 def cluster_root(results_dir: Path, account: osuser.OsAccount) -> Path:
@@ -46,6 +49,17 @@ def artifact_dir(results_dir: Path, campaign: str, campaign_id: int, spec: RunSp
     with results_writes(path):
         path.mkdir(parents=True)
     return path
+
+
+def place_authority(endpoint: Endpoint, artifacts: Path) -> Endpoint:
+    """endpoint, verifying its server against an authority written into the run's artifacts
+    (TLS to a server on another host: pgbench, or its generator host's copy, reads it there)."""
+    if endpoint.authority is None:
+        return endpoint
+    path = artifacts / AUTHORITY_FILE
+    with results_writes(path):
+        path.write_text(endpoint.authority)
+    return endpoint.trusting(str(path))
 
 
 def log_files(artifacts: Path) -> list[Path]:

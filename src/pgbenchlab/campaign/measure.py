@@ -50,7 +50,8 @@ class Pgbench:
         on_progress: Callable[[ProgressLine], None],
         on_start: Callable[[int], None] | None = None,
     ) -> command.Completed:
-        argv = command.build_argv(self.client.binary, self.client.version, run, endpoint.dbname)
+        dbname = endpoint.client_dbname(self.client.version.major)
+        argv = command.build_argv(self.client.binary, self.client.version, run, dbname)
 
         def on_line(line: str) -> None:
             parsed = parse_progress_line(line)

@@ -30,7 +30,13 @@ from pgbenchlab.campaign.executor import (
 from pgbenchlab.campaign.fleet import run_origin
 from pgbenchlab.campaign.generators import name_saturated
 from pgbenchlab.campaign.hosts import run_hosts
-from pgbenchlab.campaign.layout import RESULTS_DB, archive, artifact_dir, sanitize_argv
+from pgbenchlab.campaign.layout import (
+    RESULTS_DB,
+    archive,
+    artifact_dir,
+    place_authority,
+    sanitize_argv,
+)
 from pgbenchlab.campaign.measure import (
     Pgbench,
     RunAborted,
@@ -311,17 +317,23 @@ class Campaign:
         )
 
     def describe(self, error: object, server: Server | None) -> str:
-        """The error, with the server's log when it went down (and restarted for the next)."""
-        text = str(error)
-        if server is not None and server.managed and not server.is_alive():
+        """The error, with the server's log when it went down (and restarted for the next), or
+        why its host could not be reached."""
+        text, down = str(error), ""
+        if server is None or not server.managed:
+            return text
+        try:
+            if server.is_alive():
+                return text
             problems = server.log_problems() or server.log_tail(3)
-            text += f" [server {server.name} was down; its log: {' | '.join(problems)}]"
-            try:
-                server.restart()
-                self.reporter.note(f"restarted server {server.name} after a failed run")
-            except UserError as exc:
-                text += f" [restart failed: {exc}]"
-        return text
+            down = f" [server {server.name} was down; its log: {' | '.join(problems)}]"
+            server.restart()
+        except UserError as exc:
+            return f"{text}{down} [restart failed: {exc}]"
+        except OSError as exc:  # its host unreachable (a network lost): nothing known of it
+            return f"{text} [{exc}]"
+        self.reporter.note(f"restarted server {server.name} after a failed run")
+        return text + down
 
     def prepare_server(self, spec: RunSpec) -> Server:
         self.reporter.phase(spec, "server")
@@ -411,6 +423,7 @@ class Campaign:
         hygiene = self.hygiene(spec, endpoint)
         # pgbench alone connects the run's way; the samplers and hygiene keep the admin one.
         client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
+        client = place_authority(client, artifacts)
         warmup_tps = self.pgbench.warmup(spec, client, artifacts, progress, phase)
         sampling = sampling_rate(spec, warmup_tps)
         phase("measuring")

@@ -63,7 +63,7 @@ class Servers:
                 install = self.install(server)
                 check_settings(server, self.plan, install, self.hosts.get(server.host))
                 if self.plan.uses_connection("tls", server.name):
-                    check_tls(server, self.plan, install)
+                    check_tls(server, self.plan, install, self.hosts.get(server.host))
                 if server.data_dir and server.host is None:
                     self.check_data_dir(Path(server.data_dir))
                 elif server.data_dir:
@@ -225,16 +225,9 @@ def check_settings(
             raise ServerError(problem, where=f"{plan.path}: server {server.name}")
 
 
-def check_tls(server: ServerPlan, plan: Plan, install: Installation) -> None:
-    """connection = "tls" needs a server built with TLS support, on this machine (pgbench reads
-    the cluster's authority where the server keeps it)."""
-    if server.host is not None:
-        raise ServerError(
-            f'server {server.name}: connection "tls" to a server on another host is not built '
-            'yet; use "tcp" for it',
-            where=plan.path,
-        )
-    if server_module.settings_problem(install, {"ssl": "on"}) is not None:
+def check_tls(server: ServerPlan, plan: Plan, install: Installation, host: Host) -> None:
+    """connection = "tls" needs a server built with TLS support (on its host)."""
+    if server_module.settings_problem(install, {"ssl": "on"}, host) is not None:
         raise ServerError(
             f'server {server.name}: connection "tls" needs a PostgreSQL built with TLS support '
             f"(--with-openssl); installation {install.name} ({install.version.text}) has none: "

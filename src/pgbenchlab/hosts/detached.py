@@ -10,6 +10,7 @@ in argv. The output files are followed over SSH and passed on line by line.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import queue
@@ -68,6 +69,27 @@ _, status, usage = os.wait4(pid, 0)
 put("exit", json.dumps({"returncode": os.waitstatus_to_exitcode(status),
                         "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
 """
+
+
+# A file's lock held there (`remote.RemoteLockedFile`): the holder lets go when its stdin
+# closes or stays silent for LOCK_SILENCE_S, so a connection lost without a word (a network
+# down), whose session sshd keeps for hours, does not keep the lock with it.
+LOCK_SILENCE_S = 30
+HEARTBEAT_S = 5
+LOCK_HOLDER = f"""
+import os, select
+print("locked", flush=True)
+while select.select([0], [], [], {LOCK_SILENCE_S})[0] and os.read(0, 64):
+    pass
+"""
+
+
+async def heartbeat(process: asyncssh.SSHClientProcess[str]) -> None:
+    """A line to a lock holder every HEARTBEAT_S, until cancelled or the connection goes."""
+    with contextlib.suppress(Exception):
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            process.stdin.write(".\n")
 
 
 def monitor_command(directory: PurePosixPath, cwd: str, argv: list[str]) -> str:

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shlex
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import PurePath, PurePosixPath
@@ -24,9 +25,11 @@ from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.detached import (
     KILLED,
+    LOCK_HOLDER,
     PROCS_DIR,
     STATE_DIR,
     RemoteProcess,
+    heartbeat,
     monitor_command,
     parse_exit,
 )
@@ -35,6 +38,9 @@ from pgbenchlab.hosts.ssh import Target, sftp_error
 
 READ_CHUNK = 1 << 20
 LOCAL_ONLY_ENV = frozenset({"PATH", "HOME"})
+# After a failed reconnection every call fails at once for this long, with the same reason:
+# a host gone from the network costs one connection timeout, not one per file read.
+RETRY_AFTER_S = 5
 ENV_READER = 'while IFS= read -r v && [ -n "$v" ]; do export "$v"; done; '
 
 
@@ -61,6 +67,7 @@ class RemoteHost:
         self._facts: dict[str, str] = {}
         self._forwards: dict[str, int] = {}
         self._was_connected = False
+        self._lost: tuple[float, str] | None = None  # a failed reconnection: until when, why
 
     # -- connection --------------------------------------------------------------------------
 
@@ -69,13 +76,14 @@ class RemoteHost:
             self._sftp = None
             self._forwards.clear()
             self._connection = None
+            if self._lost is not None and time.monotonic() < self._lost[0]:
+                raise ConnectionError(self._lost[1])  # tried moments ago: not again yet
             try:
                 self._connection = await ssh.open_connection(self.target)
             except HostError as exc:
-                if (
-                    self._was_connected
-                ):  # mid-campaign: an OSError like any lost file or process, not exit 2
-                    raise ConnectionError(f"connection lost, {exc}") from None
+                if self._was_connected:  # mid-campaign: an OSError like any lost file, not exit 2
+                    self._lost = (time.monotonic() + RETRY_AFTER_S, f"connection lost, {exc}")
+                    raise ConnectionError(self._lost[1]) from None
                 raise
             self._was_connected = True
         return self._connection
@@ -382,26 +390,28 @@ class RemoteTail:
 
 
 class RemoteLockedFile:
-    """A remote file held under flock by a `flock … cat` there: released when its stdin
-    closes, or when the connection (or this pgbenchlab) goes."""
+    """A remote file held under flock by a small holder there, which lets go when its stdin
+    closes, when the connection (or this pgbenchlab) goes, or when this side's heartbeat stops
+    (`detached.LOCK_HOLDER`)."""
 
     BUSY = 75
 
     def __init__(self, host: RemoteHost, path: PurePosixPath) -> None:
         self.host = host
         self.path = path
+        self._beat: asyncio.Task[None] | None = None
         self._process: asyncssh.SSHClientProcess[str] | None = ssh.call(self._hold())
 
     async def _hold(self) -> asyncssh.SSHClientProcess[str]:
         connection = await self.host.connection()
-        holder = "echo locked; exec cat >/dev/null"
         flock = f"flock -n -E {self.BUSY} {shlex.quote(str(self.path))}"
-        command = f"umask 077; exec {flock} sh -c {shlex.quote(holder)}"
+        command = f"umask 077; exec {flock} python3 -c {shlex.quote(LOCK_HOLDER)}"
         process = await connection.create_process(command)
         first = await asyncio.wait_for(process.stdout.readline(), 30)
         if first.strip() != "locked":
             process.close()
             raise BlockingIOError(f"host {self.host.name}: {self.path} is locked by another")
+        self._beat = asyncio.create_task(heartbeat(process))
         return process
 
     def read_text(self) -> str:
@@ -420,5 +430,10 @@ class RemoteLockedFile:
         if self._process is not None:
             process, self._process = self._process, None
             with contextlib.suppress(Exception):
-                process.stdin.write_eof()
-                ssh.call(process.wait(), timeout=10)
+                ssh.call(self._let_go(process), timeout=10)
+
+    async def _let_go(self, process: asyncssh.SSHClientProcess[str]) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+        process.stdin.write_eof()
+        await process.wait()

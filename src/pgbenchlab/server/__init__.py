@@ -21,6 +21,7 @@ from pgbenchlab.server.cluster_files import (
     stop_leftover,
 )
 from pgbenchlab.server.endpoint import (
+    LOST_NETWORK_OPTIONS,
     RESERVED_SETTINGS,
     Endpoint,
     Server,
@@ -40,6 +41,7 @@ from pgbenchlab.server.settings import (
 __all__ = [
     "BASE_SETTINGS",
     "LOG_FILE",
+    "LOST_NETWORK_OPTIONS",
     "MARKER",
     "PER_TRANSACTION",
     "RESERVED_SETTINGS",

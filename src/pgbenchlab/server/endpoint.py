@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import psycopg
@@ -18,6 +18,19 @@ RESERVED_SETTINGS = frozenset(
     | {"ssl", "ssl_cert_file", "ssl_key_file"}
 )
 
+# A client on another host notices a lost network within about 10 s: data left unacknowledged
+# (tcp_user_timeout) or an idle connection's keepalives unanswered, where the kernel's defaults
+# wait some 15 minutes. libpq reads these from no environment variable: they reach pgbench in
+# its dbname argument, a connection string it expands (`Endpoint.client_dbname`).
+LOST_NETWORK_OPTIONS = {
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "10000",
+}
+TCP_USER_TIMEOUT_SINCE = (12,)  # the libpq that knows it; an older one refuses the string
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -29,9 +42,16 @@ class Endpoint:
     dbname: str
     options: dict[str, str] = field(default_factory=dict)
     password: str | None = field(default=None, repr=False)
+    # TLS to a server on another host: the PEM certificate of the authority to verify it
+    # against, which the client's side gets as a file of its own (sslrootcert).
+    authority: str | None = field(default=None, repr=False)
 
     def with_dbname(self, dbname: str) -> Endpoint:
-        return Endpoint(self.host, self.port, self.user, dbname, self.options, self.password)
+        return replace(self, dbname=dbname)
+
+    def trusting(self, authority_file: str) -> Endpoint:
+        """This endpoint verifying the server against the authority in that file."""
+        return replace(self, options=self.options | {"sslrootcert": authority_file}, authority=None)
 
     def connect(self, *, autocommit: bool = True, timeout: int = 10) -> psycopg.Connection[Any]:
         params: dict[str, Any] = {
@@ -60,6 +80,20 @@ class Endpoint:
         if self.password is not None:
             env["PGPASSWORD"] = self.password
         return env
+
+    def client_dbname(self, libpq: tuple[int, ...]) -> str:
+        """pgbench's dbname argument: the database's name, or a connection string naming it
+        with the lost-network options this endpoint has (those a libpq of that version knows):
+        no environment variable carries them."""
+        extra = {
+            k: v
+            for k, v in self.options.items()
+            if k in LOST_NETWORK_OPTIONS
+            and (k != "tcp_user_timeout" or libpq >= TCP_USER_TIMEOUT_SINCE)
+        }
+        if not extra:
+            return self.dbname
+        return " ".join(f"{k}={v}" for k, v in {"dbname": self.dbname, **extra}.items())
 
     def public(self) -> dict[str, str]:
         """What may be recorded about this endpoint: no password, no local socket path."""

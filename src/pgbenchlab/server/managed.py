@@ -34,7 +34,13 @@ from pgbenchlab.server.cluster_files import (
     remove_recorded_socket_dir,
     remove_socket_dir,
 )
-from pgbenchlab.server.endpoint import Endpoint, Server, ServerFacts, query_facts
+from pgbenchlab.server.endpoint import (
+    LOST_NETWORK_OPTIONS,
+    Endpoint,
+    Server,
+    ServerFacts,
+    query_facts,
+)
 from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FILE, settings_text
 
 SUPERUSER = "pgbenchlab"
@@ -97,21 +103,23 @@ class ManagedServer:
 
     def client_endpoint(self, connection: str) -> Endpoint:
         """How pgbench connects: the socket, TCP with the password, or TLS verified against the
-        cluster's own authority (whose certificate pgbench reads where the server keeps it)."""
+        cluster's own authority (whose certificate pgbench reads where the server keeps it, or,
+        from another host, a copy of it: never the server's key)."""
         if connection == "socket" and not self.remote:
             return self.endpoint
         if connection == "tls" and not self.tls:
             raise RuntimeError(f"server {self.name} was not started with TLS")
-        if connection == "tls" and self.remote:
-            raise RuntimeError(
-                f"server {self.name}: TLS to a server on another host is not built yet"
-            )
-        options = (
-            {"sslmode": "verify-full", "sslrootcert": str(self.data_dir / TLS_CA)}
-            if connection == "tls"
-            else {"sslmode": "disable"}
+        options = {"sslmode": "verify-full" if connection == "tls" else "disable"}
+        authority = None
+        if connection == "tls" and self.remote:  # its certificate, to be placed beside pgbench
+            authority = self.host.read_text(self.data_dir / TLS_CA)
+        elif connection == "tls":
+            options["sslrootcert"] = str(self.data_dir / TLS_CA)
+        if self.remote:  # over a network that may be lost: pgbench fails then, never hangs
+            options |= LOST_NETWORK_OPTIONS
+        return Endpoint(
+            self.address, self.port, SUPERUSER, "postgres", options, self._password, authority
         )
-        return Endpoint(self.address, self.port, SUPERUSER, "postgres", options, self._password)
 
     @property
     def log_path(self) -> Path:
@@ -177,7 +185,7 @@ class ManagedServer:
         try:
             with self.endpoint.connect(timeout=5) as conn:
                 conn.execute("SELECT 1")
-        except psycopg.Error:
+        except (psycopg.Error, OSError):  # OSError: its host unreachable
             return False
         return True
 

@@ -42,7 +42,11 @@ class AffinityWatch:
 
     def check(self, postmaster: int | None, pgbench: int | None) -> None:
         if postmaster is not None:
-            for pid in [postmaster, *child_pids(self.proc, postmaster, self.host)]:
+            try:
+                children = child_pids(self.proc, postmaster, self.host)
+            except OSError:  # its host unreachable (a network lost): the sampler goes on
+                children = []
+            for pid in [postmaster, *children]:
                 self._note(SERVER, pid)
         if pgbench is not None:
             self._note(PGBENCH, pgbench)

@@ -1,0 +1,328 @@
+"""Remote overhead: pgbench driven over SSH against the same pgbench started by hand, and a
+remote campaign's wall time against the same campaign run on this machine.
+
+Hosts: network namespaces on one bridge, each with its own sshd (tests/netns_hosts.py; root
+only): the server on db1 (Debian's PostgreSQL 15, managed by pgbenchlab there), pgbench on lg1.
+
+(a) TPS, interleaved round by round (the order rotates), on one server and one dataset
+(select-only, scale 10, 4 clients, -M prepared, -P 1 and the per-transaction log at the rate
+"auto" picks, connected over TCP as a campaign connects):
+  lab    the campaign's own call: `campaign.measure.Pgbench.run` through the
+         `GeneratorExecutor` of lg1 (started detached over SSH, output followed, logs brought
+         back);
+  hand   the same argv and environment, started by hand in lg1's network namespace
+         (`ip netns exec`), its log written on this machine.
+  lab ÷ hand as a paired ratio with its 95 % interval. Requirement: ≥ 0.98.
+
+(b) Wall time of a small campaign through the command line (`pgbenchlab run PLAN`, a fresh
+process on an empty results directory, its HTML report included), interleaved: remote (server
+on db1, pgbench on lg1) and local (the same server installation and pgbench on this machine,
+also over TCP). remote ÷ local as a paired ratio, and each one's excess over the time pgbench
+ran.
+
+The figure of record: .venv/bin/python bench/remote_overhead.py   (about 7.5 min: 8 rounds of
+2 × 10 s, then 3 rounds of two campaigns of 4 runs of 3 s + 1 s warmup).
+Smoke test: --rounds 1 --seconds 2 --campaign-rounds 1 --output /tmp/remote_overhead.md.
+Writes bench/remote_overhead.md (--output elsewhere for a smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import HERE, REPO, SCALE, Provenance, Ratio, paired_ratio, rotated
+from pgbenchlab import installs, plan
+from pgbenchlab.campaign import remove_clusters
+from pgbenchlab.campaign.client import choose_pgbench
+from pgbenchlab.campaign.executor import GeneratorExecutor
+from pgbenchlab.campaign.hosts import CampaignHosts
+from pgbenchlab.campaign.measure import Pgbench, measured_invocation, sampling_rate
+from pgbenchlab.campaign.servers import Servers
+from pgbenchlab.pgbench.report import parse_report
+from pgbenchlab.server import Endpoint
+
+sys.path.insert(0, str(REPO / "tests"))
+from netns_hosts import TestHosts, unavailable  # the tests' own hosts
+
+CLI = Path(sys.executable).with_name("pgbenchlab")  # the virtualenv's entry point
+MODES = ("lab", "hand")
+CAMPAIGN_MODES = ("remote", "local")
+WORKLOAD = "select-only"
+CAMPAIGN_RUNS = """
+[defaults]
+duration = "3s"
+warmup = "1s"
+connection = "tcp"
+
+[matrix]
+scale = [1]
+workload = ["select-only", "tpcb-like"]
+clients = [1, 4]
+"""
+
+
+def hosts_toml(hosts: TestHosts) -> str:
+    return "".join(
+        f'[[host]]\nname = "{name}"\nssh = "{hosts.ssh_target(name)}"\n'
+        f'identity = "{hosts.identity}"\nknown_hosts = "{hosts.known_hosts}"\n'
+        for name in ("db1", "lg1")
+    )
+
+
+def remote_plan(hosts: TestHosts, name: str, body: str) -> str:
+    return (
+        f'[campaign]\nname = "{name}"\n\n{hosts_toml(hosts)}\n[pgbench]\nhosts = ["lg1"]\n\n'
+        f'[[server]]\nname = "pg15"\nhost = "db1"\ninstall = "15"\n{body}'
+    )
+
+
+def local_plan(name: str, body: str) -> str:
+    return f'[campaign]\nname = "{name}"\n\n[[server]]\nname = "pg15"\ninstall = "15"\n{body}'
+
+
+# -- (a) TPS: pgbench over SSH against pgbench by hand -------------------------------------------
+
+
+@dataclass
+class Generator:
+    """The lab's pgbench on lg1 and the by-hand command beside it, against one dataset."""
+
+    pgbench: Pgbench
+    endpoint: Endpoint  # how pgbench connects (TCP to db1)
+    namespace: str  # lg1's network namespace
+    spec: plan.RunSpec
+    work: Path
+
+    def lab(self, sampling: float | None) -> tuple[float, list[str]]:
+        """TPS of the campaign's own call, and the argv it ran (paths on this machine)."""
+        artifacts = self._fresh("lab")
+        run = measured_invocation(self.spec, artifacts, sampling)
+        done = self.pgbench.run(self.endpoint, run, artifacts, lambda _line: None)
+        if done.returncode != 0:
+            raise SystemExit(f"pgbench on lg1 exited {done.returncode}: {done.stderr[-500:]}")
+        return _tps(done.stdout), [a.replace(str(artifacts), "{LOGS}") for a in done.argv]
+
+    def hand(self, argv: list[str]) -> float:
+        logs = self._fresh("hand")
+        env = {"PATH": "/usr/bin:/bin", "PG_COLOR": "never", **self.endpoint.libpq_env()}
+        done = subprocess.run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.namespace,
+                *(a.replace("{LOGS}", str(logs)) for a in argv),
+            ],
+            env=env,
+            cwd=logs,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"pgbench by hand exited {done.returncode}: {done.stderr[-500:]}")
+        return _tps(done.stdout)
+
+    def _fresh(self, name: str) -> Path:
+        path = self.work / name
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir()
+        return path
+
+
+def _tps(stdout: str) -> float:
+    tps = parse_report(stdout).tps
+    assert tps is not None
+    return tps
+
+
+@contextmanager
+def generator(hosts: TestHosts, seconds: int, clients: int) -> Iterator[Generator]:
+    """A managed server on db1 with a scale-10 dataset, pgbench on lg1: the campaign's own
+    classes, as `pgbenchlab run` sets them up."""
+    body = f'[defaults]\nduration = "{seconds}s"\nconnection = "tcp"\n'
+    body += f'[matrix]\nscale = [{SCALE}]\nworkload = ["{WORKLOAD}"]\nclients = [{clients}]\n'
+    work = Path(tempfile.mkdtemp(prefix="pgbl-remote-"))
+    the_plan = plan.parse(remote_plan(hosts, "tps", body), str(work / "tps.toml"), base=work)
+    campaign_hosts = CampaignHosts(the_plan)
+    servers = Servers(the_plan, work, installs.discover(), campaign_hosts)
+    try:
+        campaign_hosts.check()
+        servers.claim()
+        spec = the_plan.specs[0]
+        server, _ = servers.get(spec)
+        lg1 = campaign_hosts.get("lg1")
+        client = choose_pgbench(the_plan, campaign_hosts.installations("lg1"), lg1)
+        executor = GeneratorExecutor(lg1)
+        prepared = executor.prepare_dataset(
+            server, SCALE, pgbench=client.binary, work_dir=work, force=True
+        )
+        endpoint = server.client_endpoint("tcp").with_dbname(prepared.endpoint.dbname)
+        namespace = hosts.hosts["lg1"].namespace
+        yield Generator(Pgbench(client, executor), endpoint, namespace, spec, work)
+    finally:
+        servers.stop_all()
+        servers.release()
+        campaign_hosts.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_tps(hosts: TestHosts, args: argparse.Namespace) -> dict[str, list[float]]:
+    with generator(hosts, args.seconds, args.clients) as lg1:
+        warmup_tps, _ = lg1.lab(None)  # untimed: caches warm, and the log's sampling rate
+        sampling = sampling_rate(lg1.spec, warmup_tps)
+        _, argv = lg1.lab(sampling)
+        found: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for round_no in range(args.rounds):
+            for mode in rotated(MODES, round_no):
+                found[mode].append(lg1.lab(sampling)[0] if mode == "lab" else lg1.hand(argv))
+            print("tps round", round_no + 1, {m: round(v[-1]) for m, v in found.items()})
+        return found
+
+
+# -- (b) wall time: a remote campaign against the same campaign here -----------------------------
+
+
+def timed_cli(argv: list[str]) -> float:
+    """The wall seconds of one CLI process, which must succeed (a failed run is no figure)."""
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{argv} exited {done.returncode}: {done.stdout[-500:]}{done.stderr}")
+    return wall
+
+
+def campaign_wall(hosts: TestHosts, mode: str, round_no: int) -> float:
+    """One campaign through the command line on an empty results directory; its clusters go
+    afterwards (outside the time), so every campaign makes its own."""
+    name = f"overhead{round_no}"
+    work = Path(tempfile.mkdtemp(prefix="pgbl-remote-campaign-"))
+    text = (
+        remote_plan(hosts, name, CAMPAIGN_RUNS)
+        if mode == "remote"
+        else local_plan(name, CAMPAIGN_RUNS)
+    )
+    plan_file = work / f"{mode}.toml"
+    plan_file.write_text(text)
+    results = work / "results"
+    try:
+        wall = timed_cli([str(CLI), "run", str(plan_file), "--results", str(results), "-q"])
+    finally:
+        remove_clusters(results)
+        if mode == "remote":
+            db1 = CampaignHosts(plan.load(plan_file))
+            db1.get("db1").remove_tree(db1.get("db1").state_dir() / "clusters" / name)
+            db1.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return wall
+
+
+def measure_campaigns(hosts: TestHosts, rounds: int) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {mode: [] for mode in CAMPAIGN_MODES}
+    for round_no in range(rounds):
+        for mode in rotated(CAMPAIGN_MODES, round_no):
+            found[mode].append(campaign_wall(hosts, mode, round_no))
+        print("campaign round", round_no + 1, {m: round(v[-1], 1) for m, v in found.items()})
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--campaign-rounds", type=int, default=3)
+    parser.add_argument("--output", type=Path, default=HERE / "remote_overhead.md")
+    args = parser.parse_args()
+    missing = unavailable()
+    if missing:
+        raise SystemExit(missing)
+    provenance = Provenance.start()
+    hosts = TestHosts()
+    try:
+        hosts.add("db1")
+        hosts.add("lg1")
+        tps = measure_tps(hosts, args)
+        walls = measure_campaigns(hosts, args.campaign_rounds)
+        left = hosts.leftovers()
+    finally:
+        hosts.close()
+    text = markdown(provenance, args, tps, walls, left)
+    args.output.write_text(text)
+    print(text)
+
+
+def markdown(
+    provenance: Provenance,
+    args: argparse.Namespace,
+    tps: dict[str, list[float]],
+    walls: dict[str, list[float]],
+    left: list[str],
+) -> str:
+    tps_ratio = paired_ratio(tps["hand"], tps["lab"])
+    wall_ratio = paired_ratio(walls["local"], walls["remote"])
+    the_plan = plan.parse(local_plan("x", CAMPAIGN_RUNS), "x.toml", base=HERE)
+    pgbench_s = sum((s.options.duration_s or 0) + s.options.warmup_s for s in the_plan.specs)
+    lines = [
+        "# Remote overhead: pgbench driven over SSH, and a remote campaign's wall time",
+        "",
+        *provenance.header(),
+        "",
+        "Hosts are network namespaces on this machine, each with its own sshd "
+        "(tests/netns_hosts.py): the server on db1 (PostgreSQL 15, managed there), pgbench on "
+        "lg1. All figures are from this run of `bench/remote_overhead.py` (its docstring "
+        "describes the configurations).",
+        "",
+        f"## TPS: pgbench started over SSH ÷ started by hand ({args.rounds} interleaved rounds)",
+        "",
+        f"{WORKLOAD}, scale {SCALE}, {args.clients} clients, {args.seconds} s per run, over TCP "
+        "from lg1 to db1. Requirement: ≥ 0.98.",
+        "",
+        "| configuration | median TPS |",
+        "|---|---|",
+        *(f"| {mode} | {statistics.median(tps[mode]):,.0f} |" for mode in MODES),
+        "",
+        f"TPS lab ÷ hand, paired, geometric mean (95 % interval): {_ratio(tps_ratio)}",
+        "",
+        f"## Campaign wall time: remote ÷ local ({args.campaign_rounds} interleaved rounds)",
+        "",
+        f"{len(the_plan.specs)} runs of 3 s + 1 s warmup (pgbench ran {pgbench_s:.0f} s per "
+        "campaign), each campaign through `pgbenchlab run PLAN --results EMPTY_DIR -q` with its "
+        "initdb, server start, dataset, runs and HTML report.",
+        "",
+        "| campaign | median wall s | median wall ÷ pgbench time |",
+        "|---|---|---|",
+        *(
+            f"| {mode} | {statistics.median(walls[mode]):.1f} | "
+            f"{statistics.median(walls[mode]) / pgbench_s:.3f} |"
+            for mode in CAMPAIGN_MODES
+        ),
+        "",
+        f"Wall remote ÷ local, paired, geometric mean (95 % interval): {_ratio(wall_ratio)}",
+        "",
+        f"Left running as the hosts' account afterwards: {len(left)} processes.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _ratio(ratio: Ratio) -> str:
+    return (
+        ratio.text(4)
+        if ratio.high != float("inf")
+        else f"{ratio.value:.4f} (one round: no interval)"
+    )
+
+
+if __name__ == "__main__":
+    main()
