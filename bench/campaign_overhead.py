@@ -37,7 +37,6 @@ from harness import HERE, Provenance
 from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters
 from pgbenchlab.cli import quickstart_plan_path
-from pgbenchlab.report.views.build import campaign_id
 from pgbenchlab.results import FAILED
 from pgbenchlab.store import Store
 
@@ -110,7 +109,7 @@ def timed_cli(argv: list[str]) -> tuple[float, float]:
 
 def failed_runs(results: Path, campaign: str) -> int:
     with Store(results / RESULTS_DB) as store:
-        return sum(row["status"] == FAILED for row in store.runs(campaign_id(store, campaign)))
+        return sum(row["status"] == FAILED for row in store.runs(store.campaign_id(campaign)))
 
 
 def measure(name: str, plan_path: Path | None, the_plan: plan.Plan) -> Row:

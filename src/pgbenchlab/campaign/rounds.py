@@ -1,5 +1,6 @@
 """Repeats until answered: the questions a plan asks, which cells the next round runs, what
-stayed open. Pure functions of the plan's specs and the stored values, so a resumed campaign
+stayed open, and what the time budget affords. Pure functions of the plan's specs and the stored
+values (the budget aside), so a resumed campaign
 makes the same decisions from what is stored.
 
 The questions: every cell that differs from another in one configuration axis only (the
@@ -12,6 +13,7 @@ round r uses only the rounds before r, which makes it repeatable after an interr
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -160,3 +162,14 @@ def summary(answers: Sequence[Answer], why: str) -> list[str]:
     decided = sum(a.decided for a in answers)
     head = f"repeats auto: {decided} of {len(answers)} answer(s) decided; {why}"
     return [head, *open_lines(answers)]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A campaign's time budget from its start (monotonic clock); None: no limit."""
+
+    started: float
+    seconds: float | None
+
+    def affords(self, runs: int, seconds_per_run: float | None) -> bool:
+        return affordable(runs, seconds_per_run, time.monotonic() - self.started, self.seconds)

@@ -121,7 +121,7 @@ def conduct(
         reporter.campaign_started(plan, todo, len(done))
         campaign.run(todo, outcome)
         if plan.auto is not None:
-            campaign.add_rounds(plan.auto, outcome, Budget(started, budget_s))
+            campaign.add_rounds(plan.auto, outcome, rounds.Budget(started, budget_s))
 
     return drive(
         plan, results_dir, reporter, pgbench, servers, executor, run_todo, fresh=fresh,
@@ -176,18 +176,6 @@ def drive(
     finally:
         servers.release()
         store.close()
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A campaign's time budget from its start (monotonic clock); None: no limit."""
-
-    started: float
-    seconds: float | None
-
-    def affords(self, runs: int, seconds_per_run: float | None) -> bool:
-        spent = time.monotonic() - self.started
-        return rounds.affordable(runs, seconds_per_run, spent, self.seconds)
 
 
 class Campaign:
@@ -246,7 +234,7 @@ class Campaign:
             raise KeyboardInterrupt
         return run_id, result
 
-    def add_rounds(self, auto: AutoRepeats, outcome: Outcome, budget: Budget) -> None:
+    def add_rounds(self, auto: AutoRepeats, outcome: Outcome, budget: rounds.Budget) -> None:
         """Rounds beyond the minimum for the cells whose answer is open, until every answer
         is decided, the maximum is reached or the next round would overrun the budget."""
         first = [s for s in self.plan.specs if s.repeat == 1]

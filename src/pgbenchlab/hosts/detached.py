@@ -29,8 +29,11 @@ STATE_DIR = ".pgbenchlab"  # under the account's home
 PROCS_DIR = "procs"  # under the state directory
 KILLED = -9  # the returncode of a command whose monitor died with it (no exit file)
 
+# SIGINT is set to its default first: Python's own handler, inherited by the forked child, would
+# turn a SIGINT arriving before the exec into a flag the exec then forgets.
 MONITOR = r"""
-import json, os, sys
+import json, os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 d, cwd, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 env = json.loads(sys.stdin.readline())
 os.makedirs(d, 0o700)
