@@ -14,11 +14,11 @@ import pytest
 from pgbenchlab import plan
 from pgbenchlab.analysis.comparison import repeats_for_margin
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
-from support import QuietReporter, require_installs
+from support import INDEX_AGAINST_SEQSCAN, QuietReporter, require_installs
 
 pytestmark = pytest.mark.server
 
-KNOWN_CHANGE = """
+KNOWN_CHANGE = f"""
 [campaign]
 name = "auto-scan"
 repeats = "auto"
@@ -29,14 +29,7 @@ precision = "3%"
 duration = "1s"
 warmup = "0s"
 checkpoint = false
-[[server]]
-name = "index"
-install = "embedded"
-[[server]]
-name = "seqscan"
-install = "embedded"
-settings = { enable_indexscan = "off", enable_bitmapscan = "off", enable_indexonlyscan = "off" }
-[matrix]
+{INDEX_AGAINST_SEQSCAN}[matrix]
 scale = [1]
 workload = ["select-only"]
 clients = [1]

@@ -14,27 +14,20 @@ from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.report.views import compare
 from pgbenchlab.store import Store
-from support import QuietReporter, require_installs
+from support import INDEX_AGAINST_SEQSCAN, QuietReporter, require_installs
 
 pytestmark = pytest.mark.server
 
 # A change far beyond this host's noise (run-to-run CV up to 14 %): with index scans disabled
 # every select-only transaction reads the whole accounts table, about 50x slower.
-KNOWN_CHANGE = """
+KNOWN_CHANGE = f"""
 [campaign]
 name = "scan"
 repeats = 4
 [defaults]
 duration = "2s"
 warmup = "0s"
-[[server]]
-name = "index"
-install = "embedded"
-[[server]]
-name = "seqscan"
-install = "embedded"
-settings = { enable_indexscan = "off", enable_bitmapscan = "off", enable_indexonlyscan = "off" }
-[matrix]
+{INDEX_AGAINST_SEQSCAN}[matrix]
 scale = [1]
 workload = ["select-only"]
 clients = [1]

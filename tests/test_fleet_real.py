@@ -15,13 +15,13 @@ from cli_process import run_cli
 from pgbenchlab import plan
 from pgbenchlab.analysis.comparison import ComparisonVerdict
 from pgbenchlab.campaign import remove_clusters
-from support import require_installs
+from support import INDEX_AGAINST_SEQSCAN, require_installs
 
 pytestmark = pytest.mark.server
 
 # Sequential scans make select-only some fifty times slower at scale 1: a change far beyond the
 # noise of runs this short.
-PLAN = """
+PLAN = f"""
 [campaign]
 name = "fleet"
 repeats = 2
@@ -29,14 +29,7 @@ repeats = 2
 transactions = 20
 warmup = "0s"
 checkpoint = false
-[[server]]
-name = "index"
-install = "embedded"
-[[server]]
-name = "seqscan"
-install = "embedded"
-settings = { enable_indexscan = "off", enable_bitmapscan = "off", enable_indexonlyscan = "off" }
-[matrix]
+{INDEX_AGAINST_SEQSCAN}[matrix]
 scale = [1]
 workload = ["select-only"]
 clients = [1, 2]
