@@ -80,7 +80,7 @@ def test_shards_run_apart_merge_into_one_campaign(tmp_path: Path) -> None:
     changes = json.loads(
         cli_ok("compare", "--baseline", "index", "--candidate", "seqscan", "--json",
                "--results", merged)
-    )  # fmt: skip
+    )["changes"]  # fmt: skip
     tps = [c for c in changes if c["metric"] == "tps"]
     assert len(tps) == 2  # both client counts, each compared on the machine that ran it
     for change in tps:  # two repeats a side: the verdict may still ask for more runs
