@@ -208,13 +208,23 @@ class Profiler:
             mine = script.descendants(self.postmaster) | set(self.types)
         else:
             mine = {self.postmaster}
+        seconds = end - start
         if self.pgbench_pids:
+            pgbench = set(self.pgbench_pids)
             self.pgbench_profile = self._profile(
-                script, set(self.pgbench_pids), PGBENCH, end - start
+                script, pgbench, PGBENCH, seconds, self.pgbench_label, self.pgbench_symbols
             )
-        return self._profile(script, mine, self.process, end - start)
+        return self._profile(script, mine, self.process, seconds, self.label, self.symbols)
 
-    def _profile(self, script: PerfScript, pids: set[int], process: str, seconds: float) -> Profile:
+    def _profile(
+        self,
+        script: PerfScript,
+        pids: set[int],
+        process: str,
+        seconds: float,
+        label: str,
+        symbols: str,
+    ) -> Profile:
         """The profile of the processes ``pids`` in the recording."""
         stacks = Counter({key: n for key, n in script.stacks.items() if key[0] in pids})
         by_stack = Counter[str]()
@@ -222,14 +232,13 @@ class Profiler:
             root = self.types.get(pid, UNSEEN) if process == SERVER else PGBENCH
             by_stack[f"{root};{stack}"] += count
         folded = "".join(f"{stack} {n}\n" for stack, n in sorted(by_stack.items()))
-        label = self.pgbench_label if process != self.process else self.label
         return Profile(
             frequency_hz=self.frequency,
             samples=sum(stacks.values()),
             lost=script.lost,
             target=label,
             folded=folded,
-            symbols=self.symbols if process == self.process else self.pgbench_symbols,
+            symbols=symbols,
             complete_share=complete_share(stacks),
             seconds=round(seconds, 3),
             process=process,
