@@ -1,22 +1,25 @@
-"""Time to an answer: `repeats = "auto"` against fixed repeats sized for the same precision.
+"""Time to an answer: `repeats = "auto"` against fixed repeats sized before the noise is known.
 
 Two servers of the same installation, one with a setting that costs throughput (by default
-`log_min_duration_statement = 0`: every statement logged; its cost, measured and reported,
-was about 28 % on 1 s select-only runs in the smoke test; `--setting` gives another, such as
-one nearer 10 %). Per round, in alternating order:
+`log_min_duration_statement = 0`: every statement logged, about 7 % on 5 s select-only runs
+here; `--setting` gives another). Per round, the two designs in alternating order:
 
 - **auto**: a campaign with `repeats = "auto"` (min 3, max `--max-repeats`, `--precision`),
   which stops once the comparison is decided; its wall time and runs are measured;
-- **fixed**: a campaign with the fixed repeats a user would choose for an interval within
-  ±precision: `repeats_for_margin` (the 95 % interval, 80 % of campaigns) with the noise the
-  auto campaign measured — the design must be sized before knowing whether anything changed.
+- **fixed**: the design a careful user follows when the noise is not known in advance (an
+  internal pilot): a pilot campaign of 3 runs per server, then the fixed repeats per server
+  for a 95 % interval within ±precision in 80 % of campaigns (`repeats_for_margin`), sized with
+  the upper 80 % confidence limit of the pilot's standard deviation (a pilot's estimate from
+  4 degrees of freedom is too small half the time), then a second campaign with the runs the
+  pilot lacks. Both campaigns use one results directory, so the clusters and dataset are made
+  once; its time is both together and its verdict uses all its runs.
 
 The figure: auto's wall time ÷ fixed's (target ≤ 0.6), per round and the median, with both
 verdicts. The figure of record: .venv/bin/python bench/time_to_answer.py (5 s runs, 1 s warmup,
-precision 5 %, 2 rounds, about 10 min on a quiet machine; the planned time is printed first).
-Single-client select-only runs on this virtual machine are fast while other work keeps its
-CPUs awake and slower when they idle between transactions: run it alone. Smoke test: --seconds 1
---warmup 0 --rounds 1 --max-repeats 6 --fixed-cap 4 --output /tmp/tta.md.
+precision 5 %, 3 rounds, about 15 min on a quiet machine). Single-client select-only runs on
+this virtual machine are fast while other work keeps its CPUs awake and slower when they idle
+between transactions: run it alone. Smoke test: --seconds 1 --warmup 0 --rounds 1
+--max-repeats 6 --fixed-cap 4 --output /tmp/tta.md.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import scipy.stats
 
 from harness import HERE, Provenance, duration_text
 from pgbenchlab import plan
@@ -57,6 +62,10 @@ clients = [1]
 """
 
 
+PILOT = 3  # runs per server in the fixed design's pilot
+SD_LIMIT = 0.80  # the pilot's standard deviation is taken at its upper 80 % confidence limit
+
+
 @dataclass(frozen=True)
 class Campaign:
     kind: str
@@ -68,6 +77,15 @@ class Campaign:
     decided: bool
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What one or more campaigns in a results directory measured."""
+
+    wall_s: float
+    tps: dict[str, list[float]]
+    answers: tuple[str, ...]
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--setting", default="log_min_duration_statement = 0")
@@ -75,7 +93,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-repeats", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--fixed-cap", type=int, default=None, help="smoke tests only: at most this many fixed"
     )
@@ -95,38 +113,80 @@ def _plan(args: argparse.Namespace, name: str, repeats: str) -> plan.Plan:
     return plan.parse(text, f"{name}.toml", base=HERE)
 
 
-def conduct(kind: str, the_plan: plan.Plan) -> Campaign:
-    results = Path(tempfile.mkdtemp(prefix="pgbl-tta-"))
-    try:
-        started = time.monotonic()
-        outcome = run_campaign(the_plan, results, NullReporter())
-        wall = time.monotonic() - started
-        with Store(results / RESULTS_DB) as store:
-            values = store.run_values(outcome.campaign_id)
-    finally:
-        remove_clusters(results)
+def measure(the_plan: plan.Plan, results: Path) -> Measured:
+    started = time.monotonic()
+    outcome = run_campaign(the_plan, results, NullReporter())
+    wall = time.monotonic() - started
+    with Store(results / RESULTS_DB) as store:
+        values = store.run_values(outcome.campaign_id)
     server = {s.cell_id: s.server for s in the_plan.specs}
     tps = {
         side: [v.tps for v in values if v.tps and server[v.cell_id] == side]
         for side in ("base", "changed")
     }
-    found = compare(tps["base"], tps["changed"], higher_is_better=True)
+    return Measured(wall, tps, tuple(outcome.answers))
+
+
+def pooled_log_sd(tps: dict[str, list[float]]) -> float | None:
+    """The two servers' pooled standard deviation of log TPS (None below two runs each)."""
     logs = [[math.log(t) for t in side] for side in tps.values()]
-    sd = statistics.fmean(statistics.stdev(x) for x in logs) if min(map(len, logs)) > 1 else None
-    if kind == "auto":
-        decided = bool(outcome.answers) and "every answer decided" in outcome.answers[0]
-        verdict = "decided" if decided else "open at the maximum"
-    else:
-        decided = found.verdict.value != "not_enough_data"
-        verdict = found.verdict.value.replace("_", " ")
-    return Campaign(kind, len(tps["base"]), wall, found.relative_change, verdict, sd, decided)
+    if min(map(len, logs)) < 2:
+        return None
+    return statistics.fmean(statistics.stdev(x) for x in logs)
 
 
-def fixed_repeats(auto: Campaign, precision: float) -> int:
-    """What a fixed design needs for a ±precision interval with the noise auto measured."""
-    if auto.log_sd is None:
-        return 3
-    return max(3, repeats_for_margin(auto.log_sd, math.log1p(precision), 0.95))
+def upper_limit(sd: float, runs_per_side: int) -> float:
+    """The upper SD_LIMIT confidence limit of a pooled standard deviation (chi-square)."""
+    freedom = 2 * (runs_per_side - 1)
+    return sd * math.sqrt(freedom / scipy.stats.chi2.ppf(1 - SD_LIMIT, freedom))
+
+
+def summarise(kind: str, found: Measured, decided: bool, verdict: str) -> Campaign:
+    change = compare(found.tps["base"], found.tps["changed"], higher_is_better=True)
+    sd = pooled_log_sd(found.tps)
+    return Campaign(
+        kind, len(found.tps["base"]), found.wall_s, change.relative_change, verdict, sd, decided
+    )
+
+
+def conduct_auto(args: argparse.Namespace, round_no: int) -> Campaign:
+    results = Path(tempfile.mkdtemp(prefix="pgbl-tta-"))
+    try:
+        found = measure(auto_plan(args, f"auto{round_no}"), results)
+    finally:
+        remove_clusters(results)
+    decided = bool(found.answers) and "every answer decided" in found.answers[0]
+    return summarise("auto", found, decided, "decided" if decided else "open at the maximum")
+
+
+def conduct_fixed(args: argparse.Namespace, round_no: int, precision: float) -> Campaign:
+    results = Path(tempfile.mkdtemp(prefix="pgbl-tta-"))
+    try:
+        pilot = measure(_plan(args, f"pilot{round_no}", f"repeats = {PILOT}"), results)
+        repeats = fixed_repeats(pilot, precision)
+        if args.fixed_cap:
+            repeats = min(repeats, args.fixed_cap)
+        print(f"round {round_no}: fixed design sized at {repeats} per server", flush=True)
+        found = pilot
+        if repeats > PILOT:
+            rest = measure(_plan(args, f"fixed{round_no}", f"repeats = {repeats - PILOT}"), results)
+            both = {k: pilot.tps[k] + rest.tps[k] for k in pilot.tps}
+            found = Measured(pilot.wall_s + rest.wall_s, both, ())
+    finally:
+        remove_clusters(results)
+    verdict = compare(found.tps["base"], found.tps["changed"], higher_is_better=True).verdict
+    return summarise(
+        "fixed", found, verdict.value != "not_enough_data", verdict.value.replace("_", " ")
+    )
+
+
+def fixed_repeats(pilot: Measured, precision: float) -> int:
+    """Runs per server for a ±precision interval, sized with the pilot's upper noise limit."""
+    sd = pooled_log_sd(pilot.tps)
+    if sd is None:
+        return PILOT
+    limit = upper_limit(sd, min(map(len, pilot.tps.values())))
+    return max(PILOT, repeats_for_margin(limit, math.log1p(precision), 0.95))
 
 
 def main() -> None:
@@ -135,18 +195,15 @@ def main() -> None:
     precision = float(args.precision.rstrip("%")) / 100
     per_run = args.seconds + args.warmup + 2
     print(f"planned: {args.rounds} round(s); each auto campaign ≥ {6 * per_run} s", flush=True)
-    rounds: list[tuple[Campaign, Campaign | None]] = []
+    rounds: list[tuple[Campaign, Campaign]] = []
     for round_no in range(1, args.rounds + 1):
-        auto = conduct("auto", auto_plan(args, f"auto{round_no}"))
-        if not auto.decided:  # no time to an answer to set against a fixed design
-            print(f"round {round_no}: auto {auto}; open: no fixed campaign", flush=True)
-            rounds.append((auto, None))
-            continue
-        repeats = fixed_repeats(auto, precision)
-        if args.fixed_cap:
-            repeats = min(repeats, args.fixed_cap)
-        print(f"round {round_no}: auto {auto}; fixed needs {repeats} per side", flush=True)
-        fixed = conduct("fixed", _plan(args, f"fixed{round_no}", f"repeats = {repeats}"))
+        if round_no % 2:  # alternating order, so a drift of the host favours neither design
+            auto = conduct_auto(args, round_no)
+            fixed = conduct_fixed(args, round_no, precision)
+        else:
+            fixed = conduct_fixed(args, round_no, precision)
+            auto = conduct_auto(args, round_no)
+        print(f"round {round_no}: {auto}\n         {fixed}", flush=True)
         rounds.append((auto, fixed))
     text = markdown(provenance, args, rounds)
     args.output.write_text(text)
@@ -156,9 +213,9 @@ def main() -> None:
 def markdown(
     provenance: Provenance,
     args: argparse.Namespace,
-    rounds: list[tuple[Campaign, Campaign | None]],
+    rounds: list[tuple[Campaign, Campaign]],
 ) -> str:
-    decided = [a.wall_s / f.wall_s for a, f in rounds if f is not None]
+    decided = [a.wall_s / f.wall_s for a, f in rounds if a.decided]
     median = (
         f"Median auto ÷ fixed over the rounds auto decided: {statistics.median(decided):.2f} "
         "(target ≤ 0.6)."
@@ -174,7 +231,9 @@ def markdown(
         f"Embedded PostgreSQL, two servers (one with `{args.setting}`), scale 10, select-only, "
         f"1 client, {args.seconds} s runs ({args.warmup} s warmup); auto: min 3, max "
         f"{args.max_repeats}, precision {args.precision}; fixed: the repeats per side for a 95 % "
-        "interval within ±precision in 80 % of campaigns, with the noise auto measured.",
+        "interval within ±precision in 80 % of campaigns, sized after a pilot of "
+        f"{PILOT} runs per server with the upper {SD_LIMIT:.0%} confidence limit of its standard "
+        "deviation (the pilot's runs count, and its time).",
         "",
         "| round | auto runs/side | auto time | fixed runs/side | fixed time | auto ÷ fixed "
         "| change (auto) | auto answer | fixed verdict |",
@@ -184,12 +243,10 @@ def markdown(
         against = (
             f"{fixed.runs_per_side} | {duration_text(fixed.wall_s)} | "
             f"{auto.wall_s / fixed.wall_s:.2f}"
-            if fixed
-            else "— | — | —"
         )
         lines.append(
             f"| {i} | {auto.runs_per_side} | {duration_text(auto.wall_s)} | {against} | "
-            f"{auto.change:+.1%} | {auto.verdict} | {fixed.verdict if fixed else 'not run'} |"
+            f"{auto.change:+.1%} | {auto.verdict} | {fixed.verdict} |"
         )
     lines += ["", median + capped]
     return "\n".join(lines) + "\n"
