@@ -3,13 +3,13 @@ resumed from what is stored, reported and compared; and the refusals of what can
 
 The ceilings: every transaction takes the same advisory lock and sleeps 10 ms (server "fast")
 or 20 ms ("slow"), so transactions run one at a time and no server does more than 100 (50) per
-second, however many clients. On this machine a 10 ms transaction takes 10.2–11 ms (96–98 TPS
-closed loop), far below what a loaded 2-core machine does with select-only (thousands), so the
-ceilings hold under load. The SLO (``skipped <= 1%`` with -L 500 ms) is loose on latency: a
-rate fails when the backlog grows through the run, which it does as soon as the offered rate
-passes what the lock serves. A single queue with Poisson arrivals fills slowly just under its
-ceiling (a short trial at 0.95 × ceiling may still see its latency climb), so the found rate
-sits a little under the ceiling: about 89–93 for "fast" here.
+second, however many clients. The search's closed-loop start run measures the ceiling itself
+(on this machine a 10 ms transaction takes 10.2–11 ms: 90–98 TPS), far below what a loaded
+2-core machine does with select-only (thousands), so the ceilings hold under load. The SLO
+(``skipped <= 1%`` with -L 500 ms) is loose on latency: a rate fails when the backlog grows
+through the run. With Poisson arrivals and 3 s runs, a run at the ceiling passes about half the
+time, so the bracket holds the ceiling within the resolution of such runs; tests/
+test_capacity_model.py derives that band from a model of this queue (`RESOLUTION`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pgbenchlab.report.render import images
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
+from test_capacity_model import RESOLUTION
 
 CEILINGS = {"fast": 100.0, "slow": 50.0}  # one transaction at a time, each ≥ 10 or 20 ms
 
@@ -124,7 +125,7 @@ def test_searches_find_the_ceilings_resume_and_compare(
         check_search(views[server], ceiling, options.settings)
 
     (compared,) = compare_capacities(list(views.values()), "fast", "slow")
-    assert compared.ratio is not None and 0.35 <= compared.ratio <= 0.7  # 50 ÷ 100
+    assert compared.ratio is not None and 0.3 <= compared.ratio <= 0.8  # about 50 ÷ 100
     assert compared.ratio_low is not None and compared.ratio_high is not None
     assert compared.ratio_low <= compared.ratio <= compared.ratio_high
 
@@ -154,23 +155,23 @@ def cli_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> list[dict
     return shown
 
 
-def check_search(view: CapacityView, ceiling: float, settings: SearchSettings) -> None:
-    assert view.points[0].role == START
+def check_search(view: CapacityView, nominal: float, settings: SearchSettings) -> None:
+    start = view.points[0]
+    assert start.role == START and start.achieved is not None
+    ceiling = start.achieved  # closed loop: the lock busy all the time, its own throughput
+    assert nominal * 0.7 <= ceiling <= nominal
     assert len(view.points) <= settings.max_probes
     answer = view.answer
     assert answer is not None and answer.rate is not None, view.points
     assert answer.highest_pass is not None and answer.lowest_fail is not None
     assert answer.highest_pass <= answer.rate < answer.lowest_fail  # within its bracket
-    # Nothing above the ceiling passes; half of it passes with room to spare; the bracket is
-    # around the ceiling, a bisection step or a confirmation step-down wide.
-    assert ceiling / 2 <= answer.highest_pass < ceiling
-    assert answer.lowest_fail <= ceiling * 1.2
+    # The bracket holds the ceiling, within what 3 s runs can resolve.
+    low, high = RESOLUTION
+    assert answer.highest_pass / high <= ceiling <= answer.lowest_fail / low, view.points
     for point in view.open_loop:
         assert point.passed or point.offered is None or point.offered > ceiling / 2, point
-        # A short trial cannot tell a server a few percent over its ceiling (its backlog
-        # grows by only that much in seconds): confirmations at full length decide; beyond
-        # 1.2 × the ceiling no trial passes.
-        if point.offered is not None and point.offered > ceiling * 1.2:
+        # Far above the ceiling no run passes: the backlog grows by a fifth of the rate.
+        if point.offered is not None and point.offered > ceiling * 1.3:
             assert not point.passed, point
         if point.offered is not None:  # Little's law: rate × -L × 2, at most 64
             assert point.clients == min(64, math.ceil(point.offered * 0.5 * 2))

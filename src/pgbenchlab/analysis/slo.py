@@ -36,8 +36,8 @@ _NUMBER = re.compile(r"^(?P<number>\d+(?:\.\d+)?|\.\d+)(?P<unit>[a-zµ%]*)$", re
 # A queue that keeps up is stationary; one that does not is later with every second: by
 # (offered − served) ÷ offered seconds per second. The backlog grows when the slope of the
 # per-second latency (from the schedule) is over LAG_SLOPE and the last third of the run is later
-# than the first by a floor (this share of the latency bound, at least 1 ms), which keeps a
-# brief stall from counting.
+# than the first by a floor (this share of the run's -L, or of the SLO's latency bound; at least
+# 1 ms), which keeps a brief stall from counting.
 LAG_SLOPE = 0.02
 LAG_GROWTH_FLOOR_SHARE = 0.1
 
@@ -133,6 +133,7 @@ class RunFigures:
     clients: int
     ok: bool = True
     error: str | None = None
+    latency_limit_ms: float | None = None  # the run's -L
 
     @property
     def scheduled(self) -> int:
@@ -173,7 +174,8 @@ def judge(slo: Slo, run: RunFigures) -> Verdict:
     if run.transactions == 0:
         return Verdict(False, ("no transaction completed",))
     reasons = [r for b in slo.bounds if (r := _breach(b, run)) is not None]
-    floor = max(1.0, LAG_GROWTH_FLOOR_SHARE * (slo.latency_bound_ms or 0.0))
+    limit = run.latency_limit_ms or slo.latency_bound_ms or 0.0
+    floor = max(1.0, LAG_GROWTH_FLOOR_SHARE * limit)
     growth = backlog_growth(run.latency_series_ms, floor)
     if growth is not None:
         reasons.append(growth)

@@ -174,6 +174,7 @@ def figures(spec: RunSpec, result: RunResult) -> RunFigures:
         clients=spec.clients,
         ok=result.status == RunStatus.OK,
         error=result.error,
+        latency_limit_ms=spec.options.latency_limit_ms,
     )
 
 
