@@ -1,8 +1,8 @@
 """`pgbenchlab merge`: the results databases of a plan's shards joined into one that reads as if
 one machine had run the campaign (every table carried, runs keeping their origin), and the
-refusals (different plans, a run in two inputs, other schema versions, a used output): one line,
-exit 2, nothing written. Synthetic databases written through the real `Store`; the real
-campaign run in shards is tests/test_fleet_real.py."""
+refusals (different plans, servers of other versions, a run in two inputs, other schema
+versions, a used output): one line, exit 2, nothing written. Synthetic databases written
+through the real `Store`; the real campaign run in shards is tests/test_fleet_real.py."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def write_part(
     digest: str = "d1",
     plan_text: str = PLAN_TEXT,
     machine: str = "m1",
+    minor: int = 0,
 ) -> Path:
     """A results directory holding these runs of the campaign, as the machine stored them."""
     with Store(results_dir / "results.db") as store:
@@ -59,10 +60,9 @@ def write_part(
             PLAN.name, "fleet.toml", plan_text, digest, {"pgbenchlab": "x"}, {"hostname": machine}
         )
         for server in PLAN.servers:
-            version_num = int(server.version.split(".")[0]) * 10000
-            facts = ServerFacts(
-                server.name, "managed", server.version, version_num, {}, {}, "15", None
-            )
+            version = f"{server.version}.{minor}" if minor else server.version
+            version_num = int(server.version.split(".")[0]) * 10000 + minor
+            facts = ServerFacts(server.name, "managed", version, version_num, {}, {}, "15", None)
             store.record_server(campaign, facts, {})
         store.record_dataset(campaign, "pg15", 1, "bench", 1.5)
         hosts = (RunHost("pgbench", "local"), RunHost("server", "local"))
@@ -159,6 +159,13 @@ def test_campaigns_whose_plans_differ_are_refused(tmp_path: Path) -> None:
     a = write_part(tmp_path / "a", results[:2], None)
     b = write_part(tmp_path / "b", results[2:4], None, digest="d2", plan_text=PLAN_TEXT + "x=1\n")
     refused(tmp_path, [a, b], "different plans")
+
+
+def test_shards_whose_servers_ran_other_versions_are_refused(tmp_path: Path) -> None:
+    results = all_results()
+    a = write_part(tmp_path / "a", results[:2], RunOrigin("m1", "1/2"))
+    b = write_part(tmp_path / "b", results[2:4], RunOrigin("m2", "2/2"), machine="m2", minor=3)
+    refused(tmp_path, [a, b], f"server {PLAN.servers[0].name} ran PostgreSQL")
 
 
 def test_a_run_in_two_inputs_is_refused(tmp_path: Path) -> None:

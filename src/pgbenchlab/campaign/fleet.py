@@ -127,6 +127,7 @@ def _joined_campaigns(sources: Sequence[Source]) -> dict[str, list[SourceCampaig
                     f'campaign "{name}" was run with different plans in {first_path} and {path} '
                     f"({_difference(first, campaign)}): merge only the shards of one plan"
                 )
+            _check_versions(name, first_path, first, path, campaign)
             shared = sorted(k for k in campaign.run_keys if k in seen)
             if shared:
                 raise StoreError(
@@ -135,6 +136,20 @@ def _joined_campaigns(sources: Sequence[Source]) -> dict[str, list[SourceCampaig
                 )
             seen.update(dict.fromkeys(campaign.run_keys, path))
     return {name: [c for _, c in found] for name, found in parts.items()}
+
+
+def _check_versions(
+    name: str, first_path: Path, first: SourceCampaign, path: Path, other: SourceCampaign
+) -> None:
+    """Shards of one plan ran the same servers: a server's version may not differ (its other
+    facts, such as storage, are the first input's)."""
+    for server, version in other.server_versions.items():
+        found = first.server_versions.get(server, version)
+        if found != version:
+            raise StoreError(
+                f'campaign "{name}": server {server} ran PostgreSQL {found} in {first_path} and '
+                f"{version} in {path}: merge only shards whose servers ran the same versions"
+            )
 
 
 def _difference(first: SourceCampaign, other: SourceCampaign) -> str:

@@ -36,6 +36,7 @@ class Carry(StrEnum):
     RUNS = "runs"  # every run, its id moved past the runs already there
     ROWS = "rows"  # every row, its run_id and campaign_id following their new ids
     FIRST = "first"  # one row per key within a campaign (a server's facts): the first input's
+    # (the merge refuses shards whose servers ran different versions)
     BY_NAME = "by name"  # keyed by a name of their own: one copy (inputs must agree on it)
 
 
@@ -76,6 +77,7 @@ class SourceCampaign:
     row: Mapping[str, Any]
     latest: bool
     run_keys: frozenset[str]
+    server_versions: Mapping[str, str]  # each server's label (name and variant) → its version
 
     @property
     def id(self) -> int:
@@ -137,8 +139,18 @@ def inspect(path: Path) -> Source:
         keys: dict[int, set[str]] = {int(r["id"]): set() for r in rows}
         for campaign_id, run_key in db.execute("SELECT campaign_id, run_key FROM runs"):
             keys[int(campaign_id)].add(str(run_key))
+        versions: dict[int, dict[str, str]] = {int(r["id"]): {} for r in rows}
+        servers = "SELECT campaign_id, name, variant_json, version FROM servers"
+        for campaign_id, name, variant, version in db.execute(servers):
+            label = name if variant == "{}" else f"{name} {variant}"
+            versions[int(campaign_id)][str(label)] = str(version)
         campaigns = tuple(
-            SourceCampaign(dict(r), latest[r["name"]] == r["id"], frozenset(keys[int(r["id"])]))
+            SourceCampaign(
+                dict(r),
+                latest[r["name"]] == r["id"],
+                frozenset(keys[int(r["id"])]),
+                versions[int(r["id"])],
+            )
             for r in rows
         )
         named = {
