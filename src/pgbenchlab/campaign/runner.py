@@ -46,6 +46,7 @@ from pgbenchlab.campaign.measure import (
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.signals import StopSignals
+from pgbenchlab.campaign.together import measure_group
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
@@ -281,6 +282,8 @@ class Campaign:
         self.applied = ()
         try:
             self.applied = tuple(self.tunables.apply(spec.sysctl).items())
+            if self.plan.is_group(spec.server):  # several servers at once
+                return measure_group(self, spec, artifacts, started)
             server = self.prepare_server(spec)
             endpoint = self.prepare_dataset(server, spec)
             result = self.measure(spec, server, endpoint, artifacts, started)
