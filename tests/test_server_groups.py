@@ -9,7 +9,7 @@ import pytest
 
 from pgbenchlab import plan
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
-from pgbenchlab.campaign import run_campaign
+from pgbenchlab.campaign import rounds, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import WarningCode
@@ -46,6 +46,10 @@ def test_a_group_is_a_server_of_the_matrix(tmp_path: Path) -> None:
     assert parsed.members("ab") == ("a", "b") and parsed.members("a") == ("a",)
     alone = parse(text.replace('"b"]\n', '"b"]\nsolo = false\n'), tmp_path)
     assert [s.server for s in alone.specs] == ["ab"]
+    # reports and repeats = "auto" know the group's place among the servers
+    assert parsed.axis_orders["server"] == ["a", "b", "ab"] == parsed.server_names
+    asked = rounds.questions(parsed.specs, parsed.server_names)
+    assert [q.label for q in asked][-1] == "ab s=10 select-only c=2 prepared"
 
 
 @pytest.mark.parametrize(

@@ -239,7 +239,7 @@ class Campaign:
         """Rounds beyond the minimum for the cells whose answer is open, until every answer
         is decided, the maximum is reached or the next round would overrun the budget."""
         first = [s for s in self.plan.specs if s.repeat == 1]
-        asked = rounds.questions(first, [s.name for s in self.plan.servers])
+        asked = rounds.questions(first, self.plan.server_names)
         why = f"max_repeats ({auto.max_repeats}) reached"
         for round_ in range(auto.min_repeats + 1, auto.max_repeats + 1):
             values = self.store.run_values(self.campaign_id)

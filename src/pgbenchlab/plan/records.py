@@ -297,6 +297,11 @@ class Plan:
     def server(self, name: str) -> ServerPlan:
         return next(s for s in self.servers if s.name == name)
 
+    @property
+    def server_names(self) -> list[str]:
+        """Every name a run's server may have: the servers, then the groups."""
+        return [s.name for s in self.servers] + [g.name for g in self.groups]
+
     def is_group(self, name: str) -> bool:
         return any(g.name == name for g in self.groups)
 
