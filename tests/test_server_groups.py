@@ -136,5 +136,6 @@ def test_two_servers_driven_together_are_one_run(
     assert main(["show", "--results", str(results_dir), str(run["id"])]) == 0
     shown = capsys.readouterr().out
     assert "servers driven together (2; TPS is their sum)" in shown
+    assert "2 clients per server · 2 threads per server" in shown
     assert main(["report", "--results", str(results_dir), "--format", "markdown"]) == 0
     assert "ab" in capsys.readouterr().out  # the group's cells, as any server's

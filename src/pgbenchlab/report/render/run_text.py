@@ -37,10 +37,11 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     tuned = {**d["server_settings"], **d.get("sysctl", {})}  # kernel tunables as read back
     settings = " ".join(f"{k}={v}" for k, v in tuned.items())
     duration = f"{d['duration_s']} s" if d["duration_s"] else f"-t {d['transactions_per_client']}"
+    each = " per server" if d.get("server_parts") else ""  # a group's run: the whole cell each
     cell = (
         f"{d['server']}{' ' + settings if settings else ''} · {d['workload']} · "
-        f"scale {d['scale']} · {plural(d['clients'], 'client')} · "
-        f"{plural(d['threads'], 'thread')} · {d['protocol']} · {duration}"
+        f"scale {d['scale']} · {plural(d['clients'], 'client')}{each} · "
+        f"{plural(d['threads'], 'thread')}{each} · {d['protocol']} · {duration}"
         f" (warmup {d['warmup_s']} s)"
     )
     if d["rate"]:
