@@ -10,15 +10,18 @@ import pytest
 from pgbenchlab import plan
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
 from pgbenchlab.campaign import rounds, run_campaign
+from pgbenchlab.campaign.together import server_parts
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import WarningCode
+from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.logs import read_log_bytes
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.plan import GroupPlan
 from pgbenchlab.results import RunHost, RunStatus
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
+from test_commit_check import telemetry
 
 TWO = """
 [campaign]
@@ -80,6 +83,31 @@ def test_a_profiled_matrix_is_refused_for_a_group(tmp_path: Path) -> None:
     text = TWO + '[[server_group]]\nname = "ab"\nservers = ["a", "b"]\n'
     with pytest.raises(PlanError, match="group ab: a group's runs are not profiled"):
         parse(text.replace("[defaults]\n", '[defaults]\nprofile = "on"\n'), tmp_path)
+
+
+GOLDEN = Path(__file__).parent / "golden" / "pgbench" / "18" / "select-only.stdout"
+
+
+def share(server: str, stdout: str) -> Share:
+    done = Completed(("pgbench",), 0, stdout, "", 2.0, 0.5, False)
+    return Share("local", 2, 2, None, 1, 2, 0.0, 0.0, done, server)
+
+
+def test_each_member_is_checked_against_its_own_server(tmp_path: Path) -> None:
+    """Member a's server counted its pgbench's commits (and the sampler's); b's counted 5,000
+    more: a warning naming b, with b's figures."""
+    spec = parse(TWO + "[matrix]\nclients = [2]\n", tmp_path).specs[0]
+    report = GOLDEN.read_text()
+    done = parse_report(report).transactions
+    counted = {"a": telemetry(done + 40), "b": telemetry(done + 5040)}
+    parts, warnings = server_parts(spec, [share("a", report), share("b", report)], counted)
+    assert [(p.server, p.clients, p.transactions, p.commits_unexplained) for p in parts] == [
+        ("a", 2, done, 0),
+        ("b", 2, done, 5000),
+    ]
+    (warning,) = warnings
+    assert warning.code == WarningCode.COMMITS_DISAGREE
+    assert warning.text.startswith(f"server b: pgbench counted {done:,} transactions")
 
 
 @pytest.mark.server
