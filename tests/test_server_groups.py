@@ -16,6 +16,7 @@ from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import WarningCode
 from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.logs import read_log_bytes
+from pgbenchlab.pgbench.progress import parse_progress_line
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.plan import GroupPlan
 from pgbenchlab.results import RunHost, RunStatus
@@ -117,7 +118,8 @@ def test_two_servers_driven_together_are_one_run(
     require_installs("embedded")
     text = TWO + '[[server_group]]\nname = "ab"\nservers = ["a", "b"]\nsolo = false\n'
     the_plan = parse(text + "[matrix]\nscale = [1]\nclients = [2]\n", tmp_path)
-    outcome = run_campaign(the_plan, results_dir, QuietReporter())
+    reporter = QuietReporter()
+    outcome = run_campaign(the_plan, results_dir, reporter)
     assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
     result = outcome.results[0]
     assert result.status == RunStatus.OK and result.spec["server"] == "ab"
@@ -132,6 +134,16 @@ def test_two_servers_driven_together_are_one_run(
     assert {k: r.tps for k, r in reports.items()} == {"a@local": a.tps, "b@local": b.tps}
     assert a.tps and b.tps and result.tps == pytest.approx(a.tps + b.tps, rel=1e-12)
     assert result.transactions == (a.transactions or 0) + (b.transactions or 0)
+    # The progress shown: both members' -P lines summed second by second.
+    stderr = read_log_bytes(next(results_dir.rglob("stderr.txt.zst"))).decode()
+    summed: dict[int, float] = {}
+    for section in stderr.split("# load generator ")[1:]:
+        for line in section.splitlines():
+            if (parsed := parse_progress_line(line)) and parsed.elapsed_s is not None:
+                t = round(parsed.elapsed_s)
+                summed[t] = summed.get(t, 0.0) + parsed.tps
+    shown = {round(p.elapsed_s or 0): p.tps for k, p in reporter.events if k == "progress"}
+    assert shown and shown == {t: round(tps, 1) for t, tps in summed.items() if t in shown}
     # Each server counted its own pgbench's commits (beside the sampler's), nothing else.
     for part in (a, b):
         assert part.server_commits is not None and part.transactions

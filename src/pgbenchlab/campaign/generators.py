@@ -145,6 +145,7 @@ class Planned:
     part: Part
     target: Target
     on_start: Callable[[int], None] | None = None
+    on_line: Callable[[str], None] | None = None  # its stderr lines (default: the first's only)
 
     @property
     def label(self) -> str:
@@ -212,7 +213,7 @@ def together(
                 Timing(start + offsets[p.generator.name], timeout),
                 p.target.env,
                 cwd,
-                (on_stderr_line if i == 0 else None, starts[i]),
+                (p.on_line or (on_stderr_line if i == 0 else None), starts[i]),
             )
             for i, p in enumerate(planned)
         ]

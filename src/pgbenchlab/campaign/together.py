@@ -14,6 +14,7 @@ telemetry series of its own (they would mix servers).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +41,7 @@ from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.pgbench.command import Completed, Share
-from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
 from pgbenchlab.pgbench.shares import sum_reports
 from pgbenchlab.plan import Plan, RunSpec
@@ -218,8 +219,40 @@ class GroupExecutor(LocalExecutor):
                 Planned(g, part, target, told if j == 0 else None)
                 for j, (g, part) in enumerate(zip(self.generators, parts, strict=True))
             ]
-        # pgbench's progress lines: the first member's stand for the run's
-        return together(argv, planned, cwd, on_stderr_line, timeout_s, self.pgbench_cpus)
+        if on_stderr_line is not None:  # the run's progress: every share's, second by second
+            summed = ProgressSum(len(planned), on_stderr_line)
+            planned = [replace(p, on_line=summed.feed(i)) for i, p in enumerate(planned)]
+        return together(argv, planned, cwd, None, timeout_s, self.pgbench_cpus)
+
+
+class ProgressSum:
+    """Every share's -P lines as the run's: second t told once all have reported it, their TPS
+    summed and latency weighted by TPS (a shown figure only: the stored series come from the
+    logs or from each share's own lines, `assemble.progress_seconds`)."""
+
+    def __init__(self, shares: int, on_line: Callable[[str], None]) -> None:
+        self.shares = shares
+        self.on_line = on_line
+        self.seen: dict[int, dict[int, ProgressLine]] = {}
+        self._lock = threading.Lock()
+
+    def feed(self, share: int) -> Callable[[str], None]:
+        def line(text: str) -> None:
+            parsed = parse_progress_line(text)
+            if parsed is None or parsed.elapsed_s is None:
+                return
+            t = round(parsed.elapsed_s)
+            with self._lock:
+                got = self.seen.setdefault(t, {})
+                got[share] = parsed
+                if len(got) < self.shares:
+                    return
+                del self.seen[t]
+            tps = sum(p.tps for p in got.values())
+            latency = sum(p.tps * p.latency_avg_ms for p in got.values()) / tps if tps else 0.0
+            self.on_line(f"progress: {t:.1f} s, {tps:.1f} tps, lat {latency:.3f} ms stddev 0.000")
+
+        return line
 
 
 def generators_of(executor: Executor) -> list[Generator]:
