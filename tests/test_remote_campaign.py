@@ -267,6 +267,42 @@ def test_two_load_generators_split_a_run(
     assert "warning: 2 load generators started" in shown
 
 
+def test_two_servers_on_a_host_driven_from_two_load_generators(
+    db_host: TestHosts, tmp_path: Path
+) -> None:
+    """Two instances on one machine (one per NUMA node), each member's clients split across
+    two load generator hosts: four pgbench processes started together, one stored run."""
+    base = one_server_plan(db_host, "db1").replace('name = "pg"', 'name = "a"')
+    base = base.replace(hosts_toml(db_host, "db1"), hosts_toml(db_host, "db1", "lg1", "lg2"))
+    text = f"""{base}
+[[server]]
+name = "b"
+host = "db1"
+[pgbench]
+hosts = ["lg1", "lg2"]
+[[server_group]]
+name = "ab"
+servers = ["a", "b"]
+solo = false
+[matrix]
+scale = [1]
+clients = [2]
+"""
+    the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
+    outcome = run_campaign(the_plan, tmp_path / "results", QuietReporter())
+    assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
+    result = outcome.results[0]
+    labels = sorted((g.host, g.clients) for g in result.generators)
+    assert labels == [("a@lg1", 1), ("a@lg2", 1), ("b@lg1", 1), ("b@lg2", 1)]
+    a, b = result.servers
+    assert (a.clients, b.clients) == (2, 2)
+    assert result.tps == pytest.approx(sum(g.tps or 0 for g in result.generators), rel=1e-12)
+    assert result.tps == pytest.approx((a.tps or 0) + (b.tps or 0), rel=1e-12)
+    assert a.commits_unexplained is not None and abs(a.commits_unexplained) < 100
+    assert not any(w.code == WarningCode.COMMITS_DISAGREE for w in result.warnings)
+    assert db_host.leftovers() == []
+
+
 class LinkDownWhileMeasuring(QuietReporter):
     """Brings db1's network link down as the first run starts measuring, and up again once that
     run has finished (a network lost for a while)."""

@@ -153,8 +153,9 @@ def commits_disagree(
 
 
 def _commits_text(e: Evidence) -> str:
+    server = f"server {e['server']}: " if e.get("server") else ""  # a group's member
     return (
-        f"pgbench counted {e['pgbench_transactions']:,} transactions but the server "
+        f"{server}pgbench counted {e['pgbench_transactions']:,} transactions but the server "
         f"committed {e['server_commits']:,} in the database during the run "
         f"({e['unexplained']:+,} beyond the sampler's own {e['sampler_statements']:,}): "
         "another client, a pooler or another server was involved; the numbers may not be "

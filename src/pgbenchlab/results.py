@@ -131,6 +131,21 @@ class GeneratorFigures:
 
 
 @dataclass(frozen=True)
+class ServerPart:
+    """One member server's part of a group's run (`plan.groups`): its pgbench's figures (the
+    sum of its shares' reports) and the commits the server itself counted meanwhile."""
+
+    server: str
+    clients: int
+    tps: float | None
+    transactions: int | None
+    failed: int | None
+    latency_avg_ms: float | None
+    server_commits: int | None  # its database's commits over the run (None: not sampled)
+    commits_unexplained: int | None  # commits neither its pgbench nor the sampler made
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything stored about one run."""
 
@@ -169,6 +184,7 @@ class RunResult:
     profile: Profile | None = None  # the server's CPU profile when the run was profiled
     generators: tuple[GeneratorFigures, ...] = ()  # a run split across load generators
     pgbench_profile: Profile | None = None  # pgbench's, when it was profiled too
+    servers: tuple[ServerPart, ...] = ()  # a group's run: each member server's part
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

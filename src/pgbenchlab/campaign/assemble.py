@@ -125,7 +125,7 @@ def generator_figures(
         busy = share.completed.cpu_s / (duration_s * usable) if duration_s else None
         figures.append(
             GeneratorFigures(
-                share.host,
+                share.label,
                 share.clients,
                 share.threads,
                 share.rate,

@@ -14,6 +14,10 @@ pgbench. The stored run covers the window where all were measuring: from the lat
 the earliest planned end (`common_window`, on this machine's clock); each log's completion
 times are moved onto this machine's clock by its host's offset (`clock_offsets`), and lines
 outside the window are cut and counted.
+
+A group's run (several servers driven together, `campaign.together`) goes the same way: each
+share then targets one member server (`Target`), and its log prefix and name in the results
+are ``SERVER@HOST``.
 """
 
 from __future__ import annotations
@@ -31,10 +35,10 @@ from pathlib import Path
 
 from pgbenchlab import cpusets
 from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
-from pgbenchlab.campaign.executor import GeneratorExecutor
+from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
-from pgbenchlab.hosts import Host
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.pgbench.command import LOG_PREFIX, Completed, Share
 from pgbenchlab.results import RunResult
 
@@ -113,7 +117,7 @@ class Timing:
 @dataclass(frozen=True)
 class Generator:
     name: str
-    executor: GeneratorExecutor
+    executor: LocalExecutor  # this machine's, or a GeneratorExecutor for another host
 
     @property
     def host(self) -> Host:
@@ -121,6 +125,38 @@ class Generator:
 
     def cpus(self, pinned: str | None) -> int | None:
         return cpusets.count(pinned) if pinned else self.host.cpu_count()
+
+
+@dataclass(frozen=True)
+class Target:
+    """The server a share's pgbench drives: the run's own (server ""), or a group member's
+    (its libpq environment and database name)."""
+
+    env: dict[str, str]
+    dbname: str
+    server: str = ""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One share of a run: which generator runs which part against which server."""
+
+    generator: Generator
+    part: Part
+    target: Target
+    on_start: Callable[[int], None] | None = None
+    on_line: Callable[[str], None] | None = None  # its stderr lines (default: the first's only)
+
+    @property
+    def label(self) -> str:
+        """As `command.Share.label`: its log prefix's suffix."""
+        host = self.generator.name
+        return f"{self.target.server}@{host}" if self.target.server else host
+
+
+def _offset(host: Host) -> float:
+    """A host's clock offset to this machine's (this machine: none)."""
+    return 0.0 if host is LOCAL_HOST else clock_offset(host, probes=3)[0]
 
 
 class FleetExecutor(GeneratorExecutor):
@@ -142,82 +178,101 @@ class FleetExecutor(GeneratorExecutor):
         on_start: Callable[[int], None] | None = None,
     ) -> Completed:
         parts = split(*argv_figures(argv), len(self.generators))
-        base = secrets.randbelow(2**31 - len(parts))
-        offsets = [clock_offset(g.host, probes=3)[0] for g in self.generators]
-        start = time.time() + START_LEAD_S
-        timeout = None if timeout_s is None else timeout_s + START_LEAD_S
-        planned = list(zip(self.generators, parts, offsets, strict=True))
         # pgbench's progress and pid: the first generator's stand for all
-        starts = [Started(on_start if i == 0 else None) for i in range(len(parts))]
-        with ThreadPoolExecutor(len(parts), thread_name_prefix="generator") as pool:
-            futures = [
-                pool.submit(
-                    self._share,
-                    g,
-                    share_argv(argv, part, base + i, g.name),
-                    Timing(start + offset, timeout),
-                    env,
-                    cwd,
-                    (on_stderr_line if i == 0 else None, starts[i]),
-                )
-                for i, (g, part, offset) in enumerate(planned)
-            ]
-            done = _wait_all(futures, lambda: self._interrupt(starts))
-        shares = tuple(
-            Share(
-                host=g.name,
-                clients=part.clients,
-                threads=part.threads,
-                rate=part.rate,
-                seed=base + i,
-                cpus=g.cpus(self.pgbench_cpus),
-                clock_offset_s=offset,
-                started_at=None if started.at is None else started.at - offset,
-                completed=completed,
+        target = Target(env=env, dbname=argv[-1])
+        planned = [
+            Planned(g, part, target, on_start if i == 0 else None)
+            for i, (g, part) in enumerate(zip(self.generators, parts, strict=True))
+        ]
+        return together(argv, planned, cwd, on_stderr_line, timeout_s, self.pgbench_cpus)
+
+
+def together(
+    argv: list[str],
+    planned: list[Planned],
+    cwd: Path,
+    on_stderr_line: Callable[[str], None] | None,
+    timeout_s: float | None,
+    pgbench_cpus: str | None,
+) -> Completed:
+    """Every planned share's pgbench started at one instant; the run as one pgbench."""
+    base = secrets.randbelow(2**31 - len(planned))
+    offsets = {
+        g.name: _offset(g.host) for g in {p.generator.name: p.generator for p in planned}.values()
+    }
+    start = time.time() + START_LEAD_S
+    timeout = None if timeout_s is None else timeout_s + START_LEAD_S
+    starts = [Started(p.on_start) for p in planned]
+    labels = [p.label for p in planned]
+    with ThreadPoolExecutor(len(planned), thread_name_prefix="generator") as pool:
+        futures = [
+            pool.submit(
+                _share,
+                p.generator,
+                share_argv([*argv[:-1], p.target.dbname], p.part, base + i, labels[i]),
+                Timing(start + offsets[p.generator.name], timeout),
+                p.target.env,
+                cwd,
+                (p.on_line or (on_stderr_line if i == 0 else None), starts[i]),
             )
-            for i, ((g, part, offset), completed, started) in enumerate(
-                zip(planned, done, starts, strict=True)
-            )
+            for i, p in enumerate(planned)
+        ]
+        done = _wait_all(futures, lambda: _interrupt(planned, starts))
+    shares = tuple(
+        Share(
+            host=p.generator.name,
+            clients=p.part.clients,
+            threads=p.part.threads,
+            rate=p.part.rate,
+            seed=base + i,
+            cpus=p.generator.cpus(pgbench_cpus),
+            clock_offset_s=offsets[p.generator.name],
+            started_at=None if started.at is None else started.at - offsets[p.generator.name],
+            completed=completed,
+            server=p.target.server,
         )
-        return merged(argv, shares, interrupted=any(d.interrupted for d in done))
+        for i, (p, completed, started) in enumerate(zip(planned, done, starts, strict=True))
+    )
+    return merged(argv, shares, interrupted=any(d.interrupted for d in done))
 
-    def _interrupt(self, starts: list[Started]) -> None:
-        """Ask every generator's pgbench (or its waiting wrapper) to stop, as Ctrl-C does."""
-        for generator, started in zip(self.generators, starts, strict=True):
-            if started.pid is not None:
-                with contextlib.suppress(OSError, UserError):
-                    generator.host.signal(started.pid, signal.SIGINT)
 
-    def _share(
-        self,
-        generator: Generator,
-        argv: list[str],
-        timing: Timing,
-        env: dict[str, str],
-        cwd: Path,
-        callbacks: tuple[Callable[[str], None] | None, Started],
-    ) -> Completed:
-        """Run one generator's pgbench at the agreed instant (its start, on its own clock, is
-        noted in `started`, which tells `on_start` once pgbench runs, not while it waits)."""
-        on_line, started = callbacks
+def _interrupt(planned: list[Planned], starts: list[Started]) -> None:
+    """Ask every share's pgbench (or its waiting wrapper) to stop, as Ctrl-C does."""
+    for p, started in zip(planned, starts, strict=True):
+        if started.pid is not None:
+            with contextlib.suppress(OSError, UserError):
+                p.generator.host.signal(started.pid, signal.SIGINT)
 
-        def line(text: str) -> None:
-            if text.startswith(START_MARK):
-                started.mark(float(text.removeprefix(START_MARK)))
-            elif on_line is not None:
-                on_line(text)
 
-        wrapped = ["python3", "-c", WAIT_AND_EXEC, f"{timing.start_there:.6f}", *argv]
-        done = generator.executor.pgbench(
-            wrapped,
-            env,
-            cwd=cwd,
-            on_stderr_line=line,
-            timeout_s=timing.timeout_s,
-            on_start=started.spawned,
-        )
-        kept = "".join(x for x in done.stderr.splitlines(True) if not x.startswith(START_MARK))
-        return replace(done, argv=tuple(argv), stderr=kept)
+def _share(
+    generator: Generator,
+    argv: list[str],
+    timing: Timing,
+    env: dict[str, str],
+    cwd: Path,
+    callbacks: tuple[Callable[[str], None] | None, Started],
+) -> Completed:
+    """Run one generator's pgbench at the agreed instant (its start, on its own clock, is
+    noted in `started`, which tells `on_start` once pgbench runs, not while it waits)."""
+    on_line, started = callbacks
+
+    def line(text: str) -> None:
+        if text.startswith(START_MARK):
+            started.mark(float(text.removeprefix(START_MARK)))
+        elif on_line is not None:
+            on_line(text)
+
+    wrapped = ["python3", "-c", WAIT_AND_EXEC, f"{timing.start_there:.6f}", *argv]
+    done = generator.executor.pgbench(
+        wrapped,
+        env,
+        cwd=cwd,
+        on_stderr_line=line,
+        timeout_s=timing.timeout_s,
+        on_start=started.spawned,
+    )
+    kept = "".join(x for x in done.stderr.splitlines(True) if not x.startswith(START_MARK))
+    return replace(done, argv=tuple(argv), stderr=kept)
 
 
 class Started:
@@ -263,8 +318,8 @@ def merged(argv: list[str], shares: tuple[Share, ...], *, interrupted: bool) -> 
     return Completed(
         tuple(argv),
         next((p.returncode for p in parts if p.returncode != 0), 0),
-        "".join(f"# load generator {s.host}\n{s.completed.stdout}" for s in shares),
-        "".join(f"# load generator {s.host}\n{s.completed.stderr}" for s in shares),
+        "".join(f"# load generator {s.label}\n{s.completed.stdout}" for s in shares),
+        "".join(f"# load generator {s.label}\n{s.completed.stderr}" for s in shares),
         max(p.wall_s for p in parts),
         sum(p.cpu_s for p in parts),
         interrupted,
@@ -284,7 +339,7 @@ def common_window(shares: tuple[Share, ...], duration_s: int | None) -> tuple[fl
 
 def clock_offsets(shares: Sequence[Share], logs: Sequence[Path]) -> dict[Path, float]:
     """Each generator's log files (by their prefix) with its clock's offset to ours."""
-    offsets = {f"{LOG_PREFIX}.{s.host}.": s.clock_offset_s for s in shares}
+    offsets = {f"{LOG_PREFIX}.{s.label}.": s.clock_offset_s for s in shares}
     return {
         log: offset
         for log in logs

@@ -70,7 +70,8 @@ class CampaignHosts:
 
 
 def run_hosts(plan: Plan, spec: RunSpec) -> tuple[RunHost, ...]:
-    """Which hosts ran what in this run: its server's and its load generators'."""
+    """Which hosts ran what in this run: its server's (a group's: each member's, once per
+    host) and its load generators'."""
 
     def named(role: str, name: str | None) -> RunHost:
         if name is None:
@@ -78,8 +79,9 @@ def run_hosts(plan: Plan, spec: RunSpec) -> tuple[RunHost, ...]:
         return RunHost(role, name, plan.host(name).ssh.rpartition("@")[2])
 
     generators = plan.pgbench_hosts or (None,)
+    servers = dict.fromkeys(plan.server(m).host for m in plan.members(spec.server))
     return (
-        named("server", plan.server(spec.server).host),
+        *(named("server", s) for s in servers),
         *(named("pgbench", g) for g in generators),
     )
 

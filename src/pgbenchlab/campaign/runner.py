@@ -46,6 +46,7 @@ from pgbenchlab.campaign.measure import (
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.signals import StopSignals
+from pgbenchlab.campaign.together import measure_group
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.progress import ProgressLine
@@ -238,7 +239,7 @@ class Campaign:
         """Rounds beyond the minimum for the cells whose answer is open, until every answer
         is decided, the maximum is reached or the next round would overrun the budget."""
         first = [s for s in self.plan.specs if s.repeat == 1]
-        asked = rounds.questions(first, [s.name for s in self.plan.servers])
+        asked = rounds.questions(first, self.plan.server_names)
         why = f"max_repeats ({auto.max_repeats}) reached"
         for round_ in range(auto.min_repeats + 1, auto.max_repeats + 1):
             values = self.store.run_values(self.campaign_id)
@@ -281,6 +282,8 @@ class Campaign:
         self.applied = ()
         try:
             self.applied = tuple(self.tunables.apply(spec.sysctl).items())
+            if self.plan.is_group(spec.server):  # several servers at once
+                return measure_group(self, spec, artifacts, started)
             server = self.prepare_server(spec)
             endpoint = self.prepare_dataset(server, spec)
             result = self.measure(spec, server, endpoint, artifacts, started)

@@ -73,7 +73,10 @@ class Servers:
                 external = ExternalServer(server.name, server.dsn, init_allowed=server.init)
                 external.prepare()
                 if not server.init:
-                    scales = (s.scale for s in self.plan.specs if s.server == server.name)
+                    runs = (
+                        s for s in self.plan.specs if server.name in self.plan.members(s.server)
+                    )
+                    scales = (s.scale for s in runs)
                     dataset.require_datasets(external, scales)
 
     def install(self, server: ServerPlan) -> Installation:
@@ -217,7 +220,7 @@ def check_settings(
     variants = {
         tuple((dict(server.settings) | dict(spec.server_settings)).items())
         for spec in plan.specs
-        if spec.server == server.name
+        if server.name in plan.members(spec.server)
     }
     for variant in sorted(variants):
         problem = server_module.settings_problem(install, dict(variant), host)

@@ -49,7 +49,8 @@ class Completed:
 
 @dataclass(frozen=True)
 class Share:
-    """One load generator's part of a run split across several (`campaign.generators`)."""
+    """One load generator's part of a run split across several, or one group member's part of a
+    group's run (`campaign.generators`, `campaign.together`)."""
 
     host: str
     clients: int
@@ -60,6 +61,12 @@ class Share:
     clock_offset_s: float  # its clock minus this machine's
     started_at: float | None  # when its pgbench started, on this machine's clock
     completed: Completed
+    server: str = ""  # the group member it drove ("": the run's only server)
+
+    @property
+    def label(self) -> str:
+        """Its name in logs and results: the host, and the member server in a group's run."""
+        return f"{self.server}@{self.host}" if self.server else self.host
 
 
 def build_argv(binary: Path, version: PgVersion, run: Invocation, dbname: str) -> list[str]:

@@ -8,6 +8,7 @@ key and what to do. Expansion is deterministic: the same plan (and seed) gives t
 * :mod:`.values` — one value checked and converted (durations, latencies, names, choices),
 * :mod:`.workloads` — builtins and script files, with their weights,
 * :mod:`.servers` — the ``[[server]]`` tables: managed installations or an external dsn,
+* :mod:`.groups` — the ``[[server_group]]`` tables: servers a run drives together,
 * :mod:`.hosts` — the ``[[host]]`` tables (machines over SSH) and the servers and load
   generators that name them,
 * :mod:`.builds` — the ``[build.NAME]`` tables: PostgreSQL built from source (recipes only),
@@ -25,6 +26,7 @@ the runner, the store or the reports.
 from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.parsing import load, parse
 from pgbenchlab.plan.records import (
+    GroupPlan,
     HostPlan,
     Plan,
     RunOptions,
@@ -42,6 +44,7 @@ __all__ = [
     "DEFAULT_MAX_TRIES",
     "MAX_RUNS",
     "AutoRepeats",
+    "GroupPlan",
     "HostPlan",
     "Plan",
     "RunOptions",

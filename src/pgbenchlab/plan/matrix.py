@@ -60,16 +60,17 @@ def expand_cells(
     base: Path,
     defaults: dict[str, Any],
     matrix: dict[str, Any],
-    servers: list[ServerPlan],
+    units: dict[str, list[ServerPlan]],
     server_axes: dict[str, dict[str, Any]],
     cpus: int,
 ) -> list[_Cell]:
+    """The cells of each unit: a server alone, or a group (`plan.groups`) with its members."""
     if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
         matrix = {**matrix, "workload": ["select-only"]}
     cells: list[_Cell] = []
     tunables = sysctl_variants(matrix.get("sysctl", {}), ctx)
-    for server in servers:
-        axes = {**matrix, **server_axes[server.name]}
+    for name, members in units.items():
+        axes = {**matrix, **server_axes[name]}
         workloads = [
             parse_workload(w, ctx, f"matrix.workload[{i}]", base)
             for i, w in enumerate(as_list(axes.get("workload", [])))
@@ -80,15 +81,16 @@ def expand_cells(
             # Precedence: the workload's own options, then the server's, then the matrix, then
             # [defaults].
             layer = {**defaults, **axes, **wl_options}
-            if not server.managed:
-                layer = external_connection(server, layer, ctx)
+            for server in members:
+                if not server.managed:
+                    layer = external_connection(server, layer, ctx)
             for clients in axis_values(layer, "clients", [1], ctx, positive_int):
                 for options in expand_options(ctx, layer, clients, cpus):
                     for settings, sysctl in itertools.product(
                         setting_variants(axes.get("setting", {}), ctx), tunables
                     ):
                         cells.append(
-                            _Cell(server.name, settings, scale, workload, clients, options, sysctl)
+                            _Cell(name, settings, scale, workload, clients, options, sysctl)
                         )
     return cells
 
@@ -96,15 +98,15 @@ def expand_cells(
 def count_cells(
     defaults: dict[str, Any],
     matrix: dict[str, Any],
-    servers: list[ServerPlan],
+    units: list[str],
     server_axes: dict[str, dict[str, Any]],
 ) -> int:
     """How many cells `expand_cells` will make, from the lengths of the axes alone."""
     if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
         matrix = {**matrix, "workload": ["select-only"]}
     total = 0
-    for server in servers:
-        axes = {**matrix, **server_axes[server.name]}
+    for name in units:
+        axes = {**matrix, **server_axes[name]}
         variants = _combinations(axes.get("setting", {})) * _combinations(matrix.get("sysctl", {}))
         for workload in as_list(axes.get("workload", [])):
             own = workload if isinstance(workload, dict) else {}

@@ -11,6 +11,7 @@ from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
+from pgbenchlab.plan.groups import check_group_specs, parse_groups, units
 from pgbenchlab.plan.hosts import check_generator_clients, check_host_names, parse_hosts
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
@@ -75,15 +76,18 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
+    groups, group_axes = parse_groups(data.get("server_group"), ctx, servers, server_axes)
     hosts = parse_hosts(data.get("host"), ctx)
     pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
     most = auto.max_repeats if auto else repeats
-    check_size(ctx, count_cells(defaults, matrix, servers, server_axes), most)
+    expanded, axes = units(servers, groups), server_axes | group_axes
+    check_size(ctx, count_cells(defaults, matrix, list(expanded), axes), most)
     # threads = "auto": one per CPU pgbench may use (its pinned ones, when pinned)
     cpus = cpusets.count(pgbench_cpus) if pgbench_cpus else cpu_count or os.cpu_count() or 1
-    cells = expand_cells(ctx, base, defaults, matrix, servers, server_axes, cpus)
+    cells = expand_cells(ctx, base, defaults, matrix, expanded, axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
     check_generator_clients(specs, len(pgbench_hosts), ctx)
+    check_group_specs(specs, groups, ctx)
     warnings = plan_warnings(specs)
     return Plan(
         name,
@@ -103,6 +107,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         pgbench_profile=pgbench_profile,
         hosts=hosts,
         pgbench_hosts=pgbench_hosts,
+        groups=groups,
     )
 
 

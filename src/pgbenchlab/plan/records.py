@@ -76,6 +76,16 @@ class ServerPlan:
 
 
 @dataclass(frozen=True)
+class GroupPlan:
+    """A [[server_group]]: servers a run drives together, each given the whole cell (its
+    clients, threads and rate), stored as one run under the group's name."""
+
+    name: str
+    servers: tuple[str, ...]  # the plan's servers, in the group's order
+    solo: bool = True  # the members also run their own cells alone
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """How one run is executed; every field is part of the cell's identity."""
 
@@ -213,6 +223,7 @@ class Plan:
     shard: Shard | None = None  # sharded: specs hold only this part of the runs
     all_specs: tuple[RunSpec, ...] = ()  # sharded: every run of the plan (its identity)
     pgbench_profile: bool = True  # [pgbench] profile: profiled runs profile pgbench too
+    groups: tuple[GroupPlan, ...] = ()  # the [[server_group]] tables
 
     @property
     def profiles_pgbench(self) -> bool:
@@ -223,8 +234,11 @@ class Plan:
         return next(h for h in self.hosts if h.name == name)
 
     def uses_connection(self, kind: str, server: str | None = None) -> bool:
-        """Whether a run (of this server) connects this way."""
-        return any(s.options.connection == kind and server in (None, s.server) for s in self.specs)
+        """Whether a run (of this server, alone or in a group) connects this way."""
+        return any(
+            s.options.connection == kind and (server is None or server in self.members(s.server))
+            for s in self.specs
+        )
 
     @property
     def needed_builds(self) -> tuple[BuildRecipe, ...]:
@@ -282,6 +296,18 @@ class Plan:
 
     def server(self, name: str) -> ServerPlan:
         return next(s for s in self.servers if s.name == name)
+
+    @property
+    def server_names(self) -> list[str]:
+        """Every name a run's server may have: the servers, then the groups."""
+        return [s.name for s in self.servers] + [g.name for g in self.groups]
+
+    def is_group(self, name: str) -> bool:
+        return any(g.name == name for g in self.groups)
+
+    def members(self, name: str) -> tuple[str, ...]:
+        """The servers a run of this server or group drives."""
+        return next((g.servers for g in self.groups if g.name == name), (name,))
 
     @property
     def axis_orders(self) -> dict[str, list[str]]:

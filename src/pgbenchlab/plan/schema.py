@@ -24,7 +24,7 @@ RESERVED_SETTINGS = frozenset(
     | {"ssl", "ssl_cert_file", "ssl_key_file"}
 )
 
-TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "matrix", "build", "host")
+TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "server_group", "matrix", "build", "host")
 CAMPAIGN_KEYS = (
     "name",
     "repeats",
@@ -79,6 +79,7 @@ SERVER_KEYS = (
     *SERVER_OPTIONS,
 )
 HOST_KEYS = ("name", "ssh", "port", "identity", "known_hosts")
+GROUP_KEYS = ("name", "servers", "solo", *AXIS_KEYS)
 WORKLOAD_KEYS = (
     "name",
     "builtin",

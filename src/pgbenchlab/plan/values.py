@@ -151,15 +151,17 @@ def parse_latency_log(value: Any, ctx: Context, key: str) -> str:
 
 
 def planned_axis_orders(text: str) -> dict[str, list[str]]:
-    """Server names ("server") and the values of each server-setting and kernel-tunable axis
-    in the order the plan lists them, which its run order cannot tell (random order, a resumed
-    campaign). An unreadable plan (a stored one of an older format) gives nothing."""
+    """Server names ("server": the servers', then the groups') and the values of each
+    server-setting and kernel-tunable axis in the order the plan lists them, which its run order
+    cannot tell (random order, a resumed campaign). An unreadable plan (a stored one of an
+    older format) gives nothing."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         return {}
     servers = [s for s in document.get("server", []) if isinstance(s, dict)]
-    orders = {"server": [str(s.get("name")) for s in servers]}
+    groups = [g for g in document.get("server_group", []) if isinstance(g, dict)]
+    orders = {"server": [str(s.get("name")) for s in servers + groups]}  # groups after
     for layer in (document.get("matrix", {}), *servers):
         for kind in ("setting", "sysctl"):
             _add_orders(orders, layer.get(kind, {}) if isinstance(layer, dict) else {})

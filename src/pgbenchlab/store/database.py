@@ -31,7 +31,7 @@ from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.backfills import BACKFILLS, axis_orders_json
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
-from pgbenchlab.store.generators import write_generators
+from pgbenchlab.store.generators import write_generators, write_server_parts
 from pgbenchlab.store.reading import Reading
 from pgbenchlab.store.records import BisectionRecord, ProbeRecord
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -306,6 +306,7 @@ class Store(Reading):
                     "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
                 )
             write_generators(self.db, run_id, result.generators)
+            write_server_parts(self.db, run_id, result.servers)
         return run_id
 
     def profiles_by_run(self, run_ids: list[int], process: str = SERVER) -> dict[int, Profile]:

@@ -1,14 +1,16 @@
 """The run_generators table: each load generator's part of a run split across several (its
-share, seed, clock and start, its own report's figures and CPU)."""
+share, seed, clock and start, its own report's figures and CPU); the run_servers table: each
+member server's part of a group's run."""
 
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import astuple, fields
 
-from pgbenchlab.results import GeneratorFigures
+from pgbenchlab.results import GeneratorFigures, ServerPart
 
 COLUMNS = tuple(f.name for f in fields(GeneratorFigures))
+PART_COLUMNS = tuple(f.name for f in fields(ServerPart))
 
 
 def write_generators(
@@ -27,3 +29,19 @@ def read_generators(db: sqlite3.Connection, run_id: int) -> tuple[GeneratorFigur
         (run_id,),
     ).fetchall()
     return tuple(GeneratorFigures(*row) for row in rows)
+
+
+def write_server_parts(db: sqlite3.Connection, run_id: int, parts: tuple[ServerPart, ...]) -> None:
+    marks = ",".join("?" * (len(PART_COLUMNS) + 1))
+    db.executemany(
+        f"INSERT INTO run_servers (run_id, {', '.join(PART_COLUMNS)}) VALUES ({marks})",
+        [(run_id, *astuple(p)) for p in parts],
+    )
+
+
+def read_server_parts(db: sqlite3.Connection, run_id: int) -> tuple[ServerPart, ...]:
+    rows = db.execute(
+        f"SELECT {', '.join(PART_COLUMNS)} FROM run_servers WHERE run_id = ? ORDER BY rowid",
+        (run_id,),
+    ).fetchall()
+    return tuple(ServerPart(*row) for row in rows)

@@ -64,6 +64,7 @@ TABLES: dict[str, Carry] = {
     "run_origins": Carry.ROWS,
     "run_generators": Carry.ROWS,
     "pgbench_profiles": Carry.ROWS,
+    "run_servers": Carry.ROWS,
     "bisections": Carry.BY_NAME,
 }
 NAME_KEYS = {"bisections": "name"}  # each BY_NAME table's key

@@ -15,11 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab.errors import UserError
-from pgbenchlab.results import COMPLETE_STATUSES, GeneratorFigures, RunHost, RunOrigin, Second
+from pgbenchlab.results import (
+    COMPLETE_STATUSES,
+    GeneratorFigures,
+    RunHost,
+    RunOrigin,
+    Second,
+    ServerPart,
+)
 from pgbenchlab.store import bisections
 from pgbenchlab.store.columns import RUN_COLUMNS
 from pgbenchlab.store.faults import GuardedConnection
-from pgbenchlab.store.generators import read_generators
+from pgbenchlab.store.generators import read_generators, read_server_parts
 from pgbenchlab.store.records import (
     BisectionRecord,
     CampaignRecord,
@@ -278,6 +285,10 @@ class Reading:
     def run_generators(self, run_id: int) -> tuple[GeneratorFigures, ...]:
         """The load generators' parts of a run split across several (else none)."""
         return read_generators(self.db, run_id)
+
+    def run_server_parts(self, run_id: int) -> tuple[ServerPart, ...]:
+        """Each member server's part of a group's run (else none)."""
+        return read_server_parts(self.db, run_id)
 
     def seconds(self, run_id: int) -> list[sqlite3.Row]:
         return self.db.execute(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -362,6 +362,22 @@ MIGRATIONS: dict[int, str] = {
         complete_share REAL,
         seconds REAL,
         folded_zst BLOB NOT NULL
+    );
+    """,
+    # 17: a group's run (several servers driven together): each member server's part, its
+    # pgbench's figures and the commits the server counted. Other runs: no rows.
+    17: """
+    CREATE TABLE run_servers (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        server TEXT NOT NULL,
+        clients INTEGER NOT NULL,
+        tps REAL,
+        transactions INTEGER,
+        failed INTEGER,
+        latency_avg_ms REAL,
+        server_commits INTEGER,
+        commits_unexplained INTEGER,
+        PRIMARY KEY (run_id, server)
     );
     """,
 }

@@ -22,6 +22,7 @@ def as_text(view: RunView) -> str:
     sections = [
         run_lines(view.campaign, d),
         pgbench_lines(view),
+        server_part_lines(d),
         generator_lines(d),
         latency_lines(d),
         affinity_lines(d),
@@ -36,10 +37,11 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     tuned = {**d["server_settings"], **d.get("sysctl", {})}  # kernel tunables as read back
     settings = " ".join(f"{k}={v}" for k, v in tuned.items())
     duration = f"{d['duration_s']} s" if d["duration_s"] else f"-t {d['transactions_per_client']}"
+    each = " per server" if d.get("server_parts") else ""  # a group's run: the whole cell each
     cell = (
         f"{d['server']}{' ' + settings if settings else ''} · {d['workload']} · "
-        f"scale {d['scale']} · {plural(d['clients'], 'client')} · "
-        f"{plural(d['threads'], 'thread')} · {d['protocol']} · {duration}"
+        f"scale {d['scale']} · {plural(d['clients'], 'client')}{each} · "
+        f"{plural(d['threads'], 'thread')}{each} · {d['protocol']} · {duration}"
         f" (warmup {d['warmup_s']} s)"
     )
     if d["rate"]:
@@ -117,6 +119,28 @@ def generator_lines(d: dict[str, Any]) -> list[str]:
             f"  {g['host']}: {plural(g['clients'], 'client')}, {plural(g['threads'], 'thread')}"
             f"{rate}, seed {g['seed']}, clock {g['clock_offset_s'] * 1000:+.2f} ms · {tps}"
             f"{latency} · CPU {g['cpu_s']:.2f} s{busy}"
+        )
+    return lines
+
+
+def server_part_lines(d: dict[str, Any]) -> list[str]:
+    """A group's run: each member server's part, and the commits its server counted."""
+    rows = d.get("server_parts") or []
+    lines = [f"servers driven together ({len(rows)}; TPS is their sum):"] if rows else []
+    for p in rows:
+        tps = "no report" if p["tps"] is None else f"{p['tps']:,.1f} TPS"
+        counted = "" if p["transactions"] is None else f", {p['transactions']:,} transactions"
+        failed = f", {p['failed']:,} failed" if p["failed"] else ""
+        latency = "" if p["latency_avg_ms"] is None else f", {p['latency_avg_ms']:.3f} ms"
+        commits = (
+            ""
+            if p["server_commits"] is None
+            else f" · server committed {p['server_commits']:,}"
+            f" ({p['commits_unexplained']:+,} unexplained)"
+        )
+        lines.append(
+            f"  {p['server']}: {plural(p['clients'], 'client')} · {tps}{counted}{failed}"
+            f"{latency}{commits}"
         )
     return lines
 

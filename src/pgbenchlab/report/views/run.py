@@ -48,6 +48,7 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     origin = store.origins_by_run([run_id]).get(run_id)  # its machine and shard (`run --shard`)
     detail["origin"] = asdict(origin) if origin else None
     detail["generators"] = [asdict(g) for g in store.run_generators(run_id)]
+    detail["server_parts"] = [asdict(p) for p in store.run_server_parts(run_id)]  # a group's
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
     profile = store.profiles_by_run([run_id]).get(run_id)
     detail["profile"] = None

@@ -1,0 +1,309 @@
+"""A group's run: several servers driven together (`plan.groups`), stored as one run.
+
+Each member server is prepared as for a run of its own (its setting variant, its dataset, the
+run's hygiene) and gets the whole cell: a pgbench of its own with the cell's clients, threads
+and rate, against its own server, all started at one instant on the campaign's load generators
+(this machine; with [pgbench] hosts, each member's clients split across them) through
+`generators.together`. The run is stored once under the group's name: its figures are the sum
+of every pgbench's report (`pgbench.shares`), its latency percentiles come from the union of
+their logs cut to the window where all measured, and each member's part is kept (`ServerPart`)
+with the commits its server counted over the run, checked against its own pgbench's
+transactions. That check is what each member's telemetry is sampled for: the run stores no
+telemetry series of its own (they would mix servers).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from pgbenchlab.campaign.assemble import MeasuredRun, assemble
+from pgbenchlab.campaign.events import Reporter
+from pgbenchlab.campaign.executor import Capturing, Executor, LocalExecutor, Telemetry
+from pgbenchlab.campaign.generators import (
+    FleetExecutor,
+    Generator,
+    Planned,
+    Target,
+    argv_figures,
+    name_saturated,
+    split,
+    together,
+)
+from pgbenchlab.campaign.hosts import LOCAL
+from pgbenchlab.campaign.layout import archive, sanitize_argv
+from pgbenchlab.campaign.measure import Pgbench, measured_invocation, sampling_rate
+from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.findings import RunWarning
+from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.pgbench.command import Completed, Share
+from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
+from pgbenchlab.pgbench.report import PgbenchReport, parse_report
+from pgbenchlab.pgbench.shares import sum_reports
+from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.results import RunResult, ServerPart
+from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.store import Store
+from pgbenchlab.telemetry.crosscheck import check_commits
+from pgbenchlab.telemetry.records import RunTelemetry
+
+
+class GroupCampaign(Protocol):
+    """What a group's run uses of the campaign (`runner.Campaign`)."""
+
+    plan: Plan
+    store: Store
+    campaign_id: int
+    recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]]
+    results_dir: Path
+    pgbench: Pgbench
+    executor: Executor
+    telemetry: Telemetry
+    reporter: Reporter
+
+    @property
+    def version(self) -> str: ...
+
+    def prepare_server(self, spec: RunSpec) -> Server: ...
+
+    def prepare_dataset(self, server: Server, spec: RunSpec) -> Endpoint: ...
+
+    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> tuple[RunWarning, ...]: ...
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    server: Server
+    endpoint: Endpoint  # the admin one, on the run's database
+    client: Endpoint  # pgbench's, connecting the run's way
+
+
+def measure_group(
+    campaign: GroupCampaign, spec: RunSpec, artifacts: Path, started: float
+) -> RunResult:
+    """Prepare every member, then hygiene, warmup and the measured run on all of them at once."""
+    members = [_prepared(campaign, spec, name) for name in campaign.plan.members(spec.server)]
+    _record_group(campaign, spec, [m.server for m in members])
+
+    def phase(text: str) -> None:
+        campaign.reporter.phase(spec, text)
+
+    def progress(line: ProgressLine) -> None:
+        campaign.reporter.progress(spec, line)
+
+    threads = spec.options.threads
+    captures = [campaign.telemetry.capture(m.server, m.endpoint, threads, phase) for m in members]
+    hygiene = tuple(w for m in members for w in campaign.hygiene(spec, m.endpoint))
+    client = campaign.pgbench.client
+    targets = [
+        Target(m.client.libpq_env(), m.client.client_dbname(client.version.major), m.name)
+        for m in members
+    ]
+    generators = generators_of(campaign.executor)
+    warmup = Pgbench(client, GroupExecutor(generators, targets))
+    warmup_tps = warmup.warmup(spec, members[0].client, artifacts, progress, phase)
+    sampling = sampling_rate(spec, warmup_tps)
+    phase("measuring")
+    starts = [c.pgbench_started for c in captures]
+    measured = Pgbench(client, GroupExecutor(generators, targets, starts))
+    done, telemetry = _measured(
+        measured, spec, members[0].client, (artifacts, sampling, progress), captures
+    )
+    argv = sanitize_argv(done.argv, campaign.results_dir)
+    if done.interrupted:
+        return assemble(spec, campaign.version, MeasuredRun(done, argv, started, time.time()))
+    phase("analysing")
+    log = campaign.pgbench.read_log(spec, artifacts, sampling, done)
+    finished = time.time()
+    kept = archive(artifacts, done, argv)
+    run = MeasuredRun(done, argv, started, finished, log, warmup_tps, None, kept, hygiene)
+    result = assemble(spec, campaign.version, run)
+    by_member = dict(zip((m.name for m in members), telemetry, strict=True))
+    parts, warnings = server_parts(spec, done.shares, by_member)
+    result = replace(result, servers=parts, warnings=result.warnings + tuple(warnings))
+    return replace(result, diagnosis=name_saturated(None, result))
+
+
+def _prepared(campaign: GroupCampaign, spec: RunSpec, name: str) -> Member:
+    """A member's server started (its variant) and its dataset ready, as for a run of its own."""
+    own = replace(spec, server=name)
+    server = campaign.prepare_server(own)
+    endpoint = campaign.prepare_dataset(server, own)
+    client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
+    return Member(name, server, endpoint, client)
+
+
+def _record_group(campaign: GroupCampaign, spec: RunSpec, servers: list[Server]) -> None:
+    """The group as a server of the campaign (reports show its cells like any server's): its
+    members' version and installation (each one's when they differ), no data directory."""
+    key = (spec.server, spec.variant)
+    if key in campaign.recorded_variants:
+        return
+    facts = [s.facts() for s in servers]
+
+    def each(values: Sequence[str | None]) -> str | None:
+        if len(set(values)) == 1:
+            return values[0]
+        return ", ".join(f"{f.name}: {v}" for f, v in zip(facts, values, strict=True))
+
+    group = replace(
+        facts[0],
+        name=spec.server,
+        kind="group",
+        version=each([f.version for f in facts]) or "",
+        install=each([f.install for f in facts]),
+        data_dir=None,
+    )
+    campaign.store.record_server(campaign.campaign_id, group, dict(spec.variant))
+    campaign.recorded_variants.add(key)
+
+
+def _measured(
+    pgbench: Pgbench,
+    spec: RunSpec,
+    endpoint: Endpoint,
+    where: tuple[Path, float | None, Callable[[ProgressLine], None]],
+    captures: Sequence[Capturing],
+) -> tuple[Completed, list[RunTelemetry | None]]:
+    """The measured run (its artifacts directory, log sampling rate and progress callback in
+    `where`) with every member's telemetry around it: each capture started is stopped,
+    whatever happens."""
+    artifacts, sampling, progress = where
+    running: list[Capturing] = []
+    try:
+        for capture in captures:
+            capture.start()
+            running.append(capture)
+        invocation = measured_invocation(spec, artifacts, sampling)
+        done = pgbench.run(endpoint, invocation, artifacts, progress)
+    finally:
+        telemetry = [c.stop() for c in running]
+    return done, telemetry
+
+
+class GroupExecutor(LocalExecutor):
+    """pgbench on every member server at once: the whole cell for each, its clients split over
+    the load generators when there are several; `starts` are told each member's pgbench pid."""
+
+    def __init__(
+        self,
+        generators: list[Generator],
+        targets: list[Target],
+        starts: Sequence[Callable[[int], None]] | None = None,
+    ) -> None:
+        super().__init__(generators[0].host, generators[0].executor.pgbench_cpus)
+        self.generators = generators
+        self.targets = targets
+        self.starts = starts
+
+    def pgbench(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        cwd: Path,
+        on_stderr_line: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> Completed:
+        planned: list[Planned] = []
+        parts = split(*argv_figures(argv), len(self.generators))
+        for i, target in enumerate(self.targets):
+            told = self.starts[i] if self.starts else None
+            planned += [
+                Planned(g, part, target, told if j == 0 else None)
+                for j, (g, part) in enumerate(zip(self.generators, parts, strict=True))
+            ]
+        if on_stderr_line is not None:  # the run's progress: every share's, second by second
+            summed = ProgressSum(len(planned), on_stderr_line)
+            planned = [replace(p, on_line=summed.feed(i)) for i, p in enumerate(planned)]
+        return together(argv, planned, cwd, None, timeout_s, self.pgbench_cpus)
+
+
+class ProgressSum:
+    """Every share's -P lines as the run's: second t told once all have reported it, their TPS
+    summed and latency weighted by TPS (a shown figure only: the stored series come from the
+    logs or from each share's own lines, `assemble.progress_seconds`)."""
+
+    def __init__(self, shares: int, on_line: Callable[[str], None]) -> None:
+        self.shares = shares
+        self.on_line = on_line
+        self.seen: dict[int, dict[int, ProgressLine]] = {}
+        self._lock = threading.Lock()
+
+    def feed(self, share: int) -> Callable[[str], None]:
+        def line(text: str) -> None:
+            parsed = parse_progress_line(text)
+            if parsed is None or parsed.elapsed_s is None:
+                return
+            t = round(parsed.elapsed_s)
+            with self._lock:
+                got = self.seen.setdefault(t, {})
+                got[share] = parsed
+                if len(got) < self.shares:
+                    return
+                del self.seen[t]
+            tps = sum(p.tps for p in got.values())
+            latency = sum(p.tps * p.latency_avg_ms for p in got.values()) / tps if tps else 0.0
+            self.on_line(f"progress: {t:.1f} s, {tps:.1f} tps, lat {latency:.3f} ms stddev 0.000")
+
+        return line
+
+
+def generators_of(executor: Executor) -> list[Generator]:
+    """Where the campaign runs pgbench: its load generators, or the one host it uses."""
+    if isinstance(executor, FleetExecutor):
+        return executor.generators
+    if isinstance(executor, LocalExecutor):
+        name = LOCAL if executor.host is LOCAL_HOST else executor.host.name
+        return [Generator(name, executor)]
+    raise RuntimeError("a group's run needs pgbench started by pgbenchlab itself")
+
+
+def server_parts(
+    spec: RunSpec, shares: Sequence[Share], telemetry: Mapping[str, RunTelemetry | None]
+) -> tuple[tuple[ServerPart, ...], list[RunWarning]]:
+    """Each member's part (the sum of its shares' reports) and its commits cross-check: a
+    warning naming the member whose server counted other commits than its pgbench."""
+    parts: list[ServerPart] = []
+    warnings: list[RunWarning] = []
+    builtin_only = all(s.kind == "builtin" for s in spec.workload.scripts)
+    for name, sampled in telemetry.items():
+        own = [s for s in shares if s.server == name]
+        report = _report(own)
+        transactions = report.transactions if report else None
+        check = check_commits(
+            transactions,
+            sampled,
+            clients=spec.clients,
+            connect_each=spec.options.connect,
+            builtin_only=builtin_only,
+        )
+        if check is not None and not check.agrees:
+            found = check.finding()
+            warnings.append(RunWarning(found.code, {**found.evidence, "server": name}))
+        parts.append(
+            ServerPart(
+                name,
+                sum(s.clients for s in own),
+                report.tps if report else None,
+                transactions,
+                report.failed if report else None,
+                report.latency_avg_ms if report else None,
+                check.server_commits if check else None,
+                check.unexplained if check else None,
+            )
+        )
+    return tuple(parts), warnings
+
+
+def _report(shares: Sequence[Share]) -> PgbenchReport | None:
+    try:
+        return sum_reports([parse_report(s.completed.stdout) for s in shares]) if shares else None
+    except PgbenchParseError:
+        return None
