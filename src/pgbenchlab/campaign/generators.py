@@ -4,16 +4,18 @@ The split: of C clients over N generators, each gets C // N and the first C % N 
 (plan order); threads likewise (at least one each, never more than its clients); the -R rate in
 proportion to each one's clients, so every client keeps the same rate. Each gets its own
 ``--random-seed`` (consecutive numbers from a random base) and its own log prefix
-(``pgbench_log.HOST``), so its per-transaction log is brought back beside the others'.
+(``pgbench_log.HOST``).
 
 The common start: each host's clock offset to this machine is measured just before (NTP's
 way, `hosts.clock_offset`), an instant a little ahead is agreed, and on each host a small
 python3 wrapper (python3 is there: the detached-process monitor needs it) sleeps until that
 instant on its own clock, corrected by its offset, prints when it really started and execs
 pgbench. The stored run covers the window where all were measuring: from the latest start to
-the earliest planned end (`common_window`, on this machine's clock); each log's completion
-times are moved onto this machine's clock by its host's offset (`clock_offsets`), and lines
-outside the window are cut and counted.
+the earliest planned end (`common_window`, on this machine's clock). Each generator's log is
+reduced on its host (`pgbench.log_reducer`: exact value counts and per-second sums, which merge
+exactly), its completion times moved onto this machine's clock by its host's offset and lines
+outside the window cut and counted there; only the reduction comes back (the whole log too
+with ``[pgbench] keep_logs``, its offsets then given by `clock_offsets`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from pgbenchlab import cpusets
 from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
-from pgbenchlab.campaign.executor import GeneratorExecutor
+from pgbenchlab.campaign.executor import GeneratorExecutor, log_layout
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import Host
@@ -97,6 +99,12 @@ def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
     return [*out, f"--random-seed={seed}", argv[-1]]
 
 
+def argv_duration(argv: list[str]) -> int | None:
+    """The -T of a pgbench argv (None: a -t run)."""
+    found = dict(itertools.pairwise(argv))
+    return int(found["-T"]) if "-T" in found else None
+
+
 def argv_figures(argv: list[str]) -> tuple[int, int, float | None]:
     """The clients, threads and rate of a pgbench argv built by `command.build_argv`."""
     found = dict(itertools.pairwise(argv))
@@ -127,9 +135,18 @@ class FleetExecutor(GeneratorExecutor):
     """pgbench on several load generator hosts at once, one run's share on each, started
     together; everything else (datasets, telemetry) through the first of them."""
 
-    def __init__(self, generators: list[tuple[str, Host]], pgbench_cpus: str | None) -> None:
+    def __init__(
+        self,
+        generators: list[tuple[str, Host]],
+        pgbench_cpus: str | None,
+        *,
+        keep_logs: bool = False,
+    ) -> None:
         super().__init__(generators[0][1], pgbench_cpus=pgbench_cpus)
-        self.generators = [Generator(n, GeneratorExecutor(h, pgbench_cpus)) for n, h in generators]
+        self.generators = [
+            Generator(n, GeneratorExecutor(h, pgbench_cpus, keep_logs=keep_logs))
+            for n, h in generators
+        ]
 
     def pgbench(
         self,
@@ -149,21 +166,41 @@ class FleetExecutor(GeneratorExecutor):
         planned = list(zip(self.generators, parts, offsets, strict=True))
         # pgbench's progress and pid: the first generator's stand for all
         starts = [Started(on_start if i == 0 else None) for i in range(len(parts))]
-        with ThreadPoolExecutor(len(parts), thread_name_prefix="generator") as pool:
-            futures = [
-                pool.submit(
-                    self._share,
-                    g,
-                    share_argv(argv, part, base + i, g.name),
-                    Timing(start + offset, timeout),
-                    env,
-                    cwd,
-                    (on_stderr_line if i == 0 else None, starts[i]),
-                )
-                for i, (g, part, offset) in enumerate(planned)
-            ]
-            done = _wait_all(futures, lambda: self._interrupt(starts))
-        shares = tuple(
+        dirs: list[PurePath] = []
+        try:
+            for g in self.generators:
+                dirs.append(g.executor.work_dir())
+            with ThreadPoolExecutor(len(parts), thread_name_prefix="generator") as pool:
+                futures = [
+                    pool.submit(
+                        self._share,
+                        g,
+                        share_argv(argv, part, base + i, g.name),
+                        Timing(start + offset, timeout),
+                        env,
+                        (cwd, dirs[i]),
+                        (on_stderr_line if i == 0 else None, starts[i]),
+                    )
+                    for i, (g, part, offset) in enumerate(planned)
+                ]
+                done = _wait_all(futures, lambda: self._interrupt(starts))
+            shares = self._shares(planned, done, starts, base)
+            window = common_window(shares, argv_duration(argv))
+            for g, there, share in zip(self.generators, dirs, shares, strict=True):
+                layout = log_layout(argv, window, share.clock_offset_s)
+                g.executor.collect(there, cwd, layout, g.name)
+        finally:
+            _remove_all([(g.host, there) for g, there in zip(self.generators, dirs, strict=False)])
+        return merged(argv, shares, interrupted=any(d.interrupted for d in done))
+
+    def _shares(
+        self,
+        planned: list[tuple[Generator, Part, float]],
+        done: list[Completed],
+        starts: list[Started],
+        base: int,
+    ) -> tuple[Share, ...]:
+        return tuple(
             Share(
                 host=g.name,
                 clients=part.clients,
@@ -179,7 +216,6 @@ class FleetExecutor(GeneratorExecutor):
                 zip(planned, done, starts, strict=True)
             )
         )
-        return merged(argv, shares, interrupted=any(d.interrupted for d in done))
 
     def _interrupt(self, starts: list[Started]) -> None:
         """Ask every generator's pgbench (or its waiting wrapper) to stop, as Ctrl-C does."""
@@ -194,7 +230,7 @@ class FleetExecutor(GeneratorExecutor):
         argv: list[str],
         timing: Timing,
         env: dict[str, str],
-        cwd: Path,
+        dirs: tuple[Path, PurePath],
         callbacks: tuple[Callable[[str], None] | None, Started],
     ) -> Completed:
         """Run one generator's pgbench at the agreed instant (its start, on its own clock, is
@@ -208,7 +244,9 @@ class FleetExecutor(GeneratorExecutor):
                 on_line(text)
 
         wrapped = ["python3", "-c", WAIT_AND_EXEC, f"{timing.start_there:.6f}", *argv]
-        done = generator.executor.pgbench(
+        cwd, there = dirs
+        done = generator.executor.pgbench_in(
+            there,
             wrapped,
             env,
             cwd=cwd,
@@ -244,6 +282,18 @@ class Started:
         if self.on_start is not None and self.pid is not None and self.at is not None:
             self.on_start(self.pid)
             self.on_start = None
+
+
+def _remove_all(dirs: list[tuple[Host, PurePath]]) -> None:
+    """Remove each generator's run directory, every one tried though one host fails."""
+    failure: Exception | None = None
+    for host, there in dirs:
+        try:
+            host.remove_tree(there)
+        except (OSError, UserError) as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def _wait_all(futures: list[Future[Completed]], interrupt: Callable[[], None]) -> list[Completed]:

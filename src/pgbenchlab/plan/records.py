@@ -213,6 +213,9 @@ class Plan:
     shard: Shard | None = None  # sharded: specs hold only this part of the runs
     all_specs: tuple[RunSpec, ...] = ()  # sharded: every run of the plan (its identity)
     pgbench_profile: bool = True  # [pgbench] profile: profiled runs profile pgbench too
+    # [pgbench] keep_logs: the load generators' whole per-transaction logs are brought back
+    # and kept beside their reductions (else only the reductions)
+    pgbench_keep_logs: bool = False
 
     @property
     def profiles_pgbench(self) -> bool:
