@@ -16,6 +16,7 @@ from netns_hosts import TestHosts
 from pgbenchlab import installs, plan
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.cli import main
+from pgbenchlab.findings import WarningCode
 from pgbenchlab.hosts import RemoteHost, Target
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.server import Endpoint
@@ -130,6 +131,7 @@ def test_an_external_server_on_a_named_host_has_its_telemetry_read_there(
     assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
     telemetry = outcome.results[0].telemetry
     assert telemetry is not None
+    assert WarningCode.SERVER_LOG_UNREAD not in {w.code for w in outcome.results[0].warnings}
     sources = {s.source: s for s in telemetry.sources}
     assert sources["server_log"].available, sources["server_log"].note
     assert sources["processes"].available, sources["processes"].note  # its postmaster's CPU

@@ -27,6 +27,7 @@ from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
 from pgbenchlab.telemetry.records import (
+    NO_LOG_ACCESS,
     LogEvent,
     Point,
     RunTelemetry,
@@ -364,7 +365,7 @@ class Capture:
             SourceStatus(
                 "server_log",
                 self.log is not None,
-                "" if self.log else self.config.log_problem or "no access to the server's log",
+                "" if self.log else self.config.log_problem or NO_LOG_ACCESS,
             )
         )
         for source in OS_SOURCES:
