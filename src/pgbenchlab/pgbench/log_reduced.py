@@ -16,7 +16,7 @@ from pgbenchlab.pgbench.log_records import (
     IntervalStats,
     TransactionLogSummary,
 )
-from pgbenchlab.pgbench.log_reducer import Reduction
+from pgbenchlab.pgbench.log_reducer import SECOND_FIELDS, Reduction
 from pgbenchlab.pgbench.log_summary import ExactCounts
 
 REDUCTION_SUFFIX = ".reduction.json"  # a host's reduction among a run's artifacts
@@ -111,34 +111,41 @@ def _per_second(
         return ()
     first, last = min(reduction.seconds), max(reduction.seconds)
     failures_exist = pg_major >= 15
+    empty = [0] * len(SECOND_FIELDS)
     series = []
     for start in range(first, last + 1):
-        second = reduction.seconds.get(start, {})
-
-        def count(name: str, second: dict[str, int | None] = second) -> int:
-            return second.get(name) or 0
-
-        n = count("successful")
-        total, squares = count("latency_sum"), count("latency_squares")
-        series.append(
-            IntervalStats(
-                start_s=start,
-                successful=n,
-                skipped=count("skipped"),
-                failed=sum(count(w) for w in FAILURE_WORDS),
-                latency_mean_ms=total / n / 1000 if n else None,
-                latency_stddev_ms=math.sqrt(n * squares - total * total) / n / 1000 if n else None,
-                latency_min_ms=_ms(second.get("latency_min")),
-                latency_max_ms=_ms(second.get("latency_max")),
-                lag_mean_ms=count("lag_sum") / n / 1000 if rate_limited and n else None,
-                lag_max_ms=_ms(second.get("lag_max")) if rate_limited else None,
-                serialization_failures=count("serialization") if failures_exist else None,
-                deadlock_failures=count("deadlock") if failures_exist else None,
-                retried=count("retried") if has_retries else None,
-                retries=count("retries") if has_retries else None,
-            )
-        )
+        second = dict(zip(SECOND_FIELDS, reduction.seconds.get(start, empty), strict=True))
+        series.append(_interval(start, second, rate_limited, has_retries, failures_exist))
     return tuple(series)
+
+
+def _interval(
+    start: int,
+    second: dict[str, int | None],
+    rate_limited: bool,
+    has_retries: bool,
+    failures_exist: bool,
+) -> IntervalStats:
+    def count(name: str) -> int:
+        return second[name] or 0
+
+    n, total, squares = count("successful"), count("latency_sum"), count("latency_squares")
+    return IntervalStats(
+        start_s=start,
+        successful=n,
+        skipped=count("skipped"),
+        failed=sum(count(w) for w in FAILURE_WORDS),
+        latency_mean_ms=total / n / 1000 if n else None,
+        latency_stddev_ms=math.sqrt(n * squares - total * total) / n / 1000 if n else None,
+        latency_min_ms=_ms(second["latency_min"]),
+        latency_max_ms=_ms(second["latency_max"]),
+        lag_mean_ms=count("lag_sum") / n / 1000 if rate_limited and n else None,
+        lag_max_ms=_ms(second["lag_max"]) if rate_limited else None,
+        serialization_failures=count("serialization") if failures_exist else None,
+        deadlock_failures=count("deadlock") if failures_exist else None,
+        retried=count("retried") if has_retries else None,
+        retries=count("retries") if has_retries else None,
+    )
 
 
 def _ms(value: int | None) -> float | None:

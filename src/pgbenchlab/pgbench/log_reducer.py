@@ -27,7 +27,8 @@ FORMAT = "pgbench-log-reduction-1"
 LIMIT = (1 << 56) - 1  # the largest value a measure takes (`log_lines.LIMIT`)
 WORDS = ("skipped", "failed", "serialization", "deadlock")  # in the time column
 MEASURES = ("latency", "lag", "service", "retries")
-# Per second: integer sums of the second's lines (minima and maxima None when none).
+# Per second: integer sums of the second's lines, a list in this order (a minimum or maximum is
+# None when the second has no value of it).
 SECOND_FIELDS = (
     "successful",
     "latency_sum",
@@ -40,8 +41,10 @@ SECOND_FIELDS = (
     "retries",
     *WORDS,
 )
-_LOWEST = ("latency_min",)
-_HIGHEST = ("latency_max", "lag_max")
+(N, LATENCY_SUM, SQUARES, LATENCY_MIN, LATENCY_MAX, LAG_SUM, LAG_MAX, RETRIED, RETRIES) = range(9)
+WORD_INDEX = {word.encode(): 9 + i for i, word in enumerate(WORDS)}
+_LOWEST, _HIGHEST = (LATENCY_MIN,), (LATENCY_MAX, LAG_MAX)
+Second = list[int | None]
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ class Reduction:
     truncated: int = 0  # files ending in a partial line
     words: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WORDS, 0))
     values: dict[str, dict[int, int]] = field(default_factory=lambda: {m: {} for m in MEASURES})
-    seconds: dict[int, dict[str, int | None]] = field(default_factory=dict)
+    seconds: dict[int, Second] = field(default_factory=dict)
 
     def merge(self, other: Reduction) -> Reduction:
         """Both reductions together (exact); self is left as it was."""
@@ -99,10 +102,7 @@ class Reduction:
             "truncated": self.truncated,
             "words": self.words,
             "values": {m: sorted(self.values[m].items()) for m in MEASURES},
-            "seconds": [
-                [second, *(fields[f] for f in SECOND_FIELDS)]
-                for second, fields in sorted(self.seconds.items())
-            ],
+            "seconds": [[second, *fields] for second, fields in sorted(self.seconds.items())],
         }
         return json.dumps(document, separators=(",", ":"))
 
@@ -121,10 +121,7 @@ class Reduction:
                 int(document["truncated"]),
                 {w: int(document["words"][w]) for w in WORDS},
                 {m: {int(v): int(n) for v, n in document["values"][m]} for m in MEASURES},
-                {
-                    int(row[0]): dict(zip(SECOND_FIELDS, row[1:], strict=True))
-                    for row in document["seconds"]
-                },
+                {int(row[0]): _second_of(row[1:]) for row in document["seconds"]},
             )
         except (KeyError, TypeError, IndexError, json.JSONDecodeError) as error:
             raise ValueError(f"not a log reduction: {error!r}") from None
@@ -137,31 +134,30 @@ def _add_counts(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
     return merged
 
 
-def _new_second() -> dict[str, int | None]:
-    second: dict[str, int | None] = dict.fromkeys(SECOND_FIELDS, 0)
-    second.update(dict.fromkeys(_LOWEST + _HIGHEST))
-    return second
+def _second_of(row: list[int | None]) -> Second:
+    if len(row) != len(SECOND_FIELDS):
+        raise TypeError(f"a second has {len(SECOND_FIELDS)} fields, not {len(row)}")
+    return [None if v is None else int(v) for v in row]
 
 
-def _merge_second(a: dict[str, int | None], b: dict[str, int | None]) -> dict[str, int | None]:
-    merged: dict[str, int | None] = {}
-    for name in SECOND_FIELDS:
-        x, y = a[name], b[name]
-        if name in _LOWEST + _HIGHEST:
+def _new_second() -> Second:
+    return [0, 0, 0, None, None, 0, None, 0, 0, *(0 for _ in WORDS)]
+
+
+def _merge_second(a: Second, b: Second) -> Second:
+    merged: Second = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if i in _LOWEST or i in _HIGHEST:
             present = [v for v in (x, y) if v is not None]
-            pick = min if name in _LOWEST else max
-            merged[name] = pick(present) if present else None
+            merged.append((min if i in _LOWEST else max)(present) if present else None)
         else:
-            merged[name] = (x or 0) + (y or 0)
+            merged.append((x or 0) + (y or 0))
     return merged
 
 
 def reduce_logs(paths: Iterable[str], layout: Layout) -> Reduction:
     """The reduction of these log files (thread files of one or more pgbench processes)."""
     reduction = Reduction()
-    window = None
-    if layout.window is not None:
-        window = (round(layout.window[0] * 1_000_000), round(layout.window[1] * 1_000_000))
     for path in paths:
         with open(path, "rb") as file:
             data = file.read()
@@ -171,90 +167,83 @@ def reduce_logs(paths: Iterable[str], layout: Layout) -> Reduction:
         rows = data.split(b"\n")
         if rows[-1]:
             reduction.truncated += 1
-        for row in rows[:-1]:
-            _reduce_line(
-                row.removesuffix(b"\r").decode("utf-8", "replace"), layout, window, reduction
-            )
+        _reduce_rows(rows[:-1], layout, reduction)
     return reduction
 
 
-def _integer(text: str) -> int | None:
-    """An integer as polars reads one (optional sign, ASCII digits), else None."""
-    digits = text[1:] if text[:1] in ("-", "+") else text
-    if not digits.isascii() or not digits.isdigit():
-        return None
-    return int(text)
-
-
-def _reduce_line(
-    line: str, layout: Layout, window: tuple[int, int] | None, reduction: Reduction
-) -> None:
-    fields = line.split(" ")
-    if len(fields) != layout.columns:
-        reduction.malformed += 1
-        return
-    numbers = [_integer(f) for i, f in enumerate(fields) if i != 2]
-    if any(n is None for n in numbers):
-        reduction.malformed += 1
-        return
-    epoch, us = numbers[3], numbers[4]
-    assert epoch is not None and us is not None
-    done_us = epoch * 1_000_000 + us - layout.shift_us
-    if window is not None and not window[0] <= done_us < window[1]:
-        reduction.outside += 1
-        return
-    time_text = fields[2]
-    latency = int(time_text) if time_text.isascii() and time_text.isdigit() else None
-    if latency is None or latency > LIMIT:
-        latency = None
-        if time_text not in WORDS:
+def _reduce_rows(rows: list[bytes], layout: Layout, reduction: Reduction) -> None:
+    """Each complete line counted into reduction (its hot loop: locals, no calls per field)."""
+    columns, shift = layout.columns, layout.shift_us
+    start, end = -(1 << 127), 1 << 127
+    if layout.window is not None:
+        start, end = (round(w * 1_000_000) for w in layout.window)
+    latencies, lags = reduction.values["latency"], reduction.values["lag"]
+    services, retries_of = reduction.values["service"], reduction.values["retries"]
+    seconds, words = reduction.seconds, reduction.words
+    rate_limited, has_retries = layout.rate_limited, layout.has_retries
+    for row in rows:
+        fields = row.removesuffix(b"\r").split(b" ")
+        if len(fields) != columns:
             reduction.malformed += 1
-            return
-    reduction.lines += 1
-    second = reduction.seconds.setdefault(done_us // 1_000_000, _new_second())
-    extra = numbers[5:]
-    if latency is None:
-        reduction.words[time_text] += 1
-        second[time_text] = (second[time_text] or 0) + 1
-    else:
-        _successful(latency, extra[0] if layout.rate_limited else None, second, reduction)
-    if layout.has_retries:
-        _retries(extra[-1], second, reduction)
+            continue
+        try:  # the numbers pgbench writes (pgbench writes no sign, space or underscore)
+            int(fields[0]), int(fields[1]), int(fields[3])
+            done_us = int(fields[4]) * 1_000_000 + int(fields[5]) - shift
+            extra = [int(f) for f in fields[6:]]
+        except ValueError:
+            reduction.malformed += 1
+            continue
+        if not start <= done_us < end:
+            reduction.outside += 1
+            continue
+        time_field = fields[2]
+        word = WORD_INDEX.get(time_field)
+        if word is None and not (time_field.isdigit() and int(time_field) <= LIMIT):
+            reduction.malformed += 1
+            continue
+        reduction.lines += 1
+        second = seconds.get(done_us // 1_000_000)
+        if second is None:
+            second = seconds[done_us // 1_000_000] = _new_second()
+        if word is not None:
+            words[time_field.decode()] += 1
+            second[word] = (second[word] or 0) + 1
+        else:
+            latency = int(time_field)
+            latencies[latency] = latencies.get(latency, 0) + 1
+            _add_latency(second, latency)
+            if rate_limited:
+                lag = extra[0]
+                if not 0 <= lag <= LIMIT:
+                    reduction.malformed += 1
+                else:
+                    lags[lag] = lags.get(lag, 0) + 1
+                    service = max(0, latency - lag)  # both rounded to 1 µs: may be -1
+                    services[service] = services.get(service, 0) + 1
+                    _add_lag(second, lag)
+        if has_retries:
+            retries = extra[-1]
+            if not 0 <= retries <= LIMIT:
+                reduction.malformed += 1
+                continue
+            retries_of[retries] = retries_of.get(retries, 0) + 1
+            second[RETRIED] = (second[RETRIED] or 0) + (retries > 0)
+            second[RETRIES] = (second[RETRIES] or 0) + retries
 
 
-def _count(values: dict[int, int], value: int) -> None:
-    values[value] = values.get(value, 0) + 1
+def _add_latency(second: Second, latency: int) -> None:
+    second[N] = (second[N] or 0) + 1
+    second[LATENCY_SUM] = (second[LATENCY_SUM] or 0) + latency
+    second[SQUARES] = (second[SQUARES] or 0) + latency * latency
+    low, high = second[LATENCY_MIN], second[LATENCY_MAX]
+    second[LATENCY_MIN] = latency if low is None or latency < low else low
+    second[LATENCY_MAX] = latency if high is None or latency > high else high
 
 
-def _successful(
-    latency: int, lag: int | None, second: dict[str, int | None], reduction: Reduction
-) -> None:
-    _count(reduction.values["latency"], latency)
-    second["successful"] = (second["successful"] or 0) + 1
-    second["latency_sum"] = (second["latency_sum"] or 0) + latency
-    second["latency_squares"] = (second["latency_squares"] or 0) + latency * latency
-    low, high = second["latency_min"], second["latency_max"]
-    second["latency_min"] = latency if low is None else min(low, latency)
-    second["latency_max"] = latency if high is None else max(high, latency)
-    if lag is None:
-        return
-    if not 0 <= lag <= LIMIT:
-        reduction.malformed += 1
-        return
-    _count(reduction.values["lag"], lag)
-    _count(reduction.values["service"], max(0, latency - lag))  # both rounded: may be -1
-    second["lag_sum"] = (second["lag_sum"] or 0) + lag
-    high = second["lag_max"]
-    second["lag_max"] = lag if high is None else max(high, lag)
-
-
-def _retries(retries: int | None, second: dict[str, int | None], reduction: Reduction) -> None:
-    if retries is None or not 0 <= retries <= LIMIT:
-        reduction.malformed += 1
-        return
-    _count(reduction.values["retries"], retries)
-    second["retried"] = (second["retried"] or 0) + (retries > 0)
-    second["retries"] = (second["retries"] or 0) + retries
+def _add_lag(second: Second, lag: int) -> None:
+    second[LAG_SUM] = (second[LAG_SUM] or 0) + lag
+    high = second[LAG_MAX]
+    second[LAG_MAX] = lag if high is None or lag > high else high
 
 
 def arguments(layout: Layout) -> list[str]:
