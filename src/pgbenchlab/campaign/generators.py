@@ -186,9 +186,19 @@ class FleetExecutor(GeneratorExecutor):
                 done = _wait_all(futures, lambda: self._interrupt(starts))
             shares = self._shares(planned, done, starts, base)
             window = common_window(shares, argv_duration(argv))
-            for g, there, share in zip(self.generators, dirs, shares, strict=True):
-                layout = log_layout(argv, window, share.clock_offset_s)
-                g.executor.collect(there, cwd, layout, g.name)
+            with ThreadPoolExecutor(len(parts), thread_name_prefix="reduce") as pool:
+                reduced = [  # every generator's log reduced at once, each on its host
+                    pool.submit(
+                        g.executor.collect,
+                        there,
+                        cwd,
+                        log_layout(argv, window, share.clock_offset_s),
+                        g.name,
+                    )
+                    for g, there, share in zip(self.generators, dirs, shares, strict=True)
+                ]
+                for future in reduced:
+                    future.result()
         finally:
             _remove_all([(g.host, there) for g, there in zip(self.generators, dirs, strict=False)])
         return merged(argv, shares, interrupted=any(d.interrupted for d in done))
