@@ -3,7 +3,8 @@ distinct value of each measure, and per-second sums, over the lines completed in
 
 Stdlib only: the same file is imported as part of pgbenchlab and shipped to a load generator
 host and run there (``python3 log_reducer.py [options] FILE...``, the reduction as JSON on its
-standard output), so a run split across hosts brings back reductions, not whole logs.
+standard output), so a run split across hosts brings back reductions, not whole logs. It runs
+on a host's older python3 too (3.8 on: its annotations are never evaluated there).
 
 Two reductions merge by adding counts and sums and taking minima and maxima, so the merge of
 each host's reduction equals the reduction of the union of their logs, exactly. Latencies are
@@ -44,7 +45,6 @@ SECOND_FIELDS = (
 (N, LATENCY_SUM, SQUARES, LATENCY_MIN, LATENCY_MAX, LAG_SUM, LAG_MAX, RETRIED, RETRIES) = range(9)
 WORD_INDEX = {word.encode(): 9 + i for i, word in enumerate(WORDS)}
 _LOWEST, _HIGHEST = (LATENCY_MIN,), (LATENCY_MAX, LAG_MAX)
-Second = list[int | None]
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Reduction:
     truncated: int = 0  # files ending in a partial line
     words: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WORDS, 0))
     values: dict[str, dict[int, int]] = field(default_factory=lambda: {m: {} for m in MEASURES})
-    seconds: dict[int, Second] = field(default_factory=dict)
+    seconds: dict[int, list[int | None]] = field(default_factory=dict)
 
     def merge(self, other: Reduction) -> Reduction:
         """Both reductions together (exact); self is left as it was."""
@@ -134,18 +134,18 @@ def _add_counts(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
     return merged
 
 
-def _second_of(row: list[int | None]) -> Second:
+def _second_of(row: list[int | None]) -> list[int | None]:
     if len(row) != len(SECOND_FIELDS):
         raise TypeError(f"a second has {len(SECOND_FIELDS)} fields, not {len(row)}")
     return [None if v is None else int(v) for v in row]
 
 
-def _new_second() -> Second:
+def _new_second() -> list[int | None]:
     return [0, 0, 0, None, None, 0, None, 0, 0, *(0 for _ in WORDS)]
 
 
-def _merge_second(a: Second, b: Second) -> Second:
-    merged: Second = []
+def _merge_second(a: list[int | None], b: list[int | None]) -> list[int | None]:
+    merged: list[int | None] = []
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
         if i in _LOWEST or i in _HIGHEST:
             present = [v for v in (x, y) if v is not None]
@@ -182,7 +182,7 @@ def _reduce_rows(rows: list[bytes], layout: Layout, reduction: Reduction) -> Non
     seconds, words = reduction.seconds, reduction.words
     rate_limited, has_retries = layout.rate_limited, layout.has_retries
     for row in rows:
-        fields = row.removesuffix(b"\r").split(b" ")
+        fields = (row[:-1] if row.endswith(b"\r") else row).split(b" ")
         if len(fields) != columns:
             reduction.malformed += 1
             continue
@@ -231,7 +231,7 @@ def _reduce_rows(rows: list[bytes], layout: Layout, reduction: Reduction) -> Non
             second[RETRIES] = (second[RETRIES] or 0) + retries
 
 
-def _add_latency(second: Second, latency: int) -> None:
+def _add_latency(second: list[int | None], latency: int) -> None:
     second[N] = (second[N] or 0) + 1
     second[LATENCY_SUM] = (second[LATENCY_SUM] or 0) + latency
     second[SQUARES] = (second[SQUARES] or 0) + latency * latency
@@ -240,7 +240,7 @@ def _add_latency(second: Second, latency: int) -> None:
     second[LATENCY_MAX] = latency if high is None or latency > high else high
 
 
-def _add_lag(second: Second, lag: int) -> None:
+def _add_lag(second: list[int | None], lag: int) -> None:
     second[LAG_SUM] = (second[LAG_SUM] or 0) + lag
     high = second[LAG_MAX]
     second[LAG_MAX] = lag if high is None or lag > high else high
