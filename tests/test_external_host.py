@@ -40,7 +40,7 @@ class ExternalServer:
         self.data = self.host.make_temp_dir("external-", PurePosixPath("/tmp")) / "data"
         self.port = 5433
         initdb = [str(install.binary("initdb")), "-D", str(self.data), "-A", "trust", "-N"]
-        self._run(*initdb, "-E", "UTF8", "--locale=C")  # SQL_ASCII: psycopg reads bytes
+        self._run(*initdb, "-E", "SQL_ASCII", "--locale=C")  # an old server's, found in the wild
         hba = self.data / "pg_hba.conf"
         subnet = hosts.subnet + ".0/24"
         self.host.write_text(hba, self.host.read_text(hba) + f"host all all {subnet} trust\n")
