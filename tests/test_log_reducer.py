@@ -138,3 +138,15 @@ def test_malformed_lines_are_refused_as_the_whole_log_path_does(tmp_path: Path) 
             sampling_rate=1.0,
             window=None,
         )
+
+
+def test_crlf_line_ends_and_a_partial_last_line(tmp_path: Path) -> None:
+    """As a Windows pgbench writes them, and as a killed one leaves its file."""
+    _, _, files, flags = next(c for c in CASES if c[1] == "rate-retries")
+    shape = layout(flags, None, 0)
+    crlf = tmp_path / files[0].name
+    crlf.write_bytes(files[0].read_bytes().replace(b"\n", b"\r\n") + b"0 99 12")
+    plain = reduce_logs([str(files[0])], shape)
+    windows = reduce_logs([str(crlf)], shape)
+    assert (windows.truncated, plain.truncated) == (1, 0)
+    assert dataclasses.replace(windows, truncated=0).to_json() == plain.to_json()
