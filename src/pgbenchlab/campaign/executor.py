@@ -26,7 +26,7 @@ from pgbenchlab.telemetry.campaign import CampaignTelemetry
 from pgbenchlab.telemetry.records import RunTelemetry
 
 CLIENT_FILES = ("PGSSLROOTCERT",)  # libpq's environment variables naming files it reads
-REDUCE_TIMEOUT_S = 600  # a generator's log reduced (about a second per million lines)
+REDUCE_TIMEOUT_S = 600  # a generator's log reduced (a few seconds per million lines)
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis

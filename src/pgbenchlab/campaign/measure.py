@@ -109,7 +109,8 @@ class Pgbench:
         done: command.Completed | None = None,
     ) -> LogReading:
         """The measured run's per-transaction log, analysed (or why it could not be); a run
-        split across load generators: the union of their logs, cut to the common window."""
+        on load generator hosts: their logs' reductions merged (each cut to the common window
+        on its host)."""
         files, reductions = log_files(artifacts), reduction_files(artifacts)
         if sampling is None or not (files or reductions):
             return LogReading()

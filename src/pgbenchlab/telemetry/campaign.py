@@ -110,12 +110,11 @@ class CampaignTelemetry:
         """A capture for the next measured run on server (not started yet). The first time a
         server is seen its facts are recorded (and pg_test_fsync runs: call this before the
         run's hygiene, not between the warmup and the run)."""
-        place = None
-        if isinstance(server, ExternalServer) and server.host is not None:
-            place = locate(endpoint, server.host)
+        external_host = server.host if isinstance(server, ExternalServer) else None
+        place = None if external_host is None else locate(endpoint, external_host)
         self._prepare(server, endpoint, on_phase or (lambda text: None), place)
-        if isinstance(server, ExternalServer) and server.host is not None and place is not None:
-            return self._external_capture(server.host, place, server.name, endpoint, threads)
+        if external_host is not None and place is not None:
+            return self._external_capture(external_host, place, server.name, endpoint, threads)
         if not isinstance(server, ManagedServer):
             return Capture(
                 CaptureConfig(
