@@ -17,6 +17,7 @@ from pgbenchlab.campaign.executor import LocalExecutor
 from pgbenchlab.campaign.measure import Pgbench
 from pgbenchlab.findings import RunWarning, WarningCode
 from pgbenchlab.results import RunStatus
+from pgbenchlab.telemetry.records import NO_LOG_ACCESS, RunTelemetry, SourceStatus
 from replay import client, golden_log, recorded
 
 STARTED, FINISHED = 1_800_000_000.0, 1_800_000_003.5
@@ -200,3 +201,22 @@ def test_a_read_only_workload_with_few_rows_is_not_warned_about() -> None:
 def test_assembly_is_pure() -> None:
     run = measured("16", "tpcb-progress")
     assert assemble(spec(), "16", run) == assemble(spec(), "16", run)
+
+
+@pytest.mark.parametrize(
+    ("note", "warned"),
+    [
+        ("the SSH account on host db1 cannot read the server's log /var/log/x.log: …", True),
+        (NO_LOG_ACCESS, False),  # an external server without a host: its log is not looked for
+        ("", False),
+    ],
+)
+def test_a_server_log_not_read_on_its_host_is_a_warning(note: str, warned: bool) -> None:
+    sources = (SourceStatus("server_log", note == "", note),)
+    telemetry = RunTelemetry(STARTED, 2.0, None, 0, 0, sources, (), (), (), (), ())
+    result = assemble(spec(), "16", measured("16", "tpcb-progress", telemetry=telemetry))
+    found = [w for w in result.warnings if w.code == WarningCode.SERVER_LOG_UNREAD]
+    assert result.status == RunStatus.OK
+    assert [w.evidence["reason"] for w in found] == ([note] if warned else [])
+    if warned:
+        assert found[0].text.endswith(note)

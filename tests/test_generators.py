@@ -11,7 +11,15 @@ import pytest
 
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.assemble import progress_seconds
-from pgbenchlab.campaign.generators import Part, argv_figures, common_window, share_argv, split
+from pgbenchlab.campaign.executor import log_layout
+from pgbenchlab.campaign.generators import (
+    Part,
+    argv_duration,
+    argv_figures,
+    common_window,
+    share_argv,
+    split,
+)
 from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.pgbench.shares import sum_reports, total_report
@@ -86,3 +94,12 @@ def test_a_saturated_generator_is_named_in_the_diagnosis() -> None:
     assert with_saturated_generators(io, [("lg1", 0.5, 2)]) is io
     alone = with_saturated_generators(None, [("lg1", 0.95, 2)])
     assert alone is not None and alone.verdict == Bottleneck.CLIENT_BOUND
+
+
+def test_a_generators_log_reduction_follows_pgbenchs_argv() -> None:
+    plain = ["pgbench", "-c", "4", "-T", "30", "--max-tries=1", "db"]
+    assert argv_duration(plain) == 30 and argv_duration(["pgbench", "-t", "9", "db"]) is None
+    layout = log_layout(plain, (10.0, 40.0), -0.0015)
+    assert (layout.rate_limited, layout.has_retries, layout.shift_us) == (False, False, -1500)
+    paced = log_layout(["pgbench", "-R", "100", "--max-tries=3", "db"], None, 0.0)
+    assert (paced.rate_limited, paced.has_retries, paced.columns) == (True, True, 8)

@@ -34,6 +34,14 @@ def test_hosts_servers_and_generators(tmp_path: Path) -> None:
     assert parsed.pgbench_hosts == ("lg1",)
     assert parsed.servers[0].host == "db1"
     assert parsed.servers[0].install == "newest"  # its host's newest, not this machine's wheel
+    assert not parsed.pgbench_keep_logs  # generators bring back their logs' reductions only
+
+
+def test_an_external_server_may_name_its_host(tmp_path: Path) -> None:
+    text = HOSTS + '[pgbench]\nkeep_logs = true\n[[server]]\nname = "x"\ndsn = "host=db"\n'
+    parsed = parse(text + 'host = "db1"\n', tmp_path)
+    assert (parsed.servers[0].host, parsed.servers[0].managed) == ("db1", False)
+    assert parsed.pgbench_keep_logs
 
 
 @pytest.mark.parametrize(
@@ -56,6 +64,7 @@ def test_hosts_servers_and_generators(tmp_path: Path) -> None:
         ('[[host]]\nname = "h"\nssh = "u:secret@y"\n', "must not hold a password"),
         ('[[host]]\nname = "h"\nssh = "y"\nport = 0\n', "must be 1 to 65535"),
         ('[[host]]\nname = "h"\nssh = "y"\nuser = "u"\n', 'unknown key "user"|user'),
+        ('[pgbench]\nkeep_logs = "yes"\n', "pgbench.keep_logs: must be true or false"),
     ],
 )
 def test_mistakes_are_refused(tmp_path: Path, extra: str, message: str) -> None:

@@ -197,8 +197,12 @@ def test_pgbench_on_a_load_generator_host(db_host: TestHosts, tmp_path: Path) ->
     outcome = run_campaign(the_plan, tmp_path / "results", QuietReporter())
     assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
     result = outcome.results[0]
-    # pgbench's per-transaction log came back from lg1: percentiles from every transaction.
+    # pgbench's per-transaction log was reduced on lg1: percentiles from every transaction;
+    # only the reduction came back (the plan keeps no whole logs).
     assert result.latency is not None and result.latency.samples > 0
+    artifacts = tmp_path / "results" / "artifacts"
+    assert [p.name for p in artifacts.rglob("*.reduction.json")] == ["lg1.reduction.json"]
+    assert not list(artifacts.rglob("pgbench_log.*"))
     assert "pgbench-" not in " ".join(result.argv)
     store = Store(tmp_path / "results" / "results.db")
     try:
@@ -216,7 +220,9 @@ def test_two_load_generators_split_a_run(
     text = one_server_plan(db_host, "db1").replace(
         hosts_toml(db_host, "db1"), hosts_toml(db_host, "db1", "lg1", "lg2")
     )
-    text = text.replace("[[server]]", '[pgbench]\nhosts = ["lg1", "lg2"]\n\n[[server]]')
+    text = text.replace(
+        "[[server]]", '[pgbench]\nhosts = ["lg1", "lg2"]\nkeep_logs = true\n\n[[server]]'
+    )
     the_plan = plan.parse(
         text + "[matrix]\nclients = [3]\n", str(tmp_path / "p.toml"), base=tmp_path
     )
@@ -236,8 +242,11 @@ def test_two_load_generators_split_a_run(
     assert set(reports) == {"lg1", "lg2"}
     assert all(r.tps and r.tps > 0 for r in reports.values())
     assert result.tps == pytest.approx(sum(r.tps or 0 for r in reports.values()), rel=1e-12)
-    # Merged percentiles: the exact ones of the union of both logs within the common window
-    # (each log's times on this machine's clock: less its host's measured offset).
+    # Merged percentiles (from each generator's log reduced on its host): the exact ones of
+    # the union of both logs, kept, within the common window (each log's times on this
+    # machine's clock: less its host's measured offset).
+    reduced = sorted(p.name for p in artifacts.rglob("*.reduction.json"))
+    assert reduced == ["lg1.reduction.json", "lg2.reduction.json"]
     window = next(w for w in result.warnings if w.code == WarningCode.GENERATORS_WINDOW)
     start, end = (round(float(window.evidence[k]) * 1e6) for k in ("start", "end"))
     shift = {g.host: round(g.clock_offset_s * 1e6) for g in result.generators}

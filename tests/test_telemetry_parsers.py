@@ -5,6 +5,7 @@ statistics queries."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,19 @@ def test_multi_line_detail_keeps_its_continuation_lines() -> None:
     deadlock = next(e for e in golden_events("15") if e.summary == "ERROR: deadlock detected")
     detail = str(deadlock.detail["detail"]).splitlines()
     assert len(detail) == 4 and detail[3].strip().startswith("Process")
+
+
+@pytest.mark.parametrize("major", ["15", "16", "18"])
+def test_debians_log_line_prefix_gives_the_same_events(major: str) -> None:
+    """Debian's '%m [%p] %q%u@%d ' adds "user@database " to a session's lines (an external
+    server's log): the real log with it added to the lines that name an error gives the same
+    events."""
+    text = (GOLDEN / "serverlog" / f"pg{major}.log").read_text()
+    session = re.compile(r"^(\S+ \S+ UTC \[\d+\] )(ERROR|FATAL|STATEMENT|DETAIL|HINT|CONTEXT):")
+    debian = "\n".join(session.sub(r"\1bench@bench \2:", line) for line in text.splitlines())
+    assert debian.count("bench@bench ERROR:") >= 2
+    t0 = next(records(text)).at
+    assert parse_events(debian + "\n", t0) == parse_events(text, t0)
 
 
 def test_log_tail_reads_only_new_whole_lines(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ class WarningCode(StrEnum):
     PINNING_NOT_APPLIED = "pinning_not_applied"
     GENERATOR_SATURATED = "generator_saturated"
     GENERATORS_WINDOW = "generators_window"
+    SERVER_LOG_UNREAD = "server_log_unread"
     LEGACY = "legacy"  # a sentence stored by an older pgbenchlab, kept as it was written
 
 
@@ -131,6 +132,11 @@ def log_unreadable(error: str) -> RunWarning:
     return RunWarning(WarningCode.LOG_UNREADABLE, {"error": error})
 
 
+def server_log_unread(reason: str) -> RunWarning:
+    """An external server's log, on the host the plan names, could not be read."""
+    return RunWarning(WarningCode.SERVER_LOG_UNREAD, {"reason": reason})
+
+
 def checkpoint_refused() -> RunWarning:
     return RunWarning(WarningCode.CHECKPOINT_REFUSED)
 
@@ -196,6 +202,10 @@ _SENTENCES: dict[WarningCode, Callable[[Evidence], str]] = {
         f"{e['generators']} load generators started {e['spread_ms']:.1f} ms apart: the run "
         f"keeps the {e['kept_s']:.3f} s all were measuring; {e['cut_lines']:,} log line(s) "
         "outside it were cut"
+    ),
+    WarningCode.SERVER_LOG_UNREAD: lambda e: (
+        f"the server's log on its host was not read (no checkpoint, autovacuum or error "
+        f"events): {e['reason']}"
     ),
     WarningCode.LEGACY: lambda e: str(e.get("text", "")),
 }

@@ -25,7 +25,7 @@ from pgbenchlab.pgbench.shares import total_report
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.results import GeneratorFigures, LatencySummary, RunResult, RunStatus, Second
 from pgbenchlab.telemetry.crosscheck import check_commits
-from pgbenchlab.telemetry.records import RunTelemetry
+from pgbenchlab.telemetry.records import NO_LOG_ACCESS, RunTelemetry
 
 INTERRUPTED_TEXT = "interrupted by the user"
 
@@ -75,6 +75,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     warnings += generator_warnings(generators, done.shares, run.log)
     if run.log.error is not None:  # the report's figures stand without the log
         warnings.append(findings.log_unreadable(run.log.error))
+    warnings += _server_log_warnings(run.telemetry)
     return RunResult(
         run_key=spec.run_key,
         cell_id=spec.cell_id,
@@ -208,6 +209,15 @@ def run_warnings(spec: RunSpec, report: PgbenchReport, done: Completed) -> list[
         else findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.options.threads),
     )
     return [w for w in found if w is not None]
+
+
+def _server_log_warnings(telemetry: RunTelemetry | None) -> list[RunWarning]:
+    """An external server's log that could not be read on the host the plan names (without a
+    host its log is not looked for: no warning)."""
+    reason = None if telemetry is None else telemetry.unavailable_because("server_log")
+    if not reason or reason == NO_LOG_ACCESS:
+        return []
+    return [findings.server_log_unread(reason)]
 
 
 def _commit_warnings(

@@ -35,11 +35,17 @@ def equipped(
         if len(plan.pgbench_hosts) > 1:
             pgbench = fleet_pgbench(plan, hosts)
             generators = [(name, hosts.get(name)) for name in plan.pgbench_hosts]
-            executor = FleetExecutor(generators, pgbench_cpus=plan.pgbench_cpus)
+            executor = FleetExecutor(
+                generators, pgbench_cpus=plan.pgbench_cpus, keep_logs=plan.pgbench_keep_logs
+            )
         elif plan.pgbench_hosts:
             generator = plan.pgbench_hosts[0]
             pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
-            executor = GeneratorExecutor(hosts.get(generator), pgbench_cpus=plan.pgbench_cpus)
+            executor = GeneratorExecutor(
+                hosts.get(generator),
+                pgbench_cpus=plan.pgbench_cpus,
+                keep_logs=plan.pgbench_keep_logs,
+            )
             if plan.profiles_pgbench:
                 check_perf_for_pgbench(hosts.get(generator))
         else:

@@ -16,7 +16,9 @@ from pgbenchlab import dataset, findings
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
-from pgbenchlab.pgbench import command
+from pgbenchlab.pgbench import command, log_reducer
+from pgbenchlab.pgbench.log_reduced import REDUCTION_SUFFIX
+from pgbenchlab.pgbench.log_reducer import Layout
 from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
@@ -24,6 +26,7 @@ from pgbenchlab.telemetry.campaign import CampaignTelemetry
 from pgbenchlab.telemetry.records import RunTelemetry
 
 CLIENT_FILES = ("PGSSLROOTCERT",)  # libpq's environment variables naming files it reads
+REDUCE_TIMEOUT_S = 600  # a generator's log reduced (a few seconds per million lines)
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
@@ -154,8 +157,15 @@ class LocalExecutor:
 
 
 class GeneratorExecutor(LocalExecutor):
-    """pgbench on a load generator host: each run in a fresh directory there, its log files
-    brought back into the run's artifacts directory, the directory removed."""
+    """pgbench on a load generator host: each run in a fresh directory there, its log reduced
+    there (`log_reducer`) and the reduction brought back into the run's artifacts directory
+    (with the whole log files too when the plan keeps them), the directory removed."""
+
+    def __init__(
+        self, host: Host, pgbench_cpus: str | None = None, *, keep_logs: bool = False
+    ) -> None:
+        super().__init__(host, pgbench_cpus)
+        self.keep_logs = keep_logs  # [pgbench] keep_logs
 
     def pgbench(
         self,
@@ -167,21 +177,65 @@ class GeneratorExecutor(LocalExecutor):
         timeout_s: float | None = None,
         on_start: Callable[[int], None] | None = None,
     ) -> command.Completed:
-        there = self.host.make_temp_dir("pgbench-", self._state())
+        there = self.work_dir()
         try:
-            done = super().pgbench(
-                [_moved(arg, str(cwd), str(there)) for arg in argv],
-                self._client_files(env, there),
-                cwd=Path(there),  # a path on the generator host
+            done = self.pgbench_in(
+                there,
+                argv,
+                env,
+                cwd=cwd,
                 on_stderr_line=on_stderr_line,
                 timeout_s=timeout_s,
                 on_start=on_start,
             )
-            for name in self.host.list_dir(there):
-                (cwd / name).write_bytes(self.host.read_bytes(there / name))
+            self.collect(there, cwd, log_layout(argv, None, 0.0), self.host.name)
         finally:
             self.host.remove_tree(there)
+        return done
+
+    def work_dir(self) -> PurePath:
+        """A fresh directory for one run there (the caller removes it)."""
+        return self.host.make_temp_dir("pgbench-", self._state())
+
+    def pgbench_in(
+        self,
+        there: PurePath,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        cwd: Path,
+        on_stderr_line: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+        on_start: Callable[[int], None] | None = None,
+    ) -> command.Completed:
+        """pgbench run in there, its log files left there for `collect`."""
+        done = super().pgbench(
+            [_moved(arg, str(cwd), str(there)) for arg in argv],
+            self._client_files(env, there),
+            cwd=Path(there),  # a path on the generator host
+            on_stderr_line=on_stderr_line,
+            timeout_s=timeout_s,
+            on_start=on_start,
+        )
         return replace(done, argv=tuple(argv))
+
+    def collect(self, there: PurePath, cwd: Path, layout: Layout, label: str) -> None:
+        """The reduction of the log files in there, written into cwd as LABEL.reduction.json;
+        the whole files too when the plan keeps them."""
+        logs = sorted(n for n in self.host.list_dir(there) if n.startswith(command.LOG_PREFIX))
+        if not logs:
+            return
+        script = there / Path(log_reducer.__file__).name
+        self.host.write_text(script, Path(log_reducer.__file__).read_text(), mode=0o644)
+        argv = ["python3", str(script), *log_reducer.arguments(layout)]
+        done = self.host.run([*argv, *(str(there / n) for n in logs)], timeout=REDUCE_TIMEOUT_S)
+        if done.returncode != 0:
+            reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise OSError(f"reducing pgbench's log on host {self.host.name} failed: {reason}")
+        (cwd / f"{label}{REDUCTION_SUFFIX}").write_text(done.stdout)
+        if self.keep_logs:
+            for name in logs:
+                (cwd / name).write_bytes(self.host.read_bytes(there / name))
 
     def _client_files(self, env: dict[str, str], there: PurePath) -> dict[str, str]:
         """env, the files libpq reads on pgbench's side (the authority a TLS server is verified
@@ -206,6 +260,13 @@ class GeneratorExecutor(LocalExecutor):
         assert state is not None, "a load generator host is another machine"
         self.host.mkdir(state)
         return state
+
+
+def log_layout(argv: list[str], window: tuple[float, float] | None, offset_s: float) -> Layout:
+    """The log's columns as pgbench's argv asks for them, the window to keep (on this machine's
+    clock) and the writing host's clock offset."""
+    retries = any(a.startswith("--max-tries=") and a != "--max-tries=1" for a in argv)
+    return Layout("-R" in argv, retries, window, round(offset_s * 1_000_000))
 
 
 def _moved(arg: str, here: str, there: str) -> str:

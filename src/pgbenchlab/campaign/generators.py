@@ -4,16 +4,19 @@ The split: of C clients over N generators, each gets C // N and the first C % N 
 (plan order); threads likewise (at least one each, never more than its clients); the -R rate in
 proportion to each one's clients, so every client keeps the same rate. Each gets its own
 ``--random-seed`` (consecutive numbers from a random base) and its own log prefix
-(``pgbench_log.HOST``), so its per-transaction log is brought back beside the others'.
+(``pgbench_log.HOST``).
 
 The common start: each host's clock offset to this machine is measured just before (NTP's
 way, `hosts.clock_offset`), an instant a little ahead is agreed, and on each host a small
 python3 wrapper (python3 is there: the detached-process monitor needs it) sleeps until that
 instant on its own clock, corrected by its offset, prints when it really started and execs
 pgbench. The stored run covers the window where all were measuring: from the latest start to
-the earliest planned end (`common_window`, on this machine's clock); each log's completion
-times are moved onto this machine's clock by its host's offset (`clock_offsets`), and lines
-outside the window are cut and counted.
+the earliest planned end (`common_window`, on this machine's clock). Each generator's log is
+reduced on its host (`pgbench.log_reducer`: exact value counts and per-second sums, which merge
+exactly), its completion times moved onto this machine's clock by its host's offset and lines
+outside the window cut and counted there; only the reduction comes back (the whole log too
+with ``[pgbench] keep_logs``, its offsets then given by `clock_offsets`). Shares run on this
+machine (a group's run without load generator hosts) write their logs in place.
 
 A group's run (several servers driven together, `campaign.together`) goes the same way: each
 share then targets one member server (`Target`), and its log prefix and name in the results
@@ -23,6 +26,7 @@ are ``SERVER@HOST``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import secrets
 import signal
@@ -31,11 +35,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from pgbenchlab import cpusets
 from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
-from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor
+from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor, log_layout
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -101,6 +105,12 @@ def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
     return [*out, f"--random-seed={seed}", argv[-1]]
 
 
+def argv_duration(argv: list[str]) -> int | None:
+    """The -T of a pgbench argv (None: a -t run)."""
+    found = dict(itertools.pairwise(argv))
+    return int(found["-T"]) if "-T" in found else None
+
+
 def argv_figures(argv: list[str]) -> tuple[int, int, float | None]:
     """The clients, threads and rate of a pgbench argv built by `command.build_argv`."""
     found = dict(itertools.pairwise(argv))
@@ -125,6 +135,12 @@ class Generator:
 
     def cpus(self, pinned: str | None) -> int | None:
         return cpusets.count(pinned) if pinned else self.host.cpu_count()
+
+    def work_dir(self) -> PurePath | None:
+        """A fresh run directory on a generator host (None: this machine's run directory)."""
+        if isinstance(self.executor, GeneratorExecutor):
+            return self.executor.work_dir()
+        return None
 
 
 @dataclass(frozen=True)
@@ -163,9 +179,18 @@ class FleetExecutor(GeneratorExecutor):
     """pgbench on several load generator hosts at once, one run's share on each, started
     together; everything else (datasets, telemetry) through the first of them."""
 
-    def __init__(self, generators: list[tuple[str, Host]], pgbench_cpus: str | None) -> None:
+    def __init__(
+        self,
+        generators: list[tuple[str, Host]],
+        pgbench_cpus: str | None,
+        *,
+        keep_logs: bool = False,
+    ) -> None:
         super().__init__(generators[0][1], pgbench_cpus=pgbench_cpus)
-        self.generators = [Generator(n, GeneratorExecutor(h, pgbench_cpus)) for n, h in generators]
+        self.generators = [
+            Generator(n, GeneratorExecutor(h, pgbench_cpus, keep_logs=keep_logs))
+            for n, h in generators
+        ]
 
     def pgbench(
         self,
@@ -204,36 +229,74 @@ def together(
     timeout = None if timeout_s is None else timeout_s + START_LEAD_S
     starts = [Started(p.on_start) for p in planned]
     labels = [p.label for p in planned]
-    with ThreadPoolExecutor(len(planned), thread_name_prefix="generator") as pool:
-        futures = [
-            pool.submit(
-                _share,
-                p.generator,
-                share_argv([*argv[:-1], p.target.dbname], p.part, base + i, labels[i]),
-                Timing(start + offsets[p.generator.name], timeout),
-                p.target.env,
-                cwd,
-                (p.on_line or (on_stderr_line if i == 0 else None), starts[i]),
+    dirs: list[PurePath | None] = []
+    try:
+        for p in planned:
+            dirs.append(p.generator.work_dir())
+        with ThreadPoolExecutor(len(planned), thread_name_prefix="generator") as pool:
+            futures = [
+                pool.submit(
+                    _share,
+                    p.generator,
+                    share_argv([*argv[:-1], p.target.dbname], p.part, base + i, labels[i]),
+                    Timing(start + offsets[p.generator.name], timeout),
+                    p.target.env,
+                    (cwd, dirs[i]),
+                    (p.on_line or (on_stderr_line if i == 0 else None), starts[i]),
+                )
+                for i, p in enumerate(planned)
+            ]
+            done = _wait_all(futures, lambda: _interrupt(planned, starts))
+        shares = tuple(
+            Share(
+                host=p.generator.name,
+                clients=p.part.clients,
+                threads=p.part.threads,
+                rate=p.part.rate,
+                seed=base + i,
+                cpus=p.generator.cpus(pgbench_cpus),
+                clock_offset_s=offsets[p.generator.name],
+                started_at=None if started.at is None else started.at - offsets[p.generator.name],
+                completed=completed,
+                server=p.target.server,
             )
-            for i, p in enumerate(planned)
-        ]
-        done = _wait_all(futures, lambda: _interrupt(planned, starts))
-    shares = tuple(
-        Share(
-            host=p.generator.name,
-            clients=p.part.clients,
-            threads=p.part.threads,
-            rate=p.part.rate,
-            seed=base + i,
-            cpus=p.generator.cpus(pgbench_cpus),
-            clock_offset_s=offsets[p.generator.name],
-            started_at=None if started.at is None else started.at - offsets[p.generator.name],
-            completed=completed,
-            server=p.target.server,
+            for i, (p, completed, started) in enumerate(zip(planned, done, starts, strict=True))
         )
-        for i, (p, completed, started) in enumerate(zip(planned, done, starts, strict=True))
-    )
+        _reduce_all(argv, planned, dirs, shares, cwd)
+    finally:
+        _remove_all([(p.generator.host, d) for p, d in zip(planned, dirs, strict=False)])
     return merged(argv, shares, interrupted=any(d.interrupted for d in done))
+
+
+def _reduce_all(
+    argv: list[str],
+    planned: list[Planned],
+    dirs: list[PurePath | None],
+    shares: tuple[Share, ...],
+    cwd: Path,
+) -> None:
+    """Every generator host's log reduced there at once, cut to the common window."""
+    window = common_window(shares, argv_duration(argv))
+    remote = [
+        (p.generator.executor, there, share)
+        for p, there, share in zip(planned, dirs, shares, strict=True)
+        if isinstance(p.generator.executor, GeneratorExecutor) and there is not None
+    ]
+    if not remote:
+        return
+    with ThreadPoolExecutor(len(remote), thread_name_prefix="reduce") as pool:
+        reduced = [
+            pool.submit(
+                executor.collect,
+                there,
+                cwd,
+                log_layout(argv, window, share.clock_offset_s),
+                share.label,
+            )
+            for executor, there, share in remote
+        ]
+        for future in reduced:
+            future.result()
 
 
 def _interrupt(planned: list[Planned], starts: list[Started]) -> None:
@@ -249,11 +312,12 @@ def _share(
     argv: list[str],
     timing: Timing,
     env: dict[str, str],
-    cwd: Path,
+    dirs: tuple[Path, PurePath | None],
     callbacks: tuple[Callable[[str], None] | None, Started],
 ) -> Completed:
     """Run one generator's pgbench at the agreed instant (its start, on its own clock, is
-    noted in `started`, which tells `on_start` once pgbench runs, not while it waits)."""
+    noted in `started`, which tells `on_start` once pgbench runs, not while it waits): in its
+    run directory on a generator host, in the run's own on this machine."""
     on_line, started = callbacks
 
     def line(text: str) -> None:
@@ -263,7 +327,12 @@ def _share(
             on_line(text)
 
     wrapped = ["python3", "-c", WAIT_AND_EXEC, f"{timing.start_there:.6f}", *argv]
-    done = generator.executor.pgbench(
+    cwd, there = dirs
+    executor = generator.executor
+    run = executor.pgbench
+    if isinstance(executor, GeneratorExecutor) and there is not None:
+        run = functools.partial(executor.pgbench_in, there)
+    done = run(
         wrapped,
         env,
         cwd=cwd,
@@ -299,6 +368,20 @@ class Started:
         if self.on_start is not None and self.pid is not None and self.at is not None:
             self.on_start(self.pid)
             self.on_start = None
+
+
+def _remove_all(dirs: list[tuple[Host, PurePath | None]]) -> None:
+    """Remove each generator's run directory, every one tried though one host fails."""
+    failure: Exception | None = None
+    for host, there in dirs:
+        if there is None:
+            continue
+        try:
+            host.remove_tree(there)
+        except (OSError, UserError) as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def _wait_all(futures: list[Future[Completed]], interrupt: Callable[[], None]) -> list[Completed]:

@@ -93,6 +93,7 @@ class HostSurvey:
     name: str
     ssh: str
     problem: str | None  # why it cannot be used (with the fix); None: reachable
+    roles: tuple[str, ...] = ()  # what the plan runs there: "server pg", "pgbench"
     os: str | None = None
     kernel: str | None = None
     cpus: int | None = None
@@ -107,6 +108,7 @@ def survey(plan: Plan) -> list[HostSurvey]:
     surveys = []
     for host_plan in plan.hosts:
         host = remote_host(host_plan)
+        roles = host_roles(plan, host_plan.name)
         try:
             host.check()
             facts = machine_facts(host)
@@ -116,6 +118,7 @@ def survey(plan: Plan) -> list[HostSurvey]:
                     host_plan.name,
                     host_plan.ssh,
                     None,
+                    roles,
                     facts.get("os"),
                     facts.get("kernel"),
                     facts.get("cpus"),
@@ -126,10 +129,20 @@ def survey(plan: Plan) -> list[HostSurvey]:
                 )
             )
         except (HostError, OSError) as exc:
-            surveys.append(HostSurvey(host_plan.name, host_plan.ssh, str(exc)))
+            surveys.append(HostSurvey(host_plan.name, host_plan.ssh, str(exc), roles))
         finally:
             host.close()
     return surveys
+
+
+def host_roles(plan: Plan, name: str) -> tuple[str, ...]:
+    """What the plan runs on a host: its servers (managed or external) and pgbench."""
+    roles = [
+        f"server {s.name}" + ("" if s.managed else " (external)")
+        for s in plan.servers
+        if s.host == name
+    ]
+    return (*roles, *(["pgbench"] if name in plan.pgbench_hosts else []))
 
 
 def clock_offset(host: Host, probes: int = 5) -> tuple[float, float]:

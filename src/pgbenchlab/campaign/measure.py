@@ -15,6 +15,12 @@ from pgbenchlab.campaign.generators import clock_offsets, common_window
 from pgbenchlab.campaign.layout import log_files
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.pgbench import command
+from pgbenchlab.pgbench.log_reduced import (
+    REDUCTION_SUFFIX,
+    merge_reductions,
+    read_reduction,
+    summarise_reduction,
+)
 from pgbenchlab.pgbench.logs import analyse_transaction_logs
 from pgbenchlab.pgbench.progress import (
     ProgressLine,
@@ -103,25 +109,43 @@ class Pgbench:
         done: command.Completed | None = None,
     ) -> LogReading:
         """The measured run's per-transaction log, analysed (or why it could not be); a run
-        split across load generators: the union of their logs, cut to the common window."""
-        files = log_files(artifacts)
-        if sampling is None or not files:
+        on load generator hosts: their logs' reductions merged (each cut to the common window
+        on its host)."""
+        files, reductions = log_files(artifacts), reduction_files(artifacts)
+        if sampling is None or not (files or reductions):
             return LogReading()
         shares = done.shares if done else ()
         window = common_window(shares, spec.options.duration_s)
+        pg_major = self.client.version.major[0]
+        rate_limited, has_retries = spec.options.rate is not None, spec.options.max_tries != 1
         try:
-            summary = analyse_transaction_logs(
-                files,
-                pg_major=self.client.version.major[0],
-                rate_limited=spec.options.rate is not None,
-                has_retries_column=spec.options.max_tries != 1,
-                sampling_rate=sampling,
-                window=window,
-                clock_offsets_s=clock_offsets(shares, files),
-            )
+            if reductions:  # reduced on the load generators, cut to the window there
+                summary = summarise_reduction(
+                    merge_reductions([read_reduction(r) for r in reductions]),
+                    pg_major=pg_major,
+                    rate_limited=rate_limited,
+                    has_retries=has_retries,
+                    sampling_rate=sampling,
+                    window=window,
+                )
+            else:
+                summary = analyse_transaction_logs(
+                    files,
+                    pg_major=pg_major,
+                    rate_limited=rate_limited,
+                    has_retries_column=has_retries,
+                    sampling_rate=sampling,
+                    window=window,
+                    clock_offsets_s=clock_offsets(shares, files),
+                )
         except PgbenchParseError as exc:
             return LogReading(sampling, error=first_line(exc))
         return LogReading(sampling, summary)
+
+
+def reduction_files(artifacts: Path) -> list[Path]:
+    """The reductions of a run's logs its load generators brought back."""
+    return sorted(artifacts.glob(f"*{REDUCTION_SUFFIX}"))
 
 
 def measured_invocation(spec: RunSpec, log_dir: Path, sampling: float | None) -> command.Invocation:

@@ -171,7 +171,8 @@ class Servers:
     def _create(self, plan: ServerPlan) -> Server:
         if not plan.managed:
             assert plan.dsn is not None
-            return ExternalServer(plan.name, plan.dsn, init_allowed=plan.init)
+            host = None if plan.host is None else self.hosts.get(plan.host)
+            return ExternalServer(plan.name, plan.dsn, init_allowed=plan.init, host=host)
         host = self.hosts.get(plan.host)
         install = self.install(plan)
         data_dir = self.data_dir(plan)

@@ -1,5 +1,6 @@
 """`pgbenchlab hosts PLAN.toml`: each [[host]] of a plan reachable or not (why, and the fix),
-and what it is: OS, CPUs, memory, PostgreSQL installations, clock offset to this machine."""
+what the plan runs there (its servers, managed or external, and pgbench) and what it is: OS,
+CPUs, memory, PostgreSQL installations, clock offset to this machine."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def as_json(found: HostSurvey) -> dict[str, object]:
     return {
         "name": found.name,
         "ssh": found.ssh,
+        "roles": list(found.roles),
         "reachable": found.problem is None,
         "problem": found.problem,
         "os": found.os,
@@ -65,7 +67,7 @@ def as_json(found: HostSurvey) -> dict[str, object]:
 
 
 def print_surveys(surveys: list[HostSurvey]) -> None:
-    table = [["host", "ssh", "os", "cpus", "memory", "postgresql", "clock offset"]]
+    table = [["host", "ssh", "runs", "os", "cpus", "memory", "postgresql", "clock offset"]]
     for found in surveys:
         if found.problem:
             continue
@@ -76,7 +78,8 @@ def print_surveys(surveys: list[HostSurvey]) -> None:
             if found.clock_offset_s is not None and found.clock_uncertainty_s is not None
             else "?"
         )
-        row = [found.name, found.ssh, found.os or "?", str(found.cpus or "?"), memory]
+        runs = ", ".join(found.roles) or "nothing"
+        row = [found.name, found.ssh, runs, found.os or "?", str(found.cpus or "?"), memory]
         table.append([*row, versions, offset])
     if len(table) > 1:
         print_table(table)

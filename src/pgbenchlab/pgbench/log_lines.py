@@ -117,7 +117,8 @@ def _key_columns(
         keys["service"] = _kind(SERVICE, service, good, valid)
     if has_retries:
         retries = pl.col("retries")
-        keys["retries"] = _kind(RETRIES, retries, retries.is_between(0, LIMIT), applies)
+        # a line outside the window is counted apart: its retries too
+        keys["retries"] = _kind(RETRIES, retries, retries.is_between(0, LIMIT) & applies, applies)
     return keys
 
 

@@ -35,14 +35,14 @@ _MAX_SECONDS = 10_000_000  # a per-second series longer than this is a parsing m
 
 
 @dataclass(frozen=True)
-class _Exact:
+class ExactCounts:
     """A measure's distinct values (ascending) with their counts, over the whole window."""
 
     values: npt.NDArray[np.int64]
     counts: npt.NDArray[np.int64]
 
     @classmethod
-    def of(cls, rows: pl.DataFrame) -> _Exact:
+    def of(cls, rows: pl.DataFrame) -> ExactCounts:
         merged = rows.group_by("value").agg(pl.col("n").sum()).sort("value")
         return cls(merged["value"].to_numpy(), merged["n"].to_numpy())
 
@@ -85,9 +85,9 @@ def summarise(
     truncated: int,
 ) -> TransactionLogSummary:
     sampled = sampling_rate < 1.0
-    latency = _Exact.of(measure_rows(counts, 0))
-    lag = _Exact.of(measure_rows(counts, LAG)) if rate_limited else None
-    service = _Exact.of(measure_rows(counts, SERVICE)) if rate_limited else None
+    latency = ExactCounts.of(measure_rows(counts, 0))
+    lag = ExactCounts.of(measure_rows(counts, LAG)) if rate_limited else None
+    service = ExactCounts.of(measure_rows(counts, SERVICE)) if rate_limited else None
     retries = measure_rows(counts, RETRIES) if has_retries else None
     words = word_counts(counts)
     return TransactionLogSummary(

@@ -71,6 +71,9 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     pgbench_profile = pgbench.get("profile", True)  # profiled runs profile pgbench too
     if not isinstance(pgbench_profile, bool):
         raise ctx.fail("pgbench.profile", f"must be true or false; got {pgbench_profile!r}")
+    keep_logs = pgbench.get("keep_logs", False)  # load generators' whole logs brought back
+    if not isinstance(keep_logs, bool):
+        raise ctx.fail("pgbench.keep_logs", f"must be true or false; got {keep_logs!r}")
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
     matrix = table(data, "matrix", ctx)
@@ -108,6 +111,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         hosts=hosts,
         pgbench_hosts=pgbench_hosts,
         groups=groups,
+        pgbench_keep_logs=keep_logs,
     )
 
 

@@ -224,6 +224,9 @@ class Plan:
     all_specs: tuple[RunSpec, ...] = ()  # sharded: every run of the plan (its identity)
     pgbench_profile: bool = True  # [pgbench] profile: profiled runs profile pgbench too
     groups: tuple[GroupPlan, ...] = ()  # the [[server_group]] tables
+    # [pgbench] keep_logs: the load generators' whole per-transaction logs are brought back
+    # and kept beside their reductions (else only the reductions)
+    pgbench_keep_logs: bool = False
 
     @property
     def profiles_pgbench(self) -> bool:

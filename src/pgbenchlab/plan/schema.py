@@ -90,7 +90,7 @@ WORKLOAD_KEYS = (
     *OPTION_KEYS,
     "clients",
 )
-PGBENCH_KEYS = ("install", "cpus", "hosts", "profile")
+PGBENCH_KEYS = ("install", "cpus", "hosts", "profile", "keep_logs")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "build_system", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
 

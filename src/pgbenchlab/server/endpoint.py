@@ -60,6 +60,8 @@ class Endpoint:
             "user": self.user,
             "dbname": self.dbname,
             "connect_timeout": timeout,
+            # text read as UTF-8: from a SQL_ASCII database psycopg would return bytes
+            "client_encoding": "UTF8",
             **self.options,
         }
         if self.password is not None:

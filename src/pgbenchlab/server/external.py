@@ -6,6 +6,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from pgbenchlab.errors import ServerError
+from pgbenchlab.hosts import Host
 from pgbenchlab.server.endpoint import (
     Endpoint,
     ServerFacts,
@@ -21,9 +22,12 @@ class ExternalServer:
     managed = False
     init_allowed: bool
 
-    def __init__(self, name: str, dsn: str, *, init_allowed: bool = False) -> None:
+    def __init__(
+        self, name: str, dsn: str, *, init_allowed: bool = False, host: Host | None = None
+    ) -> None:
         self.name = name
         self.init_allowed = init_allowed
+        self.host = host  # the host it runs on, when the plan names it: telemetry read there
         try:
             parsed = conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:

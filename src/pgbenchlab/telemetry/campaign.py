@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Protocol
 
 import psycopg
@@ -16,8 +16,9 @@ from pgbenchlab import builds
 from pgbenchlab.analysis import diagnosis, telemetry_figures
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
-from pgbenchlab.server import Endpoint, ManagedServer, Server, postmaster_pid
+from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
+from pgbenchlab.telemetry.external import ExternalPlace, locate
 from pgbenchlab.telemetry.fsync import FsyncFigure, run_pg_test_fsync
 from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
 from pgbenchlab.telemetry.profiler import PgbenchTarget, Profiler, RunProfiler
@@ -109,7 +110,11 @@ class CampaignTelemetry:
         """A capture for the next measured run on server (not started yet). The first time a
         server is seen its facts are recorded (and pg_test_fsync runs: call this before the
         run's hygiene, not between the warmup and the run)."""
-        self._prepare(server, endpoint, on_phase or (lambda text: None))
+        external_host = server.host if isinstance(server, ExternalServer) else None
+        place = None if external_host is None else locate(endpoint, external_host)
+        self._prepare(server, endpoint, on_phase or (lambda text: None), place)
+        if external_host is not None and place is not None:
+            return self._external_capture(external_host, place, server.name, endpoint, threads)
         if not isinstance(server, ManagedServer):
             return Capture(
                 CaptureConfig(
@@ -131,6 +136,27 @@ class CampaignTelemetry:
                 server_cpus=server.cpus,
                 pgbench_cpus=self.pgbench_cpus,
                 pgbench_here=server.host is self.host,
+            )
+        )
+
+    def _external_capture(
+        self, host: Host, place: ExternalPlace, name: str, endpoint: Endpoint, threads: int | None
+    ) -> Capture:
+        """The managed path's capture for an external server on a host the plan names: its
+        /proc and its log there, as far as they can be had (`telemetry.external`)."""
+        return Capture(
+            CaptureConfig(
+                endpoint,
+                log_path=place.log_path,
+                postmaster_pid=place.postmaster_pid,
+                disk_device=self._block_device(name),
+                pgbench_threads=threads,
+                host_cpus=host.cpu_count(),
+                host=host,
+                pgbench_cpus=self.pgbench_cpus,
+                pgbench_here=host is self.host,
+                log_problem=place.log_problem,
+                processes_problem=place.postmaster_problem,
             )
         )
 
@@ -184,19 +210,24 @@ class CampaignTelemetry:
 
     # -- once per server -----------------------------------------------------------------------
 
-    def _prepare(self, server: Server, endpoint: Endpoint, on_phase: Callable[[str], None]) -> None:
+    def _prepare(
+        self,
+        server: Server,
+        endpoint: Endpoint,
+        on_phase: Callable[[str], None],
+        place: ExternalPlace | None = None,
+    ) -> None:
         if isinstance(server, ManagedServer):
             self._statements_extension(server, endpoint)
         if server.name in self.facts:
             return
         storage = fsync = None
         if isinstance(server, ManagedServer):
-            try:
-                storage = storage_facts(server.data_dir, server.host)
-            except OSError:
-                storage = None  # recorded as unknown; the run goes on
+            storage = _storage(server.data_dir, server.host)
             if storage is not None:
                 fsync = self._fsync(server, str(storage["device"]), on_phase)
+        elif isinstance(server, ExternalServer) and server.host and place and place.data_dir:
+            storage = _storage(place.data_dir, server.host)
         facts = ServerTelemetryFacts(server.name, storage, read_pg_config(endpoint, server), fsync)
         self.facts[server.name] = facts
         if self.store is not None and self.campaign_id is not None:
@@ -244,6 +275,13 @@ class CampaignTelemetry:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         except psycopg.Error:
             pass  # the capture then records the source as absent, with its reason
+
+
+def _storage(data_dir: PurePath, host: Host) -> dict[str, Any] | None:
+    try:
+        return storage_facts(data_dir, host)
+    except OSError:
+        return None  # recorded as unknown; the run goes on
 
 
 def tps_series(result: RunResult) -> list[tuple[int, float]]:

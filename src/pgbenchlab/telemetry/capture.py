@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import psycopg
@@ -27,6 +27,7 @@ from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
 from pgbenchlab.telemetry.records import (
+    NO_LOG_ACCESS,
     LogEvent,
     Point,
     RunTelemetry,
@@ -62,7 +63,7 @@ class CaptureConfig:
     """What to watch, on which host. Only what is given is sampled."""
 
     endpoint: Endpoint
-    log_path: Path | None = None
+    log_path: PurePath | None = None
     postmaster_pid: int | None = None
     disk_device: str | None = None
     pgbench_threads: int | None = None
@@ -73,6 +74,8 @@ class CaptureConfig:
     server_cpus: str | None = None  # the CPU lists the plan pinned them to
     pgbench_cpus: str | None = None
     pgbench_here: bool = True  # pgbench runs on that host too (its pid means something there)
+    log_problem: str | None = None  # why the server's log is not read (an external server's)
+    processes_problem: str | None = None  # why its processes are not watched
 
 
 @dataclass
@@ -117,6 +120,9 @@ class Capture:
         self._connect()
         if self.config.log_path is not None:
             self.log = self.config.host.follow(self.config.log_path)
+        for problem in (self.config.log_problem, self.config.processes_problem):
+            if problem is not None:
+                self._error(problem)
         if self.conn is not None and self.settings is not None:
             self.statements = StatementsProbe.open(self.conn, self.settings, self._error)
         self._await_backend_exit()  # the warmup's commits must not count in this run
@@ -359,7 +365,7 @@ class Capture:
             SourceStatus(
                 "server_log",
                 self.log is not None,
-                "" if self.log else "no access to the server's log",
+                "" if self.log else self.config.log_problem or NO_LOG_ACCESS,
             )
         )
         for source in OS_SOURCES:
@@ -370,7 +376,8 @@ class Capture:
         if source == "disk" and self.config.disk_device is None:
             return "the data directory's block device is unknown (remote server or no device)"
         if source == "processes" and self.config.postmaster_pid is None:
-            return "server processes unknown (remote server): pgbench only"
+            unknown = self.config.processes_problem or "server processes unknown (remote server)"
+            return f"{unknown}: pgbench only"
         return "" if source in seen else f"could not read {source} from {self.config.proc}"
 
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+# The server_log note of an external server's run without a host; any other note of an absent
+# server log says what went wrong.
+NO_LOG_ACCESS = "no access to the server's log"
+
 
 @dataclass(frozen=True)
 class SourceStatus:
@@ -144,6 +148,11 @@ class RunTelemetry:
 
     def available(self, source: str) -> bool:
         return any(s.source == source and s.available for s in self.sources)
+
+    def unavailable_because(self, source: str) -> str | None:
+        """Why a source was not captured (its note), None when it was or was not tried."""
+        found = next((s for s in self.sources if s.source == source), None)
+        return None if found is None or found.available else found.note
 
     def events_of(self, *kinds: str) -> Iterator[LogEvent]:
         return (e for e in self.events if e.kind in kinds)

@@ -2,7 +2,8 @@
 autovacuum and autoanalyze runs, lock waits, errors — each on the run's time axis.
 
 The log is written with ``log_line_prefix = '%m [%p] '`` and ``log_timezone = UTC``, so every
-record starts with a UTC timestamp in milliseconds and the process id. A record's following
+record starts with a UTC timestamp in milliseconds and the process id (an external server's may
+add Debian's ``%q%u@%d``: a session's user and database, skipped). A record's following
 lines (tab-indented autovacuum figures) carry no prefix; DETAIL, HINT, CONTEXT and STATEMENT
 lines carry one and belong to the previous record of the same process. The log is followed
 through its host (`Host.follow`).
@@ -18,7 +19,15 @@ from datetime import UTC, datetime
 from pgbenchlab.telemetry.records import LogEvent
 
 PREFIX = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (UTC|GMT) \[(\d+)\] ([A-Z]+):  (.*)$"
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (UTC|GMT) \[(\d+)\] "
+    r"(?:[^ @]*@[^ ]* )?([A-Z]+):  (.*)$"
+)
+# The log_line_prefix values whose lines PREFIX reads: PostgreSQL's default (and a managed
+# server's), and Debian's, which adds "user@database " to a session's lines.
+LOG_LINE_PREFIXES = ("%m [%p] ", "%m [%p] %q%u@%d ")
+UTC_ZONES = frozenset(
+    {"UTC", "GMT", "UCT", "Universal", "Zulu"}
+    | {f"Etc/{z}" for z in ("UTC", "GMT", "UCT", "Universal", "Zulu")}
 )
 ATTACHED = ("DETAIL", "HINT", "CONTEXT", "STATEMENT")
 ERRORS = ("ERROR", "FATAL", "PANIC")

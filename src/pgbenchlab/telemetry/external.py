@@ -1,0 +1,172 @@
+"""Where an external server runs, when the plan names its host: its postmaster (the parent of a
+backend of ours, read from /proc there), its data directory and its log file (from its own
+settings), each as far as the server lets its role read them and the SSH account there can.
+
+What cannot be had is told (`log_problem`, with the fix) and left out of the telemetry; it
+never fails a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath, PurePosixPath
+from typing import Any
+
+import psycopg
+
+from pgbenchlab.hosts import Host
+from pgbenchlab.server import Endpoint
+from pgbenchlab.telemetry.serverlog import LOG_LINE_PREFIXES, UTC_ZONES
+
+SETTINGS = (
+    "data_directory",
+    "logging_collector",
+    "log_destination",
+    "log_directory",
+    "log_filename",
+    "log_line_prefix",
+    "log_timezone",
+)
+# pg_settings hides a superuser-only setting (data_directory, log_directory, …) from a role
+# without pg_read_all_settings: such a row is absent.
+SETTINGS_SQL = "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)"
+CAN_READ_LOGFILE_SQL = "SELECT has_function_privilege('pg_current_logfile(text)', 'execute')"
+
+
+@dataclass(frozen=True)
+class ExternalPlace:
+    """An external server's processes and files on its host."""
+
+    postmaster_pid: int | None
+    data_dir: PurePath | None
+    log_path: PurePath | None  # None: not read (log_problem says why)
+    log_problem: str | None = None
+    postmaster_problem: str | None = None
+
+
+def locate(endpoint: Endpoint, host: Host) -> ExternalPlace:
+    """Where the server behind endpoint runs on host (see the module docstring)."""
+    try:
+        with endpoint.connect(timeout=10) as conn:
+            backend = int(_one(conn, "SELECT pg_backend_pid()"))
+            rows = conn.execute(SETTINGS_SQL, (list(SETTINGS),)).fetchall()
+            settings = {str(k): str(v) for k, v in rows}
+            readable = _one(conn, CAN_READ_LOGFILE_SQL)
+            current = _one(conn, "SELECT pg_current_logfile('stderr')") if readable else None
+            postmaster, postmaster_problem = _parent_postmaster(backend, host)
+    except psycopg.Error as exc:
+        reason = f"cannot ask the server where it runs: {str(exc).strip().splitlines()[0]}"
+        return ExternalPlace(None, None, None, reason, reason)
+    data_dir = _path(settings.get("data_directory"))
+    current_text = None if current is None else str(current)
+    log_path, problem = _log_file(settings, data_dir, current_text, host)
+    if log_path is not None:
+        problem = _unreadable(log_path, host) or _unparsable(settings)
+    return ExternalPlace(
+        postmaster,
+        data_dir,
+        None if problem else log_path,
+        problem,
+        postmaster_problem,
+    )
+
+
+def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
+    row = conn.execute(sql).fetchone()
+    return None if row is None else row[0]
+
+
+def _path(text: str | None) -> PurePath | None:
+    return PurePosixPath(text) if text else None
+
+
+def _parent_postmaster(backend: int, host: Host) -> tuple[int | None, str | None]:
+    """The postmaster: the parent of our backend, when that backend is a postgres process of
+    host (else the host named is not the server's, or its pids are another namespace's)."""
+    try:
+        stat = host.read_text(PurePosixPath(f"/proc/{backend}/stat"))
+        parent = int(stat.rpartition(")")[2].split()[1])
+        name = host.read_text(PurePosixPath(f"/proc/{parent}/comm")).strip()
+    except (OSError, ValueError, IndexError):
+        name, parent = "", 0
+    if name not in ("postgres", "postmaster"):
+        return None, (
+            f"the server's backend (pid {backend}) is no postgres process of host {host.name}: "
+            "is that the host it runs on (and not in a container of its own)?"
+        )
+    return parent, None
+
+
+def _log_file(
+    settings: dict[str, str], data_dir: PurePath | None, current: str | None, host: Host
+) -> tuple[PurePath | None, str | None]:
+    """The log file the server writes now, or why it cannot be told."""
+    if current:
+        return _under(PurePosixPath(current), data_dir)
+    collector = settings.get("logging_collector")
+    if collector == "off" or "stderr" not in settings.get("log_destination", "stderr"):
+        return None, (
+            "the server writes no log file of its own (logging_collector = off, or "
+            "log_destination without stderr): its log goes where its standard error does, "
+            "which its settings do not tell; set logging_collector = on to have its events"
+        )
+    directory, pattern = settings.get("log_directory"), settings.get("log_filename")
+    if collector is None or directory is None or pattern is None:
+        return None, (
+            "the server's log settings are hidden from its role: grant it pg_read_all_settings "
+            "(or EXECUTE on pg_current_logfile(text)) to have its events"
+        )
+    folder, problem = _under(PurePosixPath(directory), data_dir)
+    if folder is None:
+        return None, problem
+    return _newest(folder, pattern, host)
+
+
+def _newest(folder: PurePath, pattern: str, host: Host) -> tuple[PurePath | None, str | None]:
+    """The newest file log_filename names in folder: its strftime fields from the largest unit
+    down (the default's), so the last name in order is the newest."""
+    literal = pattern.partition("%")[0]
+    try:
+        names = sorted(n for n in host.list_dir(folder) if n.startswith(literal))
+    except OSError as exc:
+        return None, (
+            f"the SSH account on host {host.name} cannot list the server's log directory "
+            f"{folder} ({exc.strerror or exc}): add it to the server account's group to have "
+            "its events"
+        )
+    if not names:
+        return None, f"no log file named {pattern} in {folder} on host {host.name}"
+    return folder / names[-1], None
+
+
+def _under(path: PurePath, data_dir: PurePath | None) -> tuple[PurePath | None, str | None]:
+    """path, made absolute: a relative one is under the data directory."""
+    if path.is_absolute():
+        return path, None
+    if data_dir is None:
+        return None, (
+            f"the server's log ({path}) is relative to its data directory, hidden from its "
+            "role: grant it pg_read_all_settings to have its events"
+        )
+    return data_dir / path, None
+
+
+def _unreadable(path: PurePath, host: Host) -> str | None:
+    if host.run(["test", "-r", str(path)], timeout=30).returncode == 0:
+        return None
+    return (
+        f"the SSH account on host {host.name} cannot read the server's log {path}: add it to "
+        "the server account's group and set log_file_mode = 0640, to have its events"
+    )
+
+
+def _unparsable(settings: dict[str, str]) -> str | None:
+    prefix, zone = settings.get("log_line_prefix"), settings.get("log_timezone")
+    if prefix is not None and prefix not in LOG_LINE_PREFIXES:
+        return (
+            f"the server's log_line_prefix ({prefix!r}) is not one whose lines pgbenchlab reads "
+            f"({' or '.join(repr(p) for p in LOG_LINE_PREFIXES)}): set it to have its events"
+        )
+    if zone is not None and zone not in UTC_ZONES:
+        return f"the server logs in time zone {zone}: set log_timezone = UTC to have its events"
+    return None
