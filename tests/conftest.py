@@ -47,8 +47,8 @@ def results_dir(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def real_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
-    """A real campaign: two major versions, two scales, two workloads, three client counts, two
-    repeats (48 runs of 2 s). Shared by the tests that read a results database."""
+    """A real campaign: two major versions, two scales, two workloads, two client counts, two
+    repeats (32 runs of 2 s). Shared by the tests that read a results database."""
     require_installs("15", "embedded")
     base = tmp_path_factory.mktemp("campaign")
     the_plan = plan.parse(TINY_TWO_VERSIONS, str(base / "tiny.toml"), base=base)

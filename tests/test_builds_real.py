@@ -44,7 +44,7 @@ CAMPAIGN = f"""
 name = "patch"
 repeats = 3
 [defaults]
-duration = "2s"
+duration = "1s"
 warmup = "0s"
 {BUILDS}
 [[server]]

@@ -35,7 +35,7 @@ PLANNER = """
 name = "planner"
 repeats = 4
 [defaults]
-duration = "2s"
+duration = "1s"
 warmup = "0s"
 [[server]]
 name = "pg"
@@ -51,7 +51,7 @@ random_page_cost = [1, 4, 100000]
 
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The results directory of the real campaign above (12 runs of 2 s)."""
+    """The results directory of the real campaign above (12 runs of 1 s)."""
     require_installs("embedded")
     base = tmp_path_factory.mktemp("planner")
     the_plan = plan.parse(PLANNER, str(base / "planner.toml"), base=base)
@@ -75,7 +75,7 @@ def test_the_step_is_found_between_the_right_values(planner: Path) -> None:
     assert found["order"] == ["1", "4", "100000"]
     assert (found["cells"], found["cells_with_steps"], found["too_short"]) == (1, 1, [])
     steps = {s["metric"]: s for s in found["steps"]}
-    assert set(steps) >= {"tps", "p50"}  # p99 of 2-s runs is noisier: not required
+    assert set(steps) >= {"tps", "p50"}  # p99 of 1-s runs is noisier: not required
     for step in found["steps"]:
         assert (step["previous"], step["label"]) == ("4", "100000"), step
         assert step["verdict"] == "regressed"

@@ -139,7 +139,7 @@ def test_reading_commands_on_a_real_campaign(real_campaign: Campaign, tmp_path: 
     results = real_campaign.results_dir
     listing = cli("runs", "--results", results)
     assert listing.returncode == 0
-    assert len(listing.stdout.strip().splitlines()) == 1 + 48
+    assert len(listing.stdout.strip().splitlines()) == 1 + 32
     runs = json.loads(cli("runs", "--json", "--results", results).stdout)
     detail = json.loads(cli("show", str(runs[0]["id"]), "--json", "--results", results).stdout)
     assert detail["tps"] == runs[0]["tps"] and detail["seconds"]
@@ -150,7 +150,7 @@ def test_reading_commands_on_a_real_campaign(real_campaign: Campaign, tmp_path: 
         out = tmp_path / f"runs.{fmt}"
         assert cli("export", "--format", fmt, "-o", out, "--results", results).returncode == 0
         frame = {"csv": pl.read_csv, "json": pl.read_json, "parquet": pl.read_parquet}[fmt](out)
-        assert frame.height == 48
+        assert frame.height == 32
         assert sorted(frame["tps"].to_list()) == sorted(r["tps"] for r in runs)
     parquet_to_stdout = cli("export", "--format", "parquet", "--results", results)
     assert parquet_to_stdout.returncode == 2

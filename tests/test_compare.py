@@ -25,7 +25,7 @@ KNOWN_CHANGE = f"""
 name = "scan"
 repeats = 4
 [defaults]
-duration = "2s"
+duration = "1s"
 warmup = "0s"
 {INDEX_AGAINST_SEQSCAN}[matrix]
 scale = [1]

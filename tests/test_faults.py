@@ -118,7 +118,7 @@ def test_ctrl_c_records_the_run_as_interrupted_and_stops_the_server(
     tmp_path: Path, results_dir: Path
 ) -> None:
     require_installs("embedded")
-    plan_path = write_plan(tmp_path, three_runs("ctrlc", "6s"))
+    plan_path = write_plan(tmp_path, three_runs("ctrlc", "4s"))
     proc = start_cli(plan_path, results_dir)
     wait_for(lambda: finished_runs(results_dir) >= 1)
     time.sleep(2)  # inside the second run's pgbench
@@ -143,7 +143,7 @@ def test_kill_9_loses_no_finished_run_and_leftovers_are_cleaned(
     tmp_path: Path, results_dir: Path
 ) -> None:
     require_installs("embedded")
-    plan_path = write_plan(tmp_path, three_runs("kill9", "5s"))
+    plan_path = write_plan(tmp_path, three_runs("kill9", "3s"))
     proc = start_cli(plan_path, results_dir)
     wait_for(lambda: finished_runs(results_dir) >= 1)
     time.sleep(1.5)
@@ -183,7 +183,7 @@ def test_killed_postmaster_fails_that_run_and_the_campaign_goes_on(
     tmp_path: Path, results_dir: Path
 ) -> None:
     require_installs("embedded")
-    the_plan = plan.parse(three_runs("crash", "4s"), "p.toml", base=tmp_path)
+    the_plan = plan.parse(three_runs("crash", "3s"), "p.toml", base=tmp_path)
     reporter = KillPostmasterDuringRun(data_dir(results_dir, "crash"))
     outcome = run_campaign(the_plan, results_dir, reporter)
     statuses = [r.status for r in outcome.results]
