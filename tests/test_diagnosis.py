@@ -163,6 +163,18 @@ def test_priority_client_then_checkpoint_then_largest_wait_share_then_cpu() -> N
     assert verdict(client) == Bottleneck.CLIENT_BOUND
 
 
+def test_where_the_backends_waited_outranks_a_busy_wal_disk() -> None:
+    # Locks held the backends most of the run; the WAL syncs of the rest kept the disk busy 90 %
+    # of the time. The run is lock-bound, the WAL finding kept as "also".
+    waits = {("Lock", "relation"): 72, ("LWLock", "WALWrite"): 10, ("CPU", "CPU"): 18}
+    f = replace(BASE, waits=waits, wal_syncs=3000.0, wal_sync_time_ms=9000.0)
+    assert [x.verdict for x in findings(f)][:2] == [
+        Bottleneck.LOCK_BOUND,
+        Bottleneck.WAL_FLUSH_BOUND,
+    ]
+    assert diagnose(f).details["also"][0] == "wal_flush_bound"
+
+
 def telemetry(**changes: object) -> RunTelemetry:
     base = RunTelemetry(
         started_at=0.0,

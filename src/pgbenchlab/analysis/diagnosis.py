@@ -13,7 +13,8 @@ match in this order, the others are kept as ``also``:
    views' counters) and the worst second inside its window (widened by 1 s each side) had
    ≤ 65 % of the median TPS of the other seconds (first and last seconds left out).
 3. lock_bound, wal_flush_bound, io_bound — whichever matches with the largest share of
-   benchmark-backend samples (pg_stat_activity, 5×/s) in its wait-event group:
+   benchmark-backend samples (pg_stat_activity, 5×/s) in its wait-event group (then the
+   strongest, where those shares tie):
    lock_bound: heavyweight locks, LWLocks (other than WAL and buffer-I/O ones) and buffer pins
    ≥ 30 %; wal_flush_bound: WAL write/flush waits ≥ 30 %, or WAL flushes per second ≥ 70 % of
    what pg_test_fsync measured for the server's wal_sync_method, or WAL syncs busy ≥ 70 % of
@@ -37,7 +38,7 @@ from typing import Any
 from pgbenchlab import cpusets
 from pgbenchlab.findings import saturated
 
-RULES_VERSION = 2
+RULES_VERSION = 3
 CHECKPOINT_DIP = 0.65
 WAIT_SHARE = 0.30
 FSYNC_RATIO = 0.70
@@ -348,10 +349,23 @@ BY_SHARE: tuple[Callable[[Figures], Finding | None], ...] = (lock_bound, wal_flu
 LAST: tuple[Callable[[Figures], Finding | None], ...] = (server_cpu_bound,)
 
 
+SHARE_GROUPS = {
+    Bottleneck.LOCK_BOUND: "lock",
+    Bottleneck.WAL_FLUSH_BOUND: "wal",
+    Bottleneck.IO_BOUND: "io",
+}
+
+
 def findings(f: Figures) -> list[Finding]:
-    """Every rule that matched, in the order that picks the verdict."""
+    """Every rule that matched, in the order that picks the verdict. Among the wait-share
+    rules, where the backends' wait samples were decides first: a run whose backends waited
+    on locks in 72 % of samples is lock-bound even when its few WAL flushes kept the disk
+    busy (a strength of another kind); strength breaks ties."""
     first = [x for rule in FIRST if (x := rule(f))]
-    by_share = sorted((x for rule in BY_SHARE if (x := rule(f))), key=lambda x: -x.strength)
+    by_share = sorted(
+        (x for rule in BY_SHARE if (x := rule(f))),
+        key=lambda x: (-f.share(SHARE_GROUPS[x.verdict]), -x.strength),
+    )
     last = [x for rule in LAST if (x := rule(f))]
     return [*first, *by_share, *last]
 
