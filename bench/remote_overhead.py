@@ -112,7 +112,7 @@ class Generator:
             raise SystemExit(f"pgbench on lg1 exited {done.returncode}: {done.stderr[-500:]}")
         return _tps(done.stdout), [a.replace(str(artifacts), "{LOGS}") for a in done.argv]
 
-    def hand(self, argv: list[str]) -> float:
+    def hand(self, argv: list[str], *, new_session: bool = False) -> float:
         logs = self._fresh("hand")
         env = {"PATH": "/usr/bin:/bin", "PG_COLOR": "never", **self.endpoint.libpq_env()}
         done = subprocess.run(
@@ -128,6 +128,7 @@ class Generator:
             capture_output=True,
             text=True,
             check=False,
+            start_new_session=new_session,
         )
         if done.returncode != 0:
             raise SystemExit(f"pgbench by hand exited {done.returncode}: {done.stderr[-500:]}")

@@ -5,7 +5,11 @@ Each started process gets a directory of its own under ~/.pgbenchlab/procs on th
 small monitor (python3 there) forks the command with its output in `stdout` and `stderr`, writes
 `pid` ("command monitor") and, once the command has ended, `exit` (JSON: returncode and the
 command's own CPU seconds from wait4). The environment reaches the monitor on its stdin, never
-in argv. The output files are followed over SSH and passed on line by line.
+in argv.
+
+While the command runs, one SSH channel follows its stderr (`tail -F`, which also tells when
+the monitor has ended): pgbench's progress lines are wanted live, its stdout (the report) is
+not, and is read once at the end. No other process or round trip there while it runs.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import queue
 import shlex
 import threading
+import time
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Protocol
@@ -40,7 +45,7 @@ os.makedirs(d, 0o700)
 r, w = os.pipe()
 if os.fork():
     os.close(w)
-    print(os.read(r, 64).decode(), flush=True)
+    print(os.read(r, 64).decode(), flush=True)  # "command monitor"
     os._exit(0)
 os.setsid()
 null = os.open(os.devnull, os.O_RDWR)
@@ -67,7 +72,7 @@ try:
 except OSError:
     pass
 put("pid", f"{pid} {os.getpid()}\n")
-os.write(w, str(pid).encode()); os.close(w)
+os.write(w, f"{pid} {os.getpid()}".encode()); os.close(w)
 _, status, usage = os.wait4(pid, 0)
 put("exit", json.dumps({"returncode": os.waitstatus_to_exitcode(status),
                         "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
@@ -85,6 +90,32 @@ print("locked", flush=True)
 while select.select([0], [], [], {LOCK_SILENCE_S})[0] and os.read(0, 64):
     pass
 """
+
+
+# Answers each line on its stdin with its clock: one process and one channel for all of a
+# clock offset's probes, so a probe's round trip is two small messages, not a channel opened
+# and a process started before the clock is read (which put the reading late: a bias of ms).
+CLOCK_ECHO = """
+import sys, time
+for _ in sys.stdin:
+    print(repr(time.time()), flush=True)
+"""
+
+
+async def clock_readings(
+    connection: asyncssh.SSHClientConnection, count: int
+) -> list[tuple[float, float, float]]:
+    """count (before, remote clock, after) readings through one clock echo; a first, unkept
+    probe waits for python3 to start."""
+    readings = []
+    async with connection.create_process(f"exec python3 -c {shlex.quote(CLOCK_ECHO)}") as echo:
+        for _ in range(count + 1):
+            before = time.time()
+            echo.stdin.write("\n")
+            answer = await echo.stdout.readline()
+            readings.append((before, float(answer), time.time()))
+        echo.stdin.write_eof()
+    return readings[1:]
 
 
 async def heartbeat(process: asyncssh.SSHClientProcess[str]) -> None:
@@ -110,31 +141,31 @@ class Owner(Protocol):
 
     def collect(self, directory: PurePosixPath) -> Exit: ...
 
+    def read_text(self, path: PurePosixPath) -> str: ...
+
 
 class RemoteProcess:
-    """A detached command on a remote host, its output followed from this machine."""
+    """A detached command on a remote host: its stderr followed from this machine while it
+    runs, its stdout read when it has ended."""
 
     def __init__(
         self,
         host: Owner,
         directory: PurePosixPath,
-        pid: int,
+        pids: tuple[int, int],  # the command's and its monitor's
         callbacks: tuple[LineCallback | None, LineCallback | None],
         *,
         group: bool,
     ) -> None:
         self.host = host
         self.directory = directory
-        self._pid = pid
+        self._pid, self._monitor = pids
         self._group = group
         self._exit: Exit | None = None
         self._failures: list[BaseException] = []
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(name, callback), daemon=True)
-            for name, callback in zip(("stdout", "stderr"), callbacks, strict=True)
-        ]
-        for pump in self._pumps:
-            pump.start()
+        self._on_stdout = callbacks[0]
+        self._pump = threading.Thread(target=self._pump_stderr, args=(callbacks[1],), daemon=True)
+        self._pump.start()
 
     @property
     def pid(self) -> int:
@@ -147,12 +178,19 @@ class RemoteProcess:
         self._send(9, group=self._group)
 
     def wait(self) -> Exit:
-        for pump in self._pumps:
-            pump.join()
+        self._pump.join()
         if self._failures:
             raise self._failures[0]
         if self._exit is None:
+            stdout = ""
+            if self._on_stdout is not None:
+                with contextlib.suppress(FileNotFoundError):  # a monitor that never ran
+                    stdout = self.host.read_text(self.directory / "stdout")
             self._exit = self.host.collect(self.directory)
+            for line in stdout.splitlines():
+                self._deliver(self._on_stdout, line)
+            if self._failures:
+                raise self._failures[0]
         return self._exit
 
     def _send(self, signum: int, *, group: bool) -> None:
@@ -161,34 +199,31 @@ class RemoteProcess:
         with contextlib.suppress(OSError):  # gone already, or unreachable: wait() says which
             self.host.signal(-self._pid if group else self._pid, signum)
 
-    def _pump(self, name: str, callback: LineCallback | None) -> None:
-        """Follow one output file until the monitor has ended; lines reach the callback in this
-        thread (a callback may use the host, so it must not run on the SSH loop)."""
-        lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        following = ssh.submit(self._follow(name, lines.put))
-        while (line := lines.get()) is not None:
-            if callback is None:
-                continue
+    def _deliver(self, callback: LineCallback | None, line: str) -> None:
+        if callback is not None and not self._failures:
             try:
                 callback(line)
             except Exception as exc:
                 self._failures.append(exc)
-                callback = None
+
+    def _pump_stderr(self, callback: LineCallback | None) -> None:
+        """Follow stderr until the monitor has ended; lines reach the callback in this thread
+        (a callback may use the host, so it must not run on the SSH loop)."""
+        lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        following = ssh.submit(self._follow(lines.put))
+        while (line := lines.get()) is not None:
+            self._deliver(callback, line)
         try:
             following.result()
         except BaseException as exc:
             self._failures.append(_lost(self.host.name, exc))
 
-    async def _follow(self, name: str, put: Callable[[str | None], None]) -> None:
-        path = self.directory / name
-        monitor = self.directory / "pid"
-        script = (
-            f"m=$(cut -d' ' -f2 {shlex.quote(str(monitor))}); "
-            f"exec tail -q -n +1 -s 0.2 -F --pid=$m {shlex.quote(str(path))} 2>/dev/null"
-        )
+    async def _follow(self, put: Callable[[str | None], None]) -> None:
+        path = shlex.quote(str(self.directory / "stderr"))
+        command = f"exec tail -q -n +1 -s 0.2 -F --pid={self._monitor} {path} 2>/dev/null"
         try:
             connection = await self.host.connection()
-            async with connection.create_process(script, errors="replace") as process:
+            async with connection.create_process(command, errors="replace") as process:
                 async for line in process.stdout:
                     if line:  # "" marks the end
                         put(line.rstrip("\n"))

@@ -173,6 +173,10 @@ class Host(Protocol):
     def clock_ticks_per_s(self) -> int:
         """The unit of the CPU times in /proc/<pid>/stat."""
 
+    def clock_readings(self, count: int) -> list[tuple[float, float, float]]:
+        """count readings of this host's clock, each (this machine's clock before asking, the
+        host's reading, this machine's clock after the answer), in seconds since the epoch."""
+
     def free_port(self) -> int:
         """A TCP port no one listens on now."""
 

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import IO, Any
@@ -300,6 +301,9 @@ class LocalHost:
 
     def clock_ticks_per_s(self) -> int:
         return os.sysconf("SC_CLK_TCK")
+
+    def clock_readings(self, count: int) -> list[tuple[float, float, float]]:
+        return [(now, now, now) for now in (time.time() for _ in range(count))]
 
     def free_port(self) -> int:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

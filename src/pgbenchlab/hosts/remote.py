@@ -29,6 +29,7 @@ from pgbenchlab.hosts.detached import (
     PROCS_DIR,
     STATE_DIR,
     RemoteProcess,
+    clock_readings,
     heartbeat,
     monitor_command,
     parse_exit,
@@ -169,10 +170,12 @@ class RemoteHost:
         started = ssh.call(
             self._run(monitor_command(directory, str(cwd), argv), json.dumps(env_json) + "\n")
         )
-        if started.returncode != 0 or not started.stdout.strip().isdigit():
+        pids = started.stdout.split()
+        if started.returncode != 0 or len(pids) != 2 or not all(p.isdigit() for p in pids):
             raise OSError(f"host {self.name}: cannot start {argv[0]}: {started.stderr.strip()}")
-        pid = int(started.stdout.strip())
-        return RemoteProcess(self, directory, pid, (on_stdout_line, on_stderr_line), group=True)
+        command, monitor = int(pids[0]), int(pids[1])
+        callbacks = (on_stdout_line, on_stderr_line)
+        return RemoteProcess(self, directory, (command, monitor), callbacks, group=True)
 
     def _login_env(self) -> dict[str, str]:
         if "PATH" not in self._facts:
@@ -330,6 +333,12 @@ class RemoteHost:
 
     def clock_ticks_per_s(self) -> int:
         return int(self._fact("ticks", "getconf CLK_TCK"))
+
+    def clock_readings(self, count: int) -> list[tuple[float, float, float]]:
+        async def read() -> list[tuple[float, float, float]]:
+            return await clock_readings(await self.connection(), count)
+
+        return ssh.call(read(), timeout=60)
 
     def _fact(self, key: str, command: str) -> str:
         if key not in self._facts:
