@@ -32,6 +32,7 @@ from pgbenchlab.hosts.host import Exit, LineCallback
 
 STATE_DIR = ".pgbenchlab"  # under the account's home
 PROCS_DIR = "procs"  # under the state directory
+FOLLOW_POLL_S = 0.1  # how soon the end of a command is seen (tail's checks cost microseconds)
 KILLED = -9  # the returncode of a command whose monitor died with it (no exit file)
 
 # SIGINT is set to its default first: Python's own handler, inherited by the forked child, would
@@ -219,8 +220,7 @@ class RemoteProcess:
             self._failures.append(_lost(self.host.name, exc))
 
     async def _follow(self, put: Callable[[str | None], None]) -> None:
-        path = shlex.quote(str(self.directory / "stderr"))
-        command = f"exec tail -q -n +1 -s 0.2 -F --pid={self._monitor} {path} 2>/dev/null"
+        command = follow_command(self.directory, self._pid, self._monitor)
         try:
             connection = await self.host.connection()
             async with connection.create_process(command, errors="replace") as process:
@@ -230,6 +230,21 @@ class RemoteProcess:
                 await process.wait()
         finally:
             put(None)
+
+
+def follow_command(directory: PurePosixPath, pid: int, monitor: int) -> str:
+    """The command's stderr from its start until it has ended and its exit file is there.
+
+    tail watches the command itself, which its monitor reaps at once. Not the monitor: once
+    the command has ended it is a zombie until the host's init reaps it (about 2 s late in a
+    container's init, every run paying for it; never, without one), and a zombie looks alive.
+    The exit file is written a moment after the command's end: waited for while the monitor
+    lives."""
+    stderr, done = (shlex.quote(str(directory / name)) for name in ("stderr", "exit"))
+    return (
+        f"tail -q -n +1 -s {FOLLOW_POLL_S} -F --pid={pid} {stderr} 2>/dev/null; "
+        f"while [ ! -e {done} ] && kill -0 {monitor} 2>/dev/null; do sleep 0.02; done"
+    )
 
 
 def _lost(host: str, exc: BaseException) -> BaseException:
