@@ -48,6 +48,9 @@ def test_commands_files_and_facts(remote: RemoteHost) -> None:
     remote.mkdir(work / "a" / "b", mode=0o750)
     remote.write_text(work / "a" / "f", "one\ntwo\n", mode=0o640)
     assert remote.read_text(work / "a" / "f") == "one\ntwo\n"
+    # Several at once, through one reader there: None for what cannot be read.
+    texts = remote.read_texts([work / "a" / "f", work / "nope", PurePosixPath("/proc/self/stat")])
+    assert texts[:2] == ["one\ntwo\n", None] and "(python3)" in (texts[2] or "")
     assert sorted(remote.list_dir(work / "a")) == ["b", "f"]
     assert remote.run(["stat", "-c", "%a", str(work / "a" / "f")]).stdout == "640\n"
     assert remote.exists(work / "a" / "b") and not remote.exists(work / "nope")

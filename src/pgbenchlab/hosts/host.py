@@ -7,7 +7,7 @@ file operations raise `OSError` as pathlib does; a command that outlives its tim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Protocol
@@ -118,6 +118,10 @@ class Host(Protocol):
     def read_text(self, path: PurePath) -> str: ...
 
     def read_bytes(self, path: PurePath) -> bytes: ...
+
+    def read_texts(self, paths: Sequence[PurePath]) -> list[str | None]:
+        """Several small files at once (one round trip to another host); None for each that
+        cannot be read (say, of a process that has ended)."""
 
     def write_text(
         self, path: PurePath, text: str, *, mode: int = 0o600, owner: Account | None = None

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import IO, Any
 
@@ -225,6 +225,15 @@ class LocalHost:
 
     def read_bytes(self, path: PurePath) -> bytes:
         return Path(path).read_bytes()
+
+    def read_texts(self, paths: Sequence[PurePath]) -> list[str | None]:
+        texts: list[str | None] = []
+        for path in paths:
+            try:
+                texts.append(self.read_text(path))
+            except OSError:
+                texts.append(None)
+        return texts
 
     def write_text(
         self, path: PurePath, text: str, *, mode: int = 0o600, owner: Account | None = None
