@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,3 +44,20 @@ class Cgroup:
             except OSError:  # one forked meanwhile
                 time.sleep(0.1)
         self.path.rmdir()
+
+
+@contextmanager
+def holding(processes: dict[str, int], tag: str) -> Iterator[dict[str, Cgroup]]:
+    """A cgroup per named process (tag-name), for the time of the block."""
+    groups: dict[str, Cgroup] = {}
+    try:
+        for name, pid in processes.items():
+            groups[name] = Cgroup.holding(f"{tag}-{name}", pid)
+        yield groups
+    finally:
+        for group in groups.values():
+            group.remove()
+
+
+def usage_s(groups: dict[str, Cgroup]) -> float:
+    return sum(group.usage_s() for group in groups.values())

@@ -24,11 +24,11 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cgroups import Cgroup
+from cgroups import Cgroup, holding
 from pgbenchlab.campaign.measure import sampling_rate
 from remote_overhead import Generator, TestHosts, generator
 from remote_overhead import unavailable as hosts_unavailable
@@ -144,31 +144,19 @@ class Poller:
         return self.found
 
 
-@contextmanager
-def accounted(hosts: TestHosts) -> Iterator[dict[str, Cgroup]]:
-    tag = f"pgbl-cpu-{os.getpid()}"
-    groups: dict[str, Cgroup] = {}
-    try:
-        groups["here"] = Cgroup.holding(f"{tag}-here", os.getpid())  # and pgbench by hand
-        for name, host in hosts.hosts.items():
-            assert host.sshd is not None
-            groups[name] = Cgroup.holding(f"{tag}-{name}", host.sshd.pid)
-        yield groups
-    finally:
-        for group in groups.values():
-            group.remove()
+def accounted(hosts: TestHosts) -> AbstractContextManager[dict[str, Cgroup]]:
+    """This process (and the pgbench it starts by hand) and each host's sshd in a cgroup."""
+    sshd = {name: host.sshd.pid for name, host in hosts.hosts.items() if host.sshd}
+    return holding({"here": os.getpid(), **sshd}, f"pgbl-cpu-{os.getpid()}")
 
 
 def measure(
     lg1: Generator, groups: dict[str, Cgroup], mode: str, argv: list[str], sampling: float
 ) -> Breakdown:
     poller = Poller(groups)
-    if mode == "lab":
-        tps = lg1.lab(sampling)[0]
-    else:
-        tps = lg1.hand(argv, new_session=mode == "hand-session")
+    run = lg1.lab(sampling)[0] if mode == "lab" else lg1.hand(argv, new_session=mode == "hand")
     found = poller.stop()
-    found.tps = tps
+    found.tps = run.tps
     return found
 
 
@@ -203,7 +191,7 @@ def main() -> None:
     if missing:
         raise SystemExit(missing)
     hosts = TestHosts()
-    found: dict[str, list[Breakdown]] = {"lab": [], "hand": [], "hand-session": []}
+    found: dict[str, list[Breakdown]] = {"lab": [], "hand": [], "hand-shared": []}
     try:
         hosts.add("db1")
         hosts.add("lg1")
