@@ -8,7 +8,7 @@ command's own CPU seconds from wait4). The environment reaches the monitor on it
 in argv.
 
 While the command runs, one SSH channel follows its stderr (`tail -F`, which also tells when
-the monitor has ended): pgbench's progress lines are wanted live, its stdout (the report) is
+the command has ended): pgbench's progress lines are wanted live, its stdout (the report) is
 not, and is read once at the end. No other process or round trip there while it runs.
 """
 
@@ -260,7 +260,7 @@ class RemoteProcess:
                 self._failures.append(exc)
 
     def _pump_stderr(self, callback: LineCallback | None) -> None:
-        """Follow stderr until the monitor has ended; lines reach the callback in this thread
+        """Follow stderr until the command has ended; lines reach the callback in this thread
         (a callback may use the host, so it must not run on the SSH loop)."""
         lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         following = ssh.submit(self._follow(lines.put))

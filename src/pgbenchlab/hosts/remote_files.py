@@ -5,22 +5,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
-from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from pathlib import PurePath, PurePosixPath
+from typing import Any, Protocol
 
 import asyncssh
 
 from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.detached import LOCK_HOLDER, heartbeat
 
-if TYPE_CHECKING:
-    from pgbenchlab.hosts.remote import RemoteHost
+
+class Owner(Protocol):
+    """What these files need of their host (`remote.RemoteHost`)."""
+
+    name: str
+
+    async def connection(self) -> asyncssh.SSHClientConnection: ...
+
+    def read_text(self, path: PurePath) -> str: ...
+
+    def _sftp_call(self, action: Any, path: object) -> Any: ...
 
 
 class RemoteTail:
     """A remote file followed from its end when opened; only whole lines are returned."""
 
-    def __init__(self, host: RemoteHost, path: PurePosixPath) -> None:
+    def __init__(self, host: Owner, path: PurePosixPath) -> None:
         self.host = host
         self.path = path
         self.offset = self._size()
@@ -52,7 +61,7 @@ class RemoteLockedFile:
 
     BUSY = 75
 
-    def __init__(self, host: RemoteHost, path: PurePosixPath) -> None:
+    def __init__(self, host: Owner, path: PurePosixPath) -> None:
         self.host = host
         self.path = path
         self._beat: asyncio.Task[None] | None = None
