@@ -1,6 +1,8 @@
 """Where the CPU goes while pgbench runs over SSH: CPU seconds of every process other than
 pgbench and postgres, for the campaign's own call (`remote_overhead.py`'s "lab") and for the
-same pgbench started by hand, on the same hosts, server and dataset.
+same pgbench started by hand, in a session of its own ("hand") or in this process's
+("hand-shared"), on the same hosts, server and dataset; and each kind's run-queue wait (with
+autogroups, a session is a scheduling group).
 
 TPS comparisons on this shared 2-CPU machine vary by more than the effect looked for; CPU
 seconds do not. Each host's sshd is moved into a cpuacct cgroup (v1) of its own before the
@@ -8,12 +10,13 @@ hosts are used, so everything started over SSH there (sessions, their commands, 
 managed server) stays in that cgroup, short-lived processes included: its usage is exact;
 this process goes into one too ("here", with the pgbench it starts by hand). A poller (10 Hz)
 reads /proc/PID/task/TID/schedstat (time on a CPU, and waiting for one) of each thread in
-the cgroups and splits each interval's
-CPU into "while pgbench ran" and "around it"; what the cgroup counted that no polled
-process did went to processes too short-lived to be seen.
+the cgroups and splits each interval's CPU into "while pgbench ran" and "around it"; what a
+cgroup counted that no polled thread did ("ended unseen") went to threads that ended since
+the last poll (pgbench's at its end, processes too short-lived to be seen). The poller's own
+CPU shows as "here: python [poller]".
 
 Root only (network namespaces, cgroups). Not a figure of record: prints a table, writes
-nothing. About 1 min: .venv/bin/python bench/remote_cpu.py [--seconds 10] [--rounds 2]
+nothing. About 2.5 min: .venv/bin/python bench/remote_cpu.py [--seconds 10] [--rounds 2]
 """
 
 from __future__ import annotations
