@@ -7,6 +7,7 @@ give a campaign another executor that replays recorded pgbench outputs instead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path, PurePath
@@ -167,7 +168,7 @@ class GeneratorExecutor(LocalExecutor):
         timeout_s: float | None = None,
         on_start: Callable[[int], None] | None = None,
     ) -> command.Completed:
-        there = self.host.make_temp_dir("pgbench-", self._state())
+        there = self.host.make_temp_dir("pgbench-", self._state)
         try:
             done = super().pgbench(
                 [_moved(arg, str(cwd), str(there)) for arg in argv],
@@ -198,10 +199,12 @@ class GeneratorExecutor(LocalExecutor):
         self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
     ) -> dataset.Prepared:
         return super().prepare_dataset(
-            server, scale, pgbench=pgbench, work_dir=Path(self._state()), force=force
+            server, scale, pgbench=pgbench, work_dir=Path(self._state), force=force
         )
 
+    @functools.cached_property
     def _state(self) -> PurePath:
+        """pgbenchlab's directory there, made once (not one more round trip per pgbench)."""
         state = self.host.state_dir()
         assert state is not None, "a load generator host is another machine"
         self.host.mkdir(state)
