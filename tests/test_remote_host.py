@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from netns_hosts import TestHosts
+from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import RemoteHost, Target
 from pgbenchlab.profiles import PGBENCH
@@ -47,6 +48,9 @@ def test_commands_files_and_facts(remote: RemoteHost) -> None:
     remote.mkdir(work / "a" / "b", mode=0o750)
     remote.write_text(work / "a" / "f", "one\ntwo\n", mode=0o640)
     assert remote.read_text(work / "a" / "f") == "one\ntwo\n"
+    # Several at once, through one reader there: None for what cannot be read.
+    texts = remote.read_texts([work / "a" / "f", work / "nope", PurePosixPath("/proc/self/stat")])
+    assert texts[:2] == ["one\ntwo\n", None] and "(python3)" in (texts[2] or "")
     assert sorted(remote.list_dir(work / "a")) == ["b", "f"]
     assert remote.run(["stat", "-c", "%a", str(work / "a" / "f")]).stdout == "640\n"
     assert remote.exists(work / "a" / "b") and not remote.exists(work / "nope")
@@ -120,6 +124,17 @@ def test_perf_profiles_a_process_there(remote: RemoteHost) -> None:
         remote.remove_tree(work)
     assert profile is not None and profile.process == PGBENCH and profile.samples > 20
     assert {frames[0] for frames, _ in profile.stacks()} == {PGBENCH}
+
+
+def test_clock_readings_come_from_one_echo_without_bias(remote: RemoteHost) -> None:
+    """The host's clock is this machine's: every reading falls inside its probe's round trip,
+    and the best probe's round trip is a message each way (a process started per probe, as
+    before, made it milliseconds and put the reading late in it)."""
+    readings = remote.clock_readings(5)
+    assert len(readings) == 5
+    assert all(before <= there <= after for before, there, after in readings)
+    offset, uncertainty = clock_offset(remote)
+    assert abs(offset) <= uncertainty < 0.005
 
 
 def test_lock_is_exclusive_and_released(remote: RemoteHost) -> None:

@@ -7,6 +7,7 @@ give a campaign another executor that replays recorded pgbench outputs instead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path, PurePath
@@ -195,7 +196,7 @@ class GeneratorExecutor(LocalExecutor):
 
     def work_dir(self) -> PurePath:
         """A fresh directory for one run there (the caller removes it)."""
-        return self.host.make_temp_dir("pgbench-", self._state())
+        return self.host.make_temp_dir("pgbench-", self._state)
 
     def pgbench_in(
         self,
@@ -252,10 +253,12 @@ class GeneratorExecutor(LocalExecutor):
         self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
     ) -> dataset.Prepared:
         return super().prepare_dataset(
-            server, scale, pgbench=pgbench, work_dir=Path(self._state()), force=force
+            server, scale, pgbench=pgbench, work_dir=Path(self._state), force=force
         )
 
+    @functools.cached_property
     def _state(self) -> PurePath:
+        """pgbenchlab's directory there, made once (not one more round trip per pgbench)."""
         state = self.host.state_dir()
         assert state is not None, "a load generator host is another machine"
         self.host.mkdir(state)

@@ -5,7 +5,6 @@ found, and every connection closed at the end."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from pgbenchlab import installs
@@ -148,13 +147,6 @@ def host_roles(plan: Plan, name: str) -> tuple[str, ...]:
 def clock_offset(host: Host, probes: int = 5) -> tuple[float, float]:
     """The host's clock minus this machine's, from the probe with the shortest round trip
     (NTP's way), and its uncertainty: half that round trip."""
-    best: tuple[float, float] | None = None
-    for _ in range(probes):
-        before = time.time()
-        remote = float(host.run(["date", "+%s.%N"], timeout=30).stdout)
-        after = time.time()
-        half_trip = (after - before) / 2
-        if best is None or half_trip < best[1]:
-            best = (remote - (before + half_trip), half_trip)
-    assert best is not None
-    return best
+    before, there, after = min(host.clock_readings(probes), key=lambda r: r[2] - r[0])
+    half_trip = (after - before) / 2
+    return there - (before + half_trip), half_trip

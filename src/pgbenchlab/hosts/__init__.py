@@ -4,7 +4,8 @@ configuration, server log, /proc, claims) goes through a `Host`.
 
 `host` holds the interface and its small records, `local` the implementation over subprocess
 and pathlib, `remote` another machine over SSH (`ssh`: connections and their checks;
-`detached`: processes that outlive the connection). This package imports nothing of
+`detached`: processes that outlive the connection, and the helpers kept running there;
+`remote_files`: files followed or locked there). This package imports nothing of
 pgbenchlab's but `errors`: the server lifecycle, datasets, pgbench execution, telemetry, claims
 and the OS account may import it.
 """

@@ -5,7 +5,11 @@ Each started process gets a directory of its own under ~/.pgbenchlab/procs on th
 small monitor (python3 there) forks the command with its output in `stdout` and `stderr`, writes
 `pid` ("command monitor") and, once the command has ended, `exit` (JSON: returncode and the
 command's own CPU seconds from wait4). The environment reaches the monitor on its stdin, never
-in argv. The output files are followed over SSH and passed on line by line.
+in argv.
+
+While the command runs, one SSH channel follows its stderr (`tail -F`, which also tells when
+the command has ended): pgbench's progress lines are wanted live, its stdout (the report) is
+not, and is read once at the end. No other process or round trip there while it runs.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import json
 import queue
 import shlex
 import threading
+import time
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Protocol
 
@@ -27,6 +34,7 @@ from pgbenchlab.hosts.host import Exit, LineCallback
 
 STATE_DIR = ".pgbenchlab"  # under the account's home
 PROCS_DIR = "procs"  # under the state directory
+FOLLOW_POLL_S = 0.1  # how soon the end of a command is seen (tail's checks cost microseconds)
 KILLED = -9  # the returncode of a command whose monitor died with it (no exit file)
 
 # SIGINT is set to its default first: Python's own handler, inherited by the forked child, would
@@ -40,7 +48,7 @@ os.makedirs(d, 0o700)
 r, w = os.pipe()
 if os.fork():
     os.close(w)
-    print(os.read(r, 64).decode(), flush=True)
+    print(os.read(r, 64).decode(), flush=True)  # "command monitor"
     os._exit(0)
 os.setsid()
 null = os.open(os.devnull, os.O_RDWR)
@@ -67,7 +75,7 @@ try:
 except OSError:
     pass
 put("pid", f"{pid} {os.getpid()}\n")
-os.write(w, str(pid).encode()); os.close(w)
+os.write(w, f"{pid} {os.getpid()}".encode()); os.close(w)
 _, status, usage = os.wait4(pid, 0)
 put("exit", json.dumps({"returncode": os.waitstatus_to_exitcode(status),
                         "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
@@ -85,6 +93,82 @@ print("locked", flush=True)
 while select.select([0], [], [], {LOCK_SILENCE_S})[0] and os.read(0, 64):
     pass
 """
+
+
+# Answers each line on its stdin with its clock: one process and one channel for all of a
+# clock offset's probes, so a probe's round trip is two small messages, not a channel opened
+# and a process started before the clock is read (which put the reading late: a bias of ms).
+CLOCK_ECHO = """
+import sys, time
+for _ in sys.stdin:
+    print(repr(time.time()), flush=True)
+"""
+
+
+async def clock_readings(
+    connection: asyncssh.SSHClientConnection, count: int
+) -> list[tuple[float, float, float]]:
+    """count (before, remote clock, after) readings through one clock echo; a first, unkept
+    probe waits for python3 to start."""
+    readings = []
+    async with connection.create_process(f"exec python3 -c {shlex.quote(CLOCK_ECHO)}") as echo:
+        for _ in range(count + 1):
+            before = time.time()
+            echo.stdin.write("\n")
+            answer = await echo.stdout.readline()
+            readings.append((before, float(answer), time.time()))
+        echo.stdin.write_eof()
+    return readings[1:]
+
+
+# Reads the files named on each line of its stdin (a JSON list) and answers with their texts
+# (None for one it cannot read) on one line: a telemetry sample of a dozen /proc files is one
+# round trip over a channel kept open, where SFTP takes four per file.
+FILE_READER = """
+import json, sys
+def text(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read()
+    except OSError:
+        return None
+for line in sys.stdin:
+    print(json.dumps([text(p) for p in json.loads(line)]), flush=True)
+"""
+
+
+@dataclass
+class _Reader:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    process: asyncssh.SSHClientProcess[str] | None = None
+
+
+_readers: weakref.WeakKeyDictionary[asyncssh.SSHClientConnection, _Reader] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def read_files(
+    connection: asyncssh.SSHClientConnection, paths: list[str]
+) -> list[str | None]:
+    """The texts of paths there, through the connection's file reader (started on first use;
+    one request at a time). ConnectionError when the connection or the reader is gone."""
+    reader = _readers.setdefault(connection, _Reader())
+    async with reader.lock:
+        try:
+            if reader.process is None:
+                command = f"exec python3 -c {shlex.quote(FILE_READER)}"
+                reader.process = await connection.create_process(command)
+            reader.process.stdin.write(json.dumps(paths) + "\n")
+            answer = await reader.process.stdout.readline()
+        except (asyncssh.Error, OSError) as exc:
+            reader.process = None
+            raise ConnectionError(f"reading files there: {exc}") from None
+        if not answer:
+            reader.process = None
+            raise ConnectionError("reading files there: the reader has ended")
+    texts: list[str | None] = json.loads(answer)
+    return texts
 
 
 async def heartbeat(process: asyncssh.SSHClientProcess[str]) -> None:
@@ -110,31 +194,31 @@ class Owner(Protocol):
 
     def collect(self, directory: PurePosixPath) -> Exit: ...
 
+    def read_text(self, path: PurePosixPath) -> str: ...
+
 
 class RemoteProcess:
-    """A detached command on a remote host, its output followed from this machine."""
+    """A detached command on a remote host: its stderr followed from this machine while it
+    runs, its stdout read when it has ended."""
 
     def __init__(
         self,
         host: Owner,
         directory: PurePosixPath,
-        pid: int,
+        pids: tuple[int, int],  # the command's and its monitor's
         callbacks: tuple[LineCallback | None, LineCallback | None],
         *,
         group: bool,
     ) -> None:
         self.host = host
         self.directory = directory
-        self._pid = pid
+        self._pid, self._monitor = pids
         self._group = group
         self._exit: Exit | None = None
         self._failures: list[BaseException] = []
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(name, callback), daemon=True)
-            for name, callback in zip(("stdout", "stderr"), callbacks, strict=True)
-        ]
-        for pump in self._pumps:
-            pump.start()
+        self._on_stdout = callbacks[0]
+        self._pump = threading.Thread(target=self._pump_stderr, args=(callbacks[1],), daemon=True)
+        self._pump.start()
 
     @property
     def pid(self) -> int:
@@ -147,12 +231,19 @@ class RemoteProcess:
         self._send(9, group=self._group)
 
     def wait(self) -> Exit:
-        for pump in self._pumps:
-            pump.join()
+        self._pump.join()
         if self._failures:
             raise self._failures[0]
         if self._exit is None:
+            stdout = ""
+            if self._on_stdout is not None:
+                with contextlib.suppress(FileNotFoundError):  # a monitor that never ran
+                    stdout = self.host.read_text(self.directory / "stdout")
             self._exit = self.host.collect(self.directory)
+            for line in stdout.splitlines():
+                self._deliver(self._on_stdout, line)
+            if self._failures:
+                raise self._failures[0]
         return self._exit
 
     def _send(self, signum: int, *, group: bool) -> None:
@@ -161,40 +252,51 @@ class RemoteProcess:
         with contextlib.suppress(OSError):  # gone already, or unreachable: wait() says which
             self.host.signal(-self._pid if group else self._pid, signum)
 
-    def _pump(self, name: str, callback: LineCallback | None) -> None:
-        """Follow one output file until the monitor has ended; lines reach the callback in this
-        thread (a callback may use the host, so it must not run on the SSH loop)."""
-        lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        following = ssh.submit(self._follow(name, lines.put))
-        while (line := lines.get()) is not None:
-            if callback is None:
-                continue
+    def _deliver(self, callback: LineCallback | None, line: str) -> None:
+        if callback is not None and not self._failures:
             try:
                 callback(line)
             except Exception as exc:
                 self._failures.append(exc)
-                callback = None
+
+    def _pump_stderr(self, callback: LineCallback | None) -> None:
+        """Follow stderr until the command has ended; lines reach the callback in this thread
+        (a callback may use the host, so it must not run on the SSH loop)."""
+        lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        following = ssh.submit(self._follow(lines.put))
+        while (line := lines.get()) is not None:
+            self._deliver(callback, line)
         try:
             following.result()
         except BaseException as exc:
             self._failures.append(_lost(self.host.name, exc))
 
-    async def _follow(self, name: str, put: Callable[[str | None], None]) -> None:
-        path = self.directory / name
-        monitor = self.directory / "pid"
-        script = (
-            f"m=$(cut -d' ' -f2 {shlex.quote(str(monitor))}); "
-            f"exec tail -q -n +1 -s 0.2 -F --pid=$m {shlex.quote(str(path))} 2>/dev/null"
-        )
+    async def _follow(self, put: Callable[[str | None], None]) -> None:
+        command = follow_command(self.directory, self._pid, self._monitor)
         try:
             connection = await self.host.connection()
-            async with connection.create_process(script, errors="replace") as process:
+            async with connection.create_process(command, errors="replace") as process:
                 async for line in process.stdout:
                     if line:  # "" marks the end
                         put(line.rstrip("\n"))
                 await process.wait()
         finally:
             put(None)
+
+
+def follow_command(directory: PurePosixPath, pid: int, monitor: int) -> str:
+    """The command's stderr from its start until it has ended and its exit file is there.
+
+    tail watches the command itself, which its monitor reaps at once. Not the monitor: once
+    the command has ended it is a zombie until the host's init reaps it (about 2 s late in a
+    container's init, every run paying for it; never, without one), and a zombie looks alive.
+    The exit file is written a moment after the command's end: waited for while the monitor
+    lives."""
+    stderr, done = (shlex.quote(str(directory / name)) for name in ("stderr", "exit"))
+    return (
+        f"tail -q -n +1 -s {FOLLOW_POLL_S} -F --pid={pid} {stderr} 2>/dev/null; "
+        f"while [ ! -e {done} ] && kill -0 {monitor} 2>/dev/null; do sleep 0.02; done"
+    )
 
 
 def _lost(host: str, exc: BaseException) -> BaseException:

@@ -7,7 +7,7 @@ file operations raise `OSError` as pathlib does; a command that outlives its tim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Protocol
@@ -119,6 +119,10 @@ class Host(Protocol):
 
     def read_bytes(self, path: PurePath) -> bytes: ...
 
+    def read_texts(self, paths: Sequence[PurePath]) -> list[str | None]:
+        """Several small files at once (one round trip to another host); None for each that
+        cannot be read (say, of a process that has ended)."""
+
     def write_text(
         self, path: PurePath, text: str, *, mode: int = 0o600, owner: Account | None = None
     ) -> None:
@@ -172,6 +176,10 @@ class Host(Protocol):
 
     def clock_ticks_per_s(self) -> int:
         """The unit of the CPU times in /proc/<pid>/stat."""
+
+    def clock_readings(self, count: int) -> list[tuple[float, float, float]]:
+        """count readings of this host's clock, each (this machine's clock before asking, the
+        host's reading, this machine's clock after the answer), in seconds since the epoch."""
 
     def free_port(self) -> int:
         """A TCP port no one listens on now."""

@@ -15,7 +15,8 @@ import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import IO, Any
 
@@ -225,6 +226,15 @@ class LocalHost:
     def read_bytes(self, path: PurePath) -> bytes:
         return Path(path).read_bytes()
 
+    def read_texts(self, paths: Sequence[PurePath]) -> list[str | None]:
+        texts: list[str | None] = []
+        for path in paths:
+            try:
+                texts.append(self.read_text(path))
+            except OSError:
+                texts.append(None)
+        return texts
+
     def write_text(
         self, path: PurePath, text: str, *, mode: int = 0o600, owner: Account | None = None
     ) -> None:
@@ -300,6 +310,9 @@ class LocalHost:
 
     def clock_ticks_per_s(self) -> int:
         return os.sysconf("SC_CLK_TCK")
+
+    def clock_readings(self, count: int) -> list[tuple[float, float, float]]:
+        return [(now, now, now) for now in (time.time() for _ in range(count))]
 
     def free_port(self) -> int:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

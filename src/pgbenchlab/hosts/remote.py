@@ -8,14 +8,13 @@ stdin, never in argv. Files move over SFTP. Long-running processes are started d
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
 import shlex
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath, PurePosixPath
 from typing import Any
 
@@ -25,15 +24,16 @@ from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.detached import (
     KILLED,
-    LOCK_HOLDER,
     PROCS_DIR,
     STATE_DIR,
     RemoteProcess,
-    heartbeat,
+    clock_readings,
     monitor_command,
     parse_exit,
+    read_files,
 )
 from pgbenchlab.hosts.host import Account, Exit, Finished, LineCallback
+from pgbenchlab.hosts.remote_files import RemoteLockedFile, RemoteTail
 from pgbenchlab.hosts.ssh import Target, sftp_error
 
 READ_CHUNK = 1 << 20
@@ -169,10 +169,12 @@ class RemoteHost:
         started = ssh.call(
             self._run(monitor_command(directory, str(cwd), argv), json.dumps(env_json) + "\n")
         )
-        if started.returncode != 0 or not started.stdout.strip().isdigit():
+        pids = started.stdout.split()
+        if started.returncode != 0 or len(pids) != 2 or not all(p.isdigit() for p in pids):
             raise OSError(f"host {self.name}: cannot start {argv[0]}: {started.stderr.strip()}")
-        pid = int(started.stdout.strip())
-        return RemoteProcess(self, directory, pid, (on_stdout_line, on_stderr_line), group=True)
+        command, monitor = int(pids[0]), int(pids[1])
+        callbacks = (on_stdout_line, on_stderr_line)
+        return RemoteProcess(self, directory, (command, monitor), callbacks, group=True)
 
     def _login_env(self) -> dict[str, str]:
         if "PATH" not in self._facts:
@@ -248,6 +250,12 @@ class RemoteHost:
 
     def read_text(self, path: PurePath) -> str:
         return self.read_bytes(path).decode(errors="replace")
+
+    def read_texts(self, paths: Sequence[PurePath]) -> list[str | None]:
+        async def read() -> list[str | None]:
+            return await read_files(await self.connection(), [str(p) for p in paths])
+
+        return ssh.call(read(), timeout=60)
 
     def write_text(
         self, path: PurePath, text: str, *, mode: int = 0o600, owner: Account | None = None
@@ -331,6 +339,12 @@ class RemoteHost:
     def clock_ticks_per_s(self) -> int:
         return int(self._fact("ticks", "getconf CLK_TCK"))
 
+    def clock_readings(self, count: int) -> list[tuple[float, float, float]]:
+        async def read() -> list[tuple[float, float, float]]:
+            return await clock_readings(await self.connection(), count)
+
+        return ssh.call(read(), timeout=60)
+
     def _fact(self, key: str, command: str) -> str:
         if key not in self._facts:
             self._facts[key] = self._shell(command).strip()
@@ -359,81 +373,3 @@ class RemoteHost:
     def free_port(self) -> int:
         probe = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"
         return int(self._shell(f"python3 -c {shlex.quote(probe)}"))
-
-
-class RemoteTail:
-    """A remote file followed from its end when opened; only whole lines are returned."""
-
-    def __init__(self, host: RemoteHost, path: PurePosixPath) -> None:
-        self.host = host
-        self.path = path
-        self.offset = self._size()
-
-    def _size(self) -> int:
-        try:
-            attrs = self.host._sftp_call(lambda s: s.stat(str(self.path)), self.path)
-        except FileNotFoundError:
-            return 0
-        return int(attrs.size or 0)
-
-    def read(self, limit: int = 16 << 20) -> str:
-        async def read(sftp: asyncssh.SFTPClient) -> bytes:
-            async with sftp.open(str(self.path), "rb") as file:
-                await file.seek(self.offset)
-                data = await file.read(limit)
-                return data if isinstance(data, bytes) else data.encode()
-
-        data: bytes = self.host._sftp_call(read, self.path)
-        end = data.rfind(b"\n") + 1
-        self.offset += end
-        return data[:end].decode(errors="replace")
-
-
-class RemoteLockedFile:
-    """A remote file held under flock by a small holder there, which lets go when its stdin
-    closes, when the connection (or this pgbenchlab) goes, or when this side's heartbeat stops
-    (`detached.LOCK_HOLDER`)."""
-
-    BUSY = 75
-
-    def __init__(self, host: RemoteHost, path: PurePosixPath) -> None:
-        self.host = host
-        self.path = path
-        self._beat: asyncio.Task[None] | None = None
-        self._process: asyncssh.SSHClientProcess[str] | None = ssh.call(self._hold())
-
-    async def _hold(self) -> asyncssh.SSHClientProcess[str]:
-        connection = await self.host.connection()
-        flock = f"flock -n -E {self.BUSY} {shlex.quote(str(self.path))}"
-        command = f"umask 077; exec {flock} python3 -c {shlex.quote(LOCK_HOLDER)}"
-        process = await connection.create_process(command)
-        first = await asyncio.wait_for(process.stdout.readline(), 30)
-        if first.strip() != "locked":
-            process.close()
-            raise BlockingIOError(f"host {self.host.name}: {self.path} is locked by another")
-        self._beat = asyncio.create_task(heartbeat(process))
-        return process
-
-    def read_text(self) -> str:
-        return self.host.read_text(self.path)
-
-    def write_text(self, text: str) -> None:
-        async def write(sftp: asyncssh.SFTPClient) -> None:
-            async with sftp.open(str(self.path), "r+b") as file:
-                await file.truncate(0)
-                await file.write(text.encode(), 0)
-                await file.fsync()
-
-        self.host._sftp_call(write, self.path)
-
-    def release(self) -> None:
-        if self._process is not None:
-            process, self._process = self._process, None
-            with contextlib.suppress(Exception):
-                ssh.call(self._let_go(process), timeout=10)
-
-    async def _let_go(self, process: asyncssh.SSHClientProcess[str]) -> None:
-        if self._beat is not None:
-            self._beat.cancel()
-        process.stdin.write_eof()
-        await process.wait()

@@ -3,12 +3,13 @@ of the server's processes and of pgbench.
 
 The sampler is told everything it watches (the host, the postmaster's pid, pgbench's pid, a
 block device "major:minor" and the /proc root), and reads through the `Host`, so it can watch a
-server on another machine. Each read is a few small files: the per-sample cost is
-tens of microseconds, plus one small read per server process.
+server on another machine. A sample is three batches of small files (the machine's, the
+postmaster's, its children's): tens of microseconds here, three round trips to another host.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
@@ -44,9 +45,20 @@ def _read(path: PurePath, host: Host) -> str | None:
         return None
 
 
+def _read_all(paths: Sequence[PurePath], host: Host) -> list[str | None]:
+    """Several files in one go (one round trip to another host); None for each unread."""
+    try:
+        return host.read_texts(paths)
+    except OSError:
+        return [None] * len(paths)
+
+
 def read_cpu(proc: PurePath, host: Host = LOCAL_HOST) -> dict[str, float] | None:
     """Host CPU time by state (ticks, all CPUs) from the first line of /proc/stat."""
-    text = _read(proc / "stat", host)
+    return parse_cpu(_read(proc / "stat", host))
+
+
+def parse_cpu(text: str | None) -> dict[str, float] | None:
     if not text or not text.startswith("cpu "):
         return None
     values = text.split("\n", 1)[0].split()[1:]
@@ -54,7 +66,10 @@ def read_cpu(proc: PurePath, host: Host = LOCAL_HOST) -> dict[str, float] | None
 
 
 def read_memory(proc: PurePath, host: Host = LOCAL_HOST) -> dict[str, float] | None:
-    text = _read(proc / "meminfo", host)
+    return parse_memory(_read(proc / "meminfo", host))
+
+
+def parse_memory(text: str | None) -> dict[str, float] | None:
     if text is None:
         return None
     found: dict[str, float] = {}
@@ -67,8 +82,12 @@ def read_memory(proc: PurePath, host: Host = LOCAL_HOST) -> dict[str, float] | N
 
 def read_disk(proc: PurePath, device: str, host: Host = LOCAL_HOST) -> dict[str, float] | None:
     """Cumulative I/O counters of one block device ("major:minor") from /proc/diskstats."""
+    return parse_disk(_read(proc / "diskstats", host), device)
+
+
+def parse_disk(text: str | None, device: str) -> dict[str, float] | None:
     major, _, minor = device.partition(":")
-    for line in (_read(proc / "diskstats", host) or "").splitlines():
+    for line in (text or "").splitlines():
         fields = line.split()
         if len(fields) >= 14 and fields[0] == major and fields[1] == minor:
             return {name: float(fields[3 + i]) for i, name in DISK_FIELDS.items()}
@@ -77,7 +96,10 @@ def read_disk(proc: PurePath, device: str, host: Host = LOCAL_HOST) -> dict[str,
 
 def schedstat(proc: PurePath, task: str, host: Host = LOCAL_HOST) -> tuple[float, float] | None:
     """(seconds on a CPU, seconds waiting for one) of a task ("pid" or "pid/task/tid")."""
-    text = _read(proc / task / "schedstat", host)
+    return _parse_schedstat(_read(proc / task / "schedstat", host))
+
+
+def _parse_schedstat(text: str | None) -> tuple[float, float] | None:
     if not text:
         return None
     fields = text.split()
@@ -86,7 +108,10 @@ def schedstat(proc: PurePath, task: str, host: Host = LOCAL_HOST) -> tuple[float
 
 def reaped_children_s(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> float | None:
     """CPU of the children a process has waited for (cutime + cstime), in seconds."""
-    text = _read(proc / str(pid) / "stat", host)
+    return _parse_reaped(_read(proc / str(pid) / "stat", host), host)
+
+
+def _parse_reaped(text: str | None, host: Host) -> float | None:
     if text is None:
         return None
     # The command name is in parentheses and may hold spaces: fields follow the last ')'.
@@ -119,22 +144,32 @@ def server_times(
 
     A child reaped while its siblings are read would count in neither sum (the reaped CPU was
     read before, its own file is gone after), which happens to every backend when pgbench
-    ends: the reaped CPU is read before and after, and the scan repeated until they agree."""
-    own = schedstat(proc, str(postmaster), host)
-    reaped = reaped_children_s(proc, postmaster, host)
+    ends: the reaped CPU is read before and after, and the scan repeated until they agree.
+    Each scan is one batch of reads: its children's, the reaped CPU after, the next list."""
+    here = proc / str(postmaster)
+    listing = here / "task" / str(postmaster) / "children"
+    own_text, stat, listed = _read_all([here / "schedstat", here / "stat", listing], host)
+    own, reaped = _parse_schedstat(own_text), _parse_reaped(stat, host)
     if own is None or reaped is None:
         return None
+    children = _children(listed, proc, postmaster, host)
     for _ in range(SNAPSHOT_TRIES):
-        live = [schedstat(proc, str(pid), host) for pid in child_pids(proc, postmaster, host)]
-        after = reaped_children_s(proc, postmaster, host)
+        paths = [proc / str(pid) / "schedstat" for pid in children]
+        *texts, stat, listed = _read_all([*paths, here / "stat", listing], host)
+        live = [_parse_schedstat(text) for text in texts]
+        after = _parse_reaped(stat, host)
         if after is None:
             return None
         if after == reaped:
             break
-        reaped = after
-    children = [c for c in live if c is not None]
-    cpu = own[0] + reaped + sum(c[0] for c in children)
-    return cpu, own[1] + sum(c[1] for c in children)
+        reaped, children = after, _children(listed, proc, postmaster, host)
+    found = [c for c in live if c is not None]
+    cpu = own[0] + reaped + sum(c[0] for c in found)
+    return cpu, own[1] + sum(c[1] for c in found)
+
+
+def _children(listed: str | None, proc: PurePath, pid: int, host: Host) -> list[int]:
+    return [int(p) for p in listed.split()] if listed is not None else child_pids(proc, pid, host)
 
 
 def process_times(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> tuple[float, float] | None:
@@ -167,14 +202,16 @@ class OsSampler:
 
     def sample(self) -> Snapshot:
         snap: Snapshot = {}
-        cpu = read_cpu(self.proc, self.host)
+        names = ("stat", "meminfo", *(("diskstats",) if self.disk_device else ()))
+        stat, meminfo, *diskstats = _read_all([self.proc / name for name in names], self.host)
+        cpu = parse_cpu(stat)
         if cpu is not None:
             snap["cpu"] = cpu
-        memory = read_memory(self.proc, self.host)
+        memory = parse_memory(meminfo)
         if memory:
             snap["memory"] = memory
         if self.disk_device is not None:
-            disk = read_disk(self.proc, self.disk_device, self.host)
+            disk = parse_disk(diskstats[0], self.disk_device)
             if disk is not None:
                 snap["disk"] = disk
         snap["processes"] = self._processes()
