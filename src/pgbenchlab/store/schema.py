@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -363,5 +363,9 @@ MIGRATIONS: dict[int, str] = {
         seconds REAL,
         folded_zst BLOB NOT NULL
     );
+    """,
+    # 17: what a server is, in the plan's words (a tuning test set: what changed).
+    17: """
+    ALTER TABLE servers ADD COLUMN description TEXT NOT NULL DEFAULT '';
     """,
 }
