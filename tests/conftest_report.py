@@ -42,6 +42,7 @@ class FakeServer:
     version: str
     speed: float = 1.0  # throughput factor of this server
     settings: dict[str, str] = field(default_factory=dict)
+    description: str = ""  # the plan's words for it
 
 
 @dataclass(frozen=True)
@@ -370,7 +371,7 @@ def write_synthetic(results_dir: Path, plan: SyntheticPlan = SyntheticPlan()) ->
                 server.name,
                 f"/data/{server.name}",
             )
-            store.record_server(campaign, facts, {})
+            store.record_server(campaign, facts, {}, server.description)
         for result in results_of(plan, rng):
             store.record_run(campaign, result)
             _keep_output(results_dir, plan.name, campaign, result)

@@ -251,6 +251,7 @@ BAD_PLANS = [
     ("[defaults]\nlatency_log = nan", "defaults.latency_log", "finite number"),
     ("[matrix]\nworkload = [{ builtin = 'select-only', weight = inf }]", "weight", "finite"),
     ("[[server]]\nname = 'a'\ninit = 'yes'", "server[0].init", "true or false"),
+    ("[[server]]\nname = 'a'\ndescription = 1", "server[0].description", "must be a string"),
     ("server = 'x'", "server", "[[server]]"),
     ("[matrix.setting]\nport = ['1']", "setting.port", "managed by pgbenchlab"),
     ("[pgbench]\nbinary = 'x'", "pgbench.binary", "unknown key"),

@@ -24,10 +24,17 @@ from support import embedded_data
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_ERROR = "<img src=x onerror=alert(3)> & \"quoted\" 'single' </script><!--"
+HOSTILE_DESCRIPTION = "what changed: <i>work_mem</i> | *4MB*"
 HOSTILE_PLAN = SyntheticPlan(
     name="</script><svg onload=alert(2)>",
     servers=(
-        FakeServer(HOSTILE, "15.18", 1.0, {"work_mem": "<b>4MB</b>", "shared_buffers": "1GB"}),
+        FakeServer(
+            HOSTILE,
+            "15.18",
+            1.0,
+            {"work_mem": "<b>4MB</b>", "shared_buffers": "1GB"},
+            HOSTILE_DESCRIPTION,
+        ),
         FakeServer("pg18 | *bold* `code`", "18.1", 1.1, {"shared_buffers": "2GB"}),
     ),
     clients=(1, 2),
@@ -75,6 +82,9 @@ def test_hostile_strings_are_text_everywhere(page: str) -> None:
     assert page.count("</script>") == 3
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the overview shows the name
     assert "&lt;b&gt;4MB&lt;/b&gt;" in page
+    # what a server is, in the plan's words: a row of the servers table
+    said = "<td>what changed: &lt;i&gt;work_mem&lt;/i&gt; | *4MB*</td><td>-</td>"
+    assert f'<tr><th scope="row">what it is</th>{said}</tr>' in page
 
 
 def test_embedded_json_keeps_the_strings_exactly(page: str, hostile_view: ReportView) -> None:
@@ -156,6 +166,10 @@ def test_markdown_tables_and_escaping(hostile_view: ReportView) -> None:
     assert "<script>" not in text and "<img" not in text
     assert "&lt;script>alert(1)&lt;/script>" in text
     assert r"pg18 \| \*bold\* \`code\`" in text
+    described = (
+        r"  - &lt;script>alert(1)&lt;/script>: what changed: &lt;i>work\_mem&lt;/i> \| \*4MB\*"
+    )
+    assert described in text.splitlines()  # the one server described, under "servers"
     assert "| clients |" in text and "### Relative change against" in text
     first = key_tables(hostile_view)[0]
     for row in first.rows:

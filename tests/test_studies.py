@@ -19,6 +19,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.store import Store
 from pgbenchlab.studies import STUDIES, BuildFact, InstallFact, MachineFacts, StudyOptions, render
 from pgbenchlab.studies.sizing import BYTES_PER_SCALE
+from support import require_installs
 
 GIB = 1024**3
 MIB = 1024**2
@@ -131,6 +132,19 @@ def test_platform_and_tuning_put_data_directories_on_the_storage_given(tmp_path:
     ]  # fmt: skip
 
 
+def test_each_tuning_test_set_says_what_changed_in_the_plan(tmp_path: Path) -> None:
+    given = StudyOptions(data_dirs=(tmp_path / "xfs",))
+    servers = parsed(render("tuning", LAPTOP, given), tmp_path, LAPTOP.cpus).servers
+    said = {s.name: s.description for s in servers}
+    assert said == {
+        "baseline": "the settings every other set starts from",
+        "spread-checkpoints": "a setting: checkpoint_timeout 60s → 5min and "
+        "checkpoint_completion_target 0.9: checkpoints five times rarer, spread over 90 % of "
+        "the interval (fewer full-page writes, smoother I/O)",
+        "filesystem1": f"a file system: the data directory on {tmp_path / 'xfs'}",
+    }
+
+
 def test_scalability_pins_pgbench_apart_from_the_server_from_4_cpus(tmp_path: Path) -> None:
     big = parsed(render("scalability", BIG, StudyOptions()), tmp_path, BIG.cpus)
     assert (big.servers[0].cpus, big.pgbench_cpus) == ("0-47", "48-63")
@@ -142,10 +156,28 @@ def test_scalability_pins_pgbench_apart_from_the_server_from_4_cpus(tmp_path: Pa
     assert "# Not pinned: below 4 CPUs" in text
 
 
-def test_connection_kinds_of_latency_and_platform(tmp_path: Path) -> None:
-    latency = parsed(render("latency", LAPTOP, StudyOptions()), tmp_path, LAPTOP.cpus)
-    assert {s.options.connection for s in latency.specs} == {"socket", "tcp"}
-    assert 'add "tls"' in render("latency", LAPTOP, StudyOptions())
+def connecting(the_plan: plan.Plan) -> set[tuple[str, bool]]:
+    specs = [s for s in the_plan.specs if s.workload.name == "connecting"]
+    assert all(s.options.rate is None for s in specs)  # at full speed: costs are measured
+    return {(s.options.connection, s.options.connect) for s in specs}
+
+
+def test_latency_connects_over_tls_where_an_installation_can(tmp_path: Path) -> None:
+    text = render("latency", LAPTOP, StudyOptions())
+    without = parsed(text, tmp_path, LAPTOP.cpus)
+    assert connecting(without) == {(k, c) for k in ("socket", "tcp") for c in (False, True)}
+    assert '# no "tls": no installation here (embedded-18, debian-15) has a server' in text
+    with_tls = replace(LAPTOP, installs=(INSTALLS[0], replace(INSTALLS[1], tls=True)))
+    for quick in (False, True):
+        text = render("latency", with_tls, StudyOptions(quick=quick))
+        the_plan = parsed(text, tmp_path, LAPTOP.cpus)
+        kinds = ("socket", "tcp", "tls")
+        assert connecting(the_plan) == {(k, c) for k in kinds for c in (False, True)}
+        assert the_plan.servers[0].install == "debian-15"  # the newest that can
+        assert "# the newest with TLS (embedded-18: none)" in text and 'no "tls"' not in text
+        rated = [s for s in the_plan.specs if s.workload.name == "at-rates"]
+        assert rated and all(s.options.rate and s.options.latency_limit_ms for s in rated)
+        assert {s.options.connection for s in rated} == {"socket"}
     platform = parsed(render("platform", LAPTOP, StudyOptions(quick=True)), tmp_path, 2)
     assert {s.options.connection for s in platform.specs} == {"tcp"}
 
@@ -205,13 +237,16 @@ def test_cli_mistake_is_one_line_and_exit_2(tmp_path: Path) -> None:
     ]
 
 
+RUN_APART = {"patch", "latency"}
+
+
 @pytest.mark.server
 def test_each_quick_study_runs_end_to_end_on_this_machine(tmp_path: Path) -> None:
-    """`new STUDY --quick` for this machine, then `run`: every run ok, one report each (the
-    patch study builds PostgreSQL twice, minutes: its plan is checked above instead)."""
+    """`new STUDY --quick` for this machine, then `run`: every run ok (the patch study builds
+    PostgreSQL twice, minutes: its plan is checked above instead; latency runs below)."""
     results = tmp_path / "results"
     started = time.monotonic()
-    for study in sorted(set(STUDIES) - {"patch"}):
+    for study in sorted(set(STUDIES) - RUN_APART):
         made = run_cli("new", study, "--quick", "--results", results, cwd=tmp_path)
         assert made.returncode == 0, made.stderr
         plan_file = tmp_path / f"{study}.toml"
@@ -221,10 +256,46 @@ def test_each_quick_study_runs_end_to_end_on_this_machine(tmp_path: Path) -> Non
     assert time.monotonic() - started < 300
     with Store.existing(results / "results.db") as store:
         campaigns = {c["name"]: c["id"] for c in store.campaigns()}
-        assert sorted(campaigns) == sorted(f"{s}-quick" for s in STUDIES if s != "patch")
+        assert sorted(campaigns) == sorted(f"{s}-quick" for s in STUDIES if s not in RUN_APART)
         for campaign_id in campaigns.values():
             runs = store.run_records(campaign_id)
             assert runs and {r.status for r in runs} == {"ok"}
+    for form in ("markdown", "html"):  # the test sets' descriptions, in the plan's words
+        shown = tmp_path / f"tuning.{form}"
+        report = ["report", "--results", results, "--campaign", "tuning-quick", "-o", shown]
+        assert run_cli(*report, "--format", form, cwd=tmp_path).returncode == 0
+        assert "the settings every other set starts from" in shown.read_text()
+    markdown = (tmp_path / "tuning.markdown").read_text()
+    assert "  - spread-checkpoints: a setting: checkpoint\\_timeout 30s → 150s" in markdown
+    assert '<th scope="row">what it is</th>' in (tmp_path / "tuning.html").read_text()
+
+
+@pytest.mark.server
+def test_quick_latency_connects_over_tls_here_and_reports_its_cost(tmp_path: Path) -> None:
+    """This machine's Debian 15 serves TLS: the quick latency plan runs -C over the socket,
+    TCP and TLS, and its report gives what TLS costs on top of a new TCP connection."""
+    require_installs("15")
+    results = tmp_path / "results"
+    started = time.monotonic()
+    made = run_cli("new", "latency", "--quick", "--results", results, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert 'connection = ["socket", "tcp", "tls"]' in made.stdout
+    (tmp_path / "latency.toml").write_text(made.stdout)
+    done = run_cli("run", tmp_path / "latency.toml", "--results", results, "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = ["report", "--results", results, "--format", "markdown", "-o", tmp_path / "l.md"]
+    assert run_cli(*report, cwd=tmp_path).returncode == 0
+    assert time.monotonic() - started < 120
+    with Store.existing(results / "results.db") as store:
+        (campaign,) = store.campaigns()
+        runs = store.run_records(campaign["id"])
+    assert {r.status for r in runs} == {"ok"}
+    over_tls = [r for r in runs if r["connection"] == "tls"]
+    assert len(over_tls) == 2 and all(str(r["tls_protocol"]).startswith("TLSv1.") for r in over_tls)
+    markdown = (tmp_path / "l.md").read_text()
+    assert "### Connection cost per transaction" in markdown
+    (tls_row,) = [line for line in markdown.splitlines() if "TLS on top of a new TCP" in line]
+    assert "connecting" in tls_row
 
 
 def test_new_options_from_the_command_line() -> None:

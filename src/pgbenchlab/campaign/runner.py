@@ -331,7 +331,10 @@ class Campaign:
         server, _ = self.servers.get(spec)
         key = (server.name, spec.variant)
         if key not in self.recorded_variants:
-            self.store.record_server(self.campaign_id, server.facts(), dict(spec.variant))
+            described = self.plan.server(spec.server).description
+            self.store.record_server(
+                self.campaign_id, server.facts(), dict(spec.variant), described
+            )
             self.recorded_variants.add(key)
         return server
 

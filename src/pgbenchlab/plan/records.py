@@ -69,6 +69,7 @@ class ServerPlan:
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
     cpus: str | None = None  # managed only: the CPU list its processes are pinned to
     host: str | None = None  # the [[host]] it runs on; None: this machine
+    description: str = ""  # what this server is (a tuning test set: what changed), reported
 
     @property
     def managed(self) -> bool:

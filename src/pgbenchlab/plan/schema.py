@@ -67,6 +67,7 @@ AXIS_KEYS = (
 SERVER_OPTIONS = ("profile",)
 SERVER_KEYS = (
     "name",
+    "description",
     "install",
     "dsn",
     "settings",

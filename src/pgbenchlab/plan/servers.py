@@ -73,6 +73,9 @@ def parse_server(
     init = item.get("init", False)
     if not isinstance(init, bool):
         raise ctx.fail(f"{key}.init", "must be true or false")
+    description = item.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.fail(f"{key}.description", f"must be a string; got {description!r}")
     host = item.get("host")
     if host is not None:
         host = check_name(host, ctx, f"{key}.host")
@@ -94,6 +97,7 @@ def parse_server(
         init=init,
         cpus=cpu_list(item["cpus"], ctx, f"{key}.cpus") if "cpus" in item else None,
         host=host,
+        description=description,
     )
 
 

@@ -228,12 +228,14 @@ class Store(Reading):
         with suppress(StoreError):
             self.finish_campaign(campaign_id, CampaignStatus.STOPPED)
 
-    def record_server(self, campaign_id: int, facts: ServerFacts, variant: dict[str, str]) -> None:
+    def record_server(
+        self, campaign_id: int, facts: ServerFacts, variant: dict[str, str], description: str = ""
+    ) -> None:
         with self.transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO servers (campaign_id, name, variant_json, kind, version, "
                 "version_num, install, data_dir, settings_json, requested_json, recorded_at, "
-                "build_key, build_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "build_key, build_json, description) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     campaign_id,
                     facts.name,
@@ -248,6 +250,7 @@ class Store(Reading):
                     time.time(),
                     facts.build.get("key") if facts.build else None,
                     json.dumps(facts.build, sort_keys=True) if facts.build else None,
+                    description,
                 ),
             )
 

@@ -181,6 +181,7 @@ class Reading:
                 requested=json.loads(r["requested_json"]),
                 recorded_at=float(r["recorded_at"]),
                 build=json.loads(r["build_json"]) if r["build_json"] else None,
+                description=str(r["description"]),
             )
             for r in self.servers(campaign_id)
         )

@@ -54,6 +54,7 @@ class ServerRecord:
     requested: Mapping[str, str]
     recorded_at: float
     build: Mapping[str, Any] | None = None  # provenance of a server built from source
+    description: str = ""  # the plan's words for it
 
 
 @dataclass(frozen=True)

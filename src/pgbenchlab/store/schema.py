@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -379,5 +379,9 @@ MIGRATIONS: dict[int, str] = {
         commits_unexplained INTEGER,
         PRIMARY KEY (run_id, server)
     );
+    """,
+    # 18: what a server is, in the plan's words (a tuning test set: what changed).
+    18: """
+    ALTER TABLE servers ADD COLUMN description TEXT NOT NULL DEFAULT '';
     """,
 }

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pgbenchlab.errors import UserError
 from pgbenchlab.studies.common import Machine, finish, profile, server
-from pgbenchlab.studies.toml import Text
+from pgbenchlab.studies.toml import Text, Value, value
 
 # A guess of in-memory tpcb-like throughput per CPU, for rates below saturation; the plan says
 # to set them from a measured peak.
@@ -25,46 +25,87 @@ PATCH_CONFIGURE = [
 
 
 def latency(m: Machine) -> str:
+    tls = m.facts.newest_with_tls
     text = m.start(
         "latency",
         "what does latency look like under load?",
-        "tpcb-like at fixed arrival rates (-R) with a latency limit (-L), a new connection per",
-        "transaction (-C) or not, the three protocols, and two checkpoint spacings.",
+        "tpcb-like at fixed arrival rates (-R) with a latency limit (-L) and the three",
+        "protocols; at full speed, a new connection per transaction (-C) or not over each",
+        "connection kind (what connecting costs); two checkpoint spacings.",
         description="latency at fixed rates, connections, protocols, checkpoints",
         repeats=3,
     )
     m.timing(text, 20)
     text.key("latency_log", "full", "every transaction's latency: exact percentiles")
     clients = 2 * m.facts.cpus
-    server(text, "server", m.facts.newest.name, m.settings(clients))
+    newest = m.facts.newest
+    install_note = "" if tls in (None, newest) else f"the newest with TLS ({newest.name}: none)"
+    server(text, "server", (tls or newest).name, m.settings(clients), install_note)
     peak = TPCB_TPS_PER_CPU * m.facts.cpus
-    rates = [50] if m.quick else [int(peak * share) for share in RATE_SHARES]
-    m.matrix(text, m.scales[:1], ["tpcb-like"], [clients])
+    text.table("matrix")
+    m.scale_key(text, m.scales[:1])
     text.comment(
-        f"rates: 25/50/75 % of a guessed peak of {peak} TPS ({TPCB_TPS_PER_CPU} per CPU);",
-        "set them from a measured peak (the scalability study) to stay below saturation",
+        "at-rates: 50 TPS, far below any peak;"
+        if m.quick
+        else f"at-rates: 25/50/75 % of a guessed peak of {peak} TPS ({TPCB_TPS_PER_CPU} per CPU);",
+        "set rates from a measured peak (the scalability study) to stay below saturation; later",
+        "transactions are counted late (-L). connecting: -C or not over each connection kind,",
+        "at full speed: the report gives what a new connection costs"
+        + (", and TLS on top of TCP" if tls else ""),
     )
-    text.key("rate", rates)
-    text.key("latency_limit", "100ms", "later transactions are counted late (or skipped)")
-    text.key("protocol", ["prepared"] if m.quick else ["simple", "extended", "prepared"])
-    text.key("connect", [False, True], "-C: a new connection per transaction")
-    text.comment(
-        'add "tls" (the cost of TLS on top of TCP) for a server and pgbench built with TLS:',
-        'a Debian package, or a build with configure = ["--with-openssl"]; the embedded 18',
-        "has none, so the plan would exit 2 with it",
-    )
-    text.key("connection", ["socket"] if m.quick else ["socket", "tcp"], "-C over each kind")
+    if not tls:
+        no_tls(text, m)
+    text.items("workload", latency_workloads(m, peak, tls=tls is not None))
+    text.key("clients", [clients])
+    checkpoints = ["30s", "5min"]
+    if m.quick:
+        text.comment(
+            f"the full study crosses every cell with checkpoint_timeout = {value(checkpoints)}: a",
+            "2 s run sees no checkpoint",
+        )
+        return finish(text, m.facts.cpus)
     text.table("matrix.setting", "the server restarts with each value")
-    text.key("checkpoint_timeout", ["30s", "5min"], "frequent against rare checkpoints")
+    text.key("checkpoint_timeout", checkpoints, "frequent against rare checkpoints")
     return finish(text, m.facts.cpus)
+
+
+def latency_workloads(m: Machine, peak: int, *, tls: bool) -> list[Value]:
+    """tpcb-like at rates (each protocol), and at full speed with -C or not over each
+    connection kind: named apart, so that each is a cell of its own."""
+    rated: dict[str, Value] = {
+        "name": "at-rates",
+        "builtin": "tpcb-like",
+        "rate": [50] if m.quick else [int(peak * share) for share in RATE_SHARES],
+        "latency_limit": "100ms",
+        "protocol": ["prepared"] if m.quick else ["simple", "extended", "prepared"],
+    }
+    connecting: dict[str, Value] = {
+        "name": "connecting",
+        "builtin": "tpcb-like",
+        "connect": [False, True],
+        "connection": ["socket", "tcp", "tls"] if tls else ["socket", "tcp"],
+    }
+    return [rated, connecting]
+
+
+def no_tls(text: Text, m: Machine) -> None:
+    """Why connection = "tls" is not in the plan, and what would put it there."""
+    names = ", ".join(i.name for i in m.facts.installs) or "the embedded 18"
+    text.comment(
+        f'no "tls": no installation here ({names}) has a server and pgbench built with',
+        "TLS (the plan would exit 2 with it). Debian's packages have it: install one",
+        "(postgresql-NN) and run `pgbenchlab new latency` again, or build one with",
+        'configure = ["--with-openssl"] (meson: "-Dssl=openssl") and add "tls" here.',
+    )
 
 
 def tuning(m: Machine) -> str:
     text = m.start(
         "tuning",
         "did this change to the settings, the file system or the OS help?",
-        "Named test sets (one server each, compared with the baseline in the report): what",
-        "changed is said above each; two scales; TPS and worst-case latency.",
+        "Named test sets (one server each, compared with the baseline in the report), each",
+        "described by what changed (its report says it too); two scales; TPS and worst-case",
+        "latency.",
         description="test sets against a baseline: TPS and worst-case latency",
         repeats=5,
     )
@@ -72,18 +113,19 @@ def tuning(m: Machine) -> str:
     text.key("latency_log", "full", "every transaction: the worst-case latency exactly")
     clients = 2 * m.facts.cpus
     settings = m.settings(clients)
-    text.blank().comment("Test set: baseline — the settings every other set starts from.")
-    server(text, "baseline", m.facts.newest.name, settings)
-    text.blank().comment(
-        "Test set: spread-checkpoints — a setting: checkpoints five times rarer and spread",
-        "over 90 % of the interval (fewer full-page writes, smoother I/O).",
-    )
+    install = m.facts.newest.name
+    server(text, "baseline", install, settings, about="the settings every other set starts from")
     rarer = "150s" if m.quick else "5min"
     spread = {"checkpoint_timeout": rarer, "checkpoint_completion_target": "0.9"}
-    server(text, "spread-checkpoints", m.facts.newest.name, settings | spread)
+    about = (
+        f"a setting: checkpoint_timeout {settings['checkpoint_timeout']} → {rarer} and "
+        "checkpoint_completion_target 0.9: checkpoints five times rarer, spread over 90 % of "
+        "the interval (fewer full-page writes, smoother I/O)"
+    )
+    server(text, "spread-checkpoints", install, settings | spread, about=about)
     for index, path in enumerate(m.options.data_dirs, start=1):
-        text.blank().comment(f"Test set: filesystem{index} — the data directory on {path}.")
-        server(text, f"filesystem{index}", m.facts.newest.name, settings)
+        about = f"a file system: the data directory on {path.resolve()}"
+        server(text, f"filesystem{index}", install, settings, about=about)
         text.key("data_dir", str(path.resolve()))
     if not m.options.data_dirs:
         text.blank().comment(

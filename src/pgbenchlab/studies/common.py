@@ -144,10 +144,21 @@ class Machine:
         return f"three checkpoint_timeouts: every run sees ~{sizing.RUN_S // 60} checkpoints"
 
 
-def server(text: Text, name: str, install: Value, settings: dict[str, Value]) -> None:
+def server(
+    text: Text,
+    name: str,
+    install: Value,
+    settings: dict[str, Value],
+    install_note: str = "",
+    *,
+    about: str = "",
+) -> None:
+    """A [[server]] table; `about` becomes its description (reported beside its results)."""
     text.table("server", array=True)
     text.key("name", name)
-    text.key("install", install)
+    if about:
+        text.key("description", about)
+    text.key("install", install, install_note)
     text.key("settings", settings)
 
 

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from pgbenchlab import builds, installs
 from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.installs import Installation
+from pgbenchlab.pgbench.command import supports_tls
+from pgbenchlab.server.settings import settings_problem
 from pgbenchlab.telemetry.machine import memory_bytes
 
 GIB = 1024**3
@@ -20,10 +23,12 @@ DEFAULT_MEMORY = 4 * GIB  # when /proc/meminfo cannot be read
 
 @dataclass(frozen=True)
 class InstallFact:
-    """An installation a server may use: the name a plan's `install` gives, and its major."""
+    """An installation a server may use: the name a plan's `install` gives, its major, and
+    whether it can serve connection = "tls" (its server and its pgbench built with TLS)."""
 
     name: str
     major: str  # "15", "9.6"
+    tls: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ class MachineFacts:
     def newest(self) -> InstallFact:
         return self.installs[0] if self.installs else InstallFact("embedded", "18")
 
+    @property
+    def newest_with_tls(self) -> InstallFact | None:
+        return next((i for i in self.installs if i.tls), None)
+
 
 def gather(data_path: Path) -> MachineFacts:
     """The facts of this machine; free disk measured at data_path or its nearest parent."""
@@ -56,7 +65,8 @@ def gather(data_path: Path) -> MachineFacts:
     per_major: dict[str, InstallFact] = {}
     for install in servers:  # newest first: the first of a major is kept
         major = install.version.major_text
-        per_major.setdefault(major, InstallFact(install.name, major))
+        if major not in per_major:
+            per_major[major] = InstallFact(install.name, major, _has_tls(install))
     return MachineFacts(
         cpus=LOCAL_HOST.cpu_count() or 1,
         memory_bytes=memory_bytes() or DEFAULT_MEMORY,
@@ -65,6 +75,14 @@ def gather(data_path: Path) -> MachineFacts:
         builds=_cached_debian_builds(set(per_major)),
         root=os.geteuid() == 0,
     )
+
+
+def _has_tls(install: Installation) -> bool:
+    """Whether its server accepts ssl = on (what the campaign checks before a TLS run: a build
+    without OpenSSL refuses it) and its pgbench's libpq has TLS: ~20 ms."""
+    if settings_problem(install, {"ssl": "on"}) is not None:
+        return False
+    return install.has_pgbench and supports_tls(install.binary("pgbench"))
 
 
 def _existing(path: Path) -> Path:

@@ -49,6 +49,11 @@ class Text:
         self.lines.append(f"{line:<34}  # {comment}" if comment else line)
         return self
 
+    def items(self, name: str, items: Sequence[Value]) -> Text:
+        """An array written one item a line (inline tables are long)."""
+        self.lines += [f"{name} = [", *(f"    {value(item)}," for item in items), "]"]
+        return self
+
     def keys(self, items: Mapping[str, Value]) -> Text:
         for name, item in items.items():
             self.key(name, item)

@@ -60,10 +60,17 @@ def header(view: ReportView) -> list[str]:
         "",
         *about,
         f"- servers: {servers or '-'}",
+        *described(view),
         f"- client: {escape(c.pgbench_version or 'pgbench')}; machine: {host or '-'}",
         f"- {_when(c.started_at)} to {_when(c.finished_at)} ({escape(c.status)}); "
         f"{len(view.runs)} runs, {ok} ok, {len(view.runs) - ok} failed or aborted",
     ]
+
+
+def described(view: ReportView) -> list[str]:
+    """What each server is, in the plan's words, once per server (its variants share them)."""
+    said = {s.name: s.description for s in view.servers if s.description}
+    return [f"  - {escape(name)}: {escape(text)}" for name, text in said.items()]
 
 
 def render(view: ReportView) -> str:

@@ -97,7 +97,9 @@ def servers_table(view: ReportView) -> str:
     if not servers:
         return "<p>No server facts were recorded (no run reached a server).</p>"
     head = "".join(f'<th scope="col">{esc(s.label)}</th>' for s in servers)
-    rows = [
+    described = any(s.description for s in servers)
+    rows = [_server_row("what it is", [s.description or "-" for s in servers])] if described else []
+    rows += [
         _server_row("PostgreSQL version", [s.version for s in servers]),
         _server_row("kind", [s.kind for s in servers]),
         _server_row("installation", [s.install or "-" for s in servers]),

@@ -109,6 +109,7 @@ def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
                 settings=tuple((str(k), str(v)) for k, v in sorted(settings.items())),
                 build=tuple(builds.describe(s.build)) if s.build else (),
                 storage=storage_text(storage.get(s.name)),
+                description=s.description,
             )
         )
     return tuple(servers)

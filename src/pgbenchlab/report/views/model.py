@@ -64,6 +64,7 @@ class ServerView:
     settings: Pairs  # every setting not at its default, as SHOW prints it
     build: Pairs = ()  # a server built from source: its provenance, (title, text) pairs
     storage: str | None = None  # its data directory's file system and mount options
+    description: str = ""  # what it is, in the plan's words (a test set: what changed)
 
 
 @dataclass(frozen=True)
