@@ -12,9 +12,11 @@ round, the two designs in alternating order:
   internal pilot): a pilot campaign of 3 runs per server, then the fixed repeats per server
   for a 95 % interval within ±precision in 80 % of campaigns (`repeats_for_margin`), sized with
   the upper 80 % confidence limit of the pilot's standard deviation (a pilot's estimate from
-  4 degrees of freedom is too small half the time), then a second campaign with the runs the
-  pilot lacks. Both campaigns use one results directory, so the clusters and dataset are made
-  once; its time is both together and its verdict uses all its runs.
+  4 degrees of freedom is too small half the time), at most auto's maximum (a pilot that met
+  an outlier asks for hundreds: a user caps it at the budget, as auto is), then a second
+  campaign with the runs the pilot lacks. Both campaigns use one results directory, so the
+  clusters and dataset are made once; its time is both together and its verdict uses all its
+  runs.
 
 The figure: auto's wall time ÷ fixed's (target ≤ 0.6), per round and the median, with both
 verdicts. The figure of record: .venv/bin/python bench/time_to_answer.py (2 clients, 5 s runs,
@@ -174,10 +176,9 @@ def conduct_fixed(args: argparse.Namespace, round_no: int, precision: float) -> 
     results = Path(tempfile.mkdtemp(prefix="pgbl-tta-"))
     try:
         pilot = measure(_plan(args, f"pilot{round_no}", f"repeats = {PILOT}"), results)
-        repeats = fixed_repeats(pilot, precision)
-        if args.fixed_cap:
-            repeats = min(repeats, args.fixed_cap)
-        print(f"round {round_no}: fixed design sized at {repeats} per server", flush=True)
+        sized = fixed_repeats(pilot, precision)
+        repeats = min(sized, args.fixed_cap or args.max_repeats)  # auto's budget, at most
+        print(f"round {round_no}: fixed design sized at {sized}, runs {repeats}", flush=True)
         found = pilot
         if repeats > PILOT:
             rest = measure(_plan(args, f"fixed{round_no}", f"repeats = {repeats - PILOT}"), results)
@@ -244,7 +245,7 @@ def markdown(
         f"{args.max_repeats}, precision {args.precision}; fixed: the repeats per side for a 95 % "
         "interval within ±precision in 80 % of campaigns, sized after a pilot of "
         f"{PILOT} runs per server with the upper {SD_LIMIT:.0%} confidence limit of its standard "
-        "deviation (the pilot's runs count, and its time).",
+        "deviation, at most auto's maximum (the pilot's runs count, and its time).",
         "",
         "| round | auto runs/side | auto time | fixed runs/side | fixed time | auto ÷ fixed "
         "| change (auto) | auto answer | fixed verdict |",
