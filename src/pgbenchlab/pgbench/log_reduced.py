@@ -17,7 +17,7 @@ from pgbenchlab.pgbench.log_records import (
     TransactionLogSummary,
 )
 from pgbenchlab.pgbench.log_reducer import SECOND_FIELDS, Reduction
-from pgbenchlab.pgbench.log_summary import ExactCounts
+from pgbenchlab.pgbench.log_summary import Counted, ExactCounts, summary_of
 
 REDUCTION_SUFFIX = ".reduction.json"  # a host's reduction among a run's artifacts
 
@@ -49,36 +49,26 @@ def summarise_reduction(
     """The summary of a (merged) reduction; PgbenchParseError when its logs had malformed
     lines, as the whole-log path raises."""
     _check(reduction, pg_major)
-    sampled = sampling_rate < 1.0
-    latency = _exact(reduction, "latency")
-    lag = _exact(reduction, "lag") if rate_limited else None
-    service = _exact(reduction, "service") if rate_limited else None
     retries = reduction.values["retries"]
-    words = reduction.words
-    return TransactionLogSummary(
-        pg_major=pg_major,
+    counted = Counted(
         files=tuple(reduction.files),
-        sampling_rate=sampling_rate,
-        rate_limited=rate_limited,
-        window=window,
         lines=reduction.lines,
-        lines_outside_window=reduction.outside,
-        truncated_lines=reduction.truncated,
-        successful=int(latency.counts.sum()),
-        skipped=words["skipped"],
-        failed=sum(words[w] for w in FAILURE_WORDS),
-        serialization_failures=words["serialization"],
-        deadlock_failures=words["deadlock"],
+        outside=reduction.outside,
+        truncated=reduction.truncated,
+        latency=_exact(reduction, "latency"),
+        lag=_exact(reduction, "lag") if rate_limited else None,
+        service=_exact(reduction, "service") if rate_limited else None,
+        words=dict(reduction.words),
         retried=sum(n for v, n in retries.items() if v > 0) if has_retries else None,
         retries=sum(v * n for v, n in retries.items()) if has_retries else None,
-        latency=latency.distribution(
-            "latency_from_schedule" if rate_limited else "latency", sampled
-        ),
-        latency_histogram=latency.histogram(),
-        lag=None if lag is None else lag.distribution("schedule_lag", sampled),
-        service_time=None if service is None else service.distribution("service_time", sampled),
-        service_time_histogram=None if service is None else service.histogram(),
         per_second=_per_second(reduction, rate_limited, has_retries, pg_major),
+    )
+    return summary_of(
+        counted,
+        pg_major=pg_major,
+        rate_limited=rate_limited,
+        sampling_rate=sampling_rate,
+        window=window,
     )
 
 

@@ -73,6 +73,62 @@ class ExactCounts:
         )
 
 
+@dataclass(frozen=True)
+class Counted:
+    """What a log's lines counted, however they were read (whole here, or reduced on the host
+    that wrote them): the measures' exact values, the line words, retries and seconds."""
+
+    files: tuple[str, ...]
+    lines: int
+    outside: int
+    truncated: int
+    latency: ExactCounts
+    lag: ExactCounts | None
+    service: ExactCounts | None
+    words: dict[str, int]
+    retried: int | None
+    retries: int | None
+    per_second: tuple[IntervalStats, ...]
+
+
+def summary_of(
+    counted: Counted,
+    *,
+    pg_major: int,
+    rate_limited: bool,
+    sampling_rate: float,
+    window: tuple[float, float] | None,
+) -> TransactionLogSummary:
+    """The summary of what a log's lines counted (both reading paths end here)."""
+    sampled = sampling_rate < 1.0
+    latency, lag, service, words = counted.latency, counted.lag, counted.service, counted.words
+    return TransactionLogSummary(
+        pg_major=pg_major,
+        files=counted.files,
+        sampling_rate=sampling_rate,
+        rate_limited=rate_limited,
+        window=window,
+        lines=counted.lines,
+        lines_outside_window=counted.outside,
+        truncated_lines=counted.truncated,
+        successful=int(latency.counts.sum()),
+        skipped=words["skipped"],
+        failed=sum(words[w] for w in FAILURE_WORDS),
+        serialization_failures=words["serialization"],
+        deadlock_failures=words["deadlock"],
+        retried=counted.retried,
+        retries=counted.retries,
+        latency=latency.distribution(
+            "latency_from_schedule" if rate_limited else "latency", sampled
+        ),
+        latency_histogram=latency.histogram(),
+        lag=None if lag is None else lag.distribution("schedule_lag", sampled),
+        service_time=None if service is None else service.distribution("service_time", sampled),
+        service_time_histogram=None if service is None else service.histogram(),
+        per_second=counted.per_second,
+    )
+
+
 def summarise(
     counts: pl.DataFrame,
     *,
@@ -84,40 +140,27 @@ def summarise(
     window: tuple[float, float] | None,
     truncated: int,
 ) -> TransactionLogSummary:
-    sampled = sampling_rate < 1.0
-    latency = ExactCounts.of(measure_rows(counts, 0))
-    lag = ExactCounts.of(measure_rows(counts, LAG)) if rate_limited else None
-    service = ExactCounts.of(measure_rows(counts, SERVICE)) if rate_limited else None
     retries = measure_rows(counts, RETRIES) if has_retries else None
-    words = word_counts(counts)
-    return TransactionLogSummary(
-        pg_major=pg_major,
+    counted = Counted(
         files=tuple(str(f) for f in files),
-        sampling_rate=sampling_rate,
-        rate_limited=rate_limited,
-        window=window,
         lines=int(counts.filter(pl.col("key").is_between(-4, LIMIT))["n"].sum()),
-        lines_outside_window=int(counts.filter(pl.col("key") == OUTSIDE)["n"].sum()),
-        truncated_lines=truncated,
-        successful=int(latency.counts.sum()),
-        skipped=words["skipped"],
-        failed=sum(words[w] for w in FAILURE_WORDS),
-        serialization_failures=words["serialization"],
-        deadlock_failures=words["deadlock"],
+        outside=int(counts.filter(pl.col("key") == OUTSIDE)["n"].sum()),
+        truncated=truncated,
+        latency=ExactCounts.of(measure_rows(counts, 0)),
+        lag=ExactCounts.of(measure_rows(counts, LAG)) if rate_limited else None,
+        service=ExactCounts.of(measure_rows(counts, SERVICE)) if rate_limited else None,
+        words=word_counts(counts),
         retried=None if retries is None else int(retries.filter(pl.col("value") > 0)["n"].sum()),
         retries=None if retries is None else int((retries["value"] * retries["n"]).sum()),
-        latency=latency.distribution(
-            "latency_from_schedule" if rate_limited else "latency", sampled
-        ),
-        latency_histogram=latency.histogram(),
-        lag=None if lag is None else lag.distribution("schedule_lag", sampled),
-        service_time=None if service is None else service.distribution("service_time", sampled),
-        service_time_histogram=None if service is None else service.histogram(),
         per_second=_per_second(counts, rate_limited, has_retries, pg_major),
     )
-
-
-# Per-second series -----------------------------------------------------------------------------
+    return summary_of(
+        counted,
+        pg_major=pg_major,
+        rate_limited=rate_limited,
+        sampling_rate=sampling_rate,
+        window=window,
+    )
 
 
 def _per_second(
