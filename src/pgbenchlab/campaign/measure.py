@@ -4,16 +4,18 @@ then reading that log for the result."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgbenchlab.campaign.assemble import LogReading, first_line
+from pgbenchlab.campaign.assemble import LogReading, MeasuredRun, assemble, first_line
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.generators import clock_offsets, common_window
-from pgbenchlab.campaign.layout import log_files
+from pgbenchlab.campaign.layout import archive, log_files, sanitize_argv
 from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench import command
 from pgbenchlab.pgbench.log_reduced import (
     REDUCTION_SUFFIX,
@@ -30,7 +32,9 @@ from pgbenchlab.pgbench.progress import (
 )
 from pgbenchlab.pgbench.shares import total_report
 from pgbenchlab.plan import RunSpec
+from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint
+from pgbenchlab.telemetry.records import RunTelemetry
 
 # Per-transaction log lines per second that keep the observer effect well under 1 %
 # (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).
@@ -146,6 +150,52 @@ class Pgbench:
 def reduction_files(artifacts: Path) -> list[Path]:
     """The reductions of a run's logs its load generators brought back."""
     return sorted(artifacts.glob(f"*{REDUCTION_SUFFIX}"))
+
+
+@dataclass(frozen=True)
+class Around:
+    """What a measured run's caller saw around it: when it started, the warmup's TPS, the log
+    sampling chosen from it, and what hygiene found before it."""
+
+    started: float
+    warmup_tps: float | None
+    sampling: float | None
+    hygiene: tuple[RunWarning, ...]
+
+
+def finished_run(
+    pgbench: Pgbench,
+    spec: RunSpec,
+    done: command.Completed,
+    artifacts: Path,
+    around: Around,
+    *,
+    telemetry: RunTelemetry | None,
+    version: str,
+    results_dir: Path,
+    phase: Callable[[str], None],
+) -> RunResult:
+    """A measured run's result: an interrupted one at once; else with its log read and its
+    outputs archived."""
+    argv = sanitize_argv(done.argv, results_dir)
+    if done.interrupted:
+        return assemble(spec, version, MeasuredRun(done, argv, around.started, time.time()))
+    phase("analysing")
+    log = pgbench.read_log(spec, artifacts, around.sampling, done)
+    finished = time.time()
+    kept = archive(artifacts, done, argv)
+    run = MeasuredRun(
+        done,
+        argv,
+        around.started,
+        finished,
+        log,
+        around.warmup_tps,
+        telemetry,
+        kept,
+        around.hygiene,
+    )
+    return assemble(spec, version, run)
 
 
 def measured_invocation(spec: RunSpec, log_dir: Path, sampling: float | None) -> command.Invocation:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pgbenchlab import installs
 from pgbenchlab.campaign import rounds
-from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, MeasuredRun, assemble, failure
+from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, failure
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.equipment import equipped
 from pgbenchlab.campaign.events import Reporter
@@ -32,14 +32,14 @@ from pgbenchlab.campaign.generators import name_saturated
 from pgbenchlab.campaign.hosts import run_hosts
 from pgbenchlab.campaign.layout import (
     RESULTS_DB,
-    archive,
     artifact_dir,
     place_authority,
-    sanitize_argv,
 )
 from pgbenchlab.campaign.measure import (
+    Around,
     Pgbench,
     RunAborted,
+    finished_run,
     measured_invocation,
     sampling_rate,
 )
@@ -434,17 +434,13 @@ class Campaign:
         if profiler is not None and not done.interrupted:
             phase("profile")
             profiles = profiler.stop()
-        argv = sanitize_argv(done.argv, self.results_dir)
+        around = Around(started, warmup_tps, sampling, hygiene)
+        result = finished_run(
+            self.pgbench, spec, done, artifacts, around, telemetry=telemetry,
+            version=self.version, results_dir=self.results_dir, phase=phase,
+        )  # fmt: skip
         if done.interrupted:
-            return assemble(spec, self.version, MeasuredRun(done, argv, started, time.time()))
-        phase("analysing")
-        log = self.pgbench.read_log(spec, artifacts, sampling, done)
-        finished = time.time()
-        kept = archive(artifacts, done, argv)
-        measured = MeasuredRun(
-            done, argv, started, finished, log, warmup_tps, telemetry, kept, hygiene
-        )
-        result = assemble(spec, self.version, measured)
+            return result
         result = replace(result, profile=profiles.server, pgbench_profile=profiles.pgbench)
         found = self.telemetry.diagnose(spec.server, result)
         return replace(result, diagnosis=name_saturated(found, result))

@@ -15,13 +15,11 @@ telemetry series of its own (they would mix servers).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from pgbenchlab.campaign.assemble import MeasuredRun, assemble
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Capturing, Executor, LocalExecutor, Telemetry
 from pgbenchlab.campaign.generators import (
@@ -35,8 +33,13 @@ from pgbenchlab.campaign.generators import (
     together,
 )
 from pgbenchlab.campaign.hosts import LOCAL
-from pgbenchlab.campaign.layout import archive, sanitize_argv
-from pgbenchlab.campaign.measure import Pgbench, measured_invocation, sampling_rate
+from pgbenchlab.campaign.measure import (
+    Around,
+    Pgbench,
+    finished_run,
+    measured_invocation,
+    sampling_rate,
+)
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST
@@ -114,15 +117,13 @@ def measure_group(
     done, telemetry = _measured(
         measured, spec, members[0].client, (artifacts, sampling, progress), captures
     )
-    argv = sanitize_argv(done.argv, campaign.results_dir)
+    around = Around(started, warmup_tps, sampling, hygiene)
+    result = finished_run(
+        campaign.pgbench, spec, done, artifacts, around, telemetry=None,
+        version=campaign.version, results_dir=campaign.results_dir, phase=phase,
+    )  # fmt: skip
     if done.interrupted:
-        return assemble(spec, campaign.version, MeasuredRun(done, argv, started, time.time()))
-    phase("analysing")
-    log = campaign.pgbench.read_log(spec, artifacts, sampling, done)
-    finished = time.time()
-    kept = archive(artifacts, done, argv)
-    run = MeasuredRun(done, argv, started, finished, log, warmup_tps, None, kept, hygiene)
-    result = assemble(spec, campaign.version, run)
+        return result
     by_member = dict(zip((m.name for m in members), telemetry, strict=True))
     parts, warnings = server_parts(spec, done.shares, by_member)
     result = replace(result, servers=parts, warnings=result.warnings + tuple(warnings))
