@@ -51,7 +51,7 @@ it (about 2 s late in these namespaces' container); tail now watches the command
 what is left is about 50 ms per pgbench start (python3 monitor) and 10-20 ms per command
 (mktemp, rm, exit and output files) over SSH.
 
-The figure of record: .venv/bin/python bench/remote_overhead.py   (about 7.5 min: 8 rounds of
+The figure of record: .venv/bin/python bench/remote_overhead.py   (about 7 min: 12 rounds of
 2 × 10 s, then 3 rounds of two campaigns of 4 runs of 3 s + 1 s warmup).
 Smoke test: --rounds 1 --seconds 2 --campaign-rounds 1 --output /tmp/remote_overhead.md.
 Writes bench/remote_overhead.md (--output elsewhere for a smoke test).
@@ -298,7 +298,7 @@ def measure_campaigns(hosts: TestHosts, rounds: int) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--campaign-rounds", type=int, default=3)
