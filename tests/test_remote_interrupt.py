@@ -13,13 +13,14 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from netns_hosts import TestHosts
 from support import require_installs
-from test_faults import CLI, db_rows, run_to_completion, write_plan
+from test_faults import CLI, db_rows, run_to_completion, wait_for, write_plan
 from test_remote_campaign import hosts_toml, one_server_plan
 
 pytestmark = pytest.mark.server
@@ -44,10 +45,16 @@ def fleet_plan(hosts: TestHosts, name: str, servers: str, matrix: str) -> str:
 
 
 def signal_while_measuring(
-    plan_path: Path, results: Path, run_index: int, how: int, after_s: float
-) -> subprocess.CompletedProcess[str]:
-    """Start the campaign, and signal it `after_s` into the measured part of its run number
-    `run_index` (its JSON events tell when). Returns how it ended."""
+    plan_path: Path,
+    results: Path,
+    run_index: int,
+    how: int,
+    when: Callable[[], bool],
+    at_measuring: Callable[[], None] = lambda: None,
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Start the campaign, and signal it once `when` holds in the measured part of its run
+    number `run_index` (its JSON events tell when that begins; `at_measuring` is called
+    then). Returns how it ended and how long after the signal."""
     argv = [*CLI, "run", str(plan_path), "--results", str(results), "--json"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -57,29 +64,55 @@ def signal_while_measuring(
             event = json.loads(line)
             index = event["index"] if event["event"] == "run_started" else index
             if index == run_index and event.get("phase") == "measuring":
-                time.sleep(after_s)
+                at_measuring()
+                wait_for(when, timeout=60, every=0.02)
                 proc.send_signal(how)
                 break
+        signalled = time.monotonic()
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    ended = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return ended, time.monotonic() - signalled
 
 
-def pgbench_on(hosts: TestHosts, generator: str) -> list[int]:
-    """The pids of the account's pgbench processes started for one load generator (each
-    one's log prefix names it)."""
-    pids = [int(row.split()[0]) for row in hosts.account_processes()]
-    return [p for p in pids if f"/pgbench_log.{generator}\0".encode() in command_line(p)]
+def shares_on(hosts: TestHosts, generator: str, *, measuring: bool = True) -> list[int]:
+    """The pids of the account's pgbench processes running for one load generator (each
+    one's log prefix ends with its name); with measuring=False, also the wrappers still
+    waiting to start theirs."""
+    found = []
+    for row in hosts.account_processes():
+        args = command_line(int(row.split()[0]))
+        prefix = next((a for a in args if a.startswith("--log-prefix=")), "")
+        if prefix.endswith((f".{generator}", f"@{generator}")) and (
+            args[0].endswith("/pgbench") or not measuring
+        ):
+            found.append(int(row.split()[0]))
+    return found
 
 
-def command_line(pid: int) -> bytes:
+def command_line(pid: int) -> list[str]:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
     except OSError:
-        return b""
+        return []
+
+
+def slow_sessions(hosts: TestHosts, name: str, seconds: float | None) -> None:
+    """Every SSH session (a command started, a signal sent) on that host begins `seconds`
+    late (None: on time again): the login's ~/.ssh/rc, which sshd runs before each."""
+    holder = hosts.hosts[name].holder
+    assert holder is not None
+    rc = hosts.home / ".ssh" / "rc"
+    if seconds is None:
+        change = f"rm -f {rc}"
+    else:
+        change = f"mkdir -p {rc.parent} && echo 'sleep {seconds}' > {rc} && chmod 644 {rc}"
+    subprocess.run(
+        ["nsenter", f"--mount=/proc/{holder.pid}/ns/mnt", "sh", "-c", change], check=True
+    )
 
 
 def test_a_killed_campaign_split_across_two_generators_is_stopped_and_redone(
@@ -87,20 +120,20 @@ def test_a_killed_campaign_split_across_two_generators_is_stopped_and_redone(
 ) -> None:
     # Two cells: the first finishes and is stored, the second is killed while measuring.
     matrix = 'scale = [1]\nworkload = ["select-only", "simple-update"]\nclients = [2]\n'
-    text = fleet_plan(fleet, "killed", "", matrix).replace('"2s"', '"3s"')
-    plan_path = write_plan(tmp_path, text)
+    plan_path = write_plan(tmp_path, fleet_plan(fleet, "killed", "", matrix))
     results = tmp_path / "results"
-    killed = signal_while_measuring(plan_path, results, 2, signal.SIGKILL, 2.0)
-    assert killed.returncode == -signal.SIGKILL
-    stored = db_rows(results, "SELECT workload, status FROM runs")
-    assert [(r["workload"], r["status"]) for r in stored] == [("select-only", "ok")]
+    both = lambda: bool(shares_on(fleet, "lg1") and shares_on(fleet, "lg2"))  # noqa: E731
+    killed, _ = signal_while_measuring(plan_path, results, 2, signal.SIGKILL, both)
     # What the killed campaign left: its pgbench on both generators (held stopped here, so
     # they cannot end by themselves before the next start) and its server on db1.
-    left = {g: pgbench_on(fleet, g) for g in ("lg1", "lg2")}
-    assert left["lg1"] and left["lg2"], fleet.account_processes()
-    for pid in left["lg1"] + left["lg2"]:
+    left = shares_on(fleet, "lg1") + shares_on(fleet, "lg2")
+    for pid in left:
         subprocess.run(["kill", "-STOP", str(pid)], check=True)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(left) == 2, fleet.account_processes()
     assert any("postgres" in p for p in fleet.account_processes())
+    stored = db_rows(results, "SELECT workload, status FROM runs")
+    assert [(r["workload"], r["status"]) for r in stored] == [("select-only", "ok")]
     done = run_to_completion(plan_path, results)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
@@ -121,10 +154,11 @@ def test_ctrl_c_in_a_group_run_from_two_generators_stops_everything_and_resumes(
         '[[server_group]]\nname = "ab"\nservers = ["a", "b"]\nsolo = false\n'
     )
     text = fleet_plan(fleet, "group", servers, "scale = [1]\nclients = [2]\n")
-    text = text.replace('name = "pg"', 'name = "a"').replace('"2s"', '"3s"')
-    plan_path = write_plan(tmp_path, text)
+    plan_path = write_plan(tmp_path, text.replace('name = "pg"', 'name = "a"'))
     results = tmp_path / "results"
-    interrupted = signal_while_measuring(plan_path, results, 1, signal.SIGINT, 2.0)
+    # each member's pgbench on each generator: four measuring
+    all_four = lambda: len(shares_on(fleet, "lg1") + shares_on(fleet, "lg2")) == 4  # noqa: E731
+    interrupted, _ = signal_while_measuring(plan_path, results, 1, signal.SIGINT, all_four)
     assert interrupted.returncode == 130, interrupted.stderr
     assert "Traceback" not in interrupted.stderr
     # Stored as interrupted (no figures), the campaign too; nothing left on any host.
@@ -138,4 +172,27 @@ def test_ctrl_c_in_a_group_run_from_two_generators_stops_everything_and_resumes(
     [latest] = db_rows(results, "SELECT server, status, tps FROM latest_runs")
     assert (latest["server"], latest["status"]) == ("ab", "ok") and latest["tps"] > 0
     assert len(db_rows(results, "SELECT id FROM runs")) == 2  # the interrupted one, then ok
+    assert fleet.leftovers() == []
+
+
+def test_ctrl_c_while_a_generator_is_still_starting_stops_its_pgbench_too(
+    fleet: TestHosts, tmp_path: Path
+) -> None:
+    """A Ctrl-C that comes while lg2's pgbench is being started (its SSH session slow to
+    begin) reaches that pgbench once it runs: the campaign ends long before its duration."""
+    text = fleet_plan(fleet, "late", "", "scale = [1]\nclients = [2]\n")
+    plan_path = write_plan(tmp_path, text.replace('"2s"', '"60s"'))
+    only_lg1 = lambda: bool(  # noqa: E731
+        shares_on(fleet, "lg1", measuring=False) and not shares_on(fleet, "lg2", measuring=False)
+    )
+    try:
+        interrupted, after_s = signal_while_measuring(
+            plan_path, tmp_path / "results", 1, signal.SIGINT, only_lg1,
+            at_measuring=lambda: slow_sessions(fleet, "lg2", 1),
+        )  # fmt: skip
+    finally:
+        slow_sessions(fleet, "lg2", None)
+    assert interrupted.returncode == 130, interrupted.stderr
+    print(f"Ctrl-C to the end: {after_s:.1f} s")
+    assert after_s < 30  # lg2's pgbench, unasked, ran its 60 s
     assert fleet.leftovers() == []

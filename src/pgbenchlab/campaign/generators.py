@@ -33,7 +33,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
@@ -49,6 +49,7 @@ from pgbenchlab.results import RunResult
 SEEDS_SINCE = (11,)  # pgbench --random-seed
 START_LEAD_S = 1.0  # ahead of now: every generator's SSH start comes well within it
 START_MARK = "pgbenchlab: started at"
+INTERRUPT_POLL_S = 0.1  # after Ctrl-C: how often a share still starting is looked at again
 WAIT_AND_EXEC = f"""
 import os, sys, time
 time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
@@ -228,6 +229,7 @@ def together(
     start = time.time() + START_LEAD_S
     timeout = None if timeout_s is None else timeout_s + START_LEAD_S
     starts = [Started(p.on_start) for p in planned]
+    asked: set[int] = set()
     labels = [p.label for p in planned]
     dirs: list[PurePath | None] = []
     try:
@@ -246,7 +248,7 @@ def together(
                 )
                 for i, p in enumerate(planned)
             ]
-            done = _wait_all(futures, lambda: _interrupt(planned, starts))
+            done = _wait_all(futures, lambda: _interrupt(planned, starts, asked))
         shares = tuple(
             Share(
                 host=p.generator.name,
@@ -299,10 +301,12 @@ def _reduce_all(
             future.result()
 
 
-def _interrupt(planned: list[Planned], starts: list[Started]) -> None:
-    """Ask every share's pgbench (or its waiting wrapper) to stop, as Ctrl-C does."""
-    for p, started in zip(planned, starts, strict=True):
-        if started.pid is not None:
+def _interrupt(planned: list[Planned], starts: list[Started], asked: set[int]) -> None:
+    """Ask every share's pgbench (or its waiting wrapper) that has started and was not asked
+    yet to stop, as Ctrl-C does; `asked` notes which were."""
+    for i, (p, started) in enumerate(zip(planned, starts, strict=True)):
+        if started.pid is not None and i not in asked:
+            asked.add(i)
             with contextlib.suppress(OSError, UserError):
                 p.generator.host.signal(started.pid, signal.SIGINT)
 
@@ -386,11 +390,14 @@ def _remove_all(dirs: list[tuple[Host, PurePath | None]]) -> None:
 
 def _wait_all(futures: list[Future[Completed]], interrupt: Callable[[], None]) -> list[Completed]:
     """Every generator's outcome; an interruption asks them all to stop, waits for them and
-    marks the run interrupted."""
+    marks the run interrupted. A share still being started then (its SSH start in flight) is
+    asked once it has started: otherwise its pgbench would run its whole duration."""
     try:
         return [f.result() for f in futures]
     except KeyboardInterrupt:
         interrupt()
+        while wait(futures, timeout=INTERRUPT_POLL_S).not_done:
+            interrupt()
         return [replace(f.result(), interrupted=True) for f in futures]
 
 
