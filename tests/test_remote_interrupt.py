@@ -10,6 +10,7 @@ every host and redoes that run; nothing is left running anywhere."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -122,15 +123,23 @@ def test_a_killed_campaign_split_across_two_generators_is_stopped_and_redone(
     matrix = 'scale = [1]\nworkload = ["select-only", "simple-update"]\nclients = [2]\n'
     plan_path = write_plan(tmp_path, fleet_plan(fleet, "killed", "", matrix))
     results = tmp_path / "results"
-    both = lambda: bool(shares_on(fleet, "lg1") and shares_on(fleet, "lg2"))  # noqa: E731
-    killed, _ = signal_while_measuring(plan_path, results, 2, signal.SIGKILL, both)
-    # What the killed campaign left: its pgbench on both generators (held stopped here, so
-    # they cannot end by themselves before the next start) and its server on db1.
-    left = shares_on(fleet, "lg1") + shares_on(fleet, "lg2")
-    for pid in left:
-        subprocess.run(["kill", "-STOP", str(pid)], check=True)
+    left: list[int] = []
+
+    def hold_both() -> bool:
+        """pgbench measuring on both generators: held stopped from now on (as hung ones,
+        they cannot end by themselves before the next start)."""
+        on_lg1, on_lg2 = shares_on(fleet, "lg1"), shares_on(fleet, "lg2")
+        if not (on_lg1 and on_lg2):
+            return False
+        left[:] = on_lg1 + on_lg2
+        for pid in left:
+            os.kill(pid, signal.SIGSTOP)
+        return True
+
+    killed, _ = signal_while_measuring(plan_path, results, 2, signal.SIGKILL, hold_both)
     assert killed.returncode == -signal.SIGKILL
-    assert len(left) == 2, fleet.account_processes()
+    # What the killed campaign left: its pgbench on both generators and its server on db1.
+    assert len(left) == 2 and set(left) <= {int(p.split()[0]) for p in fleet.account_processes()}
     assert any("postgres" in p for p in fleet.account_processes())
     stored = db_rows(results, "SELECT workload, status FROM runs")
     assert [(r["workload"], r["status"]) for r in stored] == [("select-only", "ok")]
