@@ -62,6 +62,11 @@ class TestHost:
         """Run a command in this host's network namespace (this machine's files)."""
         return _run("ip", "netns", "exec", self.namespace, *argv, check=check)
 
+    def pids(self) -> list[int]:
+        """The processes in this host's network namespace."""
+        done = _run("ip", "netns", "pids", self.namespace, check=False)
+        return [int(p) for p in done.stdout.split()]
+
 
 @dataclass
 class TestHosts:
@@ -274,8 +279,7 @@ class TestHosts:
 
     def _session_pids(self, host: TestHost) -> list[int]:
         """sshd's session processes (the commands they run stay, as on a crashed sshd)."""
-        done = _run("ip", "netns", "pids", host.namespace, check=False)
-        return [int(p) for p in done.stdout.split() if _cmdline(int(p)).startswith(b"sshd:")]
+        return [p for p in host.pids() if _cmdline(p).startswith(b"sshd:")]
 
     # -- tear-down ---------------------------------------------------------------------------
 
@@ -288,8 +292,8 @@ class TestHosts:
         if self._made_user:
             self._kill_account_processes()
         for host in self.hosts.values():
-            for pid in _run("ip", "netns", "pids", host.namespace, check=False).stdout.split():
-                _kill(int(pid))
+            for pid in host.pids():
+                _kill(pid)
             _run("ip", "netns", "del", host.namespace, check=False)
         if self._made_bridge:
             _run("ip", "link", "del", self.bridge, check=False)

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from psycopg.conninfo import conninfo_to_dict
 
 from conftest_report import write_synthetic
-from pgbenchlab import plan
+from pgbenchlab import dataset, installs, plan
 from pgbenchlab.analysis.connection_cost import connection_costs, ms_per_transaction
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
@@ -134,6 +134,12 @@ def test_pgbench_gets_the_lost_network_options_in_its_dbname_argument() -> None:
     assert "tcp_user_timeout" not in remote.client_dbname((11,))
     assert "keepalives_idle=5" in remote.client_dbname((9, 6))
     assert remote.libpq_env() == plain.libpq_env()  # no environment variable carries them
+    # and its -i, which loads a dataset (its libpq's version asked of the pgbench itself)
+    pgbench = installs.newest_pgbench(installs.discover()).binary("pgbench")
+    assert conninfo_to_dict(dataset.init_dbname(remote, pgbench)) == conninfo_to_dict(
+        remote.client_dbname((15,))
+    )
+    assert dataset.init_dbname(plain, pgbench) == "bench"
 
 
 def test_connection_costs_are_differences_of_means_with_welch_intervals() -> None:

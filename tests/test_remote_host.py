@@ -13,6 +13,7 @@ from netns_hosts import TestHosts
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import RemoteHost, Target
+from pgbenchlab.hosts.detached import OWNER_FILE
 from pgbenchlab.profiles import PGBENCH
 from pgbenchlab.telemetry.profiler import Profiler, check_perf_for_pgbench
 
@@ -78,7 +79,7 @@ def test_detached_process_streams_and_survives(remote: RemoteHost) -> None:
     )
     end = proc.wait()
     assert end.returncode == 4 and lines == ["x1", "x2", "x3"]
-    assert remote.list_dir(remote.procs_dir) == []
+    assert remote.list_dir(remote.owned_dir) == [OWNER_FILE]
 
 
 def test_a_killed_pgbenchlab_leaves_nothing_running(
@@ -93,6 +94,21 @@ def test_a_killed_pgbenchlab_leaves_nothing_running(
     time.sleep(0.3)
     assert not any("sleep 300" in p for p in test_hosts.account_processes())
     again.close()
+
+
+def test_a_live_pgbenchlab_s_commands_are_left_to_it(
+    remote: RemoteHost, test_hosts: TestHosts
+) -> None:
+    """Two campaigns under one login: the second one's start stops only what the gone left."""
+    proc = remote.start(["sleep", "300"], env={}, cwd="/")
+    other = RemoteHost(remote.target)
+    try:
+        assert other.stop_leftovers() == []
+        assert any("sleep 300" in p for p in test_hosts.account_processes())
+    finally:
+        other.close()
+        proc.kill()
+    assert proc.wait().returncode == -signal.SIGKILL
 
 
 def test_interrupt_and_kill(remote: RemoteHost) -> None:

@@ -16,9 +16,10 @@ import psycopg
 
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
-from pgbenchlab.pgbench.command import execute
+from pgbenchlab.pgbench.command import execute, version_of
 from pgbenchlab.pgbench.progress import error_summary
-from pgbenchlab.server import Endpoint, Server, client_endpoint
+from pgbenchlab.pgbench.version import parse_version
+from pgbenchlab.server import LOST_NETWORK_OPTIONS, Endpoint, Server, client_endpoint
 
 COMMENT_PREFIX = "pgbenchlab dataset"
 PGBENCH_TABLES = ("pgbench_branches", "pgbench_tellers", "pgbench_accounts", "pgbench_history")
@@ -108,9 +109,10 @@ def ensure(
     started = time.monotonic()
     if server.managed:
         _record_state(server.endpoint, endpoint.dbname, f"initialising scale {scale}")
-    argv = [str(pgbench), "-i", "-q", "-s", str(scale), endpoint.dbname]
     # pgbench's way in: over TCP when it runs on another host than the server's.
-    done = execute(argv, client_endpoint(server, endpoint).libpq_env(), cwd=work_dir, host=host)
+    client = client_endpoint(server, endpoint)
+    argv = [str(pgbench), "-i", "-q", "-s", str(scale), init_dbname(client, pgbench, host)]
+    done = execute(argv, client.libpq_env(), cwd=work_dir, host=host)
     if done.interrupted:
         raise KeyboardInterrupt
     if done.returncode != 0:
@@ -131,6 +133,14 @@ def require_datasets(server: Server, scales: Iterable[int]) -> None:
         endpoint = server.endpoint.with_dbname(database_name(server, scale))
         if current_scale(endpoint) != scale:
             raise _not_initialisable(server, endpoint, scale)
+
+
+def init_dbname(client: Endpoint, pgbench: Path, host: Host = LOCAL_HOST) -> str:
+    """pgbench -i's dbname: with the lost-network options over a network that may be lost
+    (as a run's pgbench has them), so a lost server fails the load instead of hanging it."""
+    if not LOST_NETWORK_OPTIONS.keys() & client.options.keys():
+        return client.dbname
+    return client.client_dbname(parse_version(version_of(pgbench, host)).major)
 
 
 def _not_initialisable(server: Server, endpoint: Endpoint, scale: int) -> ServerError:

@@ -54,6 +54,19 @@ class MeasuredRun:
     hygiene: tuple[RunWarning, ...] = field(default=())  # found before the run (CHECKPOINT)
 
 
+def _no_report(done: Completed) -> str:
+    """Why a run has no report: how pgbench ended and its last words; of the first pgbench
+    that failed, named, when several ran (load generators, a group's members)."""
+    failed = next((s for s in done.shares if s.completed.returncode != 0), None)
+    if failed is None:
+        return f"pgbench exited {done.returncode} without a report: {error_summary(done.stderr)}"
+    part = failed.completed
+    return (
+        f"pgbench on {failed.label} exited {part.returncode} without a report: "
+        f"{error_summary(part.stderr)}"
+    )
+
+
 def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult:
     """The run's result: ok, aborted (pgbench exited non-zero or its clients stopped early),
     failed (no report) or interrupted."""
@@ -63,8 +76,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     try:
         report = total_report(done)
     except PgbenchParseError:
-        message = f"pgbench exited {done.returncode} without a report: {error_summary(done.stderr)}"
-        failed = failure(spec, pgbench_version, RunStatus.FAILED, message, run)
+        failed = failure(spec, pgbench_version, RunStatus.FAILED, _no_report(done), run)
         return replace(failed, telemetry=run.telemetry, client_cpu_s=done.cpu_s)
     stderr = parse_stderr(done.stderr)
     aborted = done.returncode != 0 or stderr.aborted

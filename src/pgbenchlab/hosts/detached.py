@@ -33,7 +33,8 @@ from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.host import Exit, LineCallback
 
 STATE_DIR = ".pgbenchlab"  # under the account's home
-PROCS_DIR = "procs"  # under the state directory
+PROCS_DIR = "procs"  # under the state directory: a directory per pgbenchlab process there
+OWNER_FILE = "owner"  # in it: locked while that pgbenchlab lives
 FOLLOW_POLL_S = 0.1  # how soon the end of a command is seen (tail's checks cost microseconds)
 KILLED = -9  # the returncode of a command whose monitor died with it (no exit file)
 

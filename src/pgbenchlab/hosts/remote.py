@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shlex
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.detached import (
     KILLED,
+    OWNER_FILE,
     PROCS_DIR,
     STATE_DIR,
     RemoteProcess,
@@ -68,6 +70,9 @@ class RemoteHost:
         self._forwards: dict[str, int] = {}
         self._was_connected = False
         self._lost: tuple[float, str] | None = None  # a failed reconnection: until when, why
+        self._session = uuid.uuid4().hex  # this pgbenchlab's directory of detached commands
+        self._owner: RemoteLockedFile | None = None  # held on it while this pgbenchlab lives
+        self._owning = threading.Lock()  # pgbench processes start there from several threads
 
     # -- connection --------------------------------------------------------------------------
 
@@ -99,6 +104,12 @@ class RemoteHost:
         ssh.call(self.connection())
 
     def close(self) -> None:
+        if self._owner is not None:
+            with contextlib.suppress(OSError):  # every command collected: nothing to leave
+                if self.list_dir(self.owned_dir) == [OWNER_FILE]:
+                    self.remove_tree(self.owned_dir)
+            self._owner.release()
+            self._owner = None
         if self._connection is not None:
             self._connection.close()
             ssh.call(self._connection.wait_closed(), timeout=10)
@@ -163,7 +174,7 @@ class RemoteHost:
         new_session: bool = False,
     ) -> RemoteProcess:
         self._require_login(as_user)
-        directory = self.procs_dir / uuid.uuid4().hex
+        directory = self._owned() / uuid.uuid4().hex
         env_json = {k: v for k, v in env.items() if k not in LOCAL_ONLY_ENV}
         env_json |= {k: v for k, v in self._login_env().items() if k in LOCAL_ONLY_ENV}
         started = ssh.call(
@@ -195,20 +206,65 @@ class RemoteHost:
         self.remove_tree(directory)
         return parse_exit(text)
 
+    @property
+    def owned_dir(self) -> PurePosixPath:
+        """This pgbenchlab's detached commands here, one directory each."""
+        return self.procs_dir / self._session
+
+    def _owned(self) -> PurePosixPath:
+        """owned_dir, under a lock held while this pgbenchlab lives: another pgbenchlab on this
+        login leaves its commands alone. A lost connection let it go: a new directory then, as
+        the old holder may linger there until it notices."""
+        with self._owning:
+            if self._owner is None or not self._owner.held:
+                if self._owner is not None:
+                    self._session = uuid.uuid4().hex
+                self.mkdir(self.owned_dir)
+                self._owner = self.lock(self.owned_dir / OWNER_FILE)
+        return self.owned_dir
+
     def stop_leftovers(self) -> list[str]:
-        """Detached commands a killed pgbenchlab left here: stopped (SIGKILL to their group)
-        and their directories removed. Returns what was stopped ("pid command")."""
+        """Detached commands of pgbenchlab processes gone from here (killed, or cut off for
+        longer than a lock holder waits): stopped (SIGKILL to their group) and their
+        directories removed. Returns what was stopped ("pid"). A live pgbenchlab's commands,
+        another campaign's on this login, are left alone."""
         stopped = []
         for name in self.list_dir(self.procs_dir) if self.exists(self.procs_dir) else []:
-            directory = self.procs_dir / name
-            with contextlib.suppress(FileNotFoundError):
-                pids = self.read_text(directory / "pid").split()
-                if not self.exists(directory / "exit"):
-                    for pid in (-int(pids[0]), int(pids[1])):
-                        with contextlib.suppress(ProcessLookupError):
-                            self.signal(pid, 9)
-                    stopped.append(pids[0])
-            self.remove_tree(directory)
+            if name == self._session:
+                continue
+            owner = self._lock_if_gone(self.procs_dir / name)
+            if owner is None:
+                continue
+            try:
+                for command in self.list_dir(self.procs_dir / name):
+                    if command != OWNER_FILE:
+                        stopped += self._stop_command(self.procs_dir / name / command)
+                self.remove_tree(self.procs_dir / name)
+            finally:
+                owner.release()
+        return stopped
+
+    def _lock_if_gone(self, directory: PurePosixPath) -> RemoteLockedFile | None:
+        """The owner lock of another pgbenchlab's directory, if that one is gone; None while it
+        holds it (asked twice: a pgbenchlab killed a moment ago lets go as sshd notices)."""
+        for attempt in range(2):
+            try:
+                return self.lock(directory / OWNER_FILE)
+            except BlockingIOError:
+                if attempt == 0:
+                    time.sleep(1)
+        return None
+
+    def _stop_command(self, directory: PurePosixPath) -> list[str]:
+        """A detached command's group killed unless it has ended; [its pid] if it was."""
+        stopped = []
+        with contextlib.suppress(FileNotFoundError):
+            pids = self.read_text(directory / "pid").split()
+            if not self.exists(directory / "exit"):
+                for pid in (-int(pids[0]), int(pids[1])):
+                    with contextlib.suppress(ProcessLookupError):
+                        self.signal(pid, 9)
+                stopped.append(pids[0])
         return stopped
 
     def signal(self, pid: int, signum: int) -> None:

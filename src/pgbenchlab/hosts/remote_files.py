@@ -79,6 +79,11 @@ class RemoteLockedFile:
         self._beat = asyncio.create_task(heartbeat(process))
         return process
 
+    @property
+    def held(self) -> bool:
+        """Whether the holder still holds it (a lost connection ended it)."""
+        return self._process is not None and not self._process.is_closing()
+
     def read_text(self) -> str:
         return self.host.read_text(self.path)
 
