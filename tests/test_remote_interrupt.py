@@ -38,9 +38,11 @@ def fleet(test_hosts: TestHosts) -> TestHosts:
     return test_hosts
 
 
-def fleet_plan(hosts: TestHosts, name: str, servers: str, matrix: str) -> str:
-    """A plan with its servers on db1 and pgbench on lg1 and lg2."""
-    base = one_server_plan(hosts, "db1").replace('name = "remote"', f'name = "{name}"')
+def fleet_plan(hosts: TestHosts, servers: str, matrix: str) -> str:
+    """A plan with its servers on db1 and pgbench on lg1 and lg2. Its campaign's name is the
+    same in every test: a cluster on db1 is per campaign and server name, so one test reuses
+    the cluster and dataset another made (no initdb, no pgbench -i)."""
+    base = one_server_plan(hosts, "db1")
     base = base.replace(hosts_toml(hosts, "db1"), hosts_toml(hosts, "db1", "lg1", "lg2"))
     return f"{base}{servers}\n{GENERATORS}\n[matrix]\n{matrix}"
 
@@ -51,11 +53,11 @@ def signal_while_measuring(
     run_index: int,
     how: int,
     when: Callable[[], bool],
-    at_measuring: Callable[[], None] = lambda: None,
+    around: tuple[Callable[[], None], Callable[[], None]] = (lambda: None, lambda: None),
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     """Start the campaign, and signal it once `when` holds in the measured part of its run
-    number `run_index` (its JSON events tell when that begins; `at_measuring` is called
-    then). Returns how it ended and how long after the signal."""
+    number `run_index` (its JSON events tell when that begins; `around`: what to do then,
+    and once signalled). Returns how it ended and how long after the signal."""
     argv = [*CLI, "run", str(plan_path), "--results", str(results), "--json"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -65,9 +67,10 @@ def signal_while_measuring(
             event = json.loads(line)
             index = event["index"] if event["event"] == "run_started" else index
             if index == run_index and event.get("phase") == "measuring":
-                at_measuring()
+                around[0]()
                 wait_for(when, timeout=60, every=0.02)
                 proc.send_signal(how)
+                around[1]()
                 break
         signalled = time.monotonic()
         out, err = proc.communicate(timeout=120)
@@ -121,7 +124,7 @@ def test_a_killed_campaign_split_across_two_generators_is_stopped_and_redone(
 ) -> None:
     # Two cells: the first finishes and is stored, the second is killed while measuring.
     matrix = 'scale = [1]\nworkload = ["select-only", "simple-update"]\nclients = [2]\n'
-    plan_path = write_plan(tmp_path, fleet_plan(fleet, "killed", "", matrix))
+    plan_path = write_plan(tmp_path, fleet_plan(fleet, "", matrix))
     results = tmp_path / "results"
     left: list[int] = []
 
@@ -162,7 +165,7 @@ def test_ctrl_c_in_a_group_run_from_two_generators_stops_everything_and_resumes(
         '[[server]]\nname = "b"\nhost = "db1"\n'
         '[[server_group]]\nname = "ab"\nservers = ["a", "b"]\nsolo = false\n'
     )
-    text = fleet_plan(fleet, "group", servers, "scale = [1]\nclients = [2]\n")
+    text = fleet_plan(fleet, servers, "scale = [1]\nclients = [2]\n")
     plan_path = write_plan(tmp_path, text.replace('name = "pg"', 'name = "a"'))
     results = tmp_path / "results"
     # each member's pgbench on each generator: four measuring
@@ -189,16 +192,18 @@ def test_ctrl_c_while_a_generator_is_still_starting_stops_its_pgbench_too(
 ) -> None:
     """A Ctrl-C that comes while lg2's pgbench is being started (its SSH session slow to
     begin) reaches that pgbench once it runs: the campaign ends long before its duration."""
-    text = fleet_plan(fleet, "late", "", "scale = [1]\nclients = [2]\n")
+    text = fleet_plan(fleet, "", "scale = [1]\nclients = [2]\n")
     plan_path = write_plan(tmp_path, text.replace('"2s"', '"60s"'))
     only_lg1 = lambda: bool(  # noqa: E731
         shares_on(fleet, "lg1", measuring=False) and not shares_on(fleet, "lg2", measuring=False)
     )
+    # lg2's sessions slow while its pgbench is started; Ctrl-C once lg1's runs and lg2's pid is
+    # not known yet; its sessions on time again from then on (the start stays late).
+    slow = (lambda: slow_sessions(fleet, "lg2", 1), lambda: slow_sessions(fleet, "lg2", None))
     try:
         interrupted, after_s = signal_while_measuring(
-            plan_path, tmp_path / "results", 1, signal.SIGINT, only_lg1,
-            at_measuring=lambda: slow_sessions(fleet, "lg2", 1),
-        )  # fmt: skip
+            plan_path, tmp_path / "results", 1, signal.SIGINT, only_lg1, around=slow
+        )
     finally:
         slow_sessions(fleet, "lg2", None)
     assert interrupted.returncode == 130, interrupted.stderr
