@@ -79,7 +79,7 @@ def test_detached_process_streams_and_survives(remote: RemoteHost) -> None:
     )
     end = proc.wait()
     assert end.returncode == 4 and lines == ["x1", "x2", "x3"]
-    assert remote.list_dir(remote.owned_dir) == [OWNER_FILE]
+    assert remote.list_dir(remote.own_dir()) == [OWNER_FILE]
 
 
 def test_a_killed_pgbenchlab_leaves_nothing_running(

@@ -119,6 +119,18 @@ def slow_sessions(hosts: TestHosts, name: str, seconds: float | None) -> None:
     )
 
 
+def scratch_dirs(hosts: TestHosts, name: str) -> list[str]:
+    """The runs' scratch directories on that host (pgbench's working directory and logs)."""
+    holder = hosts.hosts[name].holder
+    assert holder is not None
+    found = subprocess.run(
+        ["nsenter", f"--mount=/proc/{holder.pid}/ns/mnt",
+         "find", str(hosts.home), "-maxdepth", "4", "-type", "d", "-name", "pgbench-*"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return found.stdout.split()
+
+
 def test_a_killed_campaign_split_across_two_generators_is_stopped_and_redone(
     fleet: TestHosts, tmp_path: Path
 ) -> None:
@@ -146,9 +158,11 @@ def test_a_killed_campaign_split_across_two_generators_is_stopped_and_redone(
     assert any("postgres" in p for p in fleet.account_processes())
     stored = db_rows(results, "SELECT workload, status FROM runs")
     assert [(r["workload"], r["status"]) for r in stored] == [("select-only", "ok")]
+    assert scratch_dirs(fleet, "lg1") and scratch_dirs(fleet, "lg2")  # its runs' logs there
     done = run_to_completion(plan_path, results)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
+    assert scratch_dirs(fleet, "lg1") == scratch_dirs(fleet, "lg2") == []  # removed with them
     latest = db_rows(results, "SELECT workload, status FROM latest_runs ORDER BY sequence")
     assert [(r["workload"], r["status"]) for r in latest] == [
         ("select-only", "ok"),

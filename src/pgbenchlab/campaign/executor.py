@@ -195,8 +195,11 @@ class GeneratorExecutor(LocalExecutor):
         return done
 
     def work_dir(self) -> PurePath:
-        """A fresh directory for one run there (the caller removes it)."""
-        return self.host.make_temp_dir("pgbench-", self._state)
+        """A fresh directory for one run there (the caller removes it; a later start does,
+        if this pgbenchlab is killed meanwhile)."""
+        own = self.host.own_dir()
+        assert own is not None, "a load generator host is another machine"
+        return self.host.make_temp_dir("pgbench-", own)
 
     def pgbench_in(
         self,

@@ -195,6 +195,11 @@ class Host(Protocol):
         """pgbenchlab's own directory there (claims, detached processes); None on this
         machine, whose usual places are known."""
 
+    def own_dir(self) -> PurePath | None:
+        """This pgbenchlab process's directory there, for its scratch files: removed by a
+        later start once this process is gone (killed before it could clean up); None on this
+        machine."""
+
     def reach(self, socket_dir: PurePath, port: int) -> tuple[str, int]:
         """How this machine connects to a server listening in socket_dir on port there: libpq's
         host and port (the socket itself here; a forward over SSH to it on another host)."""

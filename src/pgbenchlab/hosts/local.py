@@ -324,6 +324,9 @@ class LocalHost:
     def state_dir(self) -> None:
         return None
 
+    def own_dir(self) -> None:
+        return None
+
     def reach(self, socket_dir: PurePath, port: int) -> tuple[str, int]:
         return str(socket_dir), port
 

@@ -106,8 +106,8 @@ class RemoteHost:
     def close(self) -> None:
         if self._owner is not None:
             with contextlib.suppress(OSError):  # every command collected: nothing to leave
-                if self.list_dir(self.owned_dir) == [OWNER_FILE]:
-                    self.remove_tree(self.owned_dir)
+                if self.list_dir(self._own_path) == [OWNER_FILE]:
+                    self.remove_tree(self._own_path)
             self._owner.release()
             self._owner = None
         if self._connection is not None:
@@ -174,7 +174,7 @@ class RemoteHost:
         new_session: bool = False,
     ) -> RemoteProcess:
         self._require_login(as_user)
-        directory = self._owned() / uuid.uuid4().hex
+        directory = self.own_dir() / uuid.uuid4().hex
         env_json = {k: v for k, v in env.items() if k not in LOCAL_ONLY_ENV}
         env_json |= {k: v for k, v in self._login_env().items() if k in LOCAL_ONLY_ENV}
         started = ssh.call(
@@ -207,27 +207,29 @@ class RemoteHost:
         return parse_exit(text)
 
     @property
-    def owned_dir(self) -> PurePosixPath:
-        """This pgbenchlab's detached commands here, one directory each."""
+    def _own_path(self) -> PurePosixPath:
         return self.procs_dir / self._session
 
-    def _owned(self) -> PurePosixPath:
-        """owned_dir, under a lock held while this pgbenchlab lives: another pgbenchlab on this
-        login leaves its commands alone. A lost connection let it go: a new directory then, as
-        the old holder may linger there until it notices."""
+    def own_dir(self) -> PurePosixPath:
+        """This pgbenchlab's directory here (its detached commands, one directory each, and
+        its runs' scratch directories), under a lock held while it lives: another pgbenchlab
+        on this login leaves it alone, and removes it once this one is gone. A lost connection
+        let the lock go: a new directory then, as the old holder may linger until it
+        notices."""
         with self._owning:
             if self._owner is None or not self._owner.held:
                 if self._owner is not None:
                     self._session = uuid.uuid4().hex
-                self.mkdir(self.owned_dir)
-                self._owner = self.lock(self.owned_dir / OWNER_FILE)
-        return self.owned_dir
+                self.mkdir(self._own_path)
+                self._owner = self.lock(self._own_path / OWNER_FILE)
+        return self._own_path
 
     def stop_leftovers(self) -> list[str]:
         """Detached commands of pgbenchlab processes gone from here (killed, or cut off for
-        longer than a lock holder waits): stopped (SIGKILL to their group) and their
-        directories removed. Returns what was stopped ("pid"). A live pgbenchlab's commands,
-        another campaign's on this login, are left alone."""
+        longer than a lock holder waits): stopped (SIGKILL to their group), and those
+        processes' directories removed with their runs' scratch directories. Returns what was
+        stopped ("pid"). A live pgbenchlab's, another campaign's on this login, are left
+        alone."""
         stopped = []
         for name in self.list_dir(self.procs_dir) if self.exists(self.procs_dir) else []:
             if name == self._session:
