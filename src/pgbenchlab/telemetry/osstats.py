@@ -186,7 +186,8 @@ def process_times(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> tuple[fl
 
 @dataclass
 class OsSampler:
-    """Samples one host. pgbench's pid arrives once pgbench has started.
+    """Samples one host, and pgbench's process on the host it runs on (`pgbench_host`: a load
+    generator, or None for the same host). pgbench's pid arrives once pgbench has started.
 
     Process figures come from /proc/<pid>/schedstat: time on a CPU and time runnable but
     waiting for one (nanosecond clocks). A thread that is on a CPU or waiting for one all the
@@ -198,6 +199,7 @@ class OsSampler:
     disk_device: str | None = None
     pgbench_pid: int | None = None
     host: Host = LOCAL_HOST
+    pgbench_host: Host | None = None
     _pgbench_last: tuple[float, float] = field(default=(0.0, 0.0), init=False)
 
     def sample(self) -> Snapshot:
@@ -226,7 +228,7 @@ class OsSampler:
         if self.pgbench_pid is not None:
             # 0 before pgbench starts; once it has exited (and been reaped) the last reading
             # stands, and the capture's caller knows the rest from wait4.
-            pgbench = process_times(self.proc, self.pgbench_pid, self.host)
+            pgbench = process_times(self.proc, self.pgbench_pid, self.pgbench_host or self.host)
             self._pgbench_last = pgbench or self._pgbench_last
         found["pgbench_cpu_s"], found["pgbench_wait_s"] = self._pgbench_last
         return found
