@@ -43,6 +43,14 @@ def test_each_generator_gets_its_share_seed_and_log_prefix() -> None:
     assert out[-3:] == ["--log-prefix=/r/a/pgbench_log.lg2", "--random-seed=17", "bench"]
 
 
+def test_each_generator_is_given_exactly_its_share_of_the_rate() -> None:
+    argv = ["pgbench", "-c", "3", "-j", "1", "-T", "2", "-R", "500", "bench"]
+    parts = split(*argv_figures(argv), 2)
+    given = [float(share_argv(argv, p, 1, "lg")[8]) for p in parts]
+    assert given == [p.rate for p in parts] == [500 * 2 / 3, 500 / 3]  # not 333.333, 166.667
+    assert share_argv(argv, Part(1, 1, 40.0), 1, "lg")[8] == "40"
+
+
 def _share(host: str, stdout: str, started: float | None) -> Share:
     done = Completed(("pgbench",), 0, stdout, "", 2.0, 0.5, False)
     return Share(host, 1, 1, None, 1, 2, 0.0, started, done)

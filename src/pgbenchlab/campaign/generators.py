@@ -90,7 +90,7 @@ def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
     """pgbench's argv for one generator: its clients, threads, rate, seed and log prefix."""
     values = {"-c": str(part.clients), "-j": str(part.threads)}
     if part.rate is not None:
-        values["-R"] = f"{part.rate:g}"
+        values["-R"] = rate_text(part.rate)
     out: list[str] = []
     flag: str | None = None
     for arg in argv[:-1]:
@@ -103,6 +103,13 @@ def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
             arg = f"{arg}.{host}"
         out.append(arg)
     return [*out, f"--random-seed={seed}", argv[-1]]
+
+
+def rate_text(rate: float) -> str:
+    """A share's -R: exactly the rate stored for it (six digits, "166.667" for a third of
+    500, would give pgbench another), short where that is exact."""
+    short = f"{rate:g}"
+    return short if float(short) == rate else repr(rate)
 
 
 def argv_duration(argv: list[str]) -> int | None:
@@ -178,6 +185,8 @@ def _offset(host: Host) -> float:
 class FleetExecutor(GeneratorExecutor):
     """pgbench on several load generator hosts at once, one run's share on each, started
     together; everything else (datasets, telemetry) through the first of them."""
+
+    single_pgbench = False  # each generator's figures are its own (`generator_figures`)
 
     def __init__(
         self,
