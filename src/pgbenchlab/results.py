@@ -89,6 +89,7 @@ class LatencySummary:
     # Under -R pgbench's latency counts from the scheduled start; service time = latency − lag.
     service_percentiles_ms: dict[str, float] | None = None
     service_histogram_json: str | None = None
+    lag_percentiles_ms: dict[str, float] | None = None  # schedule lag (-R), from the log
 
 
 @dataclass(frozen=True)

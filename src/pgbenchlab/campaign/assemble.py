@@ -328,6 +328,9 @@ def latency_summary(summary: TransactionLogSummary, sampling: float) -> LatencyS
             {p: service.percentile_ms(p) for p in STANDARD_PERCENTILES} if service else None
         ),
         service_histogram_json=service_histogram.to_json() if service_histogram else None,
+        lag_percentiles_ms=(
+            {p: summary.lag.percentile_ms(p) for p in STANDARD_PERCENTILES} if summary.lag else None
+        ),
     )
 
 
