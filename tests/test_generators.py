@@ -1,6 +1,6 @@
 """A run split across load generators: the split, each one's argv, the summed report and the
 diagnosis that names a saturated generator (pure parts; the real run is in
-test_remote_campaign.py)."""
+test_remote_campaign.py and test_remote_generators.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.assemble import progress_seconds
-from pgbenchlab.campaign.executor import log_layout
+from pgbenchlab.campaign.executor import GeneratorExecutor, log_layout
 from pgbenchlab.campaign.generators import (
     Part,
     argv_duration,
@@ -20,6 +20,7 @@ from pgbenchlab.campaign.generators import (
     share_argv,
     split,
 )
+from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.pgbench.shares import sum_reports, total_report
@@ -49,6 +50,17 @@ def test_each_generator_is_given_exactly_its_share_of_the_rate() -> None:
     given = [float(share_argv(argv, p, 1, "lg")[8]) for p in parts]
     assert given == [p.rate for p in parts] == [500 * 2 / 3, 500 / 3]  # not 333.333, 166.667
     assert share_argv(argv, Part(1, 1, 40.0), 1, "lg")[8] == "40"
+
+
+def test_custom_scripts_go_into_the_run_directory_on_the_generator(tmp_path: Path) -> None:
+    here, there = tmp_path / "run", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    (tmp_path / "a@b.sql").write_text("SELECT 1;\n")
+    argv = ["pgbench", "-b", "select-only@1", "-f", f"{tmp_path}/a@b.sql@3", "-D", "x=-f", "db"]
+    shipped = GeneratorExecutor(LOCAL_HOST)._shipped_scripts(argv, here, there)
+    assert shipped == [*argv[:4], f"{there}/script-4-a@b.sql@3", *argv[5:]]
+    assert (there / "script-4-a@b.sql").read_text() == "SELECT 1;\n"
 
 
 def _share(host: str, stdout: str, started: float | None) -> Share:
