@@ -4,6 +4,10 @@ test_remote_campaign.py and test_remote_generators.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +16,7 @@ import pytest
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.assemble import progress_seconds
 from pgbenchlab.campaign.executor import GeneratorExecutor, log_layout
+from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.generators import (
     Part,
     argv_duration,
@@ -63,6 +68,27 @@ def test_custom_scripts_go_into_the_run_directory_on_the_generator(tmp_path: Pat
     assert (there / "script-4-a@b.sql").read_text() == "SELECT 1;\n"
 
 
+def test_each_generators_run_queue_wait_is_read_while_it_runs() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    running, ended, waiting = Started(None), Started(None), Started(None)
+    for started, pid in ((running, os.getpid()), (ended, child.pid), (waiting, 1)):
+        started.spawned(pid)
+    running.mark(0.0)
+    ended.mark(0.0)  # waiting: its wrapper has not exec'd pgbench yet
+    watch = CpuWatch([(LOCAL_HOST, running), (LOCAL_HOST, ended), (LOCAL_HOST, waiting)])
+    watch.read()
+    time.sleep(0.01)
+    watch.read()
+    before = watch.last[1]
+    child.kill()
+    child.wait()
+    watch.read()  # the child has gone: its last reading stands
+    assert watch.last[1] == before
+    rates = [watch.wait_per_s(i) for i in range(3)]
+    assert rates[0] is not None and rates[1] is not None and rates[0] >= 0 and rates[1] >= 0
+    assert rates[2] is None and watch.first[2] is None
+
+
 def _share(host: str, stdout: str, started: float | None) -> Share:
     done = Completed(("pgbench",), 0, stdout, "", 2.0, 0.5, False)
     return Share(host, 1, 1, None, 1, 2, 0.0, started, done)
@@ -109,7 +135,9 @@ def test_a_saturated_generator_is_named_in_the_diagnosis() -> None:
     io = Diagnosis(Bottleneck.IO_BOUND, ("disk busy",), {"also": []})
     named = with_saturated_generators(io, [("lg1", 0.5, 2), ("lg2", 0.97, 1)])
     assert named is not None and named.verdict == Bottleneck.CLIENT_BOUND
-    assert named.evidence == ("load generator lg2 used 97% of its 1 usable CPU(s)",)
+    assert named.evidence == (
+        "load generator lg2 wanted 97% of its 1 usable CPU(s) (on a CPU or waiting for one)",
+    )
     assert named.details["also"] == ["io_bound"]
     assert with_saturated_generators(io, [("lg1", 0.5, 2)]) is io
     alone = with_saturated_generators(None, [("lg1", 0.95, 2)])

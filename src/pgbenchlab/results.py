@@ -128,7 +128,8 @@ class GeneratorFigures:
     transactions: int | None
     latency_avg_ms: float | None
     cpu_s: float
-    busy: float | None  # its CPU time over what its threads (at most its CPUs) could use
+    busy: float | None  # its CPU time and run-queue wait over what its threads (at most its
+    # CPUs) could use
 
 
 @dataclass(frozen=True)

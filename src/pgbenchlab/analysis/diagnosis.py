@@ -418,11 +418,13 @@ def diagnose(f: Figures) -> Diagnosis:
 def with_saturated_generators(
     found: Diagnosis | None, generators: Sequence[tuple[str, float | None, int]]
 ) -> Diagnosis | None:
-    """A run split across load generators (host, busy share of its usable CPUs, those CPUs):
+    """A run split across load generators (host, share of its usable CPUs it was on or waiting
+    for, those CPUs):
     one that used nearly all it could makes the run client-bound, named in the evidence (the
     verdict the telemetry gave stays among the others)."""
     named = tuple(
-        f"load generator {host} used {busy:.0%} of its {cpus} usable CPU(s)"
+        f"load generator {host} wanted {busy:.0%} of its {cpus} usable CPU(s) (on a CPU or "
+        "waiting for one)"
         for host, busy, cpus in generators
         if busy is not None and saturated(busy)
     )

@@ -30,7 +30,6 @@ import functools
 import itertools
 import secrets
 import signal
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,6 +39,7 @@ from pathlib import Path, PurePath
 from pgbenchlab import cpusets
 from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor, log_layout
+from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -255,7 +255,9 @@ def together(
                 )
                 for i, p in enumerate(planned)
             ]
-            done = _wait_all(futures, lambda: _interrupt(planned, starts))
+            hosts = [p.generator.host for p in planned]
+            with CpuWatch(list(zip(hosts, starts, strict=True))) as watch:
+                done = _wait_all(futures, lambda: _interrupt(planned, starts))
         shares = tuple(
             Share(
                 host=p.generator.name,
@@ -268,6 +270,7 @@ def together(
                 started_at=None if started.at is None else started.at - offsets[p.generator.name],
                 completed=completed,
                 server=p.target.server,
+                wait_per_s=watch.wait_per_s(i),
             )
             for i, (p, completed, started) in enumerate(zip(planned, done, starts, strict=True))
         )
@@ -353,32 +356,6 @@ def _share(
     return replace(done, argv=tuple(argv), stderr=kept)
 
 
-class Started:
-    """A generator's start: its process id (when spawned) and its own clock's reading (when
-    the wrapper execs pgbench), passed on once both are known."""
-
-    def __init__(self, on_start: Callable[[int], None] | None) -> None:
-        self.on_start = on_start
-        self.pid: int | None = None
-        self.at: float | None = None
-        self._lock = threading.Lock()
-
-    def spawned(self, pid: int) -> None:
-        with self._lock:
-            self.pid = pid
-            self._tell()
-
-    def mark(self, at: float) -> None:
-        with self._lock:
-            self.at = at
-            self._tell()
-
-    def _tell(self) -> None:
-        if self.on_start is not None and self.pid is not None and self.at is not None:
-            self.on_start(self.pid)
-            self.on_start = None
-
-
 def _remove_all(dirs: list[tuple[Host, PurePath | None]]) -> None:
     """Remove each generator's run directory, every one tried though one host fails."""
     failure: Exception | None = None
@@ -441,6 +418,6 @@ def clock_offsets(shares: Sequence[Share], logs: Sequence[Path]) -> dict[Path, f
 
 
 def name_saturated(found: Diagnosis | None, result: RunResult) -> Diagnosis | None:
-    """The run's diagnosis, naming a load generator that used nearly all its usable CPUs."""
+    """The run's diagnosis, naming a load generator that wanted nearly all its usable CPUs."""
     used = [(g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators]
     return with_saturated_generators(found, used)
