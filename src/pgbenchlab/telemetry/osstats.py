@@ -173,12 +173,15 @@ def _children(listed: str | None, proc: PurePath, pid: int, host: Host) -> list[
 
 
 def process_times(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> tuple[float, float] | None:
-    """(CPU seconds, run-queue wait seconds) of a process, summed over its threads."""
+    """(CPU seconds, run-queue wait seconds) of a process, summed over its threads (two round
+    trips to another host: its threads, then all their figures)."""
+    tasks = proc / str(pid) / "task"
     try:
-        tids = host.list_dir(proc / str(pid) / "task")
+        tids = host.list_dir(tasks)
     except OSError:
         return None
-    found = [t for tid in tids if (t := schedstat(proc, f"{pid}/task/{tid}", host)) is not None]
+    texts = _read_all([tasks / tid / "schedstat" for tid in tids], host)
+    found = [t for text in texts if (t := _parse_schedstat(text)) is not None]
     if not found:
         return None  # exited meanwhile
     return sum(t[0] for t in found), sum(t[1] for t in found)
