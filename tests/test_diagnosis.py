@@ -69,6 +69,11 @@ def test_client_bound_counts_run_queue_wait_as_wanting_cpu() -> None:
     assert verdict(replace(f, pgbench_wait_s=2.5)) != Bottleneck.CLIENT_BOUND  # 85 %
 
 
+def test_client_bound_names_the_load_generator_pgbench_ran_on() -> None:
+    f = replace(BASE, pgbench_threads=1, pgbench_cpu_s=9.5, pgbench_host="lg1")
+    assert diagnose(f).evidence[0].startswith("on load generator lg1, pgbench's 1 thread(s)")
+
+
 def test_lock_bound_names_the_dominant_events() -> None:
     waits = {("Lock", "transactionid"): 50, ("Lock", "tuple"): 10, ("Client", "ClientRead"): 40}
     result = diagnose(replace(BASE, waits=waits))

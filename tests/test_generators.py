@@ -1,9 +1,13 @@
 """A run split across load generators: the split, each one's argv, the summed report and the
 diagnosis that names a saturated generator (pure parts; the real run is in
-test_remote_campaign.py)."""
+test_remote_campaign.py and test_remote_generators.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +15,8 @@ import pytest
 
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.assemble import progress_seconds
-from pgbenchlab.campaign.executor import log_layout
+from pgbenchlab.campaign.executor import GeneratorExecutor, log_layout
+from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.generators import (
     Part,
     argv_duration,
@@ -20,6 +25,7 @@ from pgbenchlab.campaign.generators import (
     share_argv,
     split,
 )
+from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.pgbench.shares import sum_reports, total_report
@@ -41,6 +47,46 @@ def test_each_generator_gets_its_share_seed_and_log_prefix() -> None:
     assert out[:6] == ["pgbench", "-n", "-c", "2", "-j", "1"]
     assert out[out.index("-D") + 1] == "x=-c" and out[out.index("-R") + 1] == "40"
     assert out[-3:] == ["--log-prefix=/r/a/pgbench_log.lg2", "--random-seed=17", "bench"]
+
+
+def test_each_generator_is_given_exactly_its_share_of_the_rate() -> None:
+    argv = ["pgbench", "-c", "3", "-j", "1", "-T", "2", "-R", "500", "bench"]
+    parts = split(*argv_figures(argv), 2)
+    given = [float(share_argv(argv, p, 1, "lg")[8]) for p in parts]
+    assert given == [p.rate for p in parts] == [500 * 2 / 3, 500 / 3]  # not 333.333, 166.667
+    assert share_argv(argv, Part(1, 1, 40.0), 1, "lg")[8] == "40"
+
+
+def test_custom_scripts_go_into_the_run_directory_on_the_generator(tmp_path: Path) -> None:
+    here, there = tmp_path / "run", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    (tmp_path / "a@b.sql").write_text("SELECT 1;\n")
+    argv = ["pgbench", "-b", "select-only@1", "-f", f"{tmp_path}/a@b.sql@3", "-D", "x=-f", "db"]
+    shipped = GeneratorExecutor(LOCAL_HOST)._shipped_scripts(argv, here, there)
+    assert shipped == [*argv[:4], f"{there}/script-4-a@b.sql@3", *argv[5:]]
+    assert (there / "script-4-a@b.sql").read_text() == "SELECT 1;\n"
+
+
+def test_each_generators_run_queue_wait_is_read_while_it_runs() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    running, ended, waiting = Started(None), Started(None), Started(None)
+    for started, pid in ((running, os.getpid()), (ended, child.pid), (waiting, 1)):
+        started.spawned(pid)
+    running.mark(0.0)
+    ended.mark(0.0)  # waiting: its wrapper has not exec'd pgbench yet
+    watch = CpuWatch([(LOCAL_HOST, running), (LOCAL_HOST, ended), (LOCAL_HOST, waiting)])
+    watch.read()
+    time.sleep(0.01)
+    watch.read()
+    before = watch.last[1]
+    child.kill()
+    child.wait()
+    watch.read()  # the child has gone: its last reading stands
+    assert watch.last[1] == before
+    rates = [watch.wait_per_s(i) for i in range(3)]
+    assert rates[0] is not None and rates[1] is not None and rates[0] >= 0 and rates[1] >= 0
+    assert rates[2] is None and watch.first[2] is None
 
 
 def _share(host: str, stdout: str, started: float | None) -> Share:
@@ -89,7 +135,9 @@ def test_a_saturated_generator_is_named_in_the_diagnosis() -> None:
     io = Diagnosis(Bottleneck.IO_BOUND, ("disk busy",), {"also": []})
     named = with_saturated_generators(io, [("lg1", 0.5, 2), ("lg2", 0.97, 1)])
     assert named is not None and named.verdict == Bottleneck.CLIENT_BOUND
-    assert named.evidence == ("load generator lg2 used 97% of its 1 usable CPU(s)",)
+    assert named.evidence == (
+        "load generator lg2 wanted 97% of its 1 usable CPU(s) (on a CPU or waiting for one)",
+    )
     assert named.details["also"] == ["io_bound"]
     assert with_saturated_generators(io, [("lg1", 0.5, 2)]) is io
     alone = with_saturated_generators(None, [("lg1", 0.95, 2)])

@@ -6,12 +6,14 @@ statistics queries."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
 from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.hosts.local import LocalHost
 from pgbenchlab.telemetry import osstats, pgstats
+from pgbenchlab.telemetry.affinity import PGBENCH, AffinityWatch
 from pgbenchlab.telemetry.fsync import parse_one_write
 from pgbenchlab.telemetry.machine import parse_mountinfo, parse_pg_config
 from pgbenchlab.telemetry.serverlog import parse_events, records
@@ -212,6 +214,41 @@ def test_os_sampler_reads_and_derives(tmp_path: Path) -> None:
     for tid in ("200", "201"):  # pgbench exits: its last figures stand
         (tmp_path / "200" / "task" / tid / "schedstat").unlink()
     assert sampler.sample()["processes"]["pgbench_cpu_s"] == pytest.approx(0.8)
+
+
+class Elsewhere(LocalHost):
+    """Another host: its /proc (`here` in the caller's paths) is this machine's `there`."""
+
+    name = "lg1"
+
+    def __init__(self, here: Path, there: Path) -> None:
+        super().__init__()
+        self.here, self.there = here, there
+
+    def _moved(self, path: PurePath) -> PurePath:
+        return self.there / PurePath(path).relative_to(self.here)
+
+    def read_text(self, path: PurePath) -> str:
+        return super().read_text(self._moved(path))
+
+    def list_dir(self, path: PurePath) -> list[str]:
+        return super().list_dir(self._moved(path))
+
+
+def test_pgbench_on_a_load_generator_is_read_on_its_host(tmp_path: Path) -> None:
+    server, generator = fake_proc(tmp_path / "db1", 1), fake_proc(tmp_path / "lg1", 1)
+    for tid in ("200", "201"):  # pgbench's pid names nothing on the server's host
+        (server / "200" / "task" / tid / "schedstat").unlink()
+    (generator / "200" / "status").write_text("Name:\tpgbench\nCpus_allowed_list:\t0-3\n")
+    lg1 = Elsewhere(server, generator)
+    sampler = osstats.OsSampler(server, postmaster_pid=100, pgbench_host=lg1)
+    sampler.pgbench_pid = 200
+    processes = sampler.sample()["processes"]
+    assert processes["server_cpu_s"] == pytest.approx(3.1)  # the server's, on its own host
+    assert (processes["pgbench_cpu_s"], processes["pgbench_wait_s"]) == pytest.approx((0.8, 0.2))
+    affinity = AffinityWatch(server, LOCAL_HOST, pgbench_host=lg1)
+    affinity.check(None, 200)
+    assert [(a.role, a.observed) for a in affinity.result()] == [(PGBENCH, ("0-3",))]
 
 
 def test_a_device_missing_from_diskstats_is_absent(tmp_path: Path) -> None:

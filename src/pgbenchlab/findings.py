@@ -195,7 +195,7 @@ _SENTENCES: dict[WarningCode, Callable[[Evidence], str]] = {
         f"processes CPU {e['observed']} (/proc/PID/status): the pinning did not hold"
     ),
     WarningCode.GENERATOR_SATURATED: lambda e: (
-        f"load generator {e['host']} used {e['busy']:.0%} of the CPU its threads could "
+        f"load generator {e['host']} wanted {e['busy']:.0%} of the CPU its threads could use "
         f"({e['cpus']} CPU(s)): it may be the bottleneck; give it more threads or cores"
     ),
     WarningCode.GENERATORS_WINDOW: lambda e: (

@@ -89,6 +89,7 @@ class LatencySummary:
     # Under -R pgbench's latency counts from the scheduled start; service time = latency − lag.
     service_percentiles_ms: dict[str, float] | None = None
     service_histogram_json: str | None = None
+    lag_percentiles_ms: dict[str, float] | None = None  # schedule lag (-R), from the log
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ class GeneratorFigures:
     transactions: int | None
     latency_avg_ms: float | None
     cpu_s: float
-    busy: float | None  # its CPU time over what its threads (at most its CPUs) could use
+    busy: float | None  # its CPU time and run-queue wait over what its threads (at most its
+    # CPUs) could use
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ match in this order, the others are kept as ``also``:
    (schedstat: CPU time + run-queue wait ÷ (duration × threads)): the load generator, not
    the server, set the pace. Pinned to fewer CPUs than the host has (its Cpus_allowed_list),
    the capacity is those CPUs when fewer than its threads (other load on them shows as
-   run-queue wait, and counts: the generator's CPUs set the pace).
+   run-queue wait, and counts: the generator's CPUs set the pace). pgbench on a load
+   generator host is watched there, and named.
 2. checkpoint_disturbed — a checkpoint ran during the run (server log, else the statistics
    views' counters) and the worst second inside its window (widened by 1 s each side) had
    ≤ 65 % of the median TPS of the other seconds (first and last seconds left out).
@@ -145,6 +146,7 @@ class Figures:
     checkpoints: tuple[Checkpoint, ...] = ()
     rate_limited: bool = False
     clients: int | None = None
+    pgbench_host: str | None = None  # the load generator host pgbench ran on (None: here)
     pgbench_cpus: str | None = None  # the CPU list the kernel allowed pgbench (read back)
     server_cpus: str | None = None  # ... and the server's processes
 
@@ -192,8 +194,9 @@ def client_bound(f: Figures) -> Finding | None:
     saturation = busy / (f.duration_s * capacity)
     if not saturated(saturation):
         return None
+    where = "" if f.pgbench_host is None else f"on load generator {f.pgbench_host}, "
     evidence = [
-        f"pgbench's {f.pgbench_threads} thread(s) were on a CPU or waiting for one "
+        f"{where}pgbench's {f.pgbench_threads} thread(s) were on a CPU or waiting for one "
         f"{_pct(busy / (f.duration_s * f.pgbench_threads))} of the run "
         f"(CPU {f.pgbench_cpu_s / f.duration_s:.2f} cores)",
         f"benchmark backends waited for the client in {_pct(f.share('client'))} of samples",
@@ -415,11 +418,13 @@ def diagnose(f: Figures) -> Diagnosis:
 def with_saturated_generators(
     found: Diagnosis | None, generators: Sequence[tuple[str, float | None, int]]
 ) -> Diagnosis | None:
-    """A run split across load generators (host, busy share of its usable CPUs, those CPUs):
+    """A run split across load generators (host, share of its usable CPUs it was on or waiting
+    for, those CPUs):
     one that used nearly all it could makes the run client-bound, named in the evidence (the
     verdict the telemetry gave stays among the others)."""
     named = tuple(
-        f"load generator {host} used {busy:.0%} of its {cpus} usable CPU(s)"
+        f"load generator {host} wanted {busy:.0%} of its {cpus} usable CPU(s) (on a CPU or "
+        "waiting for one)"
         for host, busy, cpus in generators
         if busy is not None and saturated(busy)
     )

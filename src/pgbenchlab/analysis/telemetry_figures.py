@@ -56,6 +56,7 @@ def figures(
     fsync_method: str | None = None,
     rate_limited: bool = False,
     clients: int | None = None,
+    pgbench_host: str | None = None,
 ) -> Figures:
     total = telemetry.total
     wal_syncs = total("pg_stat_wal", "wal_sync")
@@ -90,6 +91,7 @@ def figures(
         checkpoints=checkpoints(telemetry),
         rate_limited=rate_limited,
         clients=clients,
+        pgbench_host=pgbench_host,
         pgbench_cpus=allowed(telemetry, "pgbench"),
         server_cpus=allowed(telemetry, "server"),
     )

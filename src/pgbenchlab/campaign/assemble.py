@@ -127,7 +127,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
 def generator_figures(
     shares: Sequence[Share], duration_s: int | None
 ) -> tuple[GeneratorFigures, ...]:
-    """Each load generator's own figures, from its own report and CPU time."""
+    """Each load generator's own figures, from its own report, CPU time and run-queue wait."""
     figures = []
     for share in shares:
         try:
@@ -135,7 +135,9 @@ def generator_figures(
         except PgbenchParseError:
             report = None
         usable = min(share.threads, share.cpus or share.threads)
-        busy = share.completed.cpu_s / (duration_s * usable) if duration_s else None
+        busy = None
+        if duration_s:  # on a CPU (wait4) or waiting for one (read while it ran), per second
+            busy = (share.completed.cpu_s / duration_s + (share.wait_per_s or 0.0)) / usable
         figures.append(
             GeneratorFigures(
                 share.label,
@@ -340,6 +342,9 @@ def latency_summary(summary: TransactionLogSummary, sampling: float) -> LatencyS
             {p: service.percentile_ms(p) for p in STANDARD_PERCENTILES} if service else None
         ),
         service_histogram_json=service_histogram.to_json() if service_histogram else None,
+        lag_percentiles_ms=(
+            {p: summary.lag.percentile_ms(p) for p in STANDARD_PERCENTILES} if summary.lag else None
+        ),
     )
 
 

@@ -109,6 +109,8 @@ class LocalExecutor:
     """The real thing: pgbench and pg_test_fsync as processes on the load generator's host
     (this machine by default), SQL on the run's server."""
 
+    single_pgbench = True  # a run's pgbench is one process (its pid watched by the telemetry)
+
     def __init__(self, host: Host = LOCAL_HOST, pgbench_cpus: str | None = None) -> None:
         self.host = host
         self.pgbench_cpus = pgbench_cpus  # the plan's [pgbench] cpus
@@ -154,6 +156,7 @@ class LocalExecutor:
             fsync_test=fsync_test,
             host=self.host,
             pgbench_cpus=self.pgbench_cpus,
+            watch_pgbench=self.single_pgbench,
         )
 
 
@@ -214,7 +217,7 @@ class GeneratorExecutor(LocalExecutor):
     ) -> command.Completed:
         """pgbench run in there, its log files left there for `collect`."""
         done = super().pgbench(
-            [_moved(arg, str(cwd), str(there)) for arg in argv],
+            self._shipped_scripts([_moved(arg, str(cwd), str(there)) for arg in argv], cwd, there),
             self._client_files(env, there),
             cwd=Path(there),  # a path on the generator host
             on_stderr_line=on_stderr_line,
@@ -240,6 +243,19 @@ class GeneratorExecutor(LocalExecutor):
         if self.keep_logs:
             for name in logs:
                 (cwd / name).write_bytes(self.host.read_bytes(there / name))
+
+    def _shipped_scripts(self, argv: list[str], cwd: Path, there: PurePath) -> list[str]:
+        """argv, each custom script (-f FILE@WEIGHT, a file on this machine) copied into the
+        run's directory there and named by its copy."""
+        shipped = []
+        for i, arg in enumerate(argv):
+            if i > 0 and argv[i - 1] == "-f":
+                path, weight = arg.rsplit("@", 1)
+                copy = there / f"script-{i}-{PurePath(path).name}"
+                self.host.write_text(copy, (cwd / path).read_text(), mode=0o644)
+                arg = f"{copy}@{weight}"
+            shipped.append(arg)
+        return shipped
 
     def _client_files(self, env: dict[str, str], there: PurePath) -> dict[str, str]:
         """env, the files libpq reads on pgbench's side (the authority a TLS server is verified

@@ -30,7 +30,6 @@ import functools
 import itertools
 import secrets
 import signal
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -40,6 +39,7 @@ from pathlib import Path, PurePath
 from pgbenchlab import cpusets
 from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor, log_layout
+from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -91,7 +91,7 @@ def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
     """pgbench's argv for one generator: its clients, threads, rate, seed and log prefix."""
     values = {"-c": str(part.clients), "-j": str(part.threads)}
     if part.rate is not None:
-        values["-R"] = f"{part.rate:g}"
+        values["-R"] = rate_text(part.rate)
     out: list[str] = []
     flag: str | None = None
     for arg in argv[:-1]:
@@ -104,6 +104,13 @@ def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
             arg = f"{arg}.{host}"
         out.append(arg)
     return [*out, f"--random-seed={seed}", argv[-1]]
+
+
+def rate_text(rate: float) -> str:
+    """A share's -R: exactly the rate stored for it (six digits, "166.667" for a third of
+    500, would give pgbench another), short where that is exact."""
+    short = f"{rate:g}"
+    return short if float(short) == rate else repr(rate)
 
 
 def argv_duration(argv: list[str]) -> int | None:
@@ -180,6 +187,8 @@ class FleetExecutor(GeneratorExecutor):
     """pgbench on several load generator hosts at once, one run's share on each, started
     together; everything else (datasets, telemetry) through the first of them."""
 
+    single_pgbench = False  # each generator's figures are its own (`generator_figures`)
+
     def __init__(
         self,
         generators: list[tuple[str, Host]],
@@ -248,7 +257,9 @@ def together(
                 )
                 for i, p in enumerate(planned)
             ]
-            done = _wait_all(futures, lambda: _interrupt(planned, starts, asked))
+            hosts = [p.generator.host for p in planned]
+            with CpuWatch(list(zip(hosts, starts, strict=True))) as watch:
+                done = _wait_all(futures, lambda: _interrupt(planned, starts, asked))
         shares = tuple(
             Share(
                 host=p.generator.name,
@@ -261,6 +272,7 @@ def together(
                 started_at=None if started.at is None else started.at - offsets[p.generator.name],
                 completed=completed,
                 server=p.target.server,
+                wait_per_s=watch.wait_per_s(i),
             )
             for i, (p, completed, started) in enumerate(zip(planned, done, starts, strict=True))
         )
@@ -348,32 +360,6 @@ def _share(
     return replace(done, argv=tuple(argv), stderr=kept)
 
 
-class Started:
-    """A generator's start: its process id (when spawned) and its own clock's reading (when
-    the wrapper execs pgbench), passed on once both are known."""
-
-    def __init__(self, on_start: Callable[[int], None] | None) -> None:
-        self.on_start = on_start
-        self.pid: int | None = None
-        self.at: float | None = None
-        self._lock = threading.Lock()
-
-    def spawned(self, pid: int) -> None:
-        with self._lock:
-            self.pid = pid
-            self._tell()
-
-    def mark(self, at: float) -> None:
-        with self._lock:
-            self.at = at
-            self._tell()
-
-    def _tell(self) -> None:
-        if self.on_start is not None and self.pid is not None and self.at is not None:
-            self.on_start(self.pid)
-            self.on_start = None
-
-
 def _remove_all(dirs: list[tuple[Host, PurePath | None]]) -> None:
     """Remove each generator's run directory, every one tried though one host fails."""
     failure: Exception | None = None
@@ -439,6 +425,6 @@ def clock_offsets(shares: Sequence[Share], logs: Sequence[Path]) -> dict[Path, f
 
 
 def name_saturated(found: Diagnosis | None, result: RunResult) -> Diagnosis | None:
-    """The run's diagnosis, naming a load generator that used nearly all its usable CPUs."""
+    """The run's diagnosis, naming a load generator that wanted nearly all its usable CPUs."""
     used = [(g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators]
     return with_saturated_generators(found, used)

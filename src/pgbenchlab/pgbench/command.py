@@ -62,6 +62,7 @@ class Share:
     started_at: float | None  # when its pgbench started, on this machine's clock
     completed: Completed
     server: str = ""  # the group member it drove ("": the run's only server)
+    wait_per_s: float | None = None  # its threads' run-queue wait per second while it ran
 
     @property
     def label(self) -> str:

@@ -69,6 +69,10 @@ def _service(p: str) -> Callable[[RunResult], Any]:
     return _latency(lambda lat: (lat.service_percentiles_ms or {}).get(p))
 
 
+def _lag(p: str) -> Callable[[RunResult], Any]:
+    return _latency(lambda lat: (lat.lag_percentiles_ms or {}).get(p))
+
+
 def stored_spec(r: RunResult) -> dict[str, Any]:
     """The run's cell as stored: its server settings masked."""
     return r.spec | {"server_settings": redact_settings(r.spec["server_settings"])}
@@ -276,6 +280,20 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         lambda r: r.spec.get("sysctl", {}),
         json=True,
         since=13,
+    ),
+    _c(
+        "lag_p50_ms", REAL, "ms", "median schedule lag under -R, from the log", _lag("50"), since=19
+    ),
+    _c(
+        "lag_p99_ms", REAL, "ms", "p99 of schedule lag under -R, from the log", _lag("99"), since=19
+    ),
+    _c(
+        "lag_p999_ms",
+        REAL,
+        "ms",
+        "p99.9 of schedule lag under -R, from the log",
+        _lag("99.9"),
+        since=19,
     ),
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -384,4 +384,7 @@ MIGRATIONS: dict[int, str] = {
     18: """
     ALTER TABLE servers ADD COLUMN description TEXT NOT NULL DEFAULT '';
     """,
+    # 19: percentiles of the schedule lag of rate-limited runs (-R), from the log as the
+    # latency's are (a run split across load generators: of the union of their logs).
+    19: added_columns_sql(19),
 }

@@ -39,6 +39,7 @@ class AffinityWatch:
     host: Host
     requested: dict[str, str | None] = field(default_factory=dict)  # role → the plan's list
     seen: dict[str, dict[int, str]] = field(default_factory=lambda: defaultdict(dict))
+    pgbench_host: Host | None = None  # where pgbench runs (None: on host too)
 
     def check(self, postmaster: int | None, pgbench: int | None) -> None:
         if postmaster is not None:
@@ -59,7 +60,8 @@ class AffinityWatch:
         )
 
     def _note(self, role: str, pid: int) -> None:
-        listed = allowed_list(self.proc, pid, self.host)
+        host = self.pgbench_host if role == PGBENCH and self.pgbench_host else self.host
+        listed = allowed_list(self.proc, pid, host)
         if listed is not None:
             self.seen[role][pid] = listed
 

@@ -87,11 +87,15 @@ class CampaignTelemetry:
         fsync_test: bool | None = None,
         host: Host = LOCAL_HOST,
         pgbench_cpus: str | None = None,
+        watch_pgbench: bool = True,
     ) -> None:
         self.store = store
         self.campaign_id = campaign_id
         self.host = host  # where pgbench runs; a managed server's samplers run on its own
         self.pgbench_cpus = pgbench_cpus  # the CPU list pgbench is pinned to
+        # False: a run's pgbench is several processes on several load generator hosts, each
+        # watched by its own figures (`campaign.generators`), not by the run's samplers
+        self.watch_pgbench = watch_pgbench
         if fsync_test is None:
             fsync_test = os.environ.get(FSYNC_TEST_ENV, "on") != "off"
         self.fsync_test = fsync_test
@@ -122,6 +126,7 @@ class CampaignTelemetry:
                     pgbench_threads=threads,
                     host_cpus=self.host.cpu_count(),
                     pgbench_cpus=self.pgbench_cpus,
+                    **self._pgbench_watched(),
                 )
             )
         return Capture(
@@ -135,9 +140,13 @@ class CampaignTelemetry:
                 host=server.host,
                 server_cpus=server.cpus,
                 pgbench_cpus=self.pgbench_cpus,
-                pgbench_here=server.host is self.host,
+                **self._pgbench_watched(),
             )
         )
+
+    def _pgbench_watched(self) -> dict[str, Any]:
+        """Where a capture watches pgbench's process (its pid is this host's), if at all."""
+        return {"pgbench_host": self.host, "watch_pgbench": self.watch_pgbench}
 
     def _external_capture(
         self, host: Host, place: ExternalPlace, name: str, endpoint: Endpoint, threads: int | None
@@ -154,7 +163,7 @@ class CampaignTelemetry:
                 host_cpus=host.cpu_count(),
                 host=host,
                 pgbench_cpus=self.pgbench_cpus,
-                pgbench_here=host is self.host,
+                **self._pgbench_watched(),
                 log_problem=place.log_problem,
                 processes_problem=place.postmaster_problem,
             )
@@ -205,8 +214,16 @@ class CampaignTelemetry:
             fsync_method=method,
             rate_limited=result.spec.get("rate") is not None,
             clients=result.spec.get("clients"),
+            pgbench_host=self._generator_name(),
         )
         return diagnosis.diagnose(figures)
+
+    def _generator_name(self) -> str | None:
+        """The load generator host whose pgbench the run's samplers watched (None: this
+        machine's, or several generators' each judged on its own)."""
+        if not self.watch_pgbench or self.host is LOCAL_HOST:
+            return None
+        return self.host.name
 
     # -- once per server -----------------------------------------------------------------------
 

@@ -73,7 +73,8 @@ class CaptureConfig:
     host: Host = LOCAL_HOST  # the server's: its log, its /proc
     server_cpus: str | None = None  # the CPU lists the plan pinned them to
     pgbench_cpus: str | None = None
-    pgbench_here: bool = True  # pgbench runs on that host too (its pid means something there)
+    pgbench_host: Host | None = None  # where pgbench runs, its pid watched there (None: host)
+    watch_pgbench: bool = True  # False: pgbench's pid names none of several (load generators)
     log_problem: str | None = None  # why the server's log is not read (an external server's)
     processes_problem: str | None = None  # why its processes are not watched
 
@@ -95,11 +96,18 @@ class Capture:
     def __init__(self, config: CaptureConfig) -> None:
         self.config = config
         self.os = osstats.OsSampler(
-            config.proc, config.postmaster_pid, config.disk_device, host=config.host
+            config.proc,
+            config.postmaster_pid,
+            config.disk_device,
+            host=config.host,
+            pgbench_host=config.pgbench_host,
         )
         self.state = _State()
         self.affinity = AffinityWatch(
-            config.proc, config.host, {SERVER: config.server_cpus, PGBENCH: config.pgbench_cpus}
+            config.proc,
+            config.host,
+            {SERVER: config.server_cpus, PGBENCH: config.pgbench_cpus},
+            pgbench_host=config.pgbench_host,
         )
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
@@ -133,7 +141,7 @@ class Capture:
         return self
 
     def pgbench_started(self, pid: int) -> None:
-        if self.config.pgbench_here:  # else only its wait4 CPU, at the end
+        if self.config.watch_pgbench:  # else only its wait4 CPU, at the end
             self.os.pgbench_pid = pid
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self._go.set()

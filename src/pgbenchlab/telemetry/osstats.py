@@ -173,12 +173,15 @@ def _children(listed: str | None, proc: PurePath, pid: int, host: Host) -> list[
 
 
 def process_times(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> tuple[float, float] | None:
-    """(CPU seconds, run-queue wait seconds) of a process, summed over its threads."""
+    """(CPU seconds, run-queue wait seconds) of a process, summed over its threads (two round
+    trips to another host: its threads, then all their figures)."""
+    tasks = proc / str(pid) / "task"
     try:
-        tids = host.list_dir(proc / str(pid) / "task")
+        tids = host.list_dir(tasks)
     except OSError:
         return None
-    found = [t for tid in tids if (t := schedstat(proc, f"{pid}/task/{tid}", host)) is not None]
+    texts = _read_all([tasks / tid / "schedstat" for tid in tids], host)
+    found = [t for text in texts if (t := _parse_schedstat(text)) is not None]
     if not found:
         return None  # exited meanwhile
     return sum(t[0] for t in found), sum(t[1] for t in found)
@@ -186,7 +189,8 @@ def process_times(proc: PurePath, pid: int, host: Host = LOCAL_HOST) -> tuple[fl
 
 @dataclass
 class OsSampler:
-    """Samples one host. pgbench's pid arrives once pgbench has started.
+    """Samples one host, and pgbench's process on the host it runs on (`pgbench_host`: a load
+    generator, or None for the same host). pgbench's pid arrives once pgbench has started.
 
     Process figures come from /proc/<pid>/schedstat: time on a CPU and time runnable but
     waiting for one (nanosecond clocks). A thread that is on a CPU or waiting for one all the
@@ -198,6 +202,7 @@ class OsSampler:
     disk_device: str | None = None
     pgbench_pid: int | None = None
     host: Host = LOCAL_HOST
+    pgbench_host: Host | None = None
     _pgbench_last: tuple[float, float] = field(default=(0.0, 0.0), init=False)
 
     def sample(self) -> Snapshot:
@@ -226,7 +231,7 @@ class OsSampler:
         if self.pgbench_pid is not None:
             # 0 before pgbench starts; once it has exited (and been reaped) the last reading
             # stands, and the capture's caller knows the rest from wait4.
-            pgbench = process_times(self.proc, self.pgbench_pid, self.host)
+            pgbench = process_times(self.proc, self.pgbench_pid, self.pgbench_host or self.host)
             self._pgbench_last = pgbench or self._pgbench_last
         found["pgbench_cpu_s"], found["pgbench_wait_s"] = self._pgbench_last
         return found

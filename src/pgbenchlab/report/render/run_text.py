@@ -14,6 +14,7 @@ from pgbenchlab.report.views.run import RunView
 PERCENTILES = (("p50", "p50_ms"), ("p90", "p90_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
 MORE_PERCENTILES = (("p99.9", "p999_ms"), ("min", "min_ms"), ("max", "max_ms"))
 SERVICE_PERCENTILES = (("p50", "service_p50_ms"), ("p99", "service_p99_ms"))
+LAG_PERCENTILES = (("p50", "lag_p50_ms"), ("p99", "lag_p99_ms"), ("p99.9", "lag_p999_ms"))
 INDENT = "  "
 
 
@@ -159,6 +160,8 @@ def latency_lines(d: dict[str, Any]) -> list[str]:
         lines.append(
             INDENT + "service time (without schedule lag): " + ms_row(d, SERVICE_PERCENTILES)
         )
+    if d["lag_p50_ms"] is not None:
+        lines.append(INDENT + "schedule lag: " + ms_row(d, LAG_PERCENTILES))
     return lines
 
 

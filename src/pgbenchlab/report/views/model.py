@@ -162,6 +162,9 @@ class RunView:
     service_p50_ms: float | None
     service_p99_ms: float | None
     service_p999_ms: float | None
+    lag_p50_ms: float | None
+    lag_p99_ms: float | None
+    lag_p999_ms: float | None
     warmup_tps: float | None
     client_cpu_s: float | None
     client_cpu_us_per_tx: float | None
