@@ -156,6 +156,8 @@ class CampaignTelemetry:
                 pgbench_cpus=self.pgbench_cpus,
                 pgbench_here=host is self.host,
                 log_problem=place.log_problem,
+                log_format=place.log_format,
+                log_names_start=place.log_names_start,
                 processes_problem=place.postmaster_problem,
             )
         )

@@ -22,10 +22,11 @@ from typing import Any
 
 import psycopg
 
-from pgbenchlab.hosts import LOCAL_HOST, Host, Tail
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
+from pgbenchlab.telemetry.logformat import MANAGED, LineFormat
 from pgbenchlab.telemetry.records import (
     NO_LOG_ACCESS,
     LogEvent,
@@ -36,7 +37,7 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
-from pgbenchlab.telemetry.serverlog import parse_events
+from pgbenchlab.telemetry.serverlog import LogFollower, parse_events
 from pgbenchlab.telemetry.statements import StatementsProbe
 
 ACTIVITY_HZ = 5
@@ -75,6 +76,8 @@ class CaptureConfig:
     pgbench_cpus: str | None = None
     pgbench_here: bool = True  # pgbench runs on that host too (its pid means something there)
     log_problem: str | None = None  # why the server's log is not read (an external server's)
+    log_format: LineFormat = MANAGED  # how its lines read (an external server's own prefix)
+    log_names_start: str | None = None  # its files' names, when the server may switch files
     processes_problem: str | None = None  # why its processes are not watched
 
 
@@ -105,7 +108,7 @@ class Capture:
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
         self.statements: StatementsProbe | None = None
-        self.log: Tail | None = None
+        self.log: LogFollower | None = None
         self.t0_mono = 0.0
         self.t0_epoch = 0.0
         self._go = threading.Event()
@@ -119,7 +122,9 @@ class Capture:
     def start(self) -> Capture:
         self._connect()
         if self.config.log_path is not None:
-            self.log = self.config.host.follow(self.config.log_path)
+            self.log = LogFollower(
+                self.config.host, self.config.log_path, self.config.log_names_start
+            )
         for problem in (self.config.log_problem, self.config.processes_problem):
             if problem is not None:
                 self._error(problem)
@@ -285,10 +290,13 @@ class Capture:
         if self.log is None:
             return ()
         try:
-            return tuple(parse_events(self.log.read(), self.t0_epoch))
+            text = self.log.read()
         except OSError as exc:
             self._error(f"server log: {exc}")
             return ()
+        if self.log.problem is not None:
+            self._error(self.log.problem)
+        return tuple(parse_events(text, self.t0_epoch, self.config.log_format))
 
     # -- the result --------------------------------------------------------------------------
 

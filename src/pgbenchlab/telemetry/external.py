@@ -16,7 +16,7 @@ import psycopg
 
 from pgbenchlab.hosts import Host
 from pgbenchlab.server import Endpoint
-from pgbenchlab.telemetry.serverlog import LOG_LINE_PREFIXES, UTC_ZONES
+from pgbenchlab.telemetry.logformat import MANAGED, LineFormat, UnreadablePrefix, line_format
 
 SETTINGS = (
     "data_directory",
@@ -42,6 +42,8 @@ class ExternalPlace:
     log_path: PurePath | None  # None: not read (log_problem says why)
     log_problem: str | None = None
     postmaster_problem: str | None = None
+    log_format: LineFormat = MANAGED  # its log_line_prefix and log_timezone
+    log_names_start: str | None = None  # log_filename's literal start (None: hidden)
 
 
 def locate(endpoint: Endpoint, host: Host) -> ExternalPlace:
@@ -60,14 +62,21 @@ def locate(endpoint: Endpoint, host: Host) -> ExternalPlace:
     data_dir = _path(settings.get("data_directory"))
     current_text = None if current is None else str(current)
     log_path, problem = _log_file(settings, data_dir, current_text, host)
+    fmt = MANAGED
     if log_path is not None:
-        problem = _unreadable(log_path, host) or _unparsable(settings)
+        problem = _unreadable(log_path, host)
+        try:
+            fmt = _line_format(settings)
+        except UnreadablePrefix as exc:
+            problem = problem or str(exc)
     return ExternalPlace(
         postmaster,
         data_dir,
         None if problem else log_path,
         problem,
         postmaster_problem,
+        fmt,
+        _names_start(settings["log_filename"]) if "log_filename" in settings else None,
     )
 
 
@@ -125,7 +134,7 @@ def _log_file(
 def _newest(folder: PurePath, pattern: str, host: Host) -> tuple[PurePath | None, str | None]:
     """The newest file log_filename names in folder: its strftime fields from the largest unit
     down (the default's), so the last name in order is the newest."""
-    literal = pattern.partition("%")[0]
+    literal = _names_start(pattern)
     try:
         names = sorted(n for n in host.list_dir(folder) if n.startswith(literal))
     except OSError as exc:
@@ -160,13 +169,14 @@ def _unreadable(path: PurePath, host: Host) -> str | None:
     )
 
 
-def _unparsable(settings: dict[str, str]) -> str | None:
+def _line_format(settings: dict[str, str]) -> LineFormat:
+    """How the server's log lines read (raises UnreadablePrefix, with the fix)."""
     prefix, zone = settings.get("log_line_prefix"), settings.get("log_timezone")
-    if prefix is not None and prefix not in LOG_LINE_PREFIXES:
-        return (
-            f"the server's log_line_prefix ({prefix!r}) is not one whose lines pgbenchlab reads "
-            f"({' or '.join(repr(p) for p in LOG_LINE_PREFIXES)}): set it to have its events"
-        )
-    if zone is not None and zone not in UTC_ZONES:
-        return f"the server logs in time zone {zone}: set log_timezone = UTC to have its events"
-    return None
+    if prefix is None or zone is None:  # hidden: read as PostgreSQL's default prefix
+        return MANAGED
+    return line_format(prefix, zone)
+
+
+def _names_start(pattern: str) -> str:
+    """What every file log_filename names starts with."""
+    return pattern.partition("%")[0]

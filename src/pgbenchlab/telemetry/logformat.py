@@ -1,0 +1,177 @@
+"""How the lines of a server's log read: its log_line_prefix compiled into a pattern, and its
+timestamps, printed in its log_timezone, turned into epoch seconds.
+
+A prefix is read when it has a timestamp (%m, %t or %n) and the process id (%p) before any %q:
+the server's own processes (checkpointer, autovacuum workers) print only the part before %q.
+Every other escape PostgreSQL prints (user, database, application, client, backend type,
+session, line number, transaction ids, SQLSTATE, query id, padded or not) is matched and
+skipped; an escape PostgreSQL does not know prints nothing, here as there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+UTC_ZONES = frozenset(
+    {"UTC", "GMT", "UCT", "Universal", "Zulu"}
+    | {f"Etc/{z}" for z in ("UTC", "GMT", "UCT", "Universal", "Zulu")}
+)
+STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+# What each escape prints (after `%`, an optional padding such as -10); timestamps and the
+# process id are captured the first time they appear, the rest is skipped. Text that may hold
+# anything (names, the command tag, a backend type with spaces) is matched as little as needed.
+ESCAPES = {
+    "m": rf"(?P<stamp>{STAMP}\.\d{{3}}) (?P<abbrev>\S+)",
+    "t": rf"(?P<stamp>{STAMP}) (?P<abbrev>\S+)",
+    "n": r"(?P<epoch>\d+\.\d{3})",
+    "p": r"(?P<pid>\d+)",
+    "s": rf"{STAMP} \S+",
+    "l": r"\d+",
+    "c": r"[0-9a-f]+\.[0-9a-f]+",
+    "e": r"[0-9A-Z]{5}",
+    "x": r"\d+",
+    "v": r"(?:\d+/\d+)?",
+    "P": r"\d*",
+    "Q": r"-?\d*",
+    **{free: r".*?" for free in "audhrbiL"},
+}
+TIMESTAMPS = ("m", "t", "n")
+ESCAPE = re.compile(r"%(-?\d*)(.?)", re.DOTALL)
+# After the prefix: the severity (DEBUG1–5 have a digit), two spaces, and under
+# log_error_verbosity = verbose the SQLSTATE.
+SEVERITY = r"(?P<severity>[A-Z]+[1-5]?):  (?:[0-9A-Z]{5}: )?(?P<message>.*)$"
+NUMERIC_ABBREV = re.compile(r"([+-])(\d\d)(\d\d)?")
+
+
+class UnreadablePrefix(ValueError):
+    """A log_line_prefix whose lines cannot be placed in time or told apart by process."""
+
+
+@dataclass(frozen=True)
+class LineFormat:
+    """A log's line pattern (groups: stamp and abbrev or epoch, pid, severity, message) and
+    the time zone its stamps are printed in."""
+
+    pattern: re.Pattern[str]
+    zone: str = "UTC"
+
+    def epoch(self, found: re.Match[str]) -> float:
+        """The epoch seconds of a matched line's timestamp."""
+        groups = found.groupdict()
+        if groups.get("epoch") is not None:
+            return float(groups["epoch"])
+        stamp = groups["stamp"]
+        fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in stamp else "%Y-%m-%d %H:%M:%S"
+        as_utc = datetime.strptime(stamp, fmt).replace(tzinfo=UTC).timestamp()
+        return as_utc - _utc_offset(self.zone, stamp[:16], groups["abbrev"])
+
+
+# pgbenchlab's own (a managed server's) and Debian's default prefix, in UTC: the pattern the
+# managed path has always read, kept as it is.
+MANAGED = LineFormat(
+    re.compile(
+        r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<abbrev>UTC|GMT) "
+        r"\[(?P<pid>\d+)\] (?:[^ @]*@[^ ]* )?(?P<severity>[A-Z]+):  (?P<message>.*)$"
+    )
+)
+
+
+def line_format(prefix: str, zone: str) -> LineFormat:
+    """The format of a log written with this log_line_prefix and log_timezone; raises
+    UnreadablePrefix (saying what to change) when its lines cannot be read."""
+    pattern = compile_prefix(prefix)
+    if "(?P<epoch>" not in pattern.pattern and zone not in UTC_ZONES:
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise UnreadablePrefix(
+                f"the server logs in time zone {zone!r}, which this machine's time zone "
+                "database does not know: set log_timezone to a zone name (or UTC), or put %n "
+                "in log_line_prefix, to have its events"
+            ) from exc
+    return LineFormat(pattern, zone)
+
+
+def compile_prefix(prefix: str) -> re.Pattern[str]:
+    """The pattern of a log line written with this log_line_prefix (see the module docstring)."""
+    parts: list[str] = []
+    seen: set[str] = set()
+    optional_from: int | None = None  # where %q cuts off the part only sessions print
+    before_q: set[str] | None = None  # what the server's own processes print too
+    position = 0
+    for escape in ESCAPE.finditer(prefix):
+        parts.append(re.escape(prefix[position : escape.start()]))
+        position = escape.end()
+        padding, letter = escape.groups()
+        if letter == "%" and not padding:
+            parts.append("%")
+        elif letter == "q" and optional_from is None:
+            optional_from, before_q = len(parts), set(seen)
+        elif letter in ESCAPES:
+            parts.append(_escape_pattern(letter, padding, seen))
+    parts.append(re.escape(prefix[position:]))
+    _check_readable(prefix, seen if before_q is None else before_q, before_q is not None)
+    if optional_from is not None:
+        parts[optional_from:] = ["(?:" + "".join(parts[optional_from:]) + ")?"]
+    return re.compile("^" + "".join(parts) + SEVERITY)
+
+
+def _escape_pattern(letter: str, padding: str, seen: set[str]) -> str:
+    """What one escape prints, captured if it is the first timestamp or process id; padding
+    (%-10p, %10p) adds spaces after or before it."""
+    pattern = ESCAPES[letter]
+    kind = "time" if letter in TIMESTAMPS else letter
+    if letter in (*TIMESTAMPS, "p") and kind not in seen:
+        seen.add(kind)
+    elif "(?P<" in pattern:
+        pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    if padding.startswith("-"):
+        return pattern + " *"
+    return " *" + pattern if padding else pattern
+
+
+def _check_readable(prefix: str, seen: set[str], has_q: bool) -> None:
+    """Raise UnreadablePrefix unless a timestamp and %p are there for every process."""
+    cut = " before %q (the server's own processes print only what comes before it)"
+    where = cut if has_q else ""
+    if "time" not in seen:
+        raise UnreadablePrefix(
+            f"the server's log_line_prefix ({prefix!r}) has no timestamp{where}: add %m (or "
+            "%t, %n) to it to have its events"
+        )
+    if "p" not in seen:
+        raise UnreadablePrefix(
+            f"the server's log_line_prefix ({prefix!r}) has no process id{where}: add %p to it "
+            "to have its events"
+        )
+
+
+@lru_cache(maxsize=4096)
+def _utc_offset(zone: str, minute: str, abbrev: str) -> float:
+    """Seconds a local minute of zone, printed with this abbreviation, is ahead of UTC.
+
+    PostgreSQL prints %m and %t in log_timezone with the zone's abbreviation. A numeric one
+    ("+03", "-0330") is the offset itself. A named one is read in the zone the server names:
+    a local time is ambiguous only in the hour repeated when summer time ends, and there the
+    abbreviation tells which of the two it is (CEST before, CET after). Where it does not —
+    an abbreviation this machine's time zone database spells otherwise than the server's, or a
+    zone whose abbreviation stays the same across a change — the earlier one is taken. %n
+    (epoch seconds) has no such ambiguity.
+    """
+    numeric = NUMERIC_ABBREV.fullmatch(abbrev)
+    if numeric:
+        sign, hours, minutes = numeric.groups()
+        seconds = int(hours) * 3600 + int(minutes or 0) * 60
+        return float(seconds if sign == "+" else -seconds)
+    if zone in UTC_ZONES:
+        return 0.0
+    local = datetime.strptime(minute, "%Y-%m-%d %H:%M")
+    tz = ZoneInfo(zone)
+    candidates = [local.replace(tzinfo=tz, fold=fold) for fold in (0, 1)]
+    named = [c for c in candidates if c.tzname() == abbrev] or candidates
+    offset = named[0].utcoffset()
+    return 0.0 if offset is None else offset.total_seconds()
