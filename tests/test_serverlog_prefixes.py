@@ -144,11 +144,14 @@ def test_a_log_switched_to_a_new_file_is_read_on(tmp_path: Path) -> None:
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    follower = LogFollower(LOCAL_HOST, tmp_path / "postgresql-2026-11-25_095959.log", "postgresql-")
+    followed = tmp_path / "postgresql-2026-11-25_095959.log"
+    follower = LogFollower(LOCAL_HOST, followed, MANAGED, "postgresql-")
     with (tmp_path / "postgresql-2026-11-25_095959.log").open("a") as f:
         f.write(line.format(2, "during"))
-    events = parse_events(follower.read(), 1795600800.0)
+    events, problems = follower.events(1795600800.0)
     assert [e.detail["flags"] for e in events] == [["during"], ["after"], ["later"]]
-    assert [e.t for e in events] == [2.0, 3.0, 5.0]
+    assert [e.t for e in events] == [2.0, 3.0, 5.0] and problems == []
     alone = LogFollower(LOCAL_HOST, tmp_path / "postgresql-2026-11-25_095959.log")
-    assert alone.read() == "" and follower.problem is None
+    assert alone.events(0.0) == ((), [])
+    (tmp_path / "postgresql-2026-11-25_095959.log").unlink()
+    assert follower.events(0.0)[1][0].startswith("server log: ")

@@ -37,7 +37,7 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
-from pgbenchlab.telemetry.serverlog import LogFollower, parse_events
+from pgbenchlab.telemetry.serverlog import LogFollower
 from pgbenchlab.telemetry.statements import StatementsProbe
 
 ACTIVITY_HZ = 5
@@ -121,10 +121,9 @@ class Capture:
 
     def start(self) -> Capture:
         self._connect()
-        if self.config.log_path is not None:
-            self.log = LogFollower(
-                self.config.host, self.config.log_path, self.config.log_names_start
-            )
+        if (path := self.config.log_path) is not None:
+            fmt, names = self.config.log_format, self.config.log_names_start
+            self.log = LogFollower(self.config.host, path, fmt, names)
         for problem in (self.config.log_problem, self.config.processes_problem):
             if problem is not None:
                 self._error(problem)
@@ -289,14 +288,10 @@ class Capture:
     def _events(self) -> tuple[LogEvent, ...]:
         if self.log is None:
             return ()
-        try:
-            text = self.log.read()
-        except OSError as exc:
-            self._error(f"server log: {exc}")
-            return ()
-        if self.log.problem is not None:
-            self._error(self.log.problem)
-        return tuple(parse_events(text, self.t0_epoch, self.config.log_format))
+        events, problems = self.log.events(self.t0_epoch)
+        for problem in problems:
+            self._error(problem)
+        return events
 
     # -- the result --------------------------------------------------------------------------
 

@@ -155,20 +155,36 @@ class LogFollower:
     timestamp sorts in time order, as `telemetry.external` finds the newest), of the same kind
     (stderr's, .csv, .json), are read whole at the end, after the followed file's rest."""
 
-    def __init__(self, host: Host, path: PurePath, names_start: str | None = None) -> None:
-        self.host, self.path, self.names_start = host, path, names_start
+    def __init__(
+        self,
+        host: Host,
+        path: PurePath,
+        fmt: LineFormat = MANAGED,
+        names_start: str | None = None,
+    ) -> None:
+        self.host, self.path, self.fmt, self.names_start = host, path, fmt, names_start
         self.tail = host.follow(path)
-        self.problem: str | None = None  # why newer files could not be read
 
-    def read(self) -> str:
-        """The whole lines written since the start (the followed file's raise OSError)."""
+    def events(self, t0: float) -> tuple[tuple[LogEvent, ...], list[str]]:
+        """The events written since the start (t relative to epoch t0), and what could not be
+        read."""
+        problems: list[str] = []
+        try:
+            text = self.read(problems)
+        except OSError as exc:
+            return (), [f"server log: {exc}"]
+        return tuple(parse_events(text, t0, self.fmt)), problems
+
+    def read(self, problems: list[str]) -> str:
+        """The whole lines written since the start (the followed file's raise OSError; the
+        newer files' are told in problems)."""
         text = self.tail.read()
         try:
             for newer in self._newer_files():
                 written = self.host.read_text(newer)
                 text += written[: written.rfind("\n") + 1]
         except OSError as exc:
-            self.problem = f"the server's newer log files in {self.path.parent}: {exc}"
+            problems.append(f"the server's newer log files in {self.path.parent}: {exc}")
         return text
 
     def _newer_files(self) -> list[PurePath]:
