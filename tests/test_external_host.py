@@ -214,3 +214,18 @@ def test_what_cannot_be_read_is_told_and_the_rest_goes_on(external: ExternalServ
     # a server that cannot be asked
     gone = locate(Endpoint(external.address, 1, "x", "postgres"), external.host)
     assert gone.log_path is None and "cannot ask the server" in str(gone.log_problem)
+
+
+def test_a_server_logging_only_csv_has_its_csv_file_read(external: ExternalServer) -> None:
+    with external.endpoint().connect(autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET log_destination = 'csvlog'")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        time.sleep(0.5)  # the logger has opened its CSV file
+        place = locate(external.endpoint(), external.host)
+    finally:
+        with external.endpoint().connect(autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM RESET ALL")
+            conn.execute("SELECT pg_reload_conf()")
+    assert place.log_problem is None and place.log_path is not None
+    assert place.log_path.suffix == ".csv" and place.log_format.destination == "csvlog"

@@ -1,7 +1,7 @@
 """An external server's log read with its own log_line_prefix and log_timezone: golden logs
-captured from a real PostgreSQL 18 with four DBA-style prefixes in four time zones
-(tests/golden/serverlog/capture_prefixes.py), the prefixes that cannot be read and why, the
-hour repeated when summer time ends, and a log the server switched files in."""
+captured from a real PostgreSQL 18 with four DBA-style prefixes in four time zones, and as
+csvlog and jsonlog (tests/golden/serverlog/capture_prefixes.py); the prefixes that cannot be
+read and why; the hour repeated when summer time ends; a log the server switched files in."""
 
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ from pgbenchlab.telemetry.logformat import (
     LineFormat,
     UnreadablePrefix,
     compile_prefix,
+    file_kind,
     line_format,
+    structured_format,
 )
+from pgbenchlab.telemetry.records import LogEvent
 from pgbenchlab.telemetry.serverlog import LogFollower, parse_events, records
 
 GOLDEN = Path(__file__).parent / "golden" / "serverlog"
@@ -71,6 +74,42 @@ def test_the_same_events_whatever_the_prefix(case: str) -> None:
     assert "still waiting for ShareLock" in wait.summary
     assert "Process holding the lock" in str(wait.detail["detail"])
     assert all(-1 < e.t < 6 for e in events)  # %t: whole seconds
+
+
+@pytest.mark.parametrize("destination", ["csvlog", "jsonlog"])
+def test_csvlog_and_jsonlog_give_the_events_of_the_text_log(destination: str) -> None:
+    """The same scenario logged in Paris time as CSV rows (quoted newlines) and JSON lines."""
+    events = destination_events(destination)
+    assert [e.detail["flags"] for e in events if e.kind == "checkpoint_start"] == [
+        ["immediate", "force", "wait"]
+    ]
+    assert len([e for e in events if e.kind == "checkpoint_end"]) == 1
+    ours = [e for e in events if e.detail.get("table") == "postgres.public.t"]
+    assert [e.kind for e in ours] == ["autovacuum", "autoanalyze"]
+    assert "tuples: 23" in str(ours[0].detail["text"])
+    errors = [e for e in events if e.kind == "error"]
+    assert [e.summary for e in errors] == [
+        "ERROR: division by zero",
+        'FATAL: database "no_such_database" does not exist',
+    ]
+    assert errors[0].detail["statement"] == "SELECT 1 / 0"
+    (wait,) = [e for e in events if e.kind == "lock_wait"]
+    assert "Process holding the lock" in str(wait.detail["detail"])
+    assert all(0 < e.t < 6 for e in events)  # started, ended: this machine's clock
+
+
+def test_csvlog_and_jsonlog_agree() -> None:
+    assert destination_events("csvlog") == destination_events("jsonlog")
+
+
+def destination_events(destination: str) -> list[LogEvent]:
+    found = json.loads((GOLDEN / "destinations.json").read_text())
+    suffix = ".csv" if destination == "csvlog" else ".json"
+    text = (GOLDEN / f"destination-{destination}{suffix}").read_text()
+    fmt = structured_format(destination, found["zone"])
+    assert file_kind(f"postgresql-2026-11-25_115727{suffix}") == destination
+    assert max(r.at for r in records(text, fmt)) < found["ended"]
+    return parse_events(text, found["started"], fmt)
 
 
 def test_verbose_messages_lose_their_sqlstate_and_keep_their_location() -> None:

@@ -1,5 +1,6 @@
-"""How the lines of a server's log read: its log_line_prefix compiled into a pattern, and its
-timestamps, printed in its log_timezone, turned into epoch seconds.
+"""How the lines of a server's log read: its log_line_prefix compiled into a pattern (or the
+columns of csvlog and jsonlog), and its timestamps, printed in its log_timezone, turned into
+epoch seconds.
 
 A prefix is read when it has a timestamp (%m, %t or %n) and the process id (%p) before any %q:
 the server's own processes (checkpointer, autovacuum workers) print only the part before %q.
@@ -45,6 +46,9 @@ ESCAPE = re.compile(r"%(-?\d*)(.?)", re.DOTALL)
 # log_error_verbosity = verbose the SQLSTATE.
 SEVERITY = r"(?P<severity>[A-Z]+[1-5]?):  (?:[0-9A-Z]{5}: )?(?P<message>.*)$"
 NUMERIC_ABBREV = re.compile(r"([+-])(\d\d)(\d\d)?")
+# log_destination's kinds of files pgbenchlab reads, in the order it prefers them, and how their
+# names end (PostgreSQL names a csvlog or jsonlog file after the stderr one).
+DESTINATIONS = {"stderr": "", "csvlog": ".csv", "jsonlog": ".json"}
 
 
 class UnreadablePrefix(ValueError):
@@ -56,8 +60,9 @@ class LineFormat:
     """A log's line pattern (groups: stamp and abbrev or epoch, pid, severity, message) and
     the time zone its stamps are printed in."""
 
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str]  # csvlog, jsonlog: of their timestamp column alone
     zone: str = "UTC"
+    destination: str = "stderr"  # or csvlog, jsonlog
 
     def epoch(self, found: re.Match[str]) -> float:
         """The epoch seconds of a matched line's timestamp."""
@@ -84,16 +89,33 @@ def line_format(prefix: str, zone: str) -> LineFormat:
     """The format of a log written with this log_line_prefix and log_timezone; raises
     UnreadablePrefix (saying what to change) when its lines cannot be read."""
     pattern = compile_prefix(prefix)
-    if "(?P<epoch>" not in pattern.pattern and zone not in UTC_ZONES:
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise UnreadablePrefix(
-                f"the server logs in time zone {zone!r}, which this machine's time zone "
-                "database does not know: set log_timezone to a zone name (or UTC), or put %n "
-                "in log_line_prefix, to have its events"
-            ) from exc
+    if "(?P<epoch>" not in pattern.pattern:
+        _check_zone(zone)
     return LineFormat(pattern, zone)
+
+
+def structured_format(destination: str, zone: str) -> LineFormat:
+    """The format of a csvlog or jsonlog file: columns, their timestamp printed as %m's."""
+    _check_zone(zone)
+    return LineFormat(re.compile(f"^{ESCAPES['m']}$"), zone, destination)
+
+
+def _check_zone(zone: str) -> None:
+    if zone in UTC_ZONES:
+        return
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise UnreadablePrefix(
+            f"the server logs in time zone {zone!r}, which this machine's time zone database "
+            "does not know: set log_timezone to a zone name (or UTC), or put %n in "
+            "log_line_prefix, to have its events"
+        ) from exc
+
+
+def file_kind(name: str) -> str:
+    """The log_destination a log file is written for, told by its name."""
+    return next((d for d, end in DESTINATIONS.items() if end and name.endswith(end)), "stderr")
 
 
 def compile_prefix(prefix: str) -> re.Pattern[str]:

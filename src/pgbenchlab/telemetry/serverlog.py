@@ -11,16 +11,25 @@ external server's may switch to a new file during the run (`LogFollower`).
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from pgbenchlab.hosts import Host
-from pgbenchlab.telemetry.logformat import MANAGED, LineFormat
+from pgbenchlab.telemetry.logformat import MANAGED, LineFormat, file_kind
 from pgbenchlab.telemetry.records import LogEvent
 
 ATTACHED = ("DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "BACKTRACE", "STATEMENT")
+# The same, as csvlog's columns and jsonlog's keys.
+CSV_ATTACHED = {"detail": 14, "hint": 15, "query": 16, "context": 18, "statement": 19}
+JSON_ATTACHED = {k: k for k in ("detail", "hint", "context", "statement")} | {
+    "query": "internal_query"
+}
 ERRORS = ("ERROR", "FATAL", "PANIC")
 CHECKPOINT_FIGURES = {  # checkpoint complete: pattern → field names (seconds, buffers, kB)
     r"wrote (\d+) buffers \(([\d.]+)%\)": ("buffers", "buffers_pct"),
@@ -55,6 +64,42 @@ class Record:
 
 def records(text: str, fmt: LineFormat = MANAGED) -> Iterator[Record]:
     """Log records with their continuation lines and attached DETAIL/STATEMENT lines."""
+    if fmt.destination == "csvlog":
+        return _csv_records(text, fmt)
+    if fmt.destination == "jsonlog":
+        return _json_records(text, fmt)
+    return _text_records(text, fmt)
+
+
+def _csv_records(text: str, fmt: LineFormat) -> Iterator[Record]:
+    """csvlog's rows: a quoted field keeps its newlines; the time, pid, severity and message
+    columns, then what the stderr log prints on lines of its own."""
+    rows = csv.reader(io.StringIO(text))
+    with contextlib.suppress(csv.Error):  # a row cut short at the end
+        for row in rows:
+            stamp = fmt.pattern.match(row[0]) if len(row) > max(CSV_ATTACHED.values()) else None
+            if stamp is not None and row[3].isdigit():
+                attached = {key: row[i] for key, i in CSV_ATTACHED.items() if row[i]}
+                yield Record(fmt.epoch(stamp), int(row[3]), row[11], row[13], attached)
+
+
+def _json_records(text: str, fmt: LineFormat) -> Iterator[Record]:
+    """jsonlog's objects, one per line."""
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        stamp = (
+            fmt.pattern.match(str(entry.get("timestamp", ""))) if isinstance(entry, dict) else None
+        )
+        if stamp is not None and isinstance(entry.get("pid"), int):
+            attached = {key: str(entry[k]) for key, k in JSON_ATTACHED.items() if entry.get(k)}
+            severity, message = str(entry.get("error_severity")), str(entry.get("message"))
+            yield Record(fmt.epoch(stamp), entry["pid"], severity, message, attached)
+
+
+def _text_records(text: str, fmt: LineFormat) -> Iterator[Record]:
     last: dict[int, Record] = {}
     current: Record | None = None
     attached: tuple[Record, str] | None = None  # where an unprefixed line continues
@@ -190,15 +235,10 @@ class LogFollower:
     def _newer_files(self) -> list[PurePath]:
         if self.names_start is None:
             return []
-        followed, kind = self.path.name, _file_kind(self.path.name)
+        followed, kind = self.path.name, file_kind(self.path.name)
         names = self.host.list_dir(self.path.parent)
         return [
             self.path.parent / name
             for name in sorted(names)
-            if name > followed and name.startswith(self.names_start) and _file_kind(name) == kind
+            if name > followed and name.startswith(self.names_start) and file_kind(name) == kind
         ]
-
-
-def _file_kind(name: str) -> str:
-    """Which destination a log file is written for: csvlog's and jsonlog's names end so."""
-    return next((k for k in (".csv", ".json") if name.endswith(k)), "stderr")

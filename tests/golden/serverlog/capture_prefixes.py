@@ -3,7 +3,8 @@ as golden files for the prefix compiler and the time zone conversion.
 
 Run from the repository root (as root the server runs as the pgbenchlab OS user):
 
-    .venv/bin/python tests/golden/serverlog/capture_prefixes.py
+    .venv/bin/python tests/golden/serverlog/capture_prefixes.py               # both parts
+    .venv/bin/python tests/golden/serverlog/capture_prefixes.py destinations  # or prefixes
 
 One throwaway managed PostgreSQL 18 cluster (pgbenchlab's settings: log_checkpoints,
 log_autovacuum_min_duration = 0, log_lock_waits). For each case below, ALTER SYSTEM sets its
@@ -12,12 +13,17 @@ fixed scenario runs: an immediate checkpoint, an autovacuum and autoanalyze of a
 wait, a division by zero and a connection to a missing database. The part of the log each case
 wrote lands in ``prefix-<case>.log``; ``prefixes.json`` keeps each case's settings and the
 epoch seconds (this machine's clock, the server's too) just before and after its scenario.
+
+A second cluster logs with log_destination = 'csvlog,jsonlog' (logging collector on) in Paris
+time and runs the same scenario: its two files land in ``destination-csvlog.csv`` and
+``destination-jsonlog.json``, its clock readings in ``destinations.json``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import tempfile
 import threading
 import time
@@ -108,5 +114,41 @@ def capture() -> None:
     (HERE / "prefixes.json").write_text(json.dumps(cases, indent=2) + "\n")
 
 
+def current_logfile(endpoint: server.Endpoint, destination: str) -> str:
+    with endpoint.connect() as conn:
+        row = conn.execute("SELECT pg_current_logfile(%s)", (destination,)).fetchone()
+    assert row is not None and row[0], f"no {destination} file"
+    return str(row[0])
+
+
+def capture_destinations() -> None:
+    account = osuser.server_account()
+    install = osuser.reachable_install(installs.resolve(SPEC, installs.discover()), account)
+    collector = {"logging_collector": "on", "log_destination": "csvlog,jsonlog"}
+    settings = SETTINGS | collector | {"log_timezone": "Europe/Paris"}
+    with tempfile.TemporaryDirectory(prefix="pgbl-log-", dir="/tmp") as tmp:
+        account.make_dir(Path(tmp), 0o755)
+        data = Path(tmp) / "data"
+        cluster = server.ManagedServer("golden", install, data, account, settings)
+        started = time.time()
+        cluster.prepare()
+        try:
+            scenario(cluster.endpoint)
+            time.sleep(1)
+            for destination in ("csvlog", "jsonlog"):
+                path = data / current_logfile(cluster.endpoint, destination)
+                target = HERE / f"destination-{destination}{path.suffix}"
+                target.write_bytes(path.read_bytes())
+                print(f"{target.name}: {len(target.read_text().splitlines())} lines")
+        finally:
+            cluster.stop()
+    found = {"zone": "Europe/Paris", "started": round(started, 3), "ended": round(time.time(), 3)}
+    (HERE / "destinations.json").write_text(json.dumps(found, indent=2) + "\n")
+
+
 if __name__ == "__main__":
-    capture()
+    wanted = sys.argv[1:] or ["prefixes", "destinations"]
+    if "prefixes" in wanted:
+        capture()
+    if "destinations" in wanted:
+        capture_destinations()
