@@ -42,9 +42,15 @@ ESCAPES = {
 }
 TIMESTAMPS = ("m", "t", "n")
 ESCAPE = re.compile(r"%(-?\d*)(.?)", re.DOTALL)
-# After the prefix: the severity (DEBUG1–5 have a digit), two spaces, and under
+# After the prefix: a severity PostgreSQL prints (in English), two spaces, and under
 # log_error_verbosity = verbose the SQLSTATE.
-SEVERITY = r"(?P<severity>[A-Z]+[1-5]?):  (?:[0-9A-Z]{5}: )?(?P<message>.*)$"
+# The last ones print what belongs to the record before them of the same process.
+SEVERITIES = ("DEBUG[1-5]", "INFO", "NOTICE", "WARNING", "ERROR", "LOG", "FATAL", "PANIC")
+ATTACHED = ("DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "BACKTRACE", "STATEMENT")
+SEVERITY = re.compile(f"(?P<severity>{'|'.join(SEVERITIES + ATTACHED)}):  (?:[0-9A-Z]{{5}}: )?")
+# A prefix prints at most this many characters (names of 63 bytes, a host name, timestamps):
+# a severity further on is in a message.
+PREFIX_MAX = 2048
 NUMERIC_ABBREV = re.compile(r"([+-])(\d\d)(\d\d)?")
 # log_destination's kinds of files pgbenchlab reads, in the order it prefers them, and how their
 # names end (PostgreSQL names a csvlog or jsonlog file after the stderr one).
@@ -57,12 +63,31 @@ class UnreadablePrefix(ValueError):
 
 @dataclass(frozen=True)
 class LineFormat:
-    """A log's line pattern (groups: stamp and abbrev or epoch, pid, severity, message) and
-    the time zone its stamps are printed in."""
+    """A log's line pattern (groups: stamp and abbrev or epoch, pid; severity and message
+    unless prefix_only) and the time zone its stamps are printed in."""
 
     pattern: re.Pattern[str]  # csvlog, jsonlog: of their timestamp column alone
     zone: str = "UTC"
     destination: str = "stderr"  # or csvlog, jsonlog
+    prefix_only: bool = False  # the pattern is of what comes before a line's severity
+
+    def parse(self, line: str) -> tuple[re.Match[str], str, str] | None:
+        """A record's line: its prefix's match, severity and message; None for a line that
+        continues the previous one.
+
+        A compiled prefix is matched against what precedes each severity in turn, never the
+        whole line: text of any length (a name, the application) between fixed parts can be
+        told apart only by trying where it ends, which on a whole line that does not match
+        takes time growing with the line's length to the power of their number.
+        """
+        if not self.prefix_only:
+            found = self.pattern.match(line)
+            return None if found is None else (found, found["severity"], found["message"])
+        for severity in SEVERITY.finditer(line, 0, PREFIX_MAX):
+            prefix = self.pattern.fullmatch(line, 0, severity.start())
+            if prefix is not None:
+                return prefix, severity["severity"], line[severity.end() :]
+        return None
 
     def epoch(self, found: re.Match[str]) -> float:
         """The epoch seconds of a matched line's timestamp."""
@@ -91,7 +116,7 @@ def line_format(prefix: str, zone: str) -> LineFormat:
     pattern = compile_prefix(prefix)
     if "(?P<epoch>" not in pattern.pattern:
         _check_zone(zone)
-    return LineFormat(pattern, zone)
+    return LineFormat(pattern, zone, prefix_only=True)
 
 
 def structured_format(destination: str, zone: str) -> LineFormat:
@@ -119,7 +144,7 @@ def file_kind(name: str) -> str:
 
 
 def compile_prefix(prefix: str) -> re.Pattern[str]:
-    """The pattern of a log line written with this log_line_prefix (see the module docstring)."""
+    """The pattern of what this log_line_prefix prints (see the module docstring)."""
     parts: list[str] = []
     seen: set[str] = set()
     optional_from: int | None = None  # where %q cuts off the part only sessions print
@@ -139,7 +164,7 @@ def compile_prefix(prefix: str) -> re.Pattern[str]:
     _check_readable(prefix, seen if before_q is None else before_q, before_q is not None)
     if optional_from is not None:
         parts[optional_from:] = ["(?:" + "".join(parts[optional_from:]) + ")?"]
-    return re.compile("^" + "".join(parts) + SEVERITY)
+    return re.compile("".join(parts))
 
 
 def _escape_pattern(letter: str, padding: str, seen: set[str]) -> str:

@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from pgbenchlab.hosts import Host
-from pgbenchlab.telemetry.logformat import MANAGED, LineFormat, file_kind
+from pgbenchlab.telemetry.logformat import ATTACHED, MANAGED, LineFormat, file_kind
 from pgbenchlab.telemetry.records import LogEvent
 
-ATTACHED = ("DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "BACKTRACE", "STATEMENT")
-# The same, as csvlog's columns and jsonlog's keys.
+# What ATTACHED lines print, as csvlog's columns and jsonlog's keys.
 CSV_ATTACHED = {"detail": 14, "hint": 15, "query": 16, "context": 18, "statement": 19}
 JSON_ATTACHED = {k: k for k in ("detail", "hint", "context", "statement")} | {
     "query": "internal_query"
@@ -104,15 +103,16 @@ def _text_records(text: str, fmt: LineFormat) -> Iterator[Record]:
     current: Record | None = None
     attached: tuple[Record, str] | None = None  # where an unprefixed line continues
     for line in text.splitlines():
-        match = fmt.pattern.match(line)
-        if match is None:
+        parsed = fmt.parse(line)
+        if parsed is None:
             if attached is not None:
                 rec, key = attached
                 rec.attached[key] += "\n" + line
             elif current is not None:
                 current.message += "\n" + line
             continue
-        pid, severity, message = int(match["pid"]), match["severity"], match["message"]
+        match, severity, message = parsed
+        pid = int(match["pid"])
         if severity in ATTACHED:
             if pid in last:
                 last[pid].attached[severity.lower()] = message
