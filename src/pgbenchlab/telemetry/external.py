@@ -140,7 +140,8 @@ def _log_file(
             "the server writes no log file of its own (logging_collector = off, or "
             "log_destination with none of stderr, csvlog, jsonlog): its log goes where its "
             "standard error does (or to syslog), which its settings do not tell; set "
-            "logging_collector = on to have its events"
+            "logging_collector = on, with stderr, csvlog or jsonlog in log_destination, to "
+            "have its events"
         )
     directory, pattern = settings.get("log_directory"), settings.get("log_filename")
     if collector is None or directory is None or pattern is None:

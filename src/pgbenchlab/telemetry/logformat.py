@@ -42,9 +42,9 @@ ESCAPES = {
 }
 TIMESTAMPS = ("m", "t", "n")
 ESCAPE = re.compile(r"%(-?\d*)(.?)", re.DOTALL)
-# After the prefix: a severity PostgreSQL prints (in English), two spaces, and under
+# After the prefix: a severity PostgreSQL prints (in English; the ATTACHED ones print what
+# belongs to the record before them of the same process), two spaces, and under
 # log_error_verbosity = verbose the SQLSTATE.
-# The last ones print what belongs to the record before them of the same process.
 SEVERITIES = ("DEBUG[1-5]", "INFO", "NOTICE", "WARNING", "ERROR", "LOG", "FATAL", "PANIC")
 ATTACHED = ("DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "BACKTRACE", "STATEMENT")
 SEVERITY = re.compile(f"(?P<severity>{'|'.join(SEVERITIES + ATTACHED)}):  (?:[0-9A-Z]{{5}}: )?")
