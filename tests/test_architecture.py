@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "server": 4,
     "dataset": 4,
     "telemetry": 4,
+    "telemetry.logformat": 4,
     "studies": 4,
     "store": 5,
     "campaign": 6,

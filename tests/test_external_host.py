@@ -5,12 +5,17 @@ server's role) is told, never a failure."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from netns_hosts import TestHosts
 from pgbenchlab import installs, plan
@@ -24,6 +29,7 @@ from pgbenchlab.telemetry.external import locate
 from support import QuietReporter, require_installs
 
 pytestmark = pytest.mark.server
+PGBADGER_PREFIX = "%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h "
 
 
 class ExternalServer:
@@ -101,33 +107,72 @@ init = true
 """
 
 
-class CheckpointWhileMeasuring(QuietReporter):
-    """A CHECKPOINT half a second into the measured run: an event in the server's log."""
+class CheckpointAndRotationWhileMeasuring(QuietReporter):
+    """Half a second into the measured run: a CHECKPOINT, then the server switches to a new log
+    file (pg_rotate_logfile()), then an error: events in both files of the server's log."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         super().__init__()
         self.endpoint = endpoint
+        self.files: list[str] = []  # the log file before the switch and after it
 
     def phase(self, spec: RunSpec, text: str) -> None:
         super().phase(spec, text)
         if text == "measuring":
-            threading.Timer(0.5, self._checkpoint).start()
+            threading.Timer(0.5, self._checkpoint_and_rotate).start()
 
-    def _checkpoint(self) -> None:
-        with self.endpoint.connect() as conn:
+    def _checkpoint_and_rotate(self) -> None:
+        with self.endpoint.connect(autocommit=True) as conn:
             conn.execute("CHECKPOINT")
+            self.files.append(str(_one(conn, "SELECT pg_current_logfile()")))
+            conn.execute("SELECT pg_rotate_logfile()")
+            for _ in range(100):  # the logger switches files when it next wakes up
+                current = str(_one(conn, "SELECT pg_current_logfile()"))
+                if current != self.files[0]:
+                    break
+                time.sleep(0.01)
+            self.files.append(current)
+            with contextlib.suppress(psycopg.errors.DivisionByZero):
+                conn.execute("SELECT 1 / 0")
+
+
+def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
+    row = conn.execute(sql).fetchone()
+    return None if row is None else row[0]
+
+
+@contextlib.contextmanager
+def logging_as_a_dba_would(endpoint: Endpoint) -> Iterator[None]:
+    """pgBadger's log_line_prefix and New York time, for as long as the block lasts."""
+    settings = {"log_line_prefix": PGBADGER_PREFIX, "log_timezone": "America/New_York"}
+    with endpoint.connect(autocommit=True) as conn:
+        for name, value in settings.items():
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+            )
+        conn.execute("SELECT pg_reload_conf()")
+    time.sleep(0.5)  # the logger and the server's own processes have read them
+    try:
+        yield
+    finally:
+        with endpoint.connect(autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM RESET ALL")
+            conn.execute("SELECT pg_reload_conf()")
 
 
 def test_an_external_server_on_a_named_host_has_its_telemetry_read_there(
     external: ExternalServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Its log written with pgBadger's prefix in New York time, and switched to a new file
+    during the run: the events of both files, on the run's time axis."""
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(plan_text(external, 'host = "db1"'))
     assert main(["hosts", str(plan_file), "--json"]) == 0
     (found,) = json.loads(capsys.readouterr().out)
     assert found["roles"] == ["server ext (external)"]
-    reporter = CheckpointWhileMeasuring(external.endpoint())
-    outcome = run_campaign(plan.load(plan_file), tmp_path / "results", reporter)
+    reporter = CheckpointAndRotationWhileMeasuring(external.endpoint())
+    with logging_as_a_dba_would(external.endpoint()):
+        outcome = run_campaign(plan.load(plan_file), tmp_path / "results", reporter)
     assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
     telemetry = outcome.results[0].telemetry
     assert telemetry is not None
@@ -136,8 +181,13 @@ def test_an_external_server_on_a_named_host_has_its_telemetry_read_there(
     assert sources["server_log"].available, sources["server_log"].note
     assert sources["processes"].available, sources["processes"].note  # its postmaster's CPU
     assert sources["cpu"].available and sources["memory"].available
+    before, after = reporter.files
+    assert before != after, "the server did not switch log files"
     kinds = {e.kind for e in telemetry.events}
-    assert {"checkpoint_start", "checkpoint_end"} <= kinds, telemetry.events
+    assert {"checkpoint_start", "checkpoint_end", "error"} <= kinds, telemetry.events
+    (error,) = [e for e in telemetry.events if e.kind == "error"]  # written to the new file
+    assert error.summary == "ERROR: division by zero" and error.detail["statement"]
+    assert all(-1 < e.t < 4 for e in telemetry.events), telemetry.events  # New York: -5 h
     server_cpu = {t.metric: t.value for t in telemetry.totals if t.source == "processes"}
     assert server_cpu.get("server_cpu_s", 0) > 0, server_cpu
 
@@ -164,3 +214,18 @@ def test_what_cannot_be_read_is_told_and_the_rest_goes_on(external: ExternalServ
     # a server that cannot be asked
     gone = locate(Endpoint(external.address, 1, "x", "postgres"), external.host)
     assert gone.log_path is None and "cannot ask the server" in str(gone.log_problem)
+
+
+def test_a_server_logging_only_csv_has_its_csv_file_read(external: ExternalServer) -> None:
+    with external.endpoint().connect(autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET log_destination = 'csvlog'")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        time.sleep(0.5)  # the logger has opened its CSV file
+        place = locate(external.endpoint(), external.host)
+    finally:
+        with external.endpoint().connect(autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM RESET ALL")
+            conn.execute("SELECT pg_reload_conf()")
+    assert place.log_problem is None and place.log_path is not None
+    assert place.log_path.suffix == ".csv" and place.log_format.destination == "csvlog"

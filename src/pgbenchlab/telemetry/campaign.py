@@ -165,6 +165,8 @@ class CampaignTelemetry:
                 pgbench_cpus=self.pgbench_cpus,
                 **self._pgbench_watched(),
                 log_problem=place.log_problem,
+                log_format=place.log_format,
+                log_names_start=place.log_names_start,
                 processes_problem=place.postmaster_problem,
             )
         )

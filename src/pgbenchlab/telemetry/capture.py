@@ -22,10 +22,11 @@ from typing import Any
 
 import psycopg
 
-from pgbenchlab.hosts import LOCAL_HOST, Host, Tail
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
+from pgbenchlab.telemetry.logformat import MANAGED, LineFormat
 from pgbenchlab.telemetry.records import (
     NO_LOG_ACCESS,
     LogEvent,
@@ -36,7 +37,7 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
-from pgbenchlab.telemetry.serverlog import parse_events
+from pgbenchlab.telemetry.serverlog import LogFollower
 from pgbenchlab.telemetry.statements import StatementsProbe
 
 ACTIVITY_HZ = 5
@@ -76,6 +77,8 @@ class CaptureConfig:
     pgbench_host: Host | None = None  # where pgbench runs, its pid watched there (None: host)
     watch_pgbench: bool = True  # False: pgbench's pid names none of several (load generators)
     log_problem: str | None = None  # why the server's log is not read (an external server's)
+    log_format: LineFormat = MANAGED  # how its lines read (an external server's own prefix)
+    log_names_start: str | None = None  # its files' names, when the server may switch files
     processes_problem: str | None = None  # why its processes are not watched
 
 
@@ -113,7 +116,7 @@ class Capture:
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
         self.statements: StatementsProbe | None = None
-        self.log: Tail | None = None
+        self.log: LogFollower | None = None
         self.t0_mono = 0.0
         self.t0_epoch = 0.0
         self._go = threading.Event()
@@ -126,8 +129,9 @@ class Capture:
 
     def start(self) -> Capture:
         self._connect()
-        if self.config.log_path is not None:
-            self.log = self.config.host.follow(self.config.log_path)
+        if (path := self.config.log_path) is not None:
+            fmt, names = self.config.log_format, self.config.log_names_start
+            self.log = LogFollower(self.config.host, path, fmt, names)
         for problem in (self.config.log_problem, self.config.processes_problem):
             if problem is not None:
                 self._error(problem)
@@ -292,11 +296,10 @@ class Capture:
     def _events(self) -> tuple[LogEvent, ...]:
         if self.log is None:
             return ()
-        try:
-            return tuple(parse_events(self.log.read(), self.t0_epoch))
-        except OSError as exc:
-            self._error(f"server log: {exc}")
-            return ()
+        events, problems = self.log.events(self.t0_epoch)
+        for problem in problems:
+            self._error(problem)
+        return events
 
     # -- the result --------------------------------------------------------------------------
 

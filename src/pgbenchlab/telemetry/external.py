@@ -1,6 +1,7 @@
 """Where an external server runs, when the plan names its host: its postmaster (the parent of a
-backend of ours, read from /proc there), its data directory and its log file (from its own
-settings), each as far as the server lets its role read them and the SSH account there can.
+backend of ours, read from /proc there), its data directory and its log file (stderr's, else
+csvlog's or jsonlog's, with how its lines read: from its own settings), each as far as the
+server lets its role read them and the SSH account there can.
 
 What cannot be had is told (`log_problem`, with the fix) and left out of the telemetry; it
 never fails a run.
@@ -16,7 +17,15 @@ import psycopg
 
 from pgbenchlab.hosts import Host
 from pgbenchlab.server import Endpoint
-from pgbenchlab.telemetry.serverlog import LOG_LINE_PREFIXES, UTC_ZONES
+from pgbenchlab.telemetry.logformat import (
+    DESTINATIONS,
+    MANAGED,
+    LineFormat,
+    UnreadablePrefix,
+    file_kind,
+    line_format,
+    structured_format,
+)
 
 SETTINGS = (
     "data_directory",
@@ -30,6 +39,7 @@ SETTINGS = (
 # pg_settings hides a superuser-only setting (data_directory, log_directory, …) from a role
 # without pg_read_all_settings: such a row is absent.
 SETTINGS_SQL = "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)"
+CURRENT_LOGFILE_SQL = "SELECT pg_current_logfile(%s)"
 CAN_READ_LOGFILE_SQL = "SELECT has_function_privilege('pg_current_logfile(text)', 'execute')"
 
 
@@ -42,6 +52,8 @@ class ExternalPlace:
     log_path: PurePath | None  # None: not read (log_problem says why)
     log_problem: str | None = None
     postmaster_problem: str | None = None
+    log_format: LineFormat = MANAGED  # its log_line_prefix and log_timezone
+    log_names_start: str | None = None  # log_filename's literal start (None: hidden)
 
 
 def locate(endpoint: Endpoint, host: Host) -> ExternalPlace:
@@ -51,28 +63,37 @@ def locate(endpoint: Endpoint, host: Host) -> ExternalPlace:
             backend = int(_one(conn, "SELECT pg_backend_pid()"))
             rows = conn.execute(SETTINGS_SQL, (list(SETTINGS),)).fetchall()
             settings = {str(k): str(v) for k, v in rows}
-            readable = _one(conn, CAN_READ_LOGFILE_SQL)
-            current = _one(conn, "SELECT pg_current_logfile('stderr')") if readable else None
+            destination = _destination(settings)
+            current = None
+            if destination is not None and _one(conn, CAN_READ_LOGFILE_SQL):
+                current = _one(conn, CURRENT_LOGFILE_SQL, destination)
             postmaster, postmaster_problem = _parent_postmaster(backend, host)
     except psycopg.Error as exc:
         reason = f"cannot ask the server where it runs: {str(exc).strip().splitlines()[0]}"
         return ExternalPlace(None, None, None, reason, reason)
     data_dir = _path(settings.get("data_directory"))
     current_text = None if current is None else str(current)
-    log_path, problem = _log_file(settings, data_dir, current_text, host)
-    if log_path is not None:
-        problem = _unreadable(log_path, host) or _unparsable(settings)
+    log_path, problem = _log_file(settings, data_dir, current_text, destination, host)
+    fmt = MANAGED
+    if log_path is not None and destination is not None:
+        problem = _unreadable(log_path, host)
+        try:
+            fmt = _line_format(settings, destination)
+        except UnreadablePrefix as exc:
+            problem = problem or str(exc)
     return ExternalPlace(
         postmaster,
         data_dir,
         None if problem else log_path,
         problem,
         postmaster_problem,
+        fmt,
+        _names_start(settings["log_filename"]) if "log_filename" in settings else None,
     )
 
 
-def _one(conn: psycopg.Connection[Any], sql: str) -> Any:
-    row = conn.execute(sql).fetchone()
+def _one(conn: psycopg.Connection[Any], sql: str, *params: str) -> Any:
+    row = conn.execute(sql, params or None).fetchone()
     return None if row is None else row[0]
 
 
@@ -97,18 +118,30 @@ def _parent_postmaster(backend: int, host: Host) -> tuple[int | None, str | None
     return parent, None
 
 
+def _destination(settings: dict[str, str]) -> str | None:
+    """The log_destination whose file is read: stderr's, else csvlog's, else jsonlog's."""
+    named = {d.strip() for d in settings.get("log_destination", "stderr").split(",")}
+    return next((d for d in DESTINATIONS if d in named), None)
+
+
 def _log_file(
-    settings: dict[str, str], data_dir: PurePath | None, current: str | None, host: Host
+    settings: dict[str, str],
+    data_dir: PurePath | None,
+    current: str | None,
+    destination: str | None,
+    host: Host,
 ) -> tuple[PurePath | None, str | None]:
     """The log file the server writes now, or why it cannot be told."""
     if current:
         return _under(PurePosixPath(current), data_dir)
     collector = settings.get("logging_collector")
-    if collector == "off" or "stderr" not in settings.get("log_destination", "stderr"):
+    if collector == "off" or destination is None:
         return None, (
             "the server writes no log file of its own (logging_collector = off, or "
-            "log_destination without stderr): its log goes where its standard error does, "
-            "which its settings do not tell; set logging_collector = on to have its events"
+            "log_destination with none of stderr, csvlog, jsonlog): its log goes where its "
+            "standard error does (or to syslog), which its settings do not tell; set "
+            "logging_collector = on, with stderr, csvlog or jsonlog in log_destination, to "
+            "have its events"
         )
     directory, pattern = settings.get("log_directory"), settings.get("log_filename")
     if collector is None or directory is None or pattern is None:
@@ -119,15 +152,21 @@ def _log_file(
     folder, problem = _under(PurePosixPath(directory), data_dir)
     if folder is None:
         return None, problem
-    return _newest(folder, pattern, host)
+    return _newest(folder, pattern, destination, host)
 
 
-def _newest(folder: PurePath, pattern: str, host: Host) -> tuple[PurePath | None, str | None]:
-    """The newest file log_filename names in folder: its strftime fields from the largest unit
-    down (the default's), so the last name in order is the newest."""
-    literal = pattern.partition("%")[0]
+def _newest(
+    folder: PurePath, pattern: str, destination: str, host: Host
+) -> tuple[PurePath | None, str | None]:
+    """The newest file log_filename names in folder for destination: its strftime fields from
+    the largest unit down (the default's), so the last name in order is the newest."""
+    literal = _names_start(pattern)
     try:
-        names = sorted(n for n in host.list_dir(folder) if n.startswith(literal))
+        names = sorted(
+            n
+            for n in host.list_dir(folder)
+            if n.startswith(literal) and file_kind(n) == destination
+        )
     except OSError as exc:
         return None, (
             f"the SSH account on host {host.name} cannot list the server's log directory "
@@ -160,13 +199,16 @@ def _unreadable(path: PurePath, host: Host) -> str | None:
     )
 
 
-def _unparsable(settings: dict[str, str]) -> str | None:
+def _line_format(settings: dict[str, str], destination: str) -> LineFormat:
+    """How the server's log lines read (raises UnreadablePrefix, with the fix)."""
     prefix, zone = settings.get("log_line_prefix"), settings.get("log_timezone")
-    if prefix is not None and prefix not in LOG_LINE_PREFIXES:
-        return (
-            f"the server's log_line_prefix ({prefix!r}) is not one whose lines pgbenchlab reads "
-            f"({' or '.join(repr(p) for p in LOG_LINE_PREFIXES)}): set it to have its events"
-        )
-    if zone is not None and zone not in UTC_ZONES:
-        return f"the server logs in time zone {zone}: set log_timezone = UTC to have its events"
-    return None
+    if zone is not None and destination != "stderr":
+        return structured_format(destination, zone)
+    if prefix is None or zone is None:  # hidden: read as PostgreSQL's default prefix
+        return MANAGED
+    return line_format(prefix, zone)
+
+
+def _names_start(pattern: str) -> str:
+    """What every file log_filename names starts with."""
+    return pattern.partition("%")[0]
