@@ -35,6 +35,7 @@ from pgbenchlab.server import Endpoint, ManagedServer, postmaster_pid
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.machine import describe_machine
+from pgbenchlab.telemetry.serverlog import ServerLog
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -223,7 +224,7 @@ class BenchServer:
         return Capture(
             CaptureConfig(
                 self.endpoint,
-                log_path=self.server.log_path,
+                log=ServerLog(self.server.log_path),
                 postmaster_pid=postmaster_pid(self.server.data_dir),
                 disk_device=LOCAL_HOST.device_of(self.server.data_dir),
                 pgbench_threads=None,

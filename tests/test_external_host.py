@@ -194,26 +194,26 @@ def test_an_external_server_on_a_named_host_has_its_telemetry_read_there(
 
 def test_what_cannot_be_read_is_told_and_the_rest_goes_on(external: ExternalServer) -> None:
     place = locate(external.endpoint(), external.host)
-    assert place.log_path is not None and place.postmaster_pid is not None
+    assert place.log is not None and place.postmaster_pid is not None
     # a log the SSH account may not read
-    external.host.run(["chmod", "000", str(place.log_path)], timeout=30)
+    external.host.run(["chmod", "000", str(place.log.path)], timeout=30)
     try:
         unreadable = locate(external.endpoint(), external.host)
     finally:
-        external.host.run(["chmod", "600", str(place.log_path)], timeout=30)
-    assert unreadable.log_path is None and unreadable.postmaster_pid == place.postmaster_pid
+        external.host.run(["chmod", "600", str(place.log.path)], timeout=30)
+    assert unreadable.log is None and unreadable.postmaster_pid == place.postmaster_pid
     assert "cannot read the server's log" in str(unreadable.log_problem)
     # a role that may not see the log settings
     with external.endpoint().connect() as conn:
         conn.execute("DROP ROLE IF EXISTS watcher")
         conn.execute("CREATE ROLE watcher LOGIN")
     hidden = locate(external.endpoint("watcher"), external.host)
-    assert hidden.log_path is None and hidden.data_dir is None
+    assert hidden.log is None and hidden.data_dir is None
     assert "pg_read_all_settings" in str(hidden.log_problem)
     assert hidden.postmaster_pid == place.postmaster_pid  # its processes are still found
     # a server that cannot be asked
     gone = locate(Endpoint(external.address, 1, "x", "postgres"), external.host)
-    assert gone.log_path is None and "cannot ask the server" in str(gone.log_problem)
+    assert gone.log is None and "cannot ask the server" in str(gone.log_problem)
 
 
 def test_a_server_logging_only_csv_has_its_csv_file_read(external: ExternalServer) -> None:
@@ -227,5 +227,5 @@ def test_a_server_logging_only_csv_has_its_csv_file_read(external: ExternalServe
         with external.endpoint().connect(autocommit=True) as conn:
             conn.execute("ALTER SYSTEM RESET ALL")
             conn.execute("SELECT pg_reload_conf()")
-    assert place.log_problem is None and place.log_path is not None
-    assert place.log_path.suffix == ".csv" and place.log_format.destination == "csvlog"
+    assert place.log_problem is None and place.log is not None
+    assert place.log.path.suffix == ".csv" and place.log.fmt.destination == "csvlog"

@@ -23,7 +23,7 @@ from pgbenchlab.telemetry.logformat import (
     structured_format,
 )
 from pgbenchlab.telemetry.records import LogEvent
-from pgbenchlab.telemetry.serverlog import LogFollower, parse_events, records
+from pgbenchlab.telemetry.serverlog import LogFollower, ServerLog, parse_events, records
 
 GOLDEN = Path(__file__).parent / "golden" / "serverlog"
 CASES: dict[str, dict[str, Any]] = json.loads((GOLDEN / "prefixes.json").read_text())
@@ -195,13 +195,13 @@ def test_a_log_switched_to_a_new_file_is_read_on(tmp_path: Path) -> None:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     followed = tmp_path / "postgresql-2026-11-25_095959.log"
-    follower = LogFollower(LOCAL_HOST, followed, MANAGED, "postgresql-")
+    follower = LogFollower(LOCAL_HOST, ServerLog(followed, MANAGED, "postgresql-"))
     with (tmp_path / "postgresql-2026-11-25_095959.log").open("a") as f:
         f.write(line.format(2, "during"))
     events, problems = follower.events(1795600800.0)
     assert [e.detail["flags"] for e in events] == [["during"], ["after"], ["later"]]
     assert [e.t for e in events] == [2.0, 3.0, 5.0] and problems == []
-    alone = LogFollower(LOCAL_HOST, tmp_path / "postgresql-2026-11-25_095959.log")
+    alone = LogFollower(LOCAL_HOST, ServerLog(tmp_path / "postgresql-2026-11-25_095959.log"))
     assert alone.events(0.0) == ((), [])
     (tmp_path / "postgresql-2026-11-25_095959.log").unlink()
     assert follower.events(0.0)[1][0].startswith("server log: ")

@@ -22,6 +22,7 @@ from pgbenchlab.telemetry.external import ExternalPlace, locate
 from pgbenchlab.telemetry.fsync import FsyncFigure, run_pg_test_fsync
 from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
 from pgbenchlab.telemetry.profiler import PgbenchTarget, Profiler, RunProfiler
+from pgbenchlab.telemetry.serverlog import ServerLog
 from pgbenchlab.telemetry.symbols import symbols_note
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class CampaignTelemetry:
         return Capture(
             CaptureConfig(
                 endpoint,
-                log_path=server.log_path,
+                log=ServerLog(server.log_path),
                 postmaster_pid=postmaster_pid(server.data_dir, server.host),
                 disk_device=self._block_device(server.name),
                 pgbench_threads=threads,
@@ -156,7 +157,7 @@ class CampaignTelemetry:
         return Capture(
             CaptureConfig(
                 endpoint,
-                log_path=place.log_path,
+                log=place.log,
                 postmaster_pid=place.postmaster_pid,
                 disk_device=self._block_device(name),
                 pgbench_threads=threads,
@@ -165,8 +166,6 @@ class CampaignTelemetry:
                 pgbench_cpus=self.pgbench_cpus,
                 **self._pgbench_watched(),
                 log_problem=place.log_problem,
-                log_format=place.log_format,
-                log_names_start=place.log_names_start,
                 processes_problem=place.postmaster_problem,
             )
         )

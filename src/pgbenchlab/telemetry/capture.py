@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -26,7 +26,6 @@ from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
-from pgbenchlab.telemetry.logformat import MANAGED, LineFormat
 from pgbenchlab.telemetry.records import (
     NO_LOG_ACCESS,
     LogEvent,
@@ -37,7 +36,7 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
-from pgbenchlab.telemetry.serverlog import LogFollower
+from pgbenchlab.telemetry.serverlog import LogFollower, ServerLog
 from pgbenchlab.telemetry.statements import StatementsProbe
 
 ACTIVITY_HZ = 5
@@ -64,7 +63,7 @@ class CaptureConfig:
     """What to watch, on which host. Only what is given is sampled."""
 
     endpoint: Endpoint
-    log_path: PurePath | None = None
+    log: ServerLog | None = None
     postmaster_pid: int | None = None
     disk_device: str | None = None
     pgbench_threads: int | None = None
@@ -77,8 +76,6 @@ class CaptureConfig:
     pgbench_host: Host | None = None  # where pgbench runs, its pid watched there (None: host)
     watch_pgbench: bool = True  # False: pgbench's pid names none of several (load generators)
     log_problem: str | None = None  # why the server's log is not read (an external server's)
-    log_format: LineFormat = MANAGED  # how its lines read (an external server's own prefix)
-    log_names_start: str | None = None  # its files' names, when the server may switch files
     processes_problem: str | None = None  # why its processes are not watched
 
 
@@ -129,9 +126,8 @@ class Capture:
 
     def start(self) -> Capture:
         self._connect()
-        if (path := self.config.log_path) is not None:
-            fmt, names = self.config.log_format, self.config.log_names_start
-            self.log = LogFollower(self.config.host, path, fmt, names)
+        if self.config.log is not None:
+            self.log = LogFollower(self.config.host, self.config.log)
         for problem in (self.config.log_problem, self.config.processes_problem):
             if problem is not None:
                 self._error(problem)

@@ -26,6 +26,7 @@ from pgbenchlab.telemetry.logformat import (
     line_format,
     structured_format,
 )
+from pgbenchlab.telemetry.serverlog import ServerLog
 
 SETTINGS = (
     "data_directory",
@@ -49,11 +50,9 @@ class ExternalPlace:
 
     postmaster_pid: int | None
     data_dir: PurePath | None
-    log_path: PurePath | None  # None: not read (log_problem says why)
+    log: ServerLog | None  # None: not read (log_problem says why)
     log_problem: str | None = None
     postmaster_problem: str | None = None
-    log_format: LineFormat = MANAGED  # its log_line_prefix and log_timezone
-    log_names_start: str | None = None  # log_filename's literal start (None: hidden)
 
 
 def locate(endpoint: Endpoint, host: Host) -> ExternalPlace:
@@ -81,15 +80,9 @@ def locate(endpoint: Endpoint, host: Host) -> ExternalPlace:
             fmt = _line_format(settings, destination)
         except UnreadablePrefix as exc:
             problem = problem or str(exc)
-    return ExternalPlace(
-        postmaster,
-        data_dir,
-        None if problem else log_path,
-        problem,
-        postmaster_problem,
-        fmt,
-        _names_start(settings["log_filename"]) if "log_filename" in settings else None,
-    )
+    names = _names_start(settings["log_filename"]) if "log_filename" in settings else None
+    log = None if problem or log_path is None else ServerLog(log_path, fmt, names)
+    return ExternalPlace(postmaster, data_dir, log, problem, postmaster_problem)
 
 
 def _one(conn: psycopg.Connection[Any], sql: str, *params: str) -> Any:

@@ -192,6 +192,16 @@ def parse_events(text: str, t0: float, fmt: LineFormat = MANAGED) -> list[LogEve
     return events
 
 
+@dataclass(frozen=True)
+class ServerLog:
+    """A server's log file and how its lines read; when ``names_start`` (the literal start of
+    its log_filename) is given, the server may switch to newer files of its directory."""
+
+    path: PurePath
+    fmt: LineFormat = MANAGED
+    names_start: str | None = None
+
+
 class LogFollower:
     """A server's log file followed through its host from its end when the run starts. When
     ``names_start`` (the literal start of its log_filename) is given, the server may switch to
@@ -200,15 +210,9 @@ class LogFollower:
     timestamp sorts in time order, as `telemetry.external` finds the newest), of the same kind
     (stderr's, .csv, .json), are read whole at the end, after the followed file's rest."""
 
-    def __init__(
-        self,
-        host: Host,
-        path: PurePath,
-        fmt: LineFormat = MANAGED,
-        names_start: str | None = None,
-    ) -> None:
-        self.host, self.path, self.fmt, self.names_start = host, path, fmt, names_start
-        self.tail = host.follow(path)
+    def __init__(self, host: Host, log: ServerLog) -> None:
+        self.host, self.path, self.fmt, self.names_start = host, log.path, log.fmt, log.names_start
+        self.tail = host.follow(log.path)
 
     def events(self, t0: float) -> tuple[tuple[LogEvent, ...], list[str]]:
         """The events written since the start (t relative to epoch t0), and what could not be
