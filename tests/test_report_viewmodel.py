@@ -143,6 +143,22 @@ def test_advice_says_what_to_do(view: ReportView) -> None:
     assert all(a.remedy for a in view.advice)
 
 
+def test_an_interrupted_run_is_advised_to_be_run_again_not_fixed(tmp_path: Path) -> None:
+    db = write_synthetic(tmp_path)
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "UPDATE runs SET status = 'interrupted', error = 'interrupted', tps = NULL "
+            "WHERE id = (SELECT min(id) FROM runs WHERE status = 'ok')"
+        )
+    with Store(db) as store:
+        view = load_view(store, 1)
+    kinds = {a.kind: a for a in view.advice}
+    assert kinds["interrupted"].message == "1 run(s) interrupted"
+    assert "run the same command again" in kinds["interrupted"].remedy
+    assert "fix the cause" not in kinds["interrupted"].remedy
+    assert "failed" not in kinds  # the synthetic campaign has no failed run
+
+
 def test_high_variation_and_load_generator_advice(tmp_path: Path) -> None:
     noisy = SyntheticPlan(
         servers=(FakeServer("only", "16.4"),), workloads=("select-only",), clients=(1,)

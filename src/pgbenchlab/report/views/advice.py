@@ -28,6 +28,8 @@ MAX_NAMED = 5  # cells named in one piece of advice; the rest are counted
 REMEDIES = {
     "failed": "nothing was measured: read the error (and the server log), fix the cause and run "
     "the same command again; failed runs are retried, finished ones kept",
+    "interrupted": "stopped before it finished (Ctrl-C or a signal), nothing wrong with it: run "
+    "the same command again to measure it; finished runs are kept",
     "aborted": "clients stopped early, so TPS and latency cover part of the run: read "
     "pgbench's error in the run's detail (lost connection, deadlock, serialization failure); "
     "allow retries (max_tries in the plan, pgbench 15+) or fix the script",
@@ -49,6 +51,7 @@ def collect(
 ) -> tuple[Advice, ...]:
     found: list[Advice] = []
     found += _failed(runs)
+    found += _grouped(runs, "interrupted", "warning", _is_interrupted, "run(s) interrupted")
     found += _grouped(runs, "aborted", "error", _is_aborted, "run(s) aborted")
     found += _grouped(runs, "short-run", "warning", _is_short, _short_text(runs))
     found += _grouped(
@@ -87,12 +90,16 @@ def _grouped(
 def _failed(runs: Sequence[RunView]) -> list[Advice]:
     by_error: dict[str, list[RunView]] = {}
     for r in runs:
-        if r.status not in (RunStatus.OK, RunStatus.ABORTED):
+        if r.status not in (RunStatus.OK, RunStatus.ABORTED, RunStatus.INTERRUPTED):
             by_error.setdefault(f"{r.status}: {r.error or 'no error recorded'}", []).append(r)
     return [
         _advice("failed", "error", f"{len(group)} run(s) {error}", group)
         for error, group in by_error.items()
     ]
+
+
+def _is_interrupted(r: RunView) -> bool:
+    return r.status == RunStatus.INTERRUPTED
 
 
 def _is_aborted(r: RunView) -> bool:
