@@ -247,19 +247,9 @@ def test_two_load_generators_split_a_run(
     # machine's clock: less its host's measured offset).
     reduced = sorted(p.name for p in artifacts.rglob("*.reduction.json"))
     assert reduced == ["lg1.reduction.json", "lg2.reduction.json"]
-    window = next(w for w in result.warnings if w.code == WarningCode.GENERATORS_WINDOW)
-    start, end = (round(float(window.evidence[k]) * 1e6) for k in ("start", "end"))
-    shift = {g.host: round(g.clock_offset_s * 1e6) for g in result.generators}
-    latencies: dict[str, list[int]] = {"lg1": [], "lg2": []}
-    for log in artifacts.rglob("pgbench_log.*"):
-        host = log.name.split(".")[1]
-        for line in read_log_bytes(log).decode().splitlines():
-            fields = line.split()
-            done = int(fields[4]) * 1_000_000 + int(fields[5]) - shift[host]
-            if fields[2].isdigit() and start <= done < end:
-                latencies[host].append(int(fields[2]))
-    assert latencies["lg1"] and latencies["lg2"]
-    union = sorted(latencies["lg1"] + latencies["lg2"])
+    kept = lines_in_window(result, artifacts)
+    assert kept["lg1"] and kept["lg2"]
+    union = sorted(int(fields[2]) for lines in kept.values() for fields in lines)
     assert result.latency is not None and result.latency.samples == len(union)
     assert result.latency.percentiles_ms == {
         p: percentile_of_sorted(union, p) / 1000 for p in STANDARD_PERCENTILES
@@ -274,6 +264,23 @@ def test_two_load_generators_split_a_run(
     shown = capsys.readouterr().out
     assert "load generators (2; TPS is their sum)" in shown
     assert "warning: 2 load generators started" in shown
+
+
+def lines_in_window(result: RunResult, artifacts: Path) -> dict[str, list[list[str]]]:
+    """Each generator's kept log lines (their fields) of transactions that ended in the run's
+    common window, each log's times on this machine's clock (less its host's offset)."""
+    window = next(w for w in result.warnings if w.code == WarningCode.GENERATORS_WINDOW)
+    start, end = (round(float(window.evidence[k]) * 1e6) for k in ("start", "end"))
+    shift = {g.host: round(g.clock_offset_s * 1e6) for g in result.generators}
+    kept: dict[str, list[list[str]]] = {g.host: [] for g in result.generators}
+    for log in artifacts.rglob("pgbench_log.*"):
+        host = log.name.split(".")[1]
+        for line in read_log_bytes(log).decode().splitlines():
+            fields = line.split()
+            done = int(fields[4]) * 1_000_000 + int(fields[5]) - shift[host]
+            if fields[2].isdigit() and start <= done < end:
+                kept[host].append(fields)
+    return kept
 
 
 def test_two_servers_on_a_host_driven_from_two_load_generators(

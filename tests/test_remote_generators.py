@@ -17,13 +17,12 @@ from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
 from pgbenchlab.campaign import Outcome, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.findings import WarningCode
-from pgbenchlab.pgbench.logs import read_log_bytes
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.crosscheck import check_commits
 from support import QuietReporter
-from test_remote_campaign import db_host, hosts_toml, one_server_plan
+from test_remote_campaign import db_host, hosts_toml, lines_in_window, one_server_plan
 
 pytestmark = pytest.mark.server
 __all__ = ["db_host"]  # the fixture, shared with test_remote_campaign (its hosts, one set here)
@@ -119,21 +118,10 @@ def test_a_rate_split_across_two_load_generators(db_host: TestHosts, tmp_path: P
     # Schedule lag and latency merged from the reductions: the exact percentiles of the
     # union of both whole logs (kept), within the common window on this machine's clock.
     artifacts = tmp_path / "results" / "artifacts"
-    window = next(w for w in result.warnings if w.code == WarningCode.GENERATORS_WINDOW)
-    start, end = (round(float(window.evidence[k]) * 1e6) for k in ("start", "end"))
-    shift = {g.host: round(g.clock_offset_s * 1e6) for g in result.generators}
-    latency: list[int] = []
-    lag: dict[str, list[int]] = {"lg1": [], "lg2": []}
-    for log in artifacts.rglob("pgbench_log.*"):
-        host = log.name.split(".")[1]
-        for line in read_log_bytes(log).decode().splitlines():
-            fields = line.split()
-            done = int(fields[4]) * 1_000_000 + int(fields[5]) - shift[host]
-            if fields[2].isdigit() and start <= done < end:
-                latency.append(int(fields[2]))
-                lag[host].append(int(fields[6]))
-    assert lag["lg1"] and lag["lg2"]
-    union = sorted(lag["lg1"] + lag["lg2"])
+    kept = lines_in_window(result, artifacts)
+    assert kept["lg1"] and kept["lg2"]
+    latency = [int(fields[2]) for lines in kept.values() for fields in lines]
+    union = sorted(int(fields[6]) for lines in kept.values() for fields in lines)
     exact = {p: percentile_of_sorted(union, p) / 1000 for p in STANDARD_PERCENTILES}
     assert result.latency is not None and result.latency.lag_percentiles_ms == exact
     assert result.latency.percentiles_ms == {
