@@ -32,9 +32,10 @@ def plain_table(t: Table) -> str:
 
 
 def fmt_tps(interval: Interval | None) -> str:
-    """Mean TPS with the half-width of its confidence interval, as a share of the mean."""
+    """Mean TPS with the half-width of its confidence interval, as a share of the mean; "-"
+    when no run of the cell has one (failed or interrupted: the counts beside it say which)."""
     if interval is None:
-        return "failed"
+        return "-"
     text = f"{interval.mean:,.0f}"
     if interval.low is not None and interval.high is not None and interval.mean:
         half = (interval.high - interval.low) / 2 / interval.mean
