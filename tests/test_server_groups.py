@@ -3,24 +3,30 @@ managed servers on this machine stored once with each server's part and the sum.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
-from pgbenchlab import plan
+from pgbenchlab import osuser, plan
+from pgbenchlab.analysis.diagnosis import Diagnosis
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
 from pgbenchlab.campaign import rounds, run_campaign
+from pgbenchlab.campaign.generators import name_saturated
+from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.campaign.together import server_parts
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import WarningCode
 from pgbenchlab.pgbench.command import Completed, Share
 from pgbenchlab.pgbench.logs import read_log_bytes
-from pgbenchlab.pgbench.progress import parse_progress_line
+from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.pgbench.report import parse_report
-from pgbenchlab.plan import GroupPlan
-from pgbenchlab.results import RunHost, RunStatus
+from pgbenchlab.plan import GroupPlan, RunSpec
+from pgbenchlab.results import RunHost, RunResult, RunStatus
+from pgbenchlab.server import SUPERUSER, Endpoint
 from pgbenchlab.store import Store
+from pgbenchlab.telemetry.campaign import CampaignTelemetry
 from support import QuietReporter, require_installs
 from test_commit_check import telemetry
 
@@ -111,15 +117,62 @@ def test_each_member_is_checked_against_its_own_server(tmp_path: Path) -> None:
     assert warning.text.startswith(f"server b: pgbench counted {done:,} transactions")
 
 
+class LockingB(QuietReporter):
+    """Holds an exclusive lock on member b's pgbench_accounts from the measured phase until
+    the run's first second has been reported (at most 2.5 s): b's backends wait on it."""
+
+    def __init__(self, results: Path) -> None:
+        super().__init__()
+        self.results = results
+        self.second = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        super().phase(spec, text)
+        if text == "measuring":
+            data = cluster_root(self.results, osuser.server_account()) / "pair" / "b" / "data"
+            lines = (data / "postmaster.pid").read_text().splitlines()
+            endpoint = Endpoint(lines[4], int(lines[3]), SUPERUSER, f"pgbench_s{spec.scale}")
+            self.threads.append(threading.Thread(target=self.hold, args=(endpoint,)))
+            self.threads[-1].start()
+
+    def progress(self, spec: RunSpec, line: ProgressLine) -> None:
+        super().progress(spec, line)
+        if (line.elapsed_s or 0) >= 1:
+            self.second.set()
+
+    def hold(self, endpoint: Endpoint) -> None:
+        with endpoint.connect(autocommit=False) as conn:
+            conn.execute("LOCK TABLE pgbench_accounts IN ACCESS EXCLUSIVE MODE")
+            self.second.wait(2.5)
+            conn.commit()
+
+
 @pytest.mark.server
 def test_two_servers_driven_together_are_one_run(
-    tmp_path: Path, results_dir: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    results_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     require_installs("embedded")
     text = TWO + '[[server_group]]\nname = "ab"\nservers = ["a", "b"]\nsolo = false\n'
-    the_plan = parse(text + "[matrix]\nscale = [1]\nclients = [2]\n", tmp_path)
-    reporter = QuietReporter()
+    # simple: b's blocked queries do not stall its pgbench's threads (-M prepared prepares
+    # synchronously), so both members report the first second and the lock is let go
+    matrix = '[matrix]\nscale = [1]\nclients = [2]\nprotocol = ["simple"]\n'
+    the_plan = parse(text + matrix, tmp_path)
+    diagnosed: dict[str, tuple[RunResult, Diagnosis | None]] = {}  # each member's, as given
+    diagnose = CampaignTelemetry.diagnose
+
+    def seen(self: CampaignTelemetry, server: str, result: RunResult) -> Diagnosis | None:
+        diagnosed[server] = (result, diagnose(self, server, result))
+        return diagnosed[server][1]
+
+    monkeypatch.setattr(CampaignTelemetry, "diagnose", seen)
+    reporter = LockingB(results_dir)
     outcome = run_campaign(the_plan, results_dir, reporter)
+    for thread in reporter.threads:
+        thread.join()
     assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
     result = outcome.results[0]
     assert result.status == RunStatus.OK and result.spec["server"] == "ab"
@@ -149,6 +202,18 @@ def test_two_servers_driven_together_are_one_run(
         assert part.server_commits is not None and part.transactions
         assert part.commits_unexplained is not None and abs(part.commits_unexplained) < 100
     assert not any(w.code == WarningCode.COMMITS_DISAGREE for w in result.warnings)
+    # What limited each: the diagnosis of its own telemetry and figures. b's backends waited
+    # on the lock held over its first second; a's, on nothing of the kind.
+    for part in (a, b):
+        member, found = diagnosed[part.server]
+        assert member.telemetry is not None and member.tps == part.tps
+        assert round(member.telemetry.total("pg_stat_database", "xact_commit") or 0) == (
+            part.server_commits
+        )
+        verdict = name_saturated(found, member)
+        assert verdict is not None and part.verdict == verdict.verdict.value
+        assert part.evidence == verdict.evidence
+    assert b.verdict == "lock_bound" and a.verdict != "lock_bound", (a, b)
     # Merged percentiles: the exact ones of the union of both logs within the common window.
     window = next(w for w in result.warnings if w.code == WarningCode.GENERATORS_WINDOW)
     start, end = (round(float(window.evidence[k]) * 1e6) for k in ("start", "end"))
@@ -177,5 +242,7 @@ def test_two_servers_driven_together_are_one_run(
     shown = capsys.readouterr().out
     assert "servers driven together (2; TPS is their sum)" in shown
     assert "2 clients per server · 2 threads per server" in shown
+    assert "\n    what limited it: lock bound\n      - benchmark backends waited for locks" in shown
+    assert shown.count("    what limited it: ") == 2
     assert main(["report", "--results", str(results_dir), "--format", "markdown"]) == 0
     assert "ab" in capsys.readouterr().out  # the group's cells, as any server's

@@ -135,7 +135,8 @@ class GeneratorFigures:
 @dataclass(frozen=True)
 class ServerPart:
     """One member server's part of a group's run (`plan.groups`): its pgbench's figures (the
-    sum of its shares' reports) and the commits the server itself counted meanwhile."""
+    sum of its shares' reports), the commits the server itself counted meanwhile, and what
+    limited it (the diagnosis of a single server's run, on its own telemetry and figures)."""
 
     server: str
     clients: int
@@ -145,6 +146,8 @@ class ServerPart:
     latency_avg_ms: float | None
     server_commits: int | None  # its database's commits over the run (None: not sampled)
     commits_unexplained: int | None  # commits neither its pgbench nor the sampler made
+    verdict: str | None = None  # a `diagnosis.Bottleneck` (None: not sampled, or no report)
+    evidence: tuple[str, ...] = ()  # the verdict's evidence, one line each
 
 
 @dataclass(frozen=True)

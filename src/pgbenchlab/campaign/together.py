@@ -8,8 +8,10 @@ and rate, against its own server, all started at one instant on the campaign's l
 of every pgbench's report (`pgbench.shares`), its latency percentiles come from the union of
 their logs cut to the window where all measured, and each member's part is kept (`ServerPart`)
 with the commits its server counted over the run, checked against its own pgbench's
-transactions. That check is what each member's telemetry is sampled for: the run stores no
-telemetry series of its own (they would mix servers).
+transactions, and what limited it: the diagnosis a single server's run gets, on the member's
+own telemetry and its own pgbench's figures (`as_member`). That is what each member's telemetry
+is sampled for: the run stores no telemetry series of its own (they would mix servers). The
+run's own diagnosis names only a saturated load generator.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from pgbenchlab.analysis.diagnosis import Diagnosis
+from pgbenchlab.campaign.assemble import progress_seconds
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Capturing, Executor, LocalExecutor, Telemetry
 from pgbenchlab.campaign.generators import (
@@ -100,7 +104,9 @@ def measure_group(
         campaign.reporter.progress(spec, line)
 
     threads = spec.options.threads
-    captures = [campaign.telemetry.capture(m.server, m.endpoint, threads, phase) for m in members]
+    captures = {
+        m.name: campaign.telemetry.capture(m.server, m.endpoint, threads, phase) for m in members
+    }
     hygiene = tuple(w for m in members for w in campaign.hygiene(spec, m.endpoint))
     client = campaign.pgbench.client
     targets = [
@@ -112,7 +118,7 @@ def measure_group(
     warmup_tps = warmup.warmup(spec, members[0].client, artifacts, progress, phase)
     sampling = sampling_rate(spec, warmup_tps)
     phase("measuring")
-    starts = [c.pgbench_started for c in captures]
+    starts = [c.pgbench_started for c in captures.values()]
     measured = Pgbench(client, GroupExecutor(generators, targets, starts))
     done, telemetry = _measured(
         measured, spec, members[0].client, (artifacts, sampling, progress), captures
@@ -124,9 +130,10 @@ def measure_group(
     )  # fmt: skip
     if done.interrupted:
         return result
-    by_member = dict(zip((m.name for m in members), telemetry, strict=True))
-    parts, warnings = server_parts(spec, done.shares, by_member)
-    result = replace(result, servers=parts, warnings=result.warnings + tuple(warnings))
+    parts, warnings = server_parts(spec, done.shares, telemetry)
+    result = replace(result, warnings=result.warnings + tuple(warnings))
+    parts = diagnosed(parts, result, done, telemetry, campaign.telemetry.diagnose)
+    result = replace(result, servers=parts)
     return replace(result, diagnosis=name_saturated(None, result))
 
 
@@ -169,22 +176,28 @@ def _measured(
     spec: RunSpec,
     endpoint: Endpoint,
     where: tuple[Path, float | None, Callable[[ProgressLine], None]],
-    captures: Sequence[Capturing],
-) -> tuple[Completed, list[RunTelemetry | None]]:
+    captures: Mapping[str, Capturing],
+) -> tuple[Completed, dict[str, RunTelemetry | None]]:
     """The measured run (its artifacts directory, log sampling rate and progress callback in
     `where`) with every member's telemetry around it: each capture started is stopped,
-    whatever happens."""
+    whatever happens, and told its member's pgbench CPU time (wait4), as a single run's is."""
     artifacts, sampling, progress = where
-    running: list[Capturing] = []
+    running: dict[str, Capturing] = {}
+    done: Completed | None = None
     try:
-        for capture in captures:
+        for name, capture in captures.items():
             capture.start()
-            running.append(capture)
+            running[name] = capture
         invocation = measured_invocation(spec, artifacts, sampling)
         done = pgbench.run(endpoint, invocation, artifacts, progress)
     finally:
-        telemetry = [c.stop() for c in running]
+        telemetry = {name: c.stop(_pgbench_cpu_s(done, name)) for name, c in running.items()}
     return done, telemetry
+
+
+def _pgbench_cpu_s(done: Completed | None, member: str) -> float | None:
+    own = [s.completed.cpu_s for s in done.shares if s.server == member] if done else []
+    return sum(own) if own else None
 
 
 class GroupExecutor(LocalExecutor):
@@ -308,3 +321,44 @@ def _report(shares: Sequence[Share]) -> PgbenchReport | None:
         return sum_reports([parse_report(s.completed.stdout) for s in shares]) if shares else None
     except PgbenchParseError:
         return None
+
+
+def diagnosed(
+    parts: Sequence[ServerPart],
+    result: RunResult,
+    done: Completed,
+    telemetry: Mapping[str, RunTelemetry | None],
+    diagnose: Callable[[str, RunResult], Diagnosis | None],
+) -> tuple[ServerPart, ...]:
+    """Each member's part with what limited its server: the campaign's diagnosis of the run as
+    that member saw it (`as_member`), naming a load generator of its own that was saturated."""
+    found = []
+    for part in parts:
+        seen = as_member(result, part, done, telemetry.get(part.server))
+        verdict = name_saturated(diagnose(part.server, seen), seen)
+        if verdict is not None:
+            part = replace(part, verdict=verdict.verdict.value, evidence=verdict.evidence)
+        found.append(part)
+    return tuple(found)
+
+
+def as_member(
+    result: RunResult, part: ServerPart, done: Completed, telemetry: RunTelemetry | None
+) -> RunResult:
+    """The group's run as one member's own run: its telemetry, its pgbench's figures and -P
+    series, its load generators' figures; nothing of the other members' or of their sum."""
+    own = tuple(s for s in done.shares if s.server == part.server)
+    labels = {s.label for s in own}
+    return replace(
+        result,
+        tps=part.tps,
+        transactions=part.transactions,
+        failed=part.failed,
+        latency_avg_ms=part.latency_avg_ms,
+        latency=None,  # the union of every member's log
+        seconds=progress_seconds(replace(done, shares=own)) if own else (),
+        telemetry=telemetry,
+        generators=tuple(g for g in result.generators if g.host in labels),
+        servers=(),
+        diagnosis=None,
+    )

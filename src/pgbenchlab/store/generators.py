@@ -1,16 +1,18 @@
 """The run_generators table: each load generator's part of a run split across several (its
 share, seed, clock and start, its own report's figures and CPU); the run_servers table: each
-member server's part of a group's run."""
+member server's part of a group's run, its diagnosis's evidence as a JSON list."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import astuple, fields
 
 from pgbenchlab.results import GeneratorFigures, ServerPart
 
 COLUMNS = tuple(f.name for f in fields(GeneratorFigures))
-PART_COLUMNS = tuple(f.name for f in fields(ServerPart))
+PART_FIELDS = tuple(f.name for f in fields(ServerPart))
+PART_COLUMNS = tuple("evidence_json" if f == "evidence" else f for f in PART_FIELDS)
 
 
 def write_generators(
@@ -35,7 +37,7 @@ def write_server_parts(db: sqlite3.Connection, run_id: int, parts: tuple[ServerP
     marks = ",".join("?" * (len(PART_COLUMNS) + 1))
     db.executemany(
         f"INSERT INTO run_servers (run_id, {', '.join(PART_COLUMNS)}) VALUES ({marks})",
-        [(run_id, *astuple(p)) for p in parts],
+        [(run_id, *_part_row(p)) for p in parts],
     )
 
 
@@ -44,4 +46,17 @@ def read_server_parts(db: sqlite3.Connection, run_id: int) -> tuple[ServerPart, 
         f"SELECT {', '.join(PART_COLUMNS)} FROM run_servers WHERE run_id = ? ORDER BY rowid",
         (run_id,),
     ).fetchall()
-    return tuple(ServerPart(*row) for row in rows)
+    return tuple(_part(row) for row in rows)
+
+
+def _part_row(part: ServerPart) -> tuple[object, ...]:
+    return tuple(
+        json.dumps(list(part.evidence)) if f == "evidence" else getattr(part, f)
+        for f in PART_FIELDS
+    )
+
+
+def _part(row: tuple[object, ...]) -> ServerPart:
+    values = dict(zip(PART_FIELDS, row, strict=True))
+    values["evidence"] = tuple(json.loads(str(values["evidence"])))
+    return ServerPart(**values)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -387,4 +387,11 @@ MIGRATIONS: dict[int, str] = {
     # 19: percentiles of the schedule lag of rate-limited runs (-R), from the log as the
     # latency's are (a run split across load generators: of the union of their logs).
     19: added_columns_sql(19),
+    # 20: what limited each member server of a group's run: the verdict and evidence of the
+    # diagnosis a single server's run gets, on the member's own telemetry and figures. Parts
+    # stored before it: none.
+    20: """
+    ALTER TABLE run_servers ADD COLUMN verdict TEXT;
+    ALTER TABLE run_servers ADD COLUMN evidence_json TEXT NOT NULL DEFAULT '[]';
+    """,
 }

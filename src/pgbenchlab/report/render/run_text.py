@@ -125,7 +125,8 @@ def generator_lines(d: dict[str, Any]) -> list[str]:
 
 
 def server_part_lines(d: dict[str, Any]) -> list[str]:
-    """A group's run: each member server's part, and the commits its server counted."""
+    """A group's run: each member server's part, the commits its server counted and what
+    limited it."""
     rows = d.get("server_parts") or []
     lines = [f"servers driven together ({len(rows)}; TPS is their sum):"] if rows else []
     for p in rows:
@@ -143,6 +144,8 @@ def server_part_lines(d: dict[str, Any]) -> list[str]:
             f"  {p['server']}: {plural(p['clients'], 'client')} · {tps}{counted}{failed}"
             f"{latency}{commits}"
         )
+        if p.get("verdict"):
+            lines += verdict_lines({"verdict": p["verdict"], "evidence": p["evidence"]}, INDENT * 2)
     return lines
 
 
@@ -182,8 +185,13 @@ def diagnosis_lines(d: dict[str, Any]) -> list[str]:
     diagnosis = d["diagnosis"]
     if not diagnosis:
         return []
+    return verdict_lines(diagnosis)
+
+
+def verdict_lines(diagnosis: dict[str, Any], indent: str = "") -> list[str]:
     verdict = str(diagnosis["verdict"]).replace("_", " ")
-    return [f"what limited it: {verdict}", *(f"{INDENT}- {e}" for e in diagnosis["evidence"])]
+    evidence = (f"{indent}{INDENT}- {e}" for e in diagnosis["evidence"])
+    return [f"{indent}what limited it: {verdict}", *evidence]
 
 
 def wait_lines(d: dict[str, Any]) -> list[str]:
