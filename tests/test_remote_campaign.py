@@ -315,6 +315,7 @@ clients = [2]
     assert result.tps == pytest.approx(sum(g.tps or 0 for g in result.generators), rel=1e-12)
     assert result.tps == pytest.approx((a.tps or 0) + (b.tps or 0), rel=1e-12)
     assert a.commits_unexplained is not None and abs(a.commits_unexplained) < 100
+    assert a.verdict and b.verdict  # each diagnosed on its own server's telemetry, read on db1
     assert not any(w.code == WarningCode.COMMITS_DISAGREE for w in result.warnings)
     assert db_host.leftovers() == []
 
