@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from scipy.stats import binom
+
 from cpuclock import machine_busy_s, own_cpu_s
 from pgbenchlab import dataset, installs, osuser, plan
 from pgbenchlab.analysis.comparison import LogDifference, log_half_width
@@ -284,6 +286,19 @@ def paired_ratio(base: Sequence[float], other: Sequence[float], confidence: floa
     se = statistics.stdev(logs) / math.sqrt(len(logs))
     half = log_half_width(LogDifference(mean, se, len(logs) - 1), confidence)
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half))
+
+
+def paired_median(base: Sequence[float], other: Sequence[float], confidence: float = 0.95) -> Ratio:
+    """other ÷ base, round by round: the median of the rounds' ratios, with the distribution-
+    free interval between two order statistics of them (the sign test's: at least
+    ``confidence``). A round that another tenant slowed by a third moves it by one rank, where
+    it moves a geometric mean by a third over the number of rounds."""
+    ratios = sorted(o / b for b, o in zip(base, other, strict=True))
+    n = len(ratios)
+    k = int(binom.ppf((1 - confidence) / 2, n, 0.5))  # P(fewer than k below) ≤ (1 - c) / 2
+    if k < 1:  # too few rounds for an interval
+        return Ratio(statistics.median(ratios), 0.0, math.inf)
+    return Ratio(statistics.median(ratios), ratios[k - 1], ratios[n - k])
 
 
 def busy_note(measured: Sequence[Measured], limit: float = 0.05) -> list[str]:

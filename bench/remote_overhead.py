@@ -13,7 +13,11 @@ only): the server on db1 (Debian's PostgreSQL 15, managed by pgbenchlab there), 
   hand   the same argv and environment, started by hand in lg1's network namespace
          (`ip netns exec`) in a session of its own, as from a shell there; its log written on
          this machine.
-  lab ÷ hand as a paired ratio with its 95 % interval. Requirement: ≥ 0.98. Beside TPS, the
+  lab ÷ hand as the median of the rounds' ratios with its distribution-free 95 % interval
+  (`harness.paired_median`), the geometric mean beside it. Requirement: the median ≥ 0.98.
+  The median because other tenants slow a run by a third now and then, in either mode (one
+  round in 12 or so in each, in the runs of 2026-11-25): such a round moves a geometric mean
+  of 12 by 3 %, which is the whole margin, and the median by one rank. Beside TPS, the
   CPU per transaction of everything involved (cpuacct cgroups holding this process and each
   host's sshd with all they start), lab ÷ hand: the lab's cost itself, which TPS on this
   shared machine (other tenants, ±15 % from run to run) cannot resolve to 2 %.
@@ -51,7 +55,7 @@ it (about 2 s late in these namespaces' container); tail now watches the command
 what is left is about 50 ms per pgbench start (python3 monitor) and 10-20 ms per command
 (mktemp, rm, exit and output files) over SSH.
 
-The figure of record: .venv/bin/python bench/remote_overhead.py   (about 7 min: 12 rounds of
+The figure of record: .venv/bin/python bench/remote_overhead.py   (about 12 min: 24 rounds of
 2 × 10 s, then 3 rounds of two campaigns of 4 runs of 3 s + 1 s warmup).
 Smoke test: --rounds 1 --seconds 2 --campaign-rounds 1 --output /tmp/remote_overhead.md.
 Writes bench/remote_overhead.md (--output elsewhere for a smoke test).
@@ -73,7 +77,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgroups import holding, usage_s
-from harness import HERE, REPO, SCALE, Provenance, Ratio, paired_ratio, rotated
+from harness import (
+    HERE,
+    REPO,
+    SCALE,
+    Provenance,
+    Ratio,
+    paired_median,
+    paired_ratio,
+    rotated,
+)
 from pgbenchlab import installs, plan
 from pgbenchlab.campaign import remove_clusters
 from pgbenchlab.campaign.client import choose_pgbench
@@ -298,7 +311,7 @@ def measure_campaigns(hosts: TestHosts, rounds: int) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=24)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--campaign-rounds", type=int, default=3)
@@ -331,6 +344,7 @@ def markdown(
 ) -> str:
     tps = found.tps
     tps_ratio = paired_ratio(tps["hand"], tps["lab"])
+    tps_median = paired_median(tps["hand"], tps["lab"])
     cpu_ratio = paired_ratio(found.cpu_us["hand"], found.cpu_us["lab"])
     wall_ratio = paired_ratio(walls["local"], walls["remote"])
     the_plan = plan.parse(local_plan("x", CAMPAIGN_RUNS), "x.toml", base=HERE)
@@ -358,7 +372,10 @@ def markdown(
             for mode in MODES
         ),
         "",
-        f"TPS lab ÷ hand, paired, geometric mean (95 % interval): {_ratio(tps_ratio)}",
+        "TPS lab ÷ hand, paired, median of the rounds' ratios (distribution-free 95 % "
+        f"interval; the requirement's figure): {_ratio(tps_median)}",
+        "",
+        f"TPS lab ÷ hand, paired, geometric mean (95 % t interval): {_ratio(tps_ratio)}",
         "",
         "CPU per transaction of everything involved (server, pgbench, the SSH sessions and "
         "their commands on both hosts, this process; cpuacct cgroups), lab ÷ hand, paired "
