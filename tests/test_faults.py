@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from pgbenchlab import osuser, plan
-from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.campaign import RESULTS_DB, Outcome, run_campaign
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.plan import RunSpec
-from pgbenchlab.results import RunResult
+from pgbenchlab.results import RunResult, RunStatus
 from support import QuietReporter, require_installs
 
 pytestmark = pytest.mark.server
@@ -237,6 +237,38 @@ clients = [12, 1]
     assert rows[0]["status"] == "aborted"
 
 
+def disk_full_plan(data_dir: str, *, small: str, roomy: str, hosts: str = "") -> str:
+    """Two servers (small and roomy: their other keys): small's data directory on a volume
+    that scale 4's tpcb-like run fills (its WAL kept to 32 MB), roomy's where there is room."""
+    return f"""
+[campaign]
+name = "diskfull"
+[defaults]
+duration = "2s"
+warmup = "0s"
+{hosts}
+[[server]]
+name = "small"
+{small}
+data_dir = "{data_dir}"
+settings = {{ max_wal_size = "32MB", min_wal_size = "32MB" }}
+[[server]]
+name = "roomy"
+{roomy}
+[matrix]
+scale = [4]
+workload = ["tpcb-like"]
+clients = [1]
+"""
+
+
+def assert_only_small_failed(outcome: Outcome) -> None:
+    by_server = {r.spec["server"]: r for r in outcome.results}
+    assert by_server["small"].status == RunStatus.FAILED
+    assert "No space left" in (by_server["small"].error or ""), by_server["small"].error
+    assert by_server["roomy"].status == RunStatus.OK, by_server["roomy"].error
+
+
 def test_full_disk_fails_runs_without_losing_others(tmp_path: Path, results_dir: Path) -> None:
     require_installs("embedded", "15")
     if os.geteuid() != 0:
@@ -247,31 +279,9 @@ def test_full_disk_fails_runs_without_losing_others(tmp_path: Path, results_dir:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=56m", "tmpfs", str(mount)], check=True)
     try:
         mount.chmod(0o777)
-        text = f"""
-[campaign]
-name = "diskfull"
-[defaults]
-duration = "2s"
-warmup = "0s"
-[[server]]
-name = "small"
-install = "embedded"
-data_dir = "{mount}/data"
-settings = {{ max_wal_size = "32MB", min_wal_size = "32MB" }}
-[[server]]
-name = "roomy"
-install = "15"
-[matrix]
-scale = [4]
-workload = ["tpcb-like"]
-clients = [1]
-"""
+        text = disk_full_plan(f"{mount}/data", small='install = "embedded"', roomy='install = "15"')
         the_plan = plan.parse(text, "p.toml", base=tmp_path)
-        outcome = run_campaign(the_plan, results_dir, QuietReporter())
-        by_server = {r.spec["server"]: r for r in outcome.results}
-        assert by_server["small"].status == "failed"
-        assert by_server["small"].error and "No space left" in by_server["small"].error
-        assert by_server["roomy"].status == "ok"
+        assert_only_small_failed(run_campaign(the_plan, results_dir, QuietReporter()))
         assert len(db_rows(results_dir, "SELECT id FROM runs")) == 2
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)

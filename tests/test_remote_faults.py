@@ -22,6 +22,7 @@ from pgbenchlab.hosts.remote import RETRY_AFTER_S
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.results import RunResult, RunStatus
 from support import QuietReporter, require_installs
+from test_faults import assert_only_small_failed, disk_full_plan
 from test_remote_campaign import hosts_toml
 
 pytestmark = pytest.mark.server
@@ -139,28 +140,10 @@ def test_a_full_disk_on_the_server_host_fails_its_runs_without_losing_others(
          f"mkdir -p {small} && mount -t tmpfs -o {options} tmpfs {small}"],
         check=True,
     )  # fmt: skip
-    text = f"""
-[campaign]
-name = "diskfull"
-[defaults]
-duration = "2s"
-warmup = "0s"
-{hosts_toml(hosts, "db1")}
-[[server]]
-name = "small"
-host = "db1"
-install = "15"
-data_dir = "{small}/data"
-settings = {{ max_wal_size = "32MB", min_wal_size = "32MB" }}
-[[server]]
-name = "roomy"
-host = "db1"
-install = "15"
-[matrix]
-scale = [4]
-workload = ["tpcb-like"]
-clients = [1]
-"""
+    on_db1 = 'host = "db1"\ninstall = "15"'
+    text = disk_full_plan(
+        f"{small}/data", small=on_db1, roomy=on_db1, hosts=hosts_toml(hosts, "db1")
+    )
     try:
         the_plan = plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
         outcome = run_campaign(the_plan, tmp_path / "results", QuietReporter())
@@ -168,8 +151,5 @@ clients = [1]
         subprocess.run(
             ["nsenter", f"--mount=/proc/{holder.pid}/ns/mnt", "umount", "-l", small], check=False
         )
-    by_server = {r.spec["server"]: r for r in outcome.results}
-    assert by_server["small"].status == RunStatus.FAILED
-    assert "No space left" in (by_server["small"].error or ""), by_server["small"].error
-    assert by_server["roomy"].status == RunStatus.OK, by_server["roomy"].error
+    assert_only_small_failed(outcome)
     assert hosts.leftovers() == []
