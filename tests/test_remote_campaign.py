@@ -8,6 +8,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -151,19 +152,31 @@ clients = [1, 2]
     assert db_host.leftovers() == []
 
 
-class KillSshdOnFirstMeasure(QuietReporter):
-    """Kills db1's sshd as the first run starts measuring (a crashed or cut-off host)."""
+class OnFirstMeasure(QuietReporter):
+    """Does `fault` `delay_s` into the first run's measurement, and `after` once that run
+    ended (a host crashed or cut off while a run measures)."""
 
-    def __init__(self, hosts: TestHosts) -> None:
+    def __init__(
+        self,
+        fault: Callable[[], None],
+        after: Callable[[], None] = lambda: None,
+        delay_s: float = 1.0,
+    ) -> None:
         super().__init__()
-        self.hosts = hosts
-        self.killed = False
+        self.fault, self.after, self.delay_s = fault, after, delay_s
+        self.armed = self.done = False
 
     def phase(self, spec: RunSpec, text: str) -> None:
         super().phase(spec, text)
-        if text == "measuring" and not self.killed:
-            self.killed = True
-            threading.Timer(0.5, self.hosts.kill_sshd, args=("db1",)).start()
+        if text == "measuring" and not self.armed:
+            self.armed = True
+            threading.Timer(self.delay_s, self.fault).start()
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
+        super().run_finished(spec, result)
+        if self.armed and not self.done:
+            self.done = True
+            self.after()
 
 
 def test_a_lost_server_host_fails_its_runs_and_the_next_start_recovers(
@@ -175,7 +188,9 @@ def test_a_lost_server_host_fails_its_runs_and_the_next_start_recovers(
     )
     results = tmp_path / "results"
     try:
-        outcome = run_campaign(the_plan, results, KillSshdOnFirstMeasure(db_host))
+        outcome = run_campaign(
+            the_plan, results, OnFirstMeasure(lambda: db_host.kill_sshd("db1"), delay_s=0.5)
+        )
         # The run measuring then keeps pgbench's figures (TCP to db1 still works; only the
         # samplers there stop); the next cannot start its server: failed, with the reason.
         last = outcome.results[-1]

@@ -8,9 +8,7 @@ import os
 import pwd
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,11 +17,10 @@ from netns_hosts import TestHosts
 from pgbenchlab import plan
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.hosts.remote import RETRY_AFTER_S
-from pgbenchlab.plan import RunSpec
-from pgbenchlab.results import RunResult, RunStatus
+from pgbenchlab.results import RunStatus
 from support import QuietReporter, require_installs
 from test_faults import assert_only_small_failed, disk_full_plan
-from test_remote_campaign import hosts_toml
+from test_remote_campaign import OnFirstMeasure, hosts_toml
 
 pytestmark = pytest.mark.server
 
@@ -54,27 +51,6 @@ install = "15"
 clients = {clients}
 """
     return plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
-
-
-class OnFirstMeasure(QuietReporter):
-    """Does `fault` 1 s into the first run's measurement, and `after` once that run ended."""
-
-    def __init__(self, fault: Callable[[], None], after: Callable[[], None]) -> None:
-        super().__init__()
-        self.fault, self.after = fault, after
-        self.armed = self.done = False
-
-    def phase(self, spec: RunSpec, text: str) -> None:
-        super().phase(spec, text)
-        if text == "measuring" and not self.armed:
-            self.armed = True
-            threading.Timer(1.0, self.fault).start()
-
-    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
-        super().run_finished(spec, result)
-        if self.armed and not self.done:
-            self.done = True
-            self.after()
 
 
 def test_a_load_generators_lost_sshd_fails_its_run_and_the_campaign_goes_on(
@@ -114,9 +90,7 @@ def test_a_load_generators_pgbench_killed_fails_its_run_and_the_campaign_goes_on
             time.sleep(0.1)
         raise AssertionError("no pgbench ran on lg2")
 
-    outcome = run_campaign(
-        the_plan, tmp_path / "results", OnFirstMeasure(kill_pgbench_on_lg2, lambda: None)
-    )
+    outcome = run_campaign(the_plan, tmp_path / "results", OnFirstMeasure(kill_pgbench_on_lg2))
     killed, after = outcome.results
     assert killed.status == RunStatus.FAILED, (killed.status, killed.error)
     assert (killed.error or "").startswith("pgbench on lg2 exited -9 without a report"), (
