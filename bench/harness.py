@@ -1,6 +1,6 @@
-"""What the benchmarks share: the provenance lines every bench/NAME.md opens with (command,
-UTC date and run time, machine); for the pgbench benchmarks, one managed server, CPU accounting
-per run, paired ratios.
+"""What the pgbench benchmarks share: one managed server, CPU accounting per run, paired
+ratios (the provenance, verdict and history of every figure file are bench/figure.py's, named
+here for the scripts that import them from this module).
 
 A noisy 2-core host varies 6–14 % from run to run, mostly by slow drift (other tenants), so
 configurations are interleaved round by round (the order rotates) and compared as paired
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,9 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from scipy.stats import binom
-
 from cpuclock import machine_busy_s, own_cpu_s
+from figure import HERE, REPO, Provenance, duration_text, median_interval  # noqa: F401 (scripts)
 from pgbenchlab import dataset, installs, osuser, plan
 from pgbenchlab.analysis.comparison import LogDifference, log_half_width
 from pgbenchlab.hosts import LOCAL_HOST
@@ -36,64 +33,10 @@ from pgbenchlab.pgbench.version import PgVersion, parse_version
 from pgbenchlab.server import Endpoint, ManagedServer, postmaster_pid
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
-from pgbenchlab.telemetry.machine import describe_machine
 from pgbenchlab.telemetry.serverlog import ServerLog
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 PROC = Path("/proc")
 SCALE = 10
-
-
-# -- provenance: how, when and where a figure was made ------------------------------------------
-
-
-def utc_now() -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-
-
-def _from_repo(path: str) -> str:
-    """``path`` relative to the repository root when it lies inside it: the command then reads
-    the same on any checkout. The interpreter is not resolved (a virtualenv's python is a
-    symlink to the system one, which would lose the virtualenv)."""
-    absolute = Path(path).absolute()
-    return str(absolute.relative_to(REPO)) if absolute.is_relative_to(REPO) else path
-
-
-def command_line() -> str:
-    """This process's command as typed from the repository root: interpreter, script, arguments
-    verbatim."""
-    return shlex.join([_from_repo(sys.executable), _from_repo(sys.argv[0]), *sys.argv[1:]])
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """The command, start date and machine of one run of a benchmark script, and how long it
-    ran: every bench/NAME.md opens with these lines (tests/test_bench_figures.py checks them)."""
-
-    command: str
-    started: str
-    clock: float  # time.monotonic() at the start
-
-    @classmethod
-    def start(cls) -> Provenance:
-        return cls(command_line(), utc_now(), time.monotonic())
-
-    def elapsed_s(self) -> float:
-        return time.monotonic() - self.clock
-
-    def header(self) -> list[str]:
-        """Markdown lines, one fact each (a list, so each renders on its own line)."""
-        return [
-            f"- Command: `{self.command}`",
-            f"- Date: {self.started} (start); run time {duration_text(self.elapsed_s())}",
-            f"- Machine: {describe_machine()}",
-        ]
-
-
-def duration_text(seconds: float) -> str:
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
 
 
 # -- runs on one managed server ------------------------------------------------------------------
@@ -289,16 +232,11 @@ def paired_ratio(base: Sequence[float], other: Sequence[float], confidence: floa
 
 
 def paired_median(base: Sequence[float], other: Sequence[float], confidence: float = 0.95) -> Ratio:
-    """other ÷ base, round by round: the median of the rounds' ratios, with the distribution-
-    free interval between two order statistics of them (the sign test's: at least
-    ``confidence``). A round that another tenant slowed by a third moves it by one rank, where
-    it moves a geometric mean by a third over the number of rounds."""
-    ratios = sorted(o / b for b, o in zip(base, other, strict=True))
-    n = len(ratios)
-    k = int(binom.ppf((1 - confidence) / 2, n, 0.5))  # P(fewer than k below) ≤ (1 - c) / 2
-    if k < 1:  # too few rounds for an interval
-        return Ratio(statistics.median(ratios), 0.0, math.inf)
-    return Ratio(statistics.median(ratios), ratios[k - 1], ratios[n - k])
+    """other ÷ base, round by round: the median of the rounds' ratios with its distribution-free
+    interval (`figure.median_interval`). A round that another tenant slowed by a third moves it
+    by one rank, where it moves a geometric mean by a third over the number of rounds."""
+    ratios = [o / b for b, o in zip(base, other, strict=True)]
+    return Ratio(*median_interval(ratios, confidence))
 
 
 def busy_note(measured: Sequence[Measured], limit: float = 0.05) -> list[str]:

@@ -1,18 +1,38 @@
-"""The README's Figures table carries only numbers its benchmark scripts wrote.
+"""The README's Figures table carries only numbers its benchmark scripts wrote, and only the
+verdicts their intervals support.
 
 Every figure has a script `bench/NAME.py` whose one run writes `bench/NAME.md` with the command,
-date and machine; the README row names NAME, and each number in its result column must appear
-as a number in that file. A figure typed into the README by hand, or left there after the
-script wrote a new result, fails here.
+date, machine, commit and the digest of the code that measured it (bench/figure.py); the README
+row names NAME, and each number in its result column must appear as a number in that file. A
+figure typed into the README by hand, left there after the script wrote a new result, or whose
+script changed since it ran, fails here; so does a README verdict other than the file's.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+
+
+def _bench_module(name: str) -> ModuleType:
+    """A bench/ module, loaded from its file (bench/ is not a package, nor on the path)."""
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).parent.parent / "bench" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+figure = _bench_module("figure")
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -96,3 +116,93 @@ def test_every_bench_script_imports(script: str, monkeypatch: pytest.MonkeyPatch
     # its figure is due.
     monkeypatch.syspath_prepend(str(BENCH))
     importlib.import_module(script)
+
+
+# Figures measured before the figure rules (no commit, no script digest, no verdict judged on
+# an interval decided before the run). Their README bar says so; each leaves this set when its
+# script is brought under the rules and rerun, and nothing joins it.
+BEFORE_RULES = frozenset(
+    {
+        "aa_real",
+        "bisection",
+        "log_analysis",
+        "report_size",
+        "build",
+        "campaign_overhead",
+        "capacity",
+        "observer_effect",
+        "profile_overhead",
+        "remote_overhead",
+        "telemetry_overhead",
+        "time_to_answer",
+    }
+)
+BEFORE_RULES_BAR = "not shown (measured before the figure rules; to be rerun)"
+STATED_BEFORE_THE_RUN = ("Estimator:", "Design:", "Rounds:", "Bar:")
+
+
+def fact(text: str, name: str) -> str | None:
+    prefix = f"- {name}: "
+    return next((ln[len(prefix) :] for ln in text.splitlines() if ln.startswith(prefix)), None)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=figure_name)
+def test_the_readme_says_the_figure_file_s_verdict(row: dict[str, str]) -> None:
+    name = figure_name(row)
+    text = (BENCH / f"{name}.md").read_text(encoding="utf-8")
+    if name in BEFORE_RULES:
+        assert fact(text, "Script digest") is None, f"{name} was rerun: take it out of BEFORE_RULES"
+        assert row["bar"].endswith(BEFORE_RULES_BAR), f"{name}: its bar must say {BEFORE_RULES_BAR}"
+        return
+    verdict = fact(text, "Verdict")
+    assert verdict, f"bench/{name}.md has no '- Verdict:' line"
+    words = [part.rsplit(": ", 1)[-1] for part in verdict.split("; ")]
+    assert all(word in figure.VERDICTS for word in words), f"{name}: {verdict}"
+    assert row["bar"] == verdict, f"README bar of {name} is not its file's verdict: {verdict}"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=figure_name)
+def test_a_figure_was_measured_by_its_script_as_it_is(row: dict[str, str]) -> None:
+    name = figure_name(row)
+    if name in BEFORE_RULES:
+        return
+    text = (BENCH / f"{name}.md").read_text(encoding="utf-8")
+    assert fact(text, "Commit"), f"bench/{name}.md does not name the commit it measured"
+    current = figure.script_digest(BENCH / f"{name}.py")
+    assert fact(text, "Script digest") == current, (
+        f"bench/{name}.py (or a bench module it imports) changed since bench/{name}.md was "
+        f"written: rerun it ({fact(text, 'Command')})"
+    )
+    source = (BENCH / f"{name}.py").read_text(encoding="utf-8")
+    docstring = source.split('"""', 2)[1]
+    for item in STATED_BEFORE_THE_RUN:
+        assert item in docstring, f"bench/{name}.py's docstring does not state its {item}"
+
+
+def test_verdicts_judge_the_whole_interval() -> None:
+    at_most = figure.Bar("≤ 15 s", 15.0, at_most=True)
+    assert at_most.verdict(9.0, 14.0) == "met"
+    assert at_most.verdict(9.0, 16.0) == "not shown"
+    assert at_most.verdict(15.5, 16.0) == "not met"
+    at_least = figure.Bar("≥ 0.98", 0.98, at_most=False)
+    assert at_least.verdict(0.98, 1.01) == "met"
+    assert at_least.verdict(0.97, 1.01) == "not shown"
+    assert at_least.verdict(0.90, 0.97) == "not met"
+
+
+def test_rewriting_a_figure_keeps_the_earlier_outcomes(tmp_path: Path) -> None:
+    path = tmp_path / "demo.md"
+    figure.write_figure(
+        path, "# Demo\n\n- Date: 2026-01-01 10:00 UTC (start)\n- Verdict: ≤ 1 s: met\n"
+    )
+    figure.write_figure(
+        path, "# Demo\n\n- Date: 2026-02-01 10:00 UTC (start)\n- Verdict: ≤ 1 s: not shown\n"
+    )
+    figure.write_figure(
+        path, "# Demo\n\n- Date: 2026-03-01 10:00 UTC (start)\n- Verdict: ≤ 1 s: met\n"
+    )
+    text = path.read_text(encoding="utf-8")
+    assert fact(text, "Date") == "2026-03-01 10:00 UTC (start)"
+    history = text.split(figure.HISTORY, 1)[1]
+    assert history.index("2026-02-01") < history.index("2026-01-01")
+    assert "≤ 1 s: not shown" in history and "≤ 1 s: met" in history
