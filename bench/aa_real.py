@@ -11,6 +11,16 @@ cells; at 14 % almost none), so the default is 12 repeats on four cells rather t
 on many; the result counts the comparisons decided (within noise, improved, regressed) against
 those with not enough data.
 
+Decided before the run:
+- Estimator: the share of comparisons called changed (improved or regressed), with its exact
+  (Clopper–Pearson) 95 % interval. The comparisons of one cell (TPS, p50, p99) are not
+  independent, so the interval is, if anything, too narrow.
+- Design: one campaign, the two servers' runs in random interleaved order (seed 7).
+- Rounds: 12 repeats per server and cell, 4 cells, 3 metrics: 12 comparisons.
+- Bar: fewer than 5 % called changed, on the interval's upper end. With no false call, that
+  takes at least 72 comparisons (its upper end is 1 − 0.025^(1/n)); 12 cannot show it, and the
+  verdict says so. The false-call rate at scale is shown in simulation (docs/statistics.md).
+
 The figure of record: .venv/bin/python bench/aa_real.py
 select-only and tpcb-like at 1 and 4 clients, 12 repeats per side of 10 s runs (2 s warmup):
 96 runs, about 22 min. --repeats, --seconds, --warmup, --clients, --workloads override the
@@ -25,6 +35,9 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from scipy.stats import binomtest
+
+from figure import Bar, verdict_line, write_figure
 from harness import HERE, Provenance, duration_text
 from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, NullReporter, remove_clusters, run_campaign
@@ -36,6 +49,7 @@ from pgbenchlab.store import Store
 
 SETUP_ESTIMATE_S = 20  # two initdbs and two scale-10 datasets
 VERDICTS = ("within_noise", "improved", "regressed", "not_enough_data")
+FALSE_CALLS = Bar("< 5 % called changed", 0.05, at_most=True)
 
 PLAN = """
 [campaign]
@@ -97,7 +111,7 @@ def main() -> None:
     finally:
         remove_clusters(results)
     text = markdown(provenance, args, len(aa.specs), outcome.failed, changes)
-    args.output.write_text(text)
+    write_figure(args.output, text)
     print(text)
 
 
@@ -129,10 +143,21 @@ def markdown(
     called = counts["improved"] + counts["regressed"]
     decided = len(changes) - counts["not_enough_data"]
     share = f"{called / len(changes):.1%}" if changes else "–"
+    interval = binomtest(called, len(changes)).proportion_ci(0.95) if changes else None
+    # The bar is strict (< 5 %): an upper end of exactly 5 % does not meet it.
+    verdict = (
+        "not shown"
+        if interval is None
+        else FALSE_CALLS.verdict(interval.low, interval.high)
+        if interval.high != FALSE_CALLS.limit
+        else "not shown"
+    )
+    bounds = f"{interval.low:.1%} – {interval.high:.1%}" if interval else "–"
     lines = [
         "# A/A on real runs: identical servers compared cell by cell",
         "",
         *provenance.header(),
+        verdict_line([(FALSE_CALLS, verdict)]),
         "",
         "Two identical embedded PostgreSQL 18 servers, scale 10, workloads "
         f"{args.workloads.replace(',', ', ')}; clients {args.clients.replace(',', ', ')}; "
@@ -141,7 +166,8 @@ def markdown(
         "of `bench/aa_real.py`.",
         "",
         f"Comparisons (cells × metrics TPS, p50, p99): {len(changes)}; called changed: "
-        f"{called} ({share}). Requirement: < 5 %. Decided (within noise, "
+        f"{called} ({share}; exact 95 % interval {bounds}). Requirement: < 5 %, judged on the "
+        "interval's upper end. Decided (within noise, "
         f"improved or regressed): {decided} of {len(changes)}; within noise: "
         f"{counts['within_noise']}.",
         "",

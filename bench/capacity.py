@@ -5,13 +5,21 @@ every transaction takes one advisory lock and sleeps ``--sleep-ms`` (10 ms: a ce
 TPS that holds on a loaded machine). The same SLO (``skipped <= 1%`` with -L 500 ms, the
 backlog check). `pgbenchlab capacity` searches with short trials and confirms at full length;
 the naive sweep runs every rate of a ladder at full length (`pgbenchlab run` with a `rate`
-axis: from half the ceiling to 1.2 × it in steps of the search's tolerance, a range the naive
-user is given for free) and answers with the highest rate below the first that fails, judged
-by the same verdict. Rounds alternate which goes first. Requirement: search ÷ sweep ≤ 0.4,
-the two answers agreeing (the sweep's answer within the search's bracket widened by one
-ladder step).
+axis, in ascending order: from half the ceiling to 1.2 × it in steps of the search's
+tolerance, a range the naive user is given for free), stops at the first rate that fails, as
+a person at the keyboard would, and answers with the highest rate below it, judged by the same
+verdict.
 
-The figure of record: .venv/bin/python bench/capacity.py   (about 25 min: 2 rounds, 30 s runs)
+Decided before the run:
+- Estimator: the median over the rounds of search ÷ sweep wall time, with its distribution-
+  free 95 % interval (`figure.median_interval`); the answers' agreement in every round (the
+  sweep's answer within the search's bracket widened by one ladder step).
+- Design: per round, the two methods in alternating order, each from an empty results
+  directory (server start and dataset included).
+- Rounds: 6 (the least for a 95 % interval of the median).
+- Bar: search ÷ sweep ≤ 0.4 on the interval's upper end; the answers agreeing in every round.
+
+The figure of record: .venv/bin/python bench/capacity.py   (about 50 min: 6 rounds, 30 s runs)
 Smoke test: .venv/bin/python bench/capacity.py --rounds 1 --duration 3 --trial 3
 --output /tmp/capacity.md
 """
@@ -20,26 +28,30 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from figure import Bar, median_interval, verdict_line, write_figure
 from harness import HERE, Provenance
 from pgbenchlab import plan
 from pgbenchlab.analysis.capacity import SearchSettings
 from pgbenchlab.analysis.slo import judge, parse_slo
 from pgbenchlab.campaign import NullReporter, remove_clusters, run_campaign
 from pgbenchlab.campaign.capacity import CapacityOptions, figures, search_capacity
-from pgbenchlab.results import RunStatus
+from pgbenchlab.plan import RunSpec
+from pgbenchlab.results import RunResult, RunStatus
 
 SLO = "skipped <= 1%"
 TOLERANCE = 0.05
+RATIO = Bar("search ÷ sweep ≤ 0.4", 0.4, at_most=True)
+AGREE = Bar("answers agreeing", 1.0, at_most=False)  # the share of rounds that agree
 
 PLAN = """
 [campaign]
 name = "{name}"
+order = "sequential"
 [defaults]
 duration = "{duration}s"
 warmup = "0s"
@@ -107,28 +119,38 @@ def timed_search(work: Path, args: argparse.Namespace) -> Timed:
     )
 
 
+class StopAtFirstFailure(NullReporter):
+    """The naive user's loop: once a rate fails the SLO, the higher ones are not run (the
+    campaign stops cleanly after that run is stored, as on Ctrl-C). ``passed``: rate → verdict
+    of every rate run."""
+
+    def __init__(self) -> None:
+        self.passed: dict[float, bool] = {}
+
+    def run_finished(self, spec: RunSpec, result: RunResult) -> None:
+        ok = result.status == RunStatus.OK and judge(parse_slo(SLO), figures(spec, result)).passed
+        self.passed[spec.options.rate or 0.0] = ok
+        if not ok:
+            raise KeyboardInterrupt
+
+
 def timed_sweep(work: Path, args: argparse.Namespace, rates: list[float]) -> Timed:
     the_plan = plan.load(write_plan(work, "sweep", args, rates))
-    slo = parse_slo(SLO)
     results = work / "sweep-results"
+    sweep = StopAtFirstFailure()
     started = time.monotonic()
     try:
-        outcome = run_campaign(the_plan, results, NullReporter())
+        run_campaign(the_plan, results, sweep)
     finally:
         elapsed = time.monotonic() - started
         remove_clusters(results)
-    passed = {}
-    for result in outcome.results:
-        spec = next(s for s in the_plan.specs if s.run_key == result.run_key)
-        ok = result.status == RunStatus.OK and judge(slo, figures(spec, result)).passed
-        passed[spec.options.rate or 0.0] = ok
     answer, fail = None, None
-    for rate in sorted(passed):
-        if not passed[rate]:
+    for rate in sorted(sweep.passed):
+        if not sweep.passed[rate]:
             fail = rate
             break
         answer = rate
-    return Timed("naive sweep", elapsed, len(outcome.results), answer, (answer, fail))
+    return Timed("naive sweep", elapsed, len(sweep.passed), answer, (answer, fail))
 
 
 def agree(search: Timed, sweep: Timed, step: float) -> bool:
@@ -140,7 +162,7 @@ def agree(search: Timed, sweep: Timed, step: float) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--duration", type=int, default=30, help="full-length runs, seconds")
     parser.add_argument("--trial", type=int, default=5, help="the search's trials, seconds")
     parser.add_argument("--sleep-ms", type=float, default=10.0)
@@ -162,7 +184,7 @@ def main() -> None:
         rows.append((round_no, search, sweep))
         print(round_no, search, sweep, flush=True)
     text = markdown(provenance, args, rates, rows, ceiling * TOLERANCE)
-    args.output.write_text(text)
+    write_figure(args.output, text)
     print(text)
 
 
@@ -184,11 +206,15 @@ def markdown(
         for n, s, w in rows
     ]
     ratios = [s.seconds / w.seconds for _, s, w in rows]
+    middle, low, high = median_interval(ratios)
+    agreed = sum(agree(s, w, step) for _, s, w in rows) / len(rows)
+    judged = [(RATIO, RATIO.verdict(low, high)), (AGREE, AGREE.verdict(agreed, agreed))]
     return "\n".join(
         [
             "# Capacity search against the naive sweep",
             "",
             *provenance.header(),
+            verdict_line(judged),
             "",
             f"Workload: one advisory lock and pg_sleep({args.sleep_ms:g} ms) per transaction "
             f"(ceiling {1000 / args.sleep_ms:g} TPS); SLO `{SLO}` with -L 500 ms. Full-length "
@@ -200,7 +226,9 @@ def markdown(
             "|---|---|---|---|---|---|---|",
             *table,
             "",
-            f"Median search ÷ sweep: {statistics.median(ratios):.3f} (requirement ≤ 0.4). "
+            f"Median search ÷ sweep: {middle:.3f}, distribution-free 95 % interval "
+            f"{low:.3f} – {high:.3f} (requirement ≤ 0.4 on its upper end). The sweep stops at "
+            "its first failing rate. "
             "Wall time of each campaign from an empty results directory, server start and "
             "dataset included.",
         ]

@@ -187,23 +187,32 @@ def _fact(text: str, name: str) -> str | None:
     return next(found, None)
 
 
-def _last_change(path: Path) -> str:
+def _changes(path: Path) -> list[str]:
+    """The commits that changed ``path``, newest first."""
     done = subprocess.run(
-        ["git", "-C", str(REPO), "log", "-1", "--format=%h", "--", str(path)],
+        ["git", "-C", str(REPO), "log", "--format=%h", "--", str(path)],
         capture_output=True,
         text=True,
     )
-    return done.stdout.strip()
+    return done.stdout.split()
 
 
 def history_entry(path: Path, earlier: str) -> str:
-    """One line of History for the run an earlier figure file recorded."""
+    """One line of History for the run an earlier figure file recorded, naming the commits
+    that hold it whole (all of them for a file from before the figure rules, whose earlier
+    runs were overwritten)."""
     date = _fact(earlier, "Date") or "undated"
-    verdict = _fact(earlier, "Verdict") or "no verdict (measured before the figure rules)"
+    verdict = _fact(earlier, "Verdict")
     commit = _fact(earlier, "Commit") or "commit not recorded"
-    kept = _last_change(path)
-    where = f"; the whole file: `git show {kept}:bench/{path.name}`" if kept else ""
-    return f"- {date}, {commit}: {verdict.removeprefix('- Verdict: ')}{where}"
+    kept = _changes(path)
+    if verdict is None:
+        verdict = "no verdict (measured before the figure rules)"
+        where = f"; this and earlier runs' files: `git show C:bench/{path.name}` for C in " + (
+            ", ".join(kept) if kept else "none"
+        )
+    else:
+        where = f"; the whole file: `git show {kept[0]}:bench/{path.name}`" if kept else ""
+    return f"- {date}, {commit}: {verdict}{where}"
 
 
 def write_figure(path: Path, body: str) -> None:
