@@ -30,6 +30,7 @@ from pgbenchlab.analysis.capacity import (
     SearchSettings,
     decide,
 )
+from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.analysis.slo import RunFigures, Slo, Verdict, judge
 from pgbenchlab.campaign.equipment import equipped
 from pgbenchlab.campaign.events import Reporter
@@ -175,6 +176,7 @@ def figures(spec: RunSpec, result: RunResult) -> RunFigures:
         ok=result.status == RunStatus.OK,
         error=result.error,
         latency_limit_ms=spec.options.latency_limit_ms,
+        histogram=LatencyHistogram.from_json(latency.histogram_json) if latency else None,
     )
 
 
