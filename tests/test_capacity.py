@@ -20,17 +20,24 @@ import os
 import re
 import signal
 import threading
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pgbenchlab import plan
-from pgbenchlab.analysis.capacity import START, SearchSettings
+from pgbenchlab.analysis.capacity import GROW, START, Next, SearchSettings
 from pgbenchlab.analysis.slo import parse_slo
-from pgbenchlab.campaign.capacity import CapacityOptions, search_capacity
+from pgbenchlab.campaign.capacity import (
+    CapacityOptions,
+    latency_limit_ms,
+    probe_spec,
+    search_capacity,
+    search_cells,
+)
 from pgbenchlab.cli import main
+from pgbenchlab.pgbench import command
+from pgbenchlab.pgbench.version import parse_version
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.report import load_view, write_report
 from pgbenchlab.report.render import images
@@ -133,7 +140,9 @@ def test_searches_find_the_ceilings_resume_and_compare(
     stored = sum(len(v.points) for v in views.values())
     shown = cli_json(capsys, "capacity", plan_path, "--slo", "skipped <= 1%", "--trial", "3s",
                      "--tolerance", "10%", "--results", results_dir)  # fmt: skip
-    assert [s["answer"] for s in shown] == [asdict(v.answer) for v in views.values() if v.answer]
+    assert [s["answer"] for s in shown] == [v.as_dict()["answer"] for v in views.values()]
+    for answer in (s["answer"] for s in shown):  # what the confirmations behind it did
+        assert answer["achieved"] > 0 and 0 <= answer["skipped_share"] <= 0.01
     assert sum(len(s["probes"]) for s in shown) == stored
     compared_cli = cli_json(capsys, "compare", "--campaign", "ceiling-capacity", "--baseline",
                             "fast", "--candidate", "slow", "--results", results_dir)  # fmt: skip
@@ -213,3 +222,14 @@ def test_a_workload_of_a_fixed_transaction_count_is_refused(
     err = capsys.readouterr().err.strip()
     assert code == 2 and "cannot be rate-limited" in err and len(err.splitlines()) == 1
     assert not results.exists()
+
+
+def test_a_probe_runs_with_the_slos_bound_to_the_microsecond(tmp_path: Path) -> None:
+    """-L takes the SLO's bound as written (":g" made 1234.567 ms into -L 1234.57)."""
+    cell = search_cells(plan.load(write_plan(tmp_path, extra="")))[0]
+    slo = parse_slo("p99 <= 1234.567ms")
+    step = Next(GROW, 50.0, full_length=False)
+    spec = probe_spec(cell, step, latency_limit_ms(cell, slo), CapacityOptions(slo), 1)
+    run = command.Invocation(spec.workload, 1, spec.clients, spec.options, 3)
+    argv = command.build_argv(Path("pgbench"), parse_version("pgbench (PostgreSQL) 18.1"), run, "b")
+    assert argv[argv.index("-L") + 1] == "1234.567"

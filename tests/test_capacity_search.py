@@ -4,7 +4,9 @@ verdicts: pure, no server."""
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -12,12 +14,14 @@ from pgbenchlab.analysis.capacity import (
     CONFIRM,
     GROW,
     START,
+    VERDICT_RULES,
     Answer,
     Probe,
     SearchIdentity,
     SearchSettings,
     decide,
 )
+from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.analysis.slo import RunFigures, SloError, backlog_growth, judge, parse_slo
 
 Oracle = Callable[[float, bool], bool]  # (rate, full length) → passed
@@ -125,7 +129,7 @@ def test_resuming_is_deciding_again() -> None:
 
 
 def test_the_slo_parses_metrics_units_and_shares() -> None:
-    slo = parse_slo("p99 <= 10ms, late <= 1%, skipped <= 0.001, p99.9 < 0.05s, mean <= 800us")
+    slo = parse_slo("p99 <= 10ms, late <= 1%, skipped <= 0.1%, p99.9 < 0.05s, mean <= 800us")
     assert [(b.metric, b.limit) for b in slo.bounds] == [
         ("p99", 10.0),
         ("late", 0.01),
@@ -135,6 +139,42 @@ def test_the_slo_parses_metrics_units_and_shares() -> None:
     ]
     assert slo.latency_bound_ms == 50.0
     assert parse_slo(slo.text) == slo
+    assert parse_slo("p50 <= 1us, p99 <= 1234.567ms, p90 <= 3600s").text == (
+        "p50 <= 0.001ms, p99 <= 1234.567ms, p90 <= 3600000ms"
+    )  # whole microseconds, written back exactly
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # A share needs its % sign: "late <= 1" read as a fraction was 100 %.
+        ("late <= 1", "'late <= 1': a share needs its % sign: write late <= 1%"),
+        ("skipped <= 0.01", "write skipped <= 0.01%"),
+        # One spelling per percentile.
+        ("p999 <= 10ms", "unknown metric 'p999': write p99.9"),
+        # Below what pgbench measures (-L and the log: whole microseconds) is no limit to it.
+        ("p99 <= 0.0001ms", "finer than pgbench measures (whole microseconds:"),
+        ("p99 <= 0.5us", "finer than pgbench measures"),
+        ("p99 <= 1.5us", "finer than pgbench measures"),
+        ("p99 <= 0ms", "must be above 0"),
+        ("late <= 0%", "must be above 0"),
+        # Absurd bounds.
+        ("p99 <= 100000000000000000000000000000000ms", "over an hour"),
+        ("p99 <= 1e32ms", "not a number with a unit"),
+        ("p99 <= 2h", "not a number with a unit"),
+        ("late <= 101%", "at most 100%"),
+    ],
+)
+def test_the_slo_grammar_is_strict(text: str, says: str) -> None:
+    with pytest.raises(SloError, match=re.escape(says)) as caught:
+        parse_slo(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_stored_slo_of_an_older_search_still_reads() -> None:
+    """Older searches stored what they were given: p999, a share below resolution."""
+    old = parse_slo("p999 <= 10ms, p50 <= 0.0001ms", stored=True)
+    assert [(b.metric, b.limit) for b in old.bounds] == [("p99.9", 10.0), ("p50", 0.0001)]
 
 
 @pytest.mark.parametrize(
@@ -145,8 +185,8 @@ def test_the_slo_parses_metrics_units_and_shares() -> None:
         ("p98 <= 10ms", "unknown metric 'p98'"),
         ("tps >= 100", "cannot read"),
         ("p99 <= 10", "time unit"),
-        ("late <= 5", "percentage"),
-        ("late <= 200%", "out of range"),
+        ("late <= 5", "% sign"),
+        ("late <= 200%", "at most 100%"),
         ("p99 <= 10ms, p99 <= 5ms", "twice"),
         ("p99 <= tenms", "not a number"),
     ],
@@ -184,6 +224,38 @@ def test_verdicts() -> None:
     assert "clients 99% busy" in judge(slo, figures(late=50, latency_ms={"mean": 40.0})).text
 
 
+def test_skipped_transactions_count_as_over_every_latency_bound() -> None:
+    """The stored answer of issue 27: -L at the SLO's bound, 1.61 % of scheduled transactions
+    skipped (no latency line) and 0.98 % of those that ran late: p99 over those that ran passed,
+    yet about 2.6 % of the scheduled transactions were over 50 ms."""
+    ran, skipped, late = 9839, 161, 96
+    values = [10_000] * (ran - late) + [60_000] * late  # µs: 96 over 50 ms
+    histogram = LatencyHistogram.from_values(values)
+    slo = parse_slo("p99 <= 50ms")
+    run = figures(
+        offered=14500.0, achieved=13668.0, transactions=ran, skipped=skipped, late=late,
+        latency_ms={"99": 10.0, "mean": 10.5}, histogram=histogram, latency_limit_ms=50.0,
+    )  # fmt: skip
+    assert judge(slo, replace(run, skipped=0)).passed  # p99 of those that ran: 10 ms
+    verdict = judge(slo, run)
+    assert not verdict.passed
+    assert "p99 over every bound: 161 of 10000 scheduled transactions skipped (1.61%)" in (
+        verdict.text
+    )
+    # Fewer skipped: p99 over the scheduled falls among those that ran, read at its rank there.
+    few = judge(slo, replace(run, skipped=5))
+    assert "p99 60ms > 50ms (5 skipped transactions counted as over)" in few.text
+    assert judge(slo, replace(run, skipped=2, late=5, transactions=9998,
+        histogram=LatencyHistogram.from_values([10_000] * 9998))).passed  # fmt: skip
+    # A mean has no value with transactions missing from it.
+    assert (
+        "mean unknown: 161 skipped transactions have no latency"
+        in judge(parse_slo("mean <= 50ms"), run).text
+    )
+    # Without a histogram the rank among those that ran cannot be read: unknown, a fail.
+    assert "p99 unknown" in judge(slo, replace(run, skipped=5, histogram=None)).text
+
+
 def test_backlog_growth_ignores_a_stationary_queue() -> None:
     assert backlog_growth([3.0, 5.0, 2.0, 4.0, 3.0, 5.0]) is None
     assert backlog_growth([1.0, 2.0]) is None
@@ -195,5 +267,11 @@ def test_backlog_growth_ignores_a_stationary_queue() -> None:
 def test_the_search_identity_round_trips_and_ignores_look_alikes() -> None:
     identity = SearchIdentity("p99 <= 10ms", 5, SearchSettings(tolerance=0.1))
     assert SearchIdentity.read(f"[campaign]\nname = 'x'\n{identity.line}\n") == identity
+    assert identity.verdict_rules == VERDICT_RULES
+    # A search stored before its identity carried the verdict rules: the first rules.
+    older = identity.line.replace(f', "verdict_rules": {VERDICT_RULES}', "")
+    assert "verdict_rules" not in older
+    found = SearchIdentity.read(older)
+    assert found is not None and found.verdict_rules == 1 and found.line != identity.line
     assert SearchIdentity.read("# pgbenchlab capacity is great\n") is None
     assert SearchIdentity.read("[campaign]\n") is None

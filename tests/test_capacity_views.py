@@ -3,6 +3,8 @@ chart drawn from synthetic probes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import vl_convert
 
@@ -11,7 +13,7 @@ from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.render.knee import knee_chart, knee_rows
 from pgbenchlab.report.views.capacity import CapacityView, KneePoint, compare_capacities
-from pgbenchlab.report.views.capacity_tables import comparison_table
+from pgbenchlab.report.views.capacity_tables import answer_text, comparison_table
 
 
 def point(run: int, offered: float | None, passed: bool, p99: float = 5.0) -> KneePoint:
@@ -50,3 +52,25 @@ def test_the_knee_chart_draws_the_probes_the_slo_and_the_bracket() -> None:
     assert not any(r.get("offered") is None and "measure" in r and "rule" not in r for r in rows)
     svg = vl_convert.vega_to_svg(vl_convert.vegalite_to_vega(knee_chart(searched)))
     assert "Capacity of pg18: capacity 50 tx/s" in svg and "SLO p99" in svg
+
+
+def test_the_answer_says_what_its_runs_achieved_and_skipped() -> None:
+    confirmations = (
+        KneePoint(4, "confirm", 100.0, 4, 97.5, 1.0, 5.0, 7.0, 0.0, 0.0161, True, "pass"),
+        KneePoint(5, "confirm", 100.0, 4, 99.0, 1.0, 5.0, 7.0, 0.0, 0.0, True, "pass"),
+    )
+    searched = view("pg18", Answer(100.0, 100.0, 105.0, "confirmed"))
+    searched = replace(searched, points=searched.points + confirmations)
+    assert searched.achieved == 97.5 and searched.skipped_share == 0.0161
+    assert "achieved at least 97.5 tx/s, skipped at most 1.61%" in answer_text(searched)
+    shown = searched.as_dict()["answer"]
+    assert shown["achieved"] == 97.5 and shown["skipped_share"] == 0.0161
+    assert view("pg18", Answer(None, None, 50.0, "none")).achieved is None
+
+
+def test_an_answer_judged_before_skipped_transactions_counted_says_so() -> None:
+    old = replace(view("pg15", Answer(80.0, 80.0, 84.0, "confirmed")), verdict_rules=1)
+    assert "judged before skipped transactions counted over the latency bounds" in (
+        answer_text(old)
+    )
+    assert "judged before" not in answer_text(view("pg15", Answer(80.0, 80.0, 84.0, "x")))

@@ -188,6 +188,9 @@ BAD_PLANS = [
     ("[defaults]\nduration = '1.5s'", "duration", "whole number of seconds"),
     ("[defaults]\nduration = '10s'\ntransactions = 100", "transactions", "not both"),
     ("[defaults]\nwarmup = 'soon'", "warmup", "whole number of seconds"),
+    # pgbench's -L truncates to whole microseconds, and takes 0 as no limit at all
+    ("[matrix]\nlatency_limit = ['0.0001ms']", "latency_limit", "whole number of microseconds"),
+    ("[matrix]\nlatency_limit = [1.5e-3]", "latency_limit", "whole number of microseconds"),
     ("[defaults]\nprotocol = 'pipeline'", "protocol", "one of simple, extended, prepared"),
     ("[defaults]\nthreads = 8\n[matrix]\nclients = [4]", "threads", "at most one per client"),
     ("[defaults]\nthreads = 0", "threads", "positive whole number"),

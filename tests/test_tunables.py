@@ -122,6 +122,82 @@ def test_refused_when_not_root_or_unknown(tmp_path: Path) -> None:
     tunables(tmp_path, (), root).check(euid=1000)  # a plan without the axis needs nothing
 
 
+class FussyKernel(PairedKernel):
+    """A kernel that refuses writes to a read-only tunable (EACCES, as /proc/sys does for a
+    0444 one, root included), refuses values out of a tunable's range (EINVAL) and clamps
+    vm.clamped to 100."""
+
+    def write_in_place(self, path: PurePath, text: str) -> None:
+        if path.name == "file-nr":
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        if path.name == "swappiness" and int(text) > 200:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        super().write_in_place(path, str(min(int(text), 100)) if path.name == "clamped" else text)
+
+
+FUSSY = {
+    "fs.file-nr": "1 0 9",
+    "vm.swappiness": "60",
+    "vm.clamped": "5",
+    "vm.dirty_background_bytes": "0",
+    "vm.dirty_background_ratio": "10",
+}
+
+
+@pytest.mark.parametrize(
+    ("planned", "says"),
+    [
+        ([("fs.file-nr", "2 0 9")], r"fs\.file-nr: cannot be written here \(Permission denied\)"),
+        ([("vm.swappiness", "10"), ("vm.swappiness", "1000")],
+         r"vm\.swappiness = 1000: the kernel refuses it \(Invalid argument\)"),
+        ([("vm.clamped", "500")], r"vm\.clamped = 500: the kernel keeps 100 instead"),
+    ],
+)  # fmt: skip
+def test_a_value_the_kernel_does_not_take_is_refused_before_any_run(
+    tmp_path: Path, planned: list[tuple[str, str]], says: str
+) -> None:
+    """Each planned value is written and read back under the journal, the values found put
+    back at once: a refusal leaves the tunables as they were and the journal empty."""
+    root = fake_proc(tmp_path, FUSSY)
+    names = tuple(sorted({n for n, _ in planned}))
+    kt = KernelTunables(
+        names, host=FussyKernel(), root=root, journal=PurePosixPath(tmp_path / "run" / "j.json")
+    )
+    kt.check(euid=0)
+    kt.repair()
+    with pytest.raises(TunableError, match=says) as caught:
+        kt.try_values(planned)
+    assert "\n" not in str(caught.value)
+    assert {n: kt.read(n) for n in FUSSY} == FUSSY
+    assert Path(kt.journal_path).read_text() == ""
+    kt.restore()
+
+
+def test_values_the_kernel_takes_are_tried_and_put_back_at_once(tmp_path: Path) -> None:
+    root = fake_proc(tmp_path, FUSSY)
+    journal = PurePosixPath(tmp_path / "run" / "j.json")
+    names = ("vm.dirty_background_bytes", "vm.swappiness")
+    kt = KernelTunables(names, host=FussyKernel(), root=root, journal=journal)
+    kt.repair()
+    kt.try_values([("vm.dirty_background_bytes", "67108864"), ("vm.dirty_background_bytes", "0"),
+                   ("vm.swappiness", "200")])  # fmt: skip
+    assert {n: kt.read(n) for n in FUSSY} == FUSSY
+    assert Path(journal).read_text() == ""
+    with pytest.raises(TunableError, match="another campaign"):  # still held for the campaign
+        KernelTunables(("vm.swappiness",), host=FussyKernel(), root=root, journal=journal).repair()
+    kt.restore()
+
+
+def test_the_journal_is_made_where_it_is_missing_before_any_change(tmp_path: Path) -> None:
+    """A fresh boot empties /run: the journal's directory is made before the first change."""
+    root = fake_proc(tmp_path, {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"})
+    journal = PurePosixPath(tmp_path / "fresh-boot" / "pgbenchlab" / "j.json")
+    kt = KernelTunables((), host=PairedKernel(), root=root, journal=journal)
+    kt.apply([("vm.dirty_bytes", "67108864")])
+    assert json.loads(Path(journal).read_text()) == {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"}
+    kt.restore()
+
+
 def test_journalled_before_changing_verified_and_restored(tmp_path: Path) -> None:
     root = fake_proc(tmp_path, {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"})
     kt = tunables(tmp_path, ("vm.dirty_bytes",), root)

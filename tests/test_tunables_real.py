@@ -11,6 +11,7 @@ import pwd
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,11 @@ import pytest
 
 from cli_process import run_cli
 from pgbenchlab import osuser, plan
+from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.campaign.capacity import CapacityOptions, search_capacity
+from pgbenchlab.cli import main
+from pgbenchlab.plan import RunSpec
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
@@ -151,7 +156,108 @@ def test_repaired_at_the_next_start_after_kill_9(
     assert kernel() == original
 
 
-def test_refused_for_the_unprivileged_account(original: tuple[str, str]) -> None:
+class CutWhileMeasuring(QuietReporter):
+    """Notes the tunable and the journal as the first run measures, then sends this process
+    SIGINT (as Ctrl-C)."""
+
+    def __init__(self, journal: Path) -> None:
+        super().__init__()
+        self.journal = journal
+        self.during: tuple[str, str] | None = None
+
+    def phase(self, spec: RunSpec, text: str) -> None:
+        super().phase(spec, text)
+        if text == "measuring" and self.during is None:
+            self.during = (BYTES.read_text().strip(), self.journal.read_text())
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+
+@pytest.mark.parametrize("before", ["killed campaign", "fresh boot"])
+def test_capacity_repairs_and_keeps_the_journal_as_run_does(
+    tmp_path: Path,
+    results_dir: Path,
+    original: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    before: str,
+) -> None:
+    """A killed campaign left the tunable changed and its journal full: capacity puts it back
+    before it starts, then journals its own change. After a fresh boot (/run emptied) the
+    journal's directory is made. Either way the journal holds the values found while the
+    search's run measures, and an interrupted search puts them back."""
+    require_installs("embedded")
+    journal = tmp_path / "run" / "pgbenchlab" / "journal.json"
+    monkeypatch.setenv("PGBENCHLAB_SYSCTL_JOURNAL", str(journal))
+    found = {"vm.dirty_background_bytes": original[0], "vm.dirty_background_ratio": original[1]}
+    if before == "killed campaign":
+        journal.parent.mkdir(parents=True)
+        journal.write_text(json.dumps(found))
+        BYTES.write_text("33554432")  # as the killed campaign left it
+    the_plan = plan.parse(
+        tuned_plan("searched", CHANGED).replace(
+            "clients = [1]", 'clients = [1]\nlatency_limit = "500ms"'
+        ),
+        "p.toml",
+        base=tmp_path,
+    )
+    reporter = CutWhileMeasuring(journal)
+    options = CapacityOptions(parse_slo("p99 <= 500ms"), trial_s=1)
+    cut = search_capacity(the_plan, options, results_dir, reporter)
+    assert cut.outcome.interrupted
+    restored = [
+        text for kind, text in reporter.events if kind == "note" and "restored" in str(text)
+    ]
+    assert bool(restored) == (before == "killed campaign"), reporter.events
+    assert reporter.during is not None
+    during, journalled = reporter.during
+    assert during == CHANGED and json.loads(journalled) == found
+    assert kernel() == original
+    assert journal.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "axis", "says"),
+    [
+        ("run", '"kernel.ostype" = ["Linux2"]', "kernel.ostype: cannot be written here"),
+        ("capacity", '"kernel.ostype" = ["Linux2"]', "kernel.ostype: cannot be written here"),
+        ("run", '"vm.swappiness" = [1000]', "vm.swappiness = 1000: the kernel refuses it"),
+        ("capacity", '"vm.swappiness" = [1000]', "vm.swappiness = 1000: the kernel refuses it"),
+        ("capacity", '"vm.no_such" = [1]', "vm.no_such: no such kernel tunable"),
+    ],
+)
+def test_a_tunable_or_value_the_kernel_does_not_take_is_refused_before_any_run(
+    tmp_path: Path,
+    original: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    axis: str,
+    says: str,
+) -> None:
+    """A read-only tunable (0444: EACCES for root too) and a value out of the kernel's range
+    (vm.swappiness above 200: EINVAL) passed the check and failed every run
+    with [Errno 22]; now each is refused in one line before anything is written."""
+    require_installs("embedded")
+    monkeypatch.setenv("PGBENCHLAB_SYSCTL_JOURNAL", str(tmp_path / "run" / "journal.json"))
+    plan_path = tmp_path / "plan.toml"
+    text = tuned_plan("refused", "0").replace('"vm.dirty_background_bytes" = [0]', axis)
+    plan_path.write_text(text + "[defaults.x]\n".replace("[defaults.x]\n", ""))
+    ostype = Path("/proc/sys/kernel/ostype").read_text()
+    swappiness = Path("/proc/sys/vm/swappiness").read_text()
+    slo = ["--slo", "p99 <= 100ms"] if command == "capacity" else []
+    results = tmp_path / "results"
+    code = main([command, str(plan_path), *slo, "--results", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert says in err and len(err.splitlines()) == 1, err
+    assert not results.exists()
+    assert kernel() == original and Path("/proc/sys/kernel/ostype").read_text() == ostype
+    assert Path("/proc/sys/vm/swappiness").read_text() == swappiness
+
+
+@pytest.mark.parametrize("command", [["run"], ["capacity", "--slo", "p99 <= 100ms"]])
+def test_refused_for_the_unprivileged_account(
+    original: tuple[str, str], command: list[str]
+) -> None:
     require_installs("embedded")
     account = pwd.getpwnam(osuser.SERVICE_USER)
     home = Path(tempfile.mkdtemp(prefix="pgbl-sysctl-", dir="/var/tmp"))
@@ -163,7 +269,7 @@ def test_refused_for_the_unprivileged_account(original: tuple[str, str]) -> None
         switch = (
             f"import os; os.setgid({account.pw_gid}); os.setgroups([]); os.setuid({account.pw_uid})"
         )
-        done = run_cli("run", plan_path, "--results", home / "results", cwd=home, before=switch)
+        done = run_cli(*command, plan_path, "--results", home / "results", cwd=home, before=switch)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2, done.stderr
         assert len(lines) == 1 and "kernel tunables are set as root" in lines[0]

@@ -11,6 +11,13 @@ kernel's tunables are reset at boot.
 Some tunables come in pairs the kernel keeps exclusive: writing vm.dirty_bytes zeroes
 vm.dirty_ratio, and the other way round (and a 0 may be refused: it means "the other rules").
 So both of a pair are journalled, and put back by writing the non-zero one.
+
+Whether the kernel takes a value is known only by writing it: a tunable may exist yet be
+read-only (EACCES, root included), refuse a value out of its range (EINVAL) or clamp it, and
+the kernel tells no tunable's range. So before any run every planned value is tried: written
+and read back under the journal, the values found put back at once (`try_values`). The machine
+is changed for a few microseconds and, should pgbenchlab die meanwhile, the journal puts it
+back at the next start.
 """
 
 from __future__ import annotations
@@ -24,9 +31,15 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host, LockedFile
 
 PROC_SYS = PurePosixPath("/proc/sys")
-JOURNAL = PurePosixPath(
-    os.environ.get("PGBENCHLAB_SYSCTL_JOURNAL", "/run/pgbenchlab/sysctl-journal.json")
-)
+JOURNAL = PurePosixPath("/run/pgbenchlab/sysctl-journal.json")
+
+
+def journal_path() -> PurePosixPath:
+    """The journal's path: PGBENCHLAB_SYSCTL_JOURNAL (read when a campaign starts), else
+    `JOURNAL`."""
+    return PurePosixPath(os.environ.get("PGBENCHLAB_SYSCTL_JOURNAL", str(JOURNAL)))
+
+
 _PAIRS = (
     ("vm.dirty_bytes", "vm.dirty_ratio"),
     ("vm.dirty_background_bytes", "vm.dirty_background_ratio"),
@@ -35,7 +48,12 @@ PARTNERS = {a: b for a, b in _PAIRS} | {b: a for a, b in _PAIRS}
 
 
 class TunableError(UserError):
-    """A kernel tunable the campaign cannot set: not root, no such key, or in use."""
+    """A kernel tunable the campaign cannot set: not root, no such key, read-only, a value the
+    kernel does not take, or in use."""
+
+
+class NotTaken(RuntimeError):
+    """Tunables read back other than set."""
 
 
 def normal(text: str) -> str:
@@ -52,10 +70,10 @@ class KernelTunables:
         *,
         host: Host = LOCAL_HOST,
         root: PurePosixPath = PROC_SYS,
-        journal: PurePosixPath = JOURNAL,
+        journal: PurePosixPath | None = None,
     ) -> None:
         self.names = tuple(sorted(names))
-        self.host, self.root, self.journal_path = host, root, journal
+        self.host, self.root, self.journal_path = host, root, journal or journal_path()
         self.originals: dict[str, str] = {}
         self.journal: LockedFile | None = None
 
@@ -126,11 +144,42 @@ class KernelTunables:
         found = {name: self.read(name) for name in wanted}
         wrong = {n: v for n, v in found.items() if v != normal(wanted[n])}
         if wrong:
-            raise RuntimeError(
+            raise NotTaken(
                 "kernel tunables did not take their values: "
                 + ", ".join(f"{n} = {v} (set {wanted[n]})" for n, v in wrong.items())
             )
         return found
+
+    def try_values(self, planned: Iterable[tuple[str, str]]) -> None:
+        """Refuse, before any run, a value the kernel does not take: each is set as a run sets
+        it (journalled first, read back), and the values found are put back at once."""
+        try:
+            for name, value in dict.fromkeys(planned):
+                self._try(name, value)
+        finally:
+            self._put_back(self.originals)
+            self.originals = {}
+            if self.journal is not None:
+                self.journal.write_text("")
+
+    def _try(self, name: str, value: str) -> None:
+        try:
+            self.apply([(name, value)])
+        except PermissionError as error:
+            raise TunableError(
+                f"[matrix.sysctl] {name}: cannot be written here ({error.strerror}); remove it "
+                "from the plan"
+            ) from None
+        except OSError as error:
+            raise TunableError(
+                f"[matrix.sysctl] {name} = {value}: the kernel refuses it "
+                f"({error.strerror or error}); give a value it takes"
+            ) from None
+        except NotTaken:
+            raise TunableError(
+                f"[matrix.sysctl] {name} = {value}: the kernel keeps {self.read(name)} instead; "
+                "give a value it takes as it is"
+            ) from None
 
     def restore(self) -> None:
         """Put back every tunable changed, then empty the journal and let it go."""
@@ -150,6 +199,7 @@ class KernelTunables:
             return
         self.originals |= {name: self.read(name) for name in fresh}
         if self.journal is None:
+            self.host.mkdir(self.journal_path.parent, mode=0o755)  # /run is emptied at boot
             self.journal = self.host.lock(self.journal_path)
         self.journal.write_text(json.dumps(self.originals, sort_keys=True))
 

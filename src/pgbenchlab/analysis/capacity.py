@@ -26,6 +26,11 @@ from dataclasses import asdict, dataclass
 START, GROW, BISECT, CONFIRM = "start", "grow", "bisect", "confirm"
 ROLES = (START, GROW, BISECT, CONFIRM)
 IDENTITY_PREFIX = "# pgbenchlab capacity "
+# How probes are judged, in the search's identity: 1, searches stored before the identity said
+# (skipped transactions left out of the latency percentiles: a probe could pass with them);
+# 2, every latency bound counts a skipped transaction as over it. Another number is another
+# campaign: a search judged one way is never continued the other way.
+VERDICT_RULES = 2
 
 
 @dataclass(frozen=True)
@@ -59,11 +64,14 @@ class SearchIdentity:
     slo: str
     trial_s: int
     settings: SearchSettings
+    verdict_rules: int = VERDICT_RULES
 
     @property
     def line(self) -> str:
         fields = {"slo": self.slo, "trial_s": self.trial_s, **asdict(self.settings)}
-        return IDENTITY_PREFIX + json.dumps(fields, sort_keys=True)
+        return IDENTITY_PREFIX + json.dumps(
+            fields | {"verdict_rules": self.verdict_rules}, sort_keys=True
+        )
 
     @classmethod
     def read(cls, plan_text: str) -> SearchIdentity | None:
@@ -73,7 +81,8 @@ class SearchIdentity:
         try:
             fields = json.loads(lines[-1].removeprefix(IDENTITY_PREFIX))
             slo, trial_s = fields.pop("slo"), fields.pop("trial_s")
-            return cls(str(slo), int(trial_s), SearchSettings(**fields))
+            rules = int(fields.pop("verdict_rules", 1))
+            return cls(str(slo), int(trial_s), SearchSettings(**fields), rules)
         except (ValueError, TypeError, KeyError, AttributeError):
             return None  # a comment of the user's that only looks like ours
 

@@ -183,7 +183,13 @@ class LatencyHistogram:
 
     def percentile(self, p: str | int | Fraction) -> int:
         """Nearest-rank p-th percentile in µs, within `RELATIVE_ERROR_BOUND` of the exact one."""
-        rank = percentile_rank(self.count, p)
+        return self.value_at_rank(percentile_rank(self.count, p))
+
+    def value_at_rank(self, rank: int) -> int:
+        """The value (µs) at a 1-based rank of the ascending sample, within
+        `RELATIVE_ERROR_BOUND` of the exact one."""
+        if not 1 <= rank <= self.count:
+            raise ValueError(f"rank {rank} outside 1..{self.count}")
         index = bisect_left(list(accumulate(self.counts)), rank)
         value = bucket_representative(self.buckets[index])
         assert self.minimum is not None and self.maximum is not None

@@ -1,13 +1,17 @@
 """A service-level objective and whether one run met it.
 
 An SLO is a comma-separated list of upper bounds: ``"p99 <= 10ms, late <= 1%, skipped <= 0.1%"``.
-Latency metrics (``p50 p90 p95 p99 p99.9 mean``) take a time with its unit (``us``, ``ms``,
-``s``); the shares ``late`` (transactions over the latency limit, of those that ran, as pgbench
-counts them) and ``skipped`` (transactions pgbench skipped as already late, of all scheduled)
-take a percentage or a fraction. A run also fails when its latency, counted from each
-transaction's scheduled start, grows through the run: the backlog grows (in pgbench's schedule
-lag when every client is busy, in the server's queues otherwise), the server fell behind the
-offered rate, and a longer run would have been later still.
+Latency metrics (``p50 p90 p95 p99 p99.9 mean``: one spelling each) take a time with its unit
+(``us``, ``ms``, ``s``), a whole number of microseconds (pgbench's resolution: its log and its
+-L, which truncates to whole microseconds and takes 0 as no limit at all) up to an hour; the
+shares ``late`` (transactions over the latency limit, of those that ran, as pgbench counts
+them) and ``skipped`` (transactions pgbench skipped as already late, of all scheduled) take a
+percentage with its % sign (``late <= 1`` could mean 1 % or 100 %). A skipped transaction has
+no latency: every latency bound counts it as over (`RunFigures.latency_over_scheduled`). A run
+also fails when its latency, counted from each transaction's scheduled start, grows through the
+run: the backlog grows (in pgbench's schedule lag when every client is busy, in the server's
+queues otherwise), the server fell behind the offered rate, and a longer run would have been
+later still.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
+from pgbenchlab.analysis.histogram import LatencyHistogram
+from pgbenchlab.analysis.stats import percentile_rank
 from pgbenchlab.errors import UserError
 
 LATENCY_METRICS: dict[str, str] = {
@@ -25,13 +32,14 @@ LATENCY_METRICS: dict[str, str] = {
     "p95": "95",
     "p99": "99",
     "p99.9": "99.9",
-    "p999": "99.9",
     "mean": "mean",
 }
+LEGACY_SPELLINGS = {"p999": "p99.9"}  # read in SLOs stored by older searches, refused in new ones
 SHARE_METRICS = ("late", "skipped")
-_TIME_UNITS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0}
+_MICROSECONDS = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}
+MAX_BOUND_US = 3600 * 1_000_000  # an hour: no OLTP run measures a longer latency
 _CLAUSE = re.compile(r"^\s*(?P<metric>[a-z0-9.]+)\s*(?P<op><=|≤|<)\s*(?P<value>\S+)\s*$", re.I)
-_NUMBER = re.compile(r"^(?P<number>\d+(?:\.\d+)?|\.\d+)(?P<unit>[a-zµ%]*)$", re.I)
+_NUMBER = re.compile(r"^(?P<number>\d+(?:\.\d+)?|\.\d+)(?P<unit>us|µs|ms|s|%)?$", re.I)
 
 # A queue that keeps up is stationary; one that does not is later with every second: by
 # (offered − served) ÷ offered seconds per second. The backlog grows when the slope of the
@@ -57,8 +65,16 @@ class Bound:
 
     def text(self) -> str:
         if self.is_latency:
-            return f"{self.metric} <= {self.limit:g}ms"
+            return f"{self.metric} <= {ms_text(self.limit)}ms"
         return f"{self.metric} <= {self.limit * 100:g}%"
+
+
+def ms_text(ms: float) -> str:
+    """Milliseconds written exactly to the microsecond (":g" keeps six digits: 1234.567 ms
+    would read 1234.57)."""
+    if ms * 1000 != round(ms * 1000):
+        return f"{ms:g}"  # finer than a microsecond: only in an older search's stored SLO
+    return f"{ms:.3f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)
@@ -80,42 +96,71 @@ class Slo:
         return any(not b.is_latency for b in self.bounds)
 
 
-def parse_slo(text: str) -> Slo:
+def parse_slo(text: str, *, stored: bool = False) -> Slo:
+    """The SLO of --slo, refused in one line when it is not exactly one reading; ``stored``:
+    the text an older search stored, read as it was then (p999, any positive bound)."""
     clauses = [c for c in text.split(",") if c.strip()]
     if not clauses:
         raise SloError("--slo: empty; give bounds such as 'p99 <= 10ms, late <= 1%'")
-    bounds = tuple(_parse_clause(c.strip()) for c in clauses)
+    bounds = tuple(_parse_clause(c.strip(), stored) for c in clauses)
     seen = [b.metric for b in bounds]
     if len(set(seen)) != len(seen):
         raise SloError(f"--slo: a metric is bounded twice in '{text}'")
     return Slo(bounds)
 
 
-def _parse_clause(clause: str) -> Bound:
+def _parse_clause(clause: str, stored: bool) -> Bound:
     match = _CLAUSE.match(clause)
     if match is None:
         raise SloError(f"--slo: cannot read '{clause}': write METRIC <= VALUE, e.g. p99 <= 10ms")
-    metric = match["metric"].lower()
-    if metric not in LATENCY_METRICS and metric not in SHARE_METRICS:
-        known = ", ".join([*LATENCY_METRICS, *SHARE_METRICS])
-        raise SloError(f"--slo: unknown metric '{match['metric']}' (known: {known})")
+    metric = _metric(match["metric"].lower(), stored)
     number = _NUMBER.match(match["value"])
     if number is None:
-        raise SloError(f"--slo: '{match['value']}' in '{clause}' is not a number with a unit")
-    value, unit = float(number["number"]), number["unit"].lower()
+        raise SloError(
+            f"--slo: '{match['value']}' in '{clause}' is not a number with a unit "
+            "(us, ms, s; % for a share), e.g. 10ms"
+        )
+    value, unit = Fraction(number["number"]), (number["unit"] or "").lower()
+    if value <= 0:
+        raise SloError(f"--slo: '{clause}': a bound must be above 0")
     if metric in LATENCY_METRICS:
-        if unit not in _TIME_UNITS:
-            raise SloError(f"--slo: '{clause}' needs a time unit (us, ms, s), e.g. 10ms")
-        limit = value * _TIME_UNITS[unit]
-    elif unit == "%":
-        limit = value / 100
-    elif unit == "" and value <= 1:
-        limit = value
-    else:
-        raise SloError(f"--slo: '{clause}' needs a percentage (1%) or a fraction (0.01)")
-    if not math.isfinite(limit) or limit <= 0 or (metric in SHARE_METRICS and limit > 1):
-        raise SloError(f"--slo: '{clause}' is out of range")
-    return Bound(metric, limit)
+        return Bound(metric, _latency_ms(clause, value, unit, stored))
+    if unit != "%":
+        raise SloError(
+            f"--slo: '{clause}': a share needs its % sign: write {metric} <= {number['number']}% "
+            f"(or {metric} <= {float(value * 100):g}% for the fraction {number['number']})"
+        )
+    if value > 100:
+        raise SloError(f"--slo: '{clause}': a share is at most 100%")
+    return Bound(metric, float(value / 100))
+
+
+def _metric(name: str, stored: bool) -> str:
+    if stored and name in LEGACY_SPELLINGS:
+        return LEGACY_SPELLINGS[name]
+    if name in LATENCY_METRICS or name in SHARE_METRICS:
+        return name
+    known = ", ".join([*LATENCY_METRICS, *SHARE_METRICS])
+    fix = f": write {LEGACY_SPELLINGS[name]}" if name in LEGACY_SPELLINGS else ""
+    raise SloError(f"--slo: unknown metric '{name}'{fix} (known: {known})")
+
+
+def _latency_ms(clause: str, value: Fraction, unit: str, stored: bool) -> float:
+    """A latency bound in ms: a whole number of microseconds from 1 µs to an hour."""
+    if unit not in _MICROSECONDS:
+        raise SloError(f"--slo: '{clause}' needs a time unit (us, ms, s), e.g. 10ms")
+    micros = value * _MICROSECONDS[unit]
+    if not stored and micros.denominator != 1:
+        raise SloError(
+            f"--slo: '{clause}' is finer than pgbench measures (whole microseconds: its log, "
+            "and its -L, which would take it as no limit or another one): give whole us"
+        )
+    if not stored and micros > MAX_BOUND_US:
+        raise SloError(
+            f"--slo: '{clause}' is over an hour: no run measures such a latency; give a bound "
+            "up to 3600s"
+        )
+    return float(micros / 1000)
 
 
 @dataclass(frozen=True)
@@ -134,10 +179,26 @@ class RunFigures:
     ok: bool = True
     error: str | None = None
     latency_limit_ms: float | None = None  # the run's -L
+    histogram: LatencyHistogram | None = None  # the latencies of the transactions that ran (µs)
 
     @property
     def scheduled(self) -> int:
         return self.transactions + self.skipped + self.failed
+
+    def latency_over_scheduled(self, metric: str) -> float | None:
+        """A latency metric (ms) over the transactions that ran and those pgbench skipped,
+        each skipped one over every bound (it has no latency): a percentile whose rank falls
+        among them is infinite, a mean is unknown (None), and one among those that ran is read
+        at that rank in their histogram (None without one)."""
+        key = LATENCY_METRICS[metric]
+        value = self.latency_ms.get(key)
+        if not self.skipped or value is None:
+            return value
+        if key == "mean" or self.histogram is None or not self.histogram.count:
+            return None
+        ran = self.histogram.count
+        rank = percentile_rank(ran + self.skipped, key)
+        return math.inf if rank > ran else self.histogram.value_at_rank(rank) / 1000
 
     def share(self, metric: str) -> float | None:
         if metric == "skipped":
@@ -187,16 +248,33 @@ def judge(slo: Slo, run: RunFigures) -> Verdict:
 
 def _breach(bound: Bound, run: RunFigures) -> str | None:
     if bound.is_latency:
-        value = run.latency_ms.get(LATENCY_METRICS[bound.metric])
-        if value is None:
-            return f"{bound.metric} unknown (no per-transaction log)"
-        return None if value <= bound.limit else f"{bound.metric} {value:g}ms > {bound.limit:g}ms"
+        return _latency_breach(bound, run)
     share = run.share(bound.metric)
     if share is None:
         return f"{bound.metric} share unknown"
     if share <= bound.limit:
         return None
     return f"{bound.metric} {share:.2%} > {bound.limit:.2%}"
+
+
+def _latency_breach(bound: Bound, run: RunFigures) -> str | None:
+    value = run.latency_over_scheduled(bound.metric)
+    limit = f"{ms_text(bound.limit)}ms"
+    if value is None:
+        if run.skipped and LATENCY_METRICS[bound.metric] in run.latency_ms:
+            why = "have no latency" if bound.metric == "mean" else "and no latency histogram"
+            return f"{bound.metric} unknown: {run.skipped} skipped transactions {why}"
+        return f"{bound.metric} unknown (no per-transaction log)"
+    if value == math.inf:
+        counted = run.transactions + run.skipped
+        return (
+            f"{bound.metric} over every bound: {run.skipped} of {counted} scheduled transactions "
+            f"skipped ({run.skipped / counted:.2%})"
+        )
+    if value <= bound.limit:
+        return None
+    counted_over = f" ({run.skipped} skipped transactions counted as over)" if run.skipped else ""
+    return f"{bound.metric} {value:g}ms > {limit}{counted_over}"
 
 
 def backlog_growth(latency_ms: Sequence[float], floor_ms: float = 1.0) -> str | None:

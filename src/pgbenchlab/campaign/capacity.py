@@ -30,8 +30,9 @@ from pgbenchlab.analysis.capacity import (
     SearchSettings,
     decide,
 )
+from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.analysis.slo import RunFigures, Slo, Verdict, judge
-from pgbenchlab.campaign.equipment import equipped
+from pgbenchlab.campaign.equipment import prepared
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.runner import Campaign, Outcome, drive
@@ -175,6 +176,7 @@ def figures(spec: RunSpec, result: RunResult) -> RunFigures:
         ok=result.status == RunStatus.OK,
         error=result.error,
         latency_limit_ms=spec.options.latency_limit_ms,
+        histogram=LatencyHistogram.from_json(latency.histogram_json) if latency else None,
     )
 
 
@@ -205,10 +207,10 @@ def search_capacity(
     results_dir = results_dir.resolve()
     found: list[SearchResult] = []
     body = searching(searched, options, reporter, found)
-    with equipped(searched, results_dir, built) as (pgbench, servers, default):
+    with prepared(searched, results_dir, built, reporter) as (pgbench, servers, default, tunables):
         outcome = drive(
             searched, results_dir, reporter, pgbench, servers, executor or default, body,
-            fresh=fresh,
+            fresh=fresh, tunables=tunables,
         )  # fmt: skip
     return CapacityOutcome(outcome, searched.name, found)
 

@@ -10,13 +10,15 @@ from pathlib import Path
 
 from pgbenchlab import builds, installs
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
+from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
 from pgbenchlab.campaign.generators import SEEDS_SINCE, FleetExecutor
 from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.servers import Servers
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan
-from pgbenchlab.telemetry.profiler import check_perf_for_pgbench
+from pgbenchlab.telemetry.profiler import check_perf, check_perf_for_pgbench
+from pgbenchlab.tunables import KernelTunables
 
 
 @contextmanager
@@ -56,6 +58,30 @@ def equipped(
         yield pgbench, servers, executor
     finally:
         hosts.close()
+
+
+@contextmanager
+def prepared(
+    plan: Plan, results_dir: Path, built: list[installs.Installation] | None, reporter: Reporter
+) -> Iterator[tuple[PgbenchClient, Servers, Executor, KernelTunables]]:
+    """What a campaign (`run`, `capacity`) starts with, checked before any run: perf for a
+    profiled plan; the kernel tunables (root, each known); the plan's pgbench, servers and
+    executor (`equipped`); then the tunables a killed campaign left changed put back, the
+    journal held for this campaign's, and every planned value tried (`try_values`)."""
+    if any(spec.profiled for spec in plan.specs):
+        check_perf()
+    tunables = KernelTunables(plan.sysctl_names)
+    tunables.check()
+    with equipped(plan, results_dir, built) as (pgbench, servers, executor):
+        repaired = tunables.repair()
+        if repaired:
+            put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
+            reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
+        try:
+            tunables.try_values(pair for spec in plan.specs for pair in spec.sysctl)
+            yield pgbench, servers, executor, tunables
+        finally:
+            tunables.restore()
 
 
 def fleet_pgbench(plan: Plan, hosts: CampaignHosts) -> PgbenchClient:

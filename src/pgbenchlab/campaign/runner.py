@@ -20,7 +20,7 @@ from pgbenchlab import installs
 from pgbenchlab.campaign import rounds
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, failure
 from pgbenchlab.campaign.client import PgbenchClient
-from pgbenchlab.campaign.equipment import equipped
+from pgbenchlab.campaign.equipment import prepared
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import (
     Capturing,
@@ -56,7 +56,6 @@ from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
-from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
 
 
@@ -84,15 +83,7 @@ def run_campaign(
     """Run the plan's campaign (checked before anything starts). The plan's builds are made
     first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
-    if any(spec.profiled for spec in plan.specs):
-        check_perf()
-    tunables = KernelTunables(plan.sysctl_names)
-    tunables.check()
-    with equipped(plan, results_dir, built) as (pgbench, servers, executor):
-        repaired = tunables.repair()
-        if repaired:
-            put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
-            reporter.note(f"restored the kernel tunables a killed campaign had changed: {put_back}")
+    with prepared(plan, results_dir, built, reporter) as (pgbench, servers, executor, tunables):
         return conduct(
             plan, results_dir, reporter, pgbench, servers, executor, fresh=fresh,
             budget_s=budget_s, tunables=tunables,

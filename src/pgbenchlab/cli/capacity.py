@@ -86,7 +86,8 @@ def add_arguments(subparsers: Subparsers) -> None:
         "--slo",
         required=True,
         help='upper bounds, e.g. "p99 <= 10ms, late <= 1%%, skipped <= 0.1%%" (metrics: p50 '
-        "p90 p95 p99 p99.9 mean, late, skipped)",
+        "p90 p95 p99 p99.9 mean in whole us, ms or s; late, skipped with their %% sign); "
+        "a skipped transaction counts as over every latency bound",
     )
     parser.add_argument(
         "--trial",

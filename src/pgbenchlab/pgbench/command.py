@@ -90,7 +90,8 @@ def build_argv(binary: Path, version: PgVersion, run: Invocation, dbname: str) -
     if opts.rate:
         argv += ["-R", f"{opts.rate:g}"]
     if opts.latency_limit_ms:
-        argv += ["-L", f"{opts.latency_limit_ms:g}"]
+        # pgbench keeps whole microseconds; ":g" would round 1234.567 ms to 1234.57
+        argv += ["-L", f"{opts.latency_limit_ms:.3f}".rstrip("0").rstrip(".")]
     if opts.connect:
         argv.append("-C")
     if opts.max_tries != 1:  # 15+; the plan is checked against the pgbench that runs

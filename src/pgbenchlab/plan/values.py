@@ -74,6 +74,8 @@ def parse_ms(value: Any, ctx: Context, key: str) -> float:
         raise ctx.fail(key, f'must be a latency such as "100ms" or a number of ms; got {value!r}')
     if ms <= 0:
         raise ctx.fail(key, f"must be > 0 ms; got {value!r}")
+    if round(ms * 1000, 6) != round(ms * 1000):  # -L truncates to µs: 0.0001 would be no limit
+        raise ctx.fail(key, f"must be a whole number of microseconds (pgbench's -L); got {value!r}")
     return ms
 
 

@@ -16,7 +16,7 @@ from pgbenchlab.report.views.model import ReportView
 WIDTH, HEIGHT = 460, 170
 LATENCY = (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99.9", "p999_ms"))
 SHARES = (("late", "late_share"), ("skipped", "skipped_share"))
-SLO_LATENCY = {"p50": "p50", "p99": "p99", "p99.9": "p99.9", "p999": "p99.9", "mean": "mean"}
+SLO_LATENCY = {"p50": "p50", "p99": "p99", "p99.9": "p99.9", "mean": "mean"}
 
 
 def knee_rows(view: CapacityView) -> list[dict[str, Any]]:

@@ -7,7 +7,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pgbenchlab.analysis.capacity import START, Answer, Probe, SearchIdentity, decide
+from pgbenchlab.analysis.capacity import (
+    CONFIRM,
+    START,
+    VERDICT_RULES,
+    Answer,
+    Probe,
+    SearchIdentity,
+    decide,
+)
 from pgbenchlab.analysis.slo import Slo, parse_slo
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.variants import run_variant
@@ -42,20 +50,44 @@ class CapacityView:
     limit_ms: float | None
     answer: Answer | None  # None: the search did not end yet
     points: tuple[KneePoint, ...]  # in the order they ran
+    verdict_rules: int = VERDICT_RULES  # how its probes were judged (analysis.capacity)
 
     @property
     def open_loop(self) -> tuple[KneePoint, ...]:
         """The rate-limited probes, by offered rate: the knee's x axis."""
         return tuple(sorted((p for p in self.points if p.offered), key=lambda p: p.offered or 0))
 
+    @property
+    def confirmations(self) -> tuple[KneePoint, ...]:
+        """The full-length runs at the answer's rate: what the answer rests on."""
+        if self.answer is None or self.answer.rate is None:
+            return ()
+        rate = self.answer.rate
+        return tuple(p for p in self.points if p.role == CONFIRM and p.offered == rate)
+
+    @property
+    def achieved(self) -> float | None:
+        """The lowest rate a confirmation at the answer's rate achieved (tx/s)."""
+        return min((p.achieved for p in self.confirmations if p.achieved is not None), default=None)
+
+    @property
+    def skipped_share(self) -> float | None:
+        """The highest share of its scheduled transactions a confirmation skipped."""
+        shares = [p.skipped_share for p in self.confirmations if p.skipped_share is not None]
+        return max(shares, default=None)
+
     def as_dict(self) -> dict[str, Any]:
+        answer = None
+        if self.answer is not None:
+            found = {"achieved": self.achieved, "skipped_share": self.skipped_share}
+            answer = asdict(self.answer) | found | {"verdict_rules": self.verdict_rules}
         return {
             "server": self.server,
             "cell": self.cell,
             "search": self.search,
             "slo": self.slo.text,
             "latency_limit_ms": self.limit_ms,
-            "answer": None if self.answer is None else asdict(self.answer),
+            "answer": answer,
             "probes": [asdict(p) for p in self.points],
         }
 
@@ -69,10 +101,8 @@ def capacity_views(store: Store, campaign_id: int) -> list[CapacityView]:
     records = {r.id: r for r in store.run_records(campaign_id)}
     probes = store.probe_records(campaign_id)
     searches = list(dict.fromkeys(p.search for p in probes))
-    return [
-        _view(identity, [p for p in probes if p.search == s], records, parse_slo(identity.slo))
-        for s in searches
-    ]
+    slo = parse_slo(identity.slo, stored=True)
+    return [_view(identity, [p for p in probes if p.search == s], records, slo) for s in searches]
 
 
 def _view(
@@ -89,6 +119,7 @@ def _view(
         limit_ms=next((x for x in limits if x is not None), None),
         answer=step if isinstance(step, Answer) else None,
         points=tuple(_point(p, runs.get(p.run_id)) for p in probes),
+        verdict_rules=identity.verdict_rules,
     )
 
 

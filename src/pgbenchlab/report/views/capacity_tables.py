@@ -3,18 +3,38 @@ Markdown summary print."""
 
 from __future__ import annotations
 
-from pgbenchlab.analysis.capacity import Answer
+from pgbenchlab.analysis.capacity import VERDICT_RULES, Answer
 from pgbenchlab.report.views.capacity import CapacityComparison, CapacityView
 from pgbenchlab.report.views.text import Table
 
 
-def answer_text(answer: Answer | None) -> str:
+def answer_text(view: CapacityView) -> str:
+    """The answer with its bracket, what its confirmations achieved and skipped, and how its
+    probes were judged when that was before skipped transactions counted."""
+    answer = view.answer
     if answer is None:
         return "not decided yet (interrupted)"
     low = "-" if answer.highest_pass is None else f"{answer.highest_pass:g}"
     high = "none failed" if answer.lowest_fail is None else f"{answer.lowest_fail:g}"
     rate = "no rate" if answer.rate is None else f"{answer.rate:g} tx/s"
-    return f"{rate} (bracket: pass {low}, fail {high}; {answer.reason})"
+    runs = ""
+    if view.achieved is not None:
+        runs += f", achieved at least {view.achieved:.1f} tx/s"
+    if view.skipped_share is not None:
+        runs += f", skipped at most {view.skipped_share:.2%}"
+    return f"{rate}{runs} (bracket: pass {low}, fail {high}; {answer.reason})" + (
+        f"; {OLDER_RULES}" if _older(view) else ""
+    )
+
+
+OLDER_RULES = (
+    "judged before skipped transactions counted over the latency bounds: a pass may hide them; "
+    "search again with --fresh"
+)
+
+
+def _older(view: CapacityView) -> bool:
+    return view.verdict_rules < VERDICT_RULES
 
 
 def answers_table(views: list[CapacityView]) -> Table:
@@ -24,17 +44,31 @@ def answers_table(views: list[CapacityView]) -> Table:
             v.cell,
             v.slo.text,
             "-" if v.answer is None or v.answer.rate is None else f"{v.answer.rate:g}",
+            _num(v.achieved, ".1f"),
+            _num(v.skipped_share, ".2%"),
             _bracket(v.answer),
-            str(len(v.points)),
+            str(len(v.points)) + ("*" if _older(v) else ""),
         )
         for v in views
     )
     return Table(
         "Capacity under the SLO",
-        ("server", "cell", "SLO", "capacity tx/s", "bracket (pass – fail)", "probes"),
+        (
+            "server",
+            "cell",
+            "SLO",
+            "capacity tx/s",
+            "achieved tx/s",
+            "skipped",
+            "bracket (pass – fail)",
+            "probes",
+        ),
         rows,
         "The highest offered rate (pgbench -R) whose full-length confirmation runs met the SLO "
-        "and kept up; the bracket runs from it to the lowest rate that failed.",
+        "and kept up (a skipped transaction counts as over every latency bound); achieved: the "
+        "lowest rate those runs achieved, skipped: the highest share they skipped; the bracket "
+        "runs from it to the lowest rate that failed."
+        + (f" *: {OLDER_RULES}." if any(map(_older, views)) else ""),
     )
 
 
@@ -75,7 +109,7 @@ def probes_table(view: CapacityView) -> Table:
         )
         for p in view.points
     )
-    title = f"{view.server} {view.cell}: {answer_text(view.answer)}"
+    title = f"{view.server} {view.cell}: {answer_text(view)}"
     return Table(title, header, rows)
 
 
