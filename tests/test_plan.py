@@ -117,7 +117,7 @@ def test_custom_script_workload(tmp_path: Path) -> None:
     assert names == {"mine", "mix"}
     mine = next(s for s in p.specs if s.workload.name == "mine")
     assert mine.workload.scripts[0].weight == 2
-    assert mine.workload.updates
+    assert not mine.workload.updates_branches  # it updates no pgbench_branches row
     assert str(tmp_path) in mine.workload.scripts[0].name
 
 
@@ -127,7 +127,36 @@ def test_scale_below_clients_warns_for_updating_workloads() -> None:
     assert not any("select-only" in w for w in p.warnings)
 
 
-# 1,200 runs, 100 of them of an updating workload with scale < clients.
+@pytest.mark.parametrize(
+    ("workload", "warned"),
+    [
+        ('"tpcb-like"', True),
+        ('"read-write"', True),
+        ('"simple-update"', False),  # updates pgbench_accounts only: no branch row shared
+        ('"select-only"', False),
+        ('{ script = "branches.sql" }', True),
+        ('{ script = "accounts.sql" }', False),
+        ('{ scripts = [{ builtin = "select-only" }, { script = "branches.sql" }] }', True),
+    ],
+)
+def test_branch_contention_is_warned_for_workloads_that_update_branch_rows(
+    workload: str, warned: bool, tmp_path: Path
+) -> None:
+    (tmp_path / "branches.sql").write_text(
+        "\\set bid random(1, :scale)\nupdate  PGBENCH_BRANCHES set bbalance = 0 where bid = :bid;\n"
+    )
+    (tmp_path / "accounts.sql").write_text(
+        "\\set aid random(1, 100000 * :scale)\n"
+        "UPDATE pgbench_accounts SET abalance = 0 WHERE aid = :aid;\n"
+        "INSERT INTO pgbench_history (aid, delta) VALUES (:aid, 0);\n"
+    )
+    text = f"[defaults]\nduration = 60\n[matrix]\nscale = 1\nclients = 4\nworkload = [{workload}]\n"
+    p = parse(text, tmp_path)
+    assert p.specs[0].workload.updates_branches is warned
+    assert bool(p.warnings) is warned
+
+
+# 1,200 runs, 50 of them of tpcb-like (which updates branch rows) with scale < clients.
 LARGE_MATRIX = """
 [defaults]
 duration = "5s"
@@ -143,7 +172,7 @@ work_mem = ["1MB", "2MB", "4MB", "8MB", "16MB", "32MB", "64MB", "128MB"]
 def test_warnings_are_one_line_per_kind_however_large_the_matrix() -> None:
     p = parse(LARGE_MATRIX)
     assert len(p.specs) == 1200
-    assert len(p.warnings) == 3  # two updating workloads, and the short runs
+    assert len(p.warnings) == 2  # tpcb-like (simple-update shares no branch row), short runs
     tpcb = next(w for w in p.warnings if w.startswith("tpcb-like"))
     assert "in 50 combination(s) (scale 1 with 16 clients, scale 1 with 32 clients, " in tpcb
 

@@ -119,7 +119,7 @@ def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
     """What the plan check tells, one line per kind however large the matrix."""
     contended: dict[str, set[tuple[int, int]]] = {}
     for spec in specs:
-        if scale_below_clients(spec.workload.updates, spec.scale, spec.clients):
+        if scale_below_clients(spec.workload.updates_branches, spec.scale, spec.clients):
             contended.setdefault(spec.workload.name, set()).add((spec.scale, spec.clients))
     warnings = [
         f"{workload}: scale < clients in {len(pairs)} combination(s) "
