@@ -43,6 +43,7 @@ from pgbenchlab.campaign.measure import (
     measured_invocation,
     sampling_rate,
 )
+from pgbenchlab.campaign.preflight import check_before_start
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.signals import StopSignals
@@ -56,7 +57,6 @@ from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
-from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
 
 
@@ -84,10 +84,8 @@ def run_campaign(
     """Run the plan's campaign (checked before anything starts). The plan's builds are made
     first unless the caller made them (built)."""
     results_dir = results_dir.resolve()
-    if any(spec.profiled for spec in plan.specs):
-        check_perf()
+    check_before_start(plan)
     tunables = KernelTunables(plan.sysctl_names)
-    tunables.check()
     with equipped(plan, results_dir, built) as (pgbench, servers, executor):
         repaired = tunables.repair()
         if repaired:
