@@ -310,3 +310,20 @@ def test_example_plans_are_valid() -> None:
     assert files, "examples/ has plan files"
     for file in files:
         assert plan.load(file).specs
+
+
+def test_a_workload_chooses_its_own_run_length_and_errors_name_the_key_written() -> None:
+    counted = (
+        '[defaults]\nduration = "30s"\n[matrix]\n'
+        'workload = [{ builtin = "tpcb-like", transactions = 100 }, "select-only"]\n'
+    )
+    p = parse(counted)
+    by_name = {s.workload.name: s.options for s in p.specs}
+    assert (by_name["tpcb-like"].transactions, by_name["tpcb-like"].duration_s) == (100, None)
+    assert (by_name["select-only"].transactions, by_name["select-only"].duration_s) == (None, 30)
+    both = '[matrix]\nworkload = [{ builtin = "tpcb-like", transactions = 100, duration = "5s" }]\n'
+    with pytest.raises(PlanError, match=r"matrix\.workload\[0\]\.transactions: give"):
+        parse(both)
+    in_defaults = "[defaults]\nduration = 5\ntransactions = 9\n"
+    with pytest.raises(PlanError, match=r"plan\.toml: defaults\.transactions: give"):
+        parse(in_defaults)

@@ -28,6 +28,7 @@ from pgbenchlab.plan.values import (
     Context,
     check_finite,
     check_name,
+    check_run_length,
     choice,
     cpu_list,
     table,
@@ -76,6 +77,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         raise ctx.fail("pgbench.keep_logs", f"must be true or false; got {keep_logs!r}")
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
+    check_run_length(defaults, ctx, "defaults")
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
