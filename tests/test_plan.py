@@ -327,3 +327,34 @@ def test_a_workload_chooses_its_own_run_length_and_errors_name_the_key_written()
     in_defaults = "[defaults]\nduration = 5\ntransactions = 9\n"
     with pytest.raises(PlanError, match=r"plan\.toml: defaults\.transactions: give"):
         parse(in_defaults)
+
+
+def test_relative_paths_are_the_plan_directorys_wherever_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "plans"
+    (here / "pg" / "bin").mkdir(parents=True)
+    (here / "s.sql").write_text("SELECT 1;\n")
+    (here / "p.patch").write_text("x\n")
+    (here / "plan.toml").write_text(
+        '[pgbench]\ninstall = "pg/bin"\n'
+        '[[host]]\nname = "h"\nssh = "h1"\nidentity = "keys/id"\nknown_hosts = "~/kh"\n'
+        '[[server]]\nname = "local"\ninstall = "pg/bin"\ndata_dir = "data"\n'
+        '[[server]]\nname = "there"\nhost = "h"\ninstall = "/usr/lib/postgresql/15/bin"\n'
+        '[[server]]\nname = "built"\ninstall = { build = "b" }\n'
+        '[build.b]\nsource = "tar:src.tar.gz"\ncompiler = "cc/gcc"\npatches = ["p.patch"]\n'
+        '[matrix]\nworkload = [{ script = "s.sql" }]\n'
+    )
+    monkeypatch.chdir(tmp_path)  # not the plan's directory
+    p = plan.load("plans/plan.toml")
+    servers = {s.name: s for s in p.servers}
+    assert servers["local"].install == str(here / "pg" / "bin")
+    assert p.pgbench_install == str(here / "pg" / "bin")
+    assert servers["local"].data_dir == str(here / "data")
+    assert servers["there"].install == "/usr/lib/postgresql/15/bin"  # a path on that host
+    (host,) = p.hosts
+    assert (host.identity, host.known_hosts) == (str(here / "keys" / "id"), str(Path.home() / "kh"))
+    (build,) = p.builds
+    assert build.source == f"tar:{here / 'src.tar.gz'}"
+    assert (build.compiler, build.patches) == (str(here / "cc" / "gcc"), (str(here / "p.patch"),))
+    assert p.specs[0].workload.scripts[0].name == str(here / "s.sql")

@@ -7,6 +7,7 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pgbenchlab import cpusets
@@ -181,6 +182,12 @@ def setting_text(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
+
+
+def plan_path(value: str, base: Path) -> str:
+    """A file or directory of this machine as the plan names it, made absolute: a relative
+    path is the plan file's directory's ("~" the home directory), wherever pgbenchlab runs."""
+    return str((base / Path(value).expanduser()).resolve())
 
 
 def check_run_length(value: Mapping[str, Any], ctx: Context, key: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from pgbenchlab import files
 from pgbenchlab.plan.records import Script, Workload
 from pgbenchlab.plan.schema import BUILTINS, OPTION_KEYS, WORKLOAD_KEYS
-from pgbenchlab.plan.values import Context, check_run_length, choice
+from pgbenchlab.plan.values import Context, check_run_length, choice, plan_path
 
 
 def parse_workload(
@@ -58,7 +58,7 @@ def one_script(item: Any, ctx: Context, key: str, base: Path) -> Script:
         return builtin_script(item["builtin"], weight, ctx, f"{key}.builtin")
     if "script" not in item:
         raise ctx.fail(key, 'needs "builtin" or "script"')
-    path = (base / str(item["script"])).resolve()
+    path = Path(plan_path(str(item["script"]), base))
     try:
         text = files.read_text(path)
     except files.Unreadable as exc:
