@@ -9,7 +9,7 @@ scalability) and :mod:`.changes` (latency, tuning, patch) write the plans with w
 axes) and the estimated time, computed by parsing the plan written (so every template is a
 valid plan). Pure functions of the facts apart from `facts.gather`.
 
-Layer 4: imports `plan`, `installs`, `builds`, `hosts`, `telemetry.machine`, and
+Layer 4: imports `plan`, `findings`, `installs`, `builds`, `hosts`, `telemetry.machine`, and
 `server.settings` and `pgbench.command` (whether an installation can serve TLS).
 """
 
