@@ -65,8 +65,12 @@ duration = "5s"
 [[server]]
 name = "a"
 cpus = "0"
+[[host]]
+name = "db1"
+ssh = "bench@192.0.2.1"
 [[server]]
 name = "b"
+host = "db1"
 [matrix]
 scale = [1]
 clients = [1]
@@ -85,7 +89,7 @@ def test_the_table_shows_every_axis_the_plan_varies(
     assert main(["run", str(plan_file), "--dry-run", "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = lines[0].split()
-    for column in ("connection", "connect", "latency_limit", "cpus"):
+    for column in ("connection", "connect", "latency_limit", "host", "cpus"):
         assert column in header, header
     rows = lines[1 : lines.index("")]  # the summary follows a blank line
     assert len(rows) == 16
@@ -105,6 +109,7 @@ def test_json_dry_run_prints_the_expanded_matrix(
     assert found["estimated_seconds"] > 16 * 5
     first = runs[0]
     assert first["sequence"] == 1 and first["server"] == "a" and first["cpus"] == "0"
+    assert {(r["server"], r["host"]) for r in runs} == {("a", None), ("b", "db1")}
     assert {(r["connection"], r["connect"], r["latency_limit_ms"]) for r in runs} == {
         (kind, connect, limit)
         for kind in ("socket", "tcp")

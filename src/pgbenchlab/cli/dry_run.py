@@ -55,6 +55,8 @@ def columns(the_plan: plan.Plan) -> dict[str, Column]:
         "profile": lambda s: s.options.profile,
         "vacuum": lambda s: s.options.vacuum,
         "reinit": lambda s: s.options.reinit,
+        "checkpoint": lambda s: "on" if s.options.checkpoint else "off",
+        "latency_log": lambda s: s.options.latency_log,
         "host": of_servers("host"),
         "cpus": of_servers("cpus"),
     }
@@ -69,6 +71,8 @@ DEFAULTS = {
     "profile": "off",
     "vacuum": "pgbench",
     "reinit": "never",
+    "checkpoint": "on",
+    "latency_log": "auto",
     "host": "-",
     "cpus": "-",
 }
