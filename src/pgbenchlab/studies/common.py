@@ -5,7 +5,7 @@ warning), workloads and clients."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgbenchlab import plan
@@ -107,7 +107,11 @@ class Machine:
         server written above: a scale that would take the datasets past the free disk is
         left out with a warning saying why and what it needs."""
         wanted = wanted[:1] if self.quick else wanted
-        wanted = tuple(dict.fromkeys(replace(s, value=max(s.value, least)) for s in wanted))
+        raised = {max(s.value, least): s for s in reversed(wanted)}  # one per value, the first
+        wanted = tuple(
+            s if v == s.value else Scale(v, f"as many branch rows as clients ({least})")
+            for v, s in sorted(raised.items())
+        )
         copies = max(1, text.count_tables("server"))
         free = self.facts.disk_free_bytes
         kept = [s for i, s in enumerate(wanted) if copies * _needed(wanted[: i + 1]) <= free]
