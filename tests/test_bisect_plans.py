@@ -73,3 +73,18 @@ def test_the_source_must_be_a_git_checkout(tmp_path: Path) -> None:
         load(write(tmp_path, PLAN), None)
     with pytest.raises(PlanError, match="needs a git checkout"):
         load(write(tmp_path, PLAN), "dir:/src/postgresql")
+
+
+def test_a_relative_source_is_the_plan_directorys_or_the_command_lines_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "plans").mkdir()
+    in_plan = PLAN.replace("[build.pg]\n", '[build.pg]\nsource = "git:pg"\n')
+    plan_file = write(tmp_path / "plans", in_plan)
+    monkeypatch.chdir(tmp_path)
+    from_plan = load(Path("plans/bisect.toml"), None)
+    assert from_plan.data["build"]["pg"]["source"] == f"git:{tmp_path / 'plans' / 'pg'}"
+    from_option = load(plan_file, "git:checkout")  # the working directory's, as any option
+    assert from_option.data["build"]["pg"]["source"] == f"git:{tmp_path / 'checkout'}"
+    step = from_option.step_plan("step-1", {"good": "a" * 40}, repeats=1)
+    assert {b.source for b in step.builds} == {f"git:{tmp_path / 'checkout'}"}

@@ -117,7 +117,7 @@ def test_custom_script_workload(tmp_path: Path) -> None:
     assert names == {"mine", "mix"}
     mine = next(s for s in p.specs if s.workload.name == "mine")
     assert mine.workload.scripts[0].weight == 2
-    assert mine.workload.updates
+    assert not mine.workload.updates_branches  # it updates no pgbench_branches row
     assert str(tmp_path) in mine.workload.scripts[0].name
 
 
@@ -127,7 +127,36 @@ def test_scale_below_clients_warns_for_updating_workloads() -> None:
     assert not any("select-only" in w for w in p.warnings)
 
 
-# 1,200 runs, 100 of them of an updating workload with scale < clients.
+@pytest.mark.parametrize(
+    ("workload", "warned"),
+    [
+        ('"tpcb-like"', True),
+        ('"read-write"', True),
+        ('"simple-update"', False),  # updates pgbench_accounts only: no branch row shared
+        ('"select-only"', False),
+        ('{ script = "branches.sql" }', True),
+        ('{ script = "accounts.sql" }', False),
+        ('{ scripts = [{ builtin = "select-only" }, { script = "branches.sql" }] }', True),
+    ],
+)
+def test_branch_contention_is_warned_for_workloads_that_update_branch_rows(
+    workload: str, warned: bool, tmp_path: Path
+) -> None:
+    (tmp_path / "branches.sql").write_text(
+        "\\set bid random(1, :scale)\nupdate  PGBENCH_BRANCHES set bbalance = 0 where bid = :bid;\n"
+    )
+    (tmp_path / "accounts.sql").write_text(
+        "\\set aid random(1, 100000 * :scale)\n"
+        "UPDATE pgbench_accounts SET abalance = 0 WHERE aid = :aid;\n"
+        "INSERT INTO pgbench_history (aid, delta) VALUES (:aid, 0);\n"
+    )
+    text = f"[defaults]\nduration = 60\n[matrix]\nscale = 1\nclients = 4\nworkload = [{workload}]\n"
+    p = parse(text, tmp_path)
+    assert p.specs[0].workload.updates_branches is warned
+    assert bool(p.warnings) is warned
+
+
+# 1,200 runs, 50 of them of tpcb-like (which updates branch rows) with scale < clients.
 LARGE_MATRIX = """
 [defaults]
 duration = "5s"
@@ -143,7 +172,7 @@ work_mem = ["1MB", "2MB", "4MB", "8MB", "16MB", "32MB", "64MB", "128MB"]
 def test_warnings_are_one_line_per_kind_however_large_the_matrix() -> None:
     p = parse(LARGE_MATRIX)
     assert len(p.specs) == 1200
-    assert len(p.warnings) == 3  # two updating workloads, and the short runs
+    assert len(p.warnings) == 2  # tpcb-like (simple-update shares no branch row), short runs
     tpcb = next(w for w in p.warnings if w.startswith("tpcb-like"))
     assert "in 50 combination(s) (scale 1 with 16 clients, scale 1 with 32 clients, " in tpcb
 
@@ -284,3 +313,51 @@ def test_example_plans_are_valid() -> None:
     assert files, "examples/ has plan files"
     for file in files:
         assert plan.load(file).specs
+
+
+def test_a_workload_chooses_its_own_run_length_and_errors_name_the_key_written() -> None:
+    counted = (
+        '[defaults]\nduration = "30s"\n[matrix]\n'
+        'workload = [{ builtin = "tpcb-like", transactions = 100 }, "select-only"]\n'
+    )
+    p = parse(counted)
+    by_name = {s.workload.name: s.options for s in p.specs}
+    assert (by_name["tpcb-like"].transactions, by_name["tpcb-like"].duration_s) == (100, None)
+    assert (by_name["select-only"].transactions, by_name["select-only"].duration_s) == (None, 30)
+    both = '[matrix]\nworkload = [{ builtin = "tpcb-like", transactions = 100, duration = "5s" }]\n'
+    with pytest.raises(PlanError, match=r"matrix\.workload\[0\]\.transactions: give"):
+        parse(both)
+    in_defaults = "[defaults]\nduration = 5\ntransactions = 9\n"
+    with pytest.raises(PlanError, match=r"plan\.toml: defaults\.transactions: give"):
+        parse(in_defaults)
+
+
+def test_relative_paths_are_the_plan_directorys_wherever_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = tmp_path / "plans"
+    (here / "pg" / "bin").mkdir(parents=True)
+    (here / "s.sql").write_text("SELECT 1;\n")
+    (here / "p.patch").write_text("x\n")
+    (here / "plan.toml").write_text(
+        '[pgbench]\ninstall = "pg/bin"\n'
+        '[[host]]\nname = "h"\nssh = "h1"\nidentity = "keys/id"\nknown_hosts = "~/kh"\n'
+        '[[server]]\nname = "local"\ninstall = "pg/bin"\ndata_dir = "data"\n'
+        '[[server]]\nname = "there"\nhost = "h"\ninstall = "/usr/lib/postgresql/15/bin"\n'
+        '[[server]]\nname = "built"\ninstall = { build = "b" }\n'
+        '[build.b]\nsource = "tar:src.tar.gz"\ncompiler = "cc/gcc"\npatches = ["p.patch"]\n'
+        '[matrix]\nworkload = [{ script = "s.sql" }]\n'
+    )
+    monkeypatch.chdir(tmp_path)  # not the plan's directory
+    p = plan.load("plans/plan.toml")
+    servers = {s.name: s for s in p.servers}
+    assert servers["local"].install == str(here / "pg" / "bin")
+    assert p.pgbench_install == str(here / "pg" / "bin")
+    assert servers["local"].data_dir == str(here / "data")
+    assert servers["there"].install == "/usr/lib/postgresql/15/bin"  # a path on that host
+    (host,) = p.hosts
+    assert (host.identity, host.known_hosts) == (str(here / "keys" / "id"), str(Path.home() / "kh"))
+    (build,) = p.builds
+    assert build.source == f"tar:{here / 'src.tar.gz'}"
+    assert (build.compiler, build.patches) == (str(here / "cc" / "gcc"), (str(here / "p.patch"),))
+    assert p.specs[0].workload.scripts[0].name == str(here / "s.sql")

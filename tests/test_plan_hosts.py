@@ -30,7 +30,9 @@ def parse(text: str, tmp_path: Path) -> plan.Plan:
 def test_hosts_servers_and_generators(tmp_path: Path) -> None:
     text = HOSTS + '[pgbench]\nhosts = ["lg1"]\n[[server]]\nname = "pg"\nhost = "db1"\n'
     parsed = parse(text, tmp_path)
-    assert parsed.hosts[0] == HostPlan("db1", "bench@10.0.0.5", 2222, "~/.ssh/lab", None)
+    assert parsed.hosts[0] == HostPlan(
+        "db1", "bench@10.0.0.5", 2222, str(Path.home() / ".ssh" / "lab"), None
+    )
     assert parsed.pgbench_hosts == ("lg1",)
     assert parsed.servers[0].host == "db1"
     assert parsed.servers[0].install == "newest"  # its host's newest, not this machine's wheel

@@ -10,6 +10,7 @@ the runner, the analysis and the report all use it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -17,7 +18,10 @@ from typing import Any
 
 Evidence = Mapping[str, int | float | str]
 
-UPDATING_BUILTINS = frozenset({"tpcb-like", "simple-update"})
+# The builtins that update pgbench_branches, whose `scale` rows every client shares: tpcb-like
+# only (simple-update updates pgbench_accounts and inserts into pgbench_history).
+BRANCH_UPDATING_BUILTINS = frozenset({"tpcb-like"})
+_BRANCH_UPDATE = re.compile(r"\bupdate\s+pgbench_branches\b", re.I)
 # pgbench using this share of its threads' time (CPU, or CPU and waiting for one) is
 # measuring itself, not the server.
 PGBENCH_SATURATED = 0.9
@@ -62,8 +66,14 @@ class RunWarning:
 # -- the rules: one per code, each with its one threshold ---------------------------------------
 
 
+def updates_branch_rows(script_text: str) -> bool:
+    """Whether a custom script updates pgbench_branches (its rows: one per scale unit)."""
+    return _BRANCH_UPDATE.search(script_text) is not None
+
+
 def scale_below_clients(updates: bool, scale: int, clients: int) -> RunWarning | None:
-    """Fewer branch rows than clients on an updating workload: updates queue on row locks."""
+    """Fewer branch rows than clients on a workload that updates them (``updates``): updates
+    queue on row locks."""
     if not updates or scale >= clients:
         return None
     return RunWarning(WarningCode.SCALE_BELOW_CLIENTS, {"scale": scale, "clients": clients})

@@ -60,7 +60,7 @@ def load(path: Path, source: str | None) -> BisectPlan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"not valid TOML: {exc}", where=str(path)) from None
-    build = _the_build(data, str(path), source)
+    build = _the_build(data, path, source)
     server = _the_server(data, str(path), build)
     parsed = plan.parse(tomli_w.dumps(data), str(path), base=path.resolve().parent)
     if parsed.sysctl_names:
@@ -76,7 +76,10 @@ def load(path: Path, source: str | None) -> BisectPlan:
     return BisectPlan(parsed.name, path, data, build, server)
 
 
-def _the_build(data: dict[str, Any], where: str, source: str | None) -> str:
+def _the_build(data: dict[str, Any], path: Path, source: str | None) -> str:
+    """The plan's one build, its source made absolute: --source's relative to the working
+    directory, the plan's to its directory (as any plan path)."""
+    where = str(path)
     builds = data.get("build")
     if not isinstance(builds, dict) or len(builds) != 1:
         raise PlanError(
@@ -105,6 +108,10 @@ def _the_build(data: dict[str, Any], where: str, source: str | None) -> str:
             "a bisection needs a git checkout: give --source git:PATH (or source in the build)",
             where=where,
         )
+    location = str(table["source"]).removeprefix("git:")
+    if location.strip():  # an empty one is refused by the plan parser
+        base = Path.cwd() if source is not None else path.resolve().parent
+        table["source"] = f"git:{plan.plan_path(location, base)}"
     table["ref"] = "HEAD"  # each step gives its own commit
     return str(name)
 

@@ -14,6 +14,7 @@ record, the campaign and the CLI call `ensure`.
 
 from pgbenchlab.builds.builder import (
     BuildsProgress,
+    check,
     describe,
     ensure,
     ensure_all,
@@ -44,6 +45,7 @@ __all__ = [
     "Progress",
     "cache_root",
     "cached_builds",
+    "check",
     "describe",
     "ensure",
     "ensure_all",

@@ -52,9 +52,7 @@ def ensure(
     """The installation the recipe gives, built now unless the cache holds it (incremental: in
     the persistent tree of its source and options, see `incremental`)."""
     root = root or cache.cache_root()
-    compiler = find_compiler(recipe.compiler, host)
-    check_build_system(recipe)
-    patches = patch_files(recipe)
+    compiler, patches = check(recipe, host)
     cache.prepare_root(root)
     source = sources.identify(recipe, root, host)
     key = cache_key(
@@ -89,6 +87,16 @@ def ensure_all(
 
         made.append(ensure(recipe, tell, root=root, host=host))
     return made
+
+
+def check(recipe: BuildRecipe, host: Host = LOCAL_HOST) -> tuple[Compiler, tuple[PatchFile, ...]]:
+    """What building the recipe needs, checked without building or fetching anything: its
+    compiler, build system, patch files and source (`sources.check`); BuildError otherwise."""
+    compiler = find_compiler(recipe.compiler, host)
+    check_build_system(recipe)
+    patches = patch_files(recipe)
+    sources.check(recipe, host)
+    return compiler, patches
 
 
 def installation(name: str, prefix: Path) -> Installation:

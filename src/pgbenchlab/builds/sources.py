@@ -27,28 +27,40 @@ _VERSION_IN_MESON = re.compile(r"version\s*:\s*'([^']+)'")
 _VERSION_IN_NAME = re.compile(r"postgresql-(\d+(?:\.\d+)*(?:devel|beta\d+|rc\d+)?)")
 
 
+def check(recipe: BuildRecipe, host: Host = LOCAL_HOST) -> None:
+    """BuildError unless the recipe's source is there: a git repository where the ref names a
+    commit, a tarball file, a directory holding a source tree. Nothing is read whole or
+    fetched (a Debian package is looked up when it is fetched)."""
+    kind, path = recipe.kind, Path(recipe.location)
+    if kind == "debian":
+        return
+    if not path.exists():
+        raise BuildError(f"source {recipe.source}: {path} does not exist")
+    if kind == "git":
+        resolve_ref(path, recipe.ref or "HEAD", host)
+    elif kind == "tar" and not path.is_file():
+        raise BuildError(f"source {recipe.source}: {path} is not a file")
+    elif kind == "dir" and not any((path / n).is_file() for n in ("configure", "meson.build")):
+        raise BuildError(f"source {recipe.source}: {path} holds no PostgreSQL source tree")
+
+
 def identify(recipe: BuildRecipe, root: Path, host: Host = LOCAL_HOST) -> SourceIdentity:
     """The recipe's source pinned down (a commit or a content digest); BuildError when it
-    does not exist or the ref names nothing."""
+    does not exist or the ref names nothing (`check`)."""
+    check(recipe, host)
     kind, location = recipe.kind, recipe.location
     if kind == "debian":
         tarball = debian_tarball(location, root, host)
         version = tarball.name.split("_")[-1].split(".orig")[0]  # postgresql-13_13.16.orig…
         return SourceIdentity(kind, location, file_digest(tarball), version)
     path = Path(location)
-    if not path.exists():
-        raise BuildError(f"source {recipe.source}: {path} does not exist")
     if kind == "git":
         ref = recipe.ref or "HEAD"
         commit = resolve_ref(path, ref, host)
         return SourceIdentity(kind, location, commit, git_version(path, commit, host), ref)
     if kind == "tar":
-        if not path.is_file():
-            raise BuildError(f"source {recipe.source}: {path} is not a file")
         found = _VERSION_IN_NAME.search(path.name)
         return SourceIdentity(kind, location, file_digest(path), found[1] if found else "")
-    if not (path / "configure").is_file() and not (path / "meson.build").is_file():
-        raise BuildError(f"source {recipe.source}: {path} holds no PostgreSQL source tree")
     return SourceIdentity(kind, location, tree_digest(path), tree_version(path))
 
 

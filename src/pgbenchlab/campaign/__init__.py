@@ -6,7 +6,8 @@ Owns the orchestration (`runner`), the server pool (`servers`), which pgbench ru
 the executor seam (`executor`), what it tells a display (`events`), the pure assembly of a
 run's result (`assemble`), with repeats = "auto" which cells the next round runs (`rounds`),
 the capacity search executed probe by probe (`capacity`), and where a run was made and
-the results of a plan's shards joined (`fleet`). It may import everything below
+the results of a plan's shards joined (`fleet`), and what is refused before anything starts
+(`preflight`, which `run --dry-run` calls too). It may import everything below
 it: plan, installs, hosts, server, dataset, pgbench, telemetry, analysis, results, findings,
 store; nothing from report or cli.
 """
@@ -14,6 +15,15 @@ store; nothing from report or cli.
 from pgbenchlab.campaign.clean import remove_clusters
 from pgbenchlab.campaign.events import NullReporter, Reporter
 from pgbenchlab.campaign.layout import RESULTS_DB
+from pgbenchlab.campaign.preflight import check_before_start
 from pgbenchlab.campaign.runner import Outcome, run_campaign
 
-__all__ = ["RESULTS_DB", "NullReporter", "Outcome", "Reporter", "remove_clusters", "run_campaign"]
+__all__ = [
+    "RESULTS_DB",
+    "NullReporter",
+    "Outcome",
+    "Reporter",
+    "check_before_start",
+    "remove_clusters",
+    "run_campaign",
+]

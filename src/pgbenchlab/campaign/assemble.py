@@ -215,7 +215,7 @@ def run_warnings(spec: RunSpec, report: PgbenchReport, done: Completed) -> list[
     """What the run's own figures say about how far to trust it (a run split across load
     generators: each one's CPU is judged on its own, `generator_warnings`)."""
     found = (
-        findings.scale_below_clients(spec.workload.updates, spec.scale, spec.clients),
+        findings.scale_below_clients(spec.workload.updates_branches, spec.scale, spec.clients),
         findings.threads_reduced(report.threads, spec.options.threads),
         findings.run_stalled(done.wall_s, spec.options.duration_s),
         None

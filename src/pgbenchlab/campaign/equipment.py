@@ -14,10 +14,11 @@ from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
 from pgbenchlab.campaign.generators import SEEDS_SINCE, FleetExecutor
 from pgbenchlab.campaign.hosts import CampaignHosts
+from pgbenchlab.campaign.preflight import check_before_start
 from pgbenchlab.campaign.servers import Servers
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan
-from pgbenchlab.telemetry.profiler import check_perf, check_perf_for_pgbench
+from pgbenchlab.telemetry.profiler import check_perf_for_pgbench
 from pgbenchlab.tunables import KernelTunables
 
 
@@ -64,14 +65,12 @@ def equipped(
 def prepared(
     plan: Plan, results_dir: Path, built: list[installs.Installation] | None, reporter: Reporter
 ) -> Iterator[tuple[PgbenchClient, Servers, Executor, KernelTunables]]:
-    """What a campaign (`run`, `capacity`) starts with, checked before any run: perf for a
-    profiled plan; the kernel tunables (root, each known); the plan's pgbench, servers and
+    """What a campaign (`run`, `capacity`) starts with, checked before any run: what
+    `check_before_start` refuses (sources, compilers, perf, the kernel tunables); the plan's pgbench, servers and
     executor (`equipped`); then the tunables a killed campaign left changed put back, the
     journal held for this campaign's, and every planned value tried (`try_values`)."""
-    if any(spec.profiled for spec in plan.specs):
-        check_perf()
+    check_before_start(plan)
     tunables = KernelTunables(plan.sysctl_names)
-    tunables.check()
     with equipped(plan, results_dir, built) as (pgbench, servers, executor):
         repaired = tunables.repair()
         if repaired:

@@ -43,6 +43,7 @@ from pgbenchlab.campaign.measure import (
     measured_invocation,
     sampling_rate,
 )
+from pgbenchlab.campaign.preflight import check_before_start
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.signals import StopSignals

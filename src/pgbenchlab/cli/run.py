@@ -13,7 +13,8 @@ from importlib import resources
 from pathlib import Path
 
 from pgbenchlab import plan, report
-from pgbenchlab.campaign import RESULTS_DB, Reporter, run_campaign
+from pgbenchlab.campaign import RESULTS_DB, Reporter, check_before_start, run_campaign
+from pgbenchlab.cli import dry_run
 from pgbenchlab.cli.build import build_plan
 from pgbenchlab.cli.common import (
     EXIT_INTERRUPTED,
@@ -22,8 +23,6 @@ from pgbenchlab.cli.common import (
     Subparsers,
     add_command,
     add_results_option,
-    format_duration,
-    print_table,
 )
 from pgbenchlab.cli.progress import (
     JsonReporter,
@@ -33,23 +32,7 @@ from pgbenchlab.cli.progress import (
 )
 from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.plan import Shard
-from pgbenchlab.redaction import redact_setting
 from pgbenchlab.store import Store
-
-DRY_RUN_HEADER = [
-    "#",
-    "server",
-    "settings",
-    "scale",
-    "workload",
-    "clients",
-    "threads",
-    "protocol",
-    "duration",
-    "warmup",
-    "rate",
-    "repeat",
-]
 
 
 @dataclass(frozen=True)
@@ -101,7 +84,8 @@ def add_arguments(subparsers: Subparsers) -> None:
         parser.add_argument(
             "--dry-run",
             action="store_true",
-            help="show the expanded matrix, its order and estimated time; run nothing",
+            help="check the plan as run does before anything starts, then show the expanded "
+            "matrix (--json: as JSON), its order and estimated time; run nothing",
         )
         parser.add_argument(
             "--fresh",
@@ -129,10 +113,11 @@ def run(options: RunOptions) -> int:
         the_plan = plan.sharded(the_plan, options.shard)
     if options.budget_s is not None and the_plan.auto is None:
         raise UserError('--budget needs a plan with repeats = "auto" (in [campaign])')
+    check_before_start(the_plan)  # what the run refuses, the dry run refuses alike
     if options.dry_run:
         if not options.quiet:
             print_plan_warnings(the_plan, sys.stderr)
-        print_dry_run(the_plan)
+        (dry_run.print_json_of if options.json else dry_run.print_table_of)(the_plan)
         return EXIT_OK
     built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
     with reporter_for(options.json, options.quiet) as reporter:
@@ -166,46 +151,6 @@ def summarise(options: RunOptions, database: Path, campaign: int, name: str) -> 
     print(summary, file=sys.stdout if not options.json else sys.stderr)
     html = report.write_report(database, campaign=name)
     print(f"results: {database}\nreport: {html}", file=sys.stderr)
-
-
-def print_dry_run(the_plan: plan.Plan) -> None:
-    table = [DRY_RUN_HEADER]
-    for spec in the_plan.specs:
-        o = spec.options
-        table.append(
-            [
-                str(spec.sequence + 1),
-                spec.server,
-                ",".join(
-                    [f"{k}={redact_setting(k, v)}" for k, v in spec.server_settings]
-                    + [f"{k}={v}" for k, v in spec.sysctl]
-                )
-                or "-",
-                str(spec.scale),
-                spec.workload.name,
-                str(spec.clients),
-                str(o.threads),
-                o.protocol,
-                f"{o.duration_s}s" if o.duration_s else f"-t {o.transactions}",
-                f"{o.warmup_s}s",
-                f"{o.rate:g}" if o.rate else "-",
-                str(spec.repeat),
-            ]
-        )
-    print_table(table)
-    estimate = the_plan.estimated_seconds()
-    auto = the_plan.auto
-    if auto is not None:
-        print(
-            f"\nrepeats auto: {auto.min_repeats} rounds first, then more (up to "
-            f"{auto.max_repeats}) only for cells whose answer is open (precision ±"
-            f"{auto.precision:.0%}); the estimate is for the first rounds"
-        )
-    print(
-        f"\n{len(the_plan.specs)} runs, order {the_plan.order}, "
-        f"estimated {format_duration(estimate)} (runs, warmups and ~1.5 s per run around them; "
-        "plus initialising datasets)"
-    )
 
 
 @contextmanager

@@ -38,7 +38,7 @@ from pgbenchlab.plan.records import (
 )
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
 from pgbenchlab.plan.shards import parse_shard, sharded
-from pgbenchlab.plan.values import planned_axis_orders, setting_text
+from pgbenchlab.plan.values import plan_path, planned_axis_orders, setting_text
 
 __all__ = [
     "DEFAULT_MAX_TRIES",
@@ -56,6 +56,7 @@ __all__ = [
     "load",
     "parse",
     "parse_shard",
+    "plan_path",
     "planned_axis_orders",
     "setting_text",
     "sharded",

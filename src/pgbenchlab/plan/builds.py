@@ -21,7 +21,7 @@ from pgbenchlab.builds.recipe import (
 )
 from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.schema import BUILD_KEYS
-from pgbenchlab.plan.values import Context, check_name
+from pgbenchlab.plan.values import Context, check_name, plan_path
 
 INHERITING_KEYS = ("from", "patches")
 
@@ -107,7 +107,7 @@ def _source(item: dict[str, Any], ctx: Context, key: str, base: Path) -> str:
         raise ctx.fail(f"{key}.source", str(exc)) from None
     if kind == "debian":
         return text
-    return f"{kind}:{(base / Path(location).expanduser()).resolve()}"
+    return f"{kind}:{plan_path(location, base)}"
 
 
 def _ref(item: dict[str, Any], ctx: Context, key: str) -> str | None:
@@ -131,7 +131,7 @@ def _build_system(item: dict[str, Any], ctx: Context, key: str) -> str:
 def _compiler(value: Any, ctx: Context, key: str, base: Path) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ctx.fail(key, f'must be "gcc", "clang" or a path; got {value!r}')
-    return str((base / value).resolve()) if "/" in value else value
+    return plan_path(value, base) if "/" in value else value
 
 
 def _strings(value: Any, ctx: Context, key: str) -> tuple[str, ...]:
@@ -142,7 +142,7 @@ def _strings(value: Any, ctx: Context, key: str) -> tuple[str, ...]:
 
 def _paths(value: Any, ctx: Context, key: str, base: Path) -> tuple[str, ...]:
     """Patch files, which must exist: their contents are part of the plan's identity."""
-    paths = tuple(str((base / p).resolve()) for p in _strings(value, ctx, key))
+    paths = tuple(plan_path(p, base) for p in _strings(value, ctx, key))
     for path in paths:
         if not Path(path).is_file():
             raise ctx.fail(key, f"no patch file {path}")

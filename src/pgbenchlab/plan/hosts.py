@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pgbenchlab.plan.records import HostPlan, RunSpec, ServerPlan
 from pgbenchlab.plan.schema import HOST_KEYS
-from pgbenchlab.plan.values import Context, check_name
+from pgbenchlab.plan.values import Context, check_name, plan_path
 
 LOCAL_NAMES = ("local", "localhost")  # this machine: never a [[host]] name
 
 
-def parse_hosts(value: Any, ctx: Context) -> tuple[HostPlan, ...]:
+def parse_hosts(value: Any, ctx: Context, base: Path) -> tuple[HostPlan, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -23,14 +24,14 @@ def parse_hosts(value: Any, ctx: Context) -> tuple[HostPlan, ...]:
         if not isinstance(item, dict):
             raise ctx.fail(key, "must be a table")
         ctx.check_keys(item, HOST_KEYS, key)
-        host = parse_host(item, ctx, key)
+        host = parse_host(item, ctx, key, base)
         if any(h.name == host.name for h in hosts):
             raise ctx.fail(f"{key}.name", f'host name "{host.name}" is used twice')
         hosts.append(host)
     return tuple(hosts)
 
 
-def parse_host(item: dict[str, Any], ctx: Context, key: str) -> HostPlan:
+def parse_host(item: dict[str, Any], ctx: Context, key: str, base: Path) -> HostPlan:
     name = check_name(item.get("name"), ctx, f"{key}.name")
     if name in LOCAL_NAMES:
         raise ctx.fail(f"{key}.name", f'"{name}" means this machine; choose another name')
@@ -49,7 +50,7 @@ def parse_host(item: dict[str, Any], ctx: Context, key: str) -> HostPlan:
         value = item.get(field_name)
         if value is not None and (not isinstance(value, str) or not value):
             raise ctx.fail(f"{key}.{field_name}", "must be a file path")
-        paths[field_name] = value
+        paths[field_name] = None if value is None else plan_path(value, base)  # files here
     return HostPlan(name, target, port, paths["identity"], paths["known_hosts"])
 
 

@@ -24,6 +24,7 @@ from pgbenchlab.plan.schema import (
     PROTOCOLS,
     REINIT_MODES,
     RESERVED_SETTINGS,
+    RUN_LENGTH,
     SYSCTL_NAME,
     VACUUM_MODES,
 )
@@ -80,7 +81,7 @@ def expand_cells(
         ):
             # Precedence: the workload's own options, then the server's, then the matrix, then
             # [defaults].
-            layer = {**defaults, **axes, **wl_options}
+            layer = {**without_run_length(defaults, wl_options), **axes, **wl_options}
             for server in members:
                 if not server.managed:
                     layer = external_connection(server, layer, ctx)
@@ -93,6 +94,14 @@ def expand_cells(
                             _Cell(name, settings, scale, workload, clients, options, sysctl)
                         )
     return cells
+
+
+def without_run_length(defaults: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """[defaults] without its run length when a workload gives its own (duration or
+    transactions): the workload's choice wins, as its other options do."""
+    if not any(k in own for k in RUN_LENGTH):
+        return defaults
+    return {k: v for k, v in defaults.items() if k not in RUN_LENGTH}
 
 
 def count_cells(
@@ -180,8 +189,6 @@ def expand_options(
 
 
 def run_options(ctx: Context, opts: dict[str, Any], clients: int, cpus: int) -> RunOptions:
-    if "duration" in opts and "transactions" in opts:
-        raise ctx.fail("defaults.transactions", 'give "duration" or "transactions", not both')
     transactions = None
     duration: int | None = None
     if "transactions" in opts:

@@ -28,8 +28,10 @@ from pgbenchlab.plan.values import (
     Context,
     check_finite,
     check_name,
+    check_run_length,
     choice,
     cpu_list,
+    plan_path,
     table,
 )
 
@@ -66,7 +68,10 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     pgbench = table(data, "pgbench", ctx)
     ctx.check_keys(pgbench, PGBENCH_KEYS, "pgbench")
     builds = parse_builds(data.get("build"), ctx, base)
-    pgbench_install = install_spec(pgbench.get("install", "newest"), builds, ctx, "pgbench.install")
+    pgbench_install = pgbench.get("install", "newest")
+    if "hosts" not in pgbench and isinstance(pgbench_install, str) and "/" in pgbench_install:
+        pgbench_install = plan_path(pgbench_install, base)  # a bin directory of this machine
+    pgbench_install = install_spec(pgbench_install, builds, ctx, "pgbench.install")
     pgbench_cpus = cpu_list(pgbench["cpus"], ctx, "pgbench.cpus") if "cpus" in pgbench else None
     pgbench_profile = pgbench.get("profile", True)  # profiled runs profile pgbench too
     if not isinstance(pgbench_profile, bool):
@@ -76,11 +81,12 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         raise ctx.fail("pgbench.keep_logs", f"must be true or false; got {keep_logs!r}")
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
+    check_run_length(defaults, ctx, "defaults")
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
     groups, group_axes = parse_groups(data.get("server_group"), ctx, servers, server_axes)
-    hosts = parse_hosts(data.get("host"), ctx)
+    hosts = parse_hosts(data.get("host"), ctx, base)
     pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
     most = auto.max_repeats if auto else repeats
     expanded, axes = units(servers, groups), server_axes | group_axes
@@ -119,7 +125,7 @@ def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
     """What the plan check tells, one line per kind however large the matrix."""
     contended: dict[str, set[tuple[int, int]]] = {}
     for spec in specs:
-        if scale_below_clients(spec.workload.updates, spec.scale, spec.clients):
+        if scale_below_clients(spec.workload.updates_branches, spec.scale, spec.clients):
             contended.setdefault(spec.workload.name, set()).add((spec.scale, spec.clients))
     warnings = [
         f"{workload}: scale < clients in {len(pairs)} combination(s) "

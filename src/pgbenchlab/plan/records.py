@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pgbenchlab.builds.recipe import BuildRecipe
-from pgbenchlab.findings import UPDATING_BUILTINS
+from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
 from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, PROFILED_EXTRA
@@ -35,16 +34,14 @@ class Workload:
     defines: tuple[tuple[str, str], ...] = ()
 
     @property
-    def updates(self) -> bool:
-        """Whether the workload writes to pgbench's tables (branch contention matters)."""
-        for script in self.scripts:
-            if script.kind == "builtin" and script.name in UPDATING_BUILTINS:
-                return True
-            if script.kind == "file" and re.search(
-                r"\b(update|insert|delete)\b", script.text, re.I
-            ):
-                return True
-        return False
+    def updates_branches(self) -> bool:
+        """Whether the workload updates pgbench_branches rows (branch contention matters)."""
+        return any(
+            script.name in BRANCH_UPDATING_BUILTINS
+            if script.kind == "builtin"
+            else updates_branch_rows(script.text)
+            for script in self.scripts
+        )
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ OPTION_KEYS = (
     "connection",
     "profile",
 )
+# How long a run lasts: one choice, made by the most specific table that gives either.
+RUN_LENGTH = ("duration", "transactions")
 MAX_RUNS = 1_000_000  # runs in one campaign; far beyond any real one (1 s runs: 11 days)
 AXIS_KEYS = (
     "scale",

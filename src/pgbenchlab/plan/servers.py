@@ -20,7 +20,14 @@ from pgbenchlab.plan.schema import (
     SERVER_KEYS,
     SERVER_OPTIONS,
 )
-from pgbenchlab.plan.values import Context, as_list, check_name, cpu_list, setting_text
+from pgbenchlab.plan.values import (
+    Context,
+    as_list,
+    check_name,
+    cpu_list,
+    plan_path,
+    setting_text,
+)
 
 TLS_SSLMODES = ("require", "verify-ca", "verify-full")
 
@@ -85,12 +92,13 @@ def parse_server(
             raise ctx.fail(f"{key}.data_dir", "must be a directory path")
         if host is not None and not data_dir.startswith("/"):
             raise ctx.fail(f"{key}.data_dir", f"must be an absolute path on host {host}")
-        data_dir = data_dir if host is not None else str((base / data_dir).resolve())
+        data_dir = data_dir if host is not None else plan_path(data_dir, base)
+    install = item.get("install")
+    if host is None and isinstance(install, str) and "/" in install:
+        install = plan_path(install, base)  # a bin directory here (on a host: its own path)
     return ServerPlan(
         name=name,
-        install=install_spec(item["install"], builds, ctx, f"{key}.install")
-        if "install" in item
-        else None,
+        install=install_spec(install, builds, ctx, f"{key}.install") if "install" in item else None,
         dsn=str(item["dsn"]) if "dsn" in item else None,
         settings=tuple(sorted((str(k), setting_text(v)) for k, v in settings.items())),
         data_dir=data_dir,

@@ -7,11 +7,12 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pgbenchlab import cpusets
 from pgbenchlab.errors import PlanError
-from pgbenchlab.plan.schema import LATENCY_LOG_MODES
+from pgbenchlab.plan.schema import LATENCY_LOG_MODES, RUN_LENGTH
 
 
 class Context:
@@ -183,6 +184,19 @@ def setting_text(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
+
+
+def plan_path(value: str, base: Path) -> str:
+    """A file or directory of this machine as the plan names it, made absolute: a relative
+    path is the plan file's directory's ("~" the home directory), wherever pgbenchlab runs."""
+    return str((base / Path(value).expanduser()).resolve())
+
+
+def check_run_length(value: Mapping[str, Any], ctx: Context, key: str) -> None:
+    """A table (``key``: where the user wrote it) gives a duration or a number of
+    transactions, not both."""
+    if all(k in value for k in RUN_LENGTH):
+        raise ctx.fail(f"{key}.transactions", 'give "duration" or "transactions", not both')
 
 
 def table(data: Mapping[str, Any], key: str, ctx: Context) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 from pgbenchlab import files
 from pgbenchlab.plan.records import Script, Workload
 from pgbenchlab.plan.schema import BUILTINS, OPTION_KEYS, WORKLOAD_KEYS
-from pgbenchlab.plan.values import Context, choice
+from pgbenchlab.plan.values import Context, check_run_length, choice, plan_path
 
 
 def parse_workload(
@@ -43,6 +43,7 @@ def parse_workload(
     if not isinstance(defines, dict):
         raise ctx.fail(f"{key}.define", "must be a table of variable = value")
     overrides = {k: v for k, v in value.items() if k in OPTION_KEYS or k == "clients"}
+    check_run_length(overrides, ctx, key)
     pairs = tuple(sorted((str(k), str(v)) for k, v in defines.items()))
     return Workload(name, scripts, pairs), overrides
 
@@ -57,7 +58,7 @@ def one_script(item: Any, ctx: Context, key: str, base: Path) -> Script:
         return builtin_script(item["builtin"], weight, ctx, f"{key}.builtin")
     if "script" not in item:
         raise ctx.fail(key, 'needs "builtin" or "script"')
-    path = (base / str(item["script"])).resolve()
+    path = Path(plan_path(str(item["script"]), base))
     try:
         text = files.read_text(path)
     except files.Unreadable as exc:

@@ -9,13 +9,14 @@ scalability) and :mod:`.changes` (latency, tuning, patch) write the plans with w
 axes) and the estimated time, computed by parsing the plan written (so every template is a
 valid plan). Pure functions of the facts apart from `facts.gather`.
 
-Layer 4: imports `plan`, `installs`, `builds`, `hosts`, `telemetry.machine`, and
+Layer 4: imports `plan`, `findings`, `installs`, `builds`, `hosts`, `telemetry.machine`, and
 `server.settings` and `pgbench.command` (whether an installation can serve TLS).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from pgbenchlab.errors import UserError
 from pgbenchlab.studies import changes, throughput
@@ -50,4 +51,16 @@ def render(study: str, facts: MachineFacts, options: StudyOptions) -> str:
         raise UserError("--source, --base and --patch belong to `new patch`")
     if study not in ("platform", "tuning") and options.data_dirs:
         raise UserError("--data-dir belongs to `new platform` and `new tuning`")
+    check_data_dirs(options.data_dirs)
     return STUDIES[study](Machine(facts, options))
+
+
+def check_data_dirs(data_dirs: tuple[Path, ...]) -> None:
+    """Each --data-dir a directory (or one to be made), each storage once."""
+    seen: set[Path] = set()
+    for path in data_dirs:
+        if path.exists() and not path.is_dir():
+            raise UserError(f"--data-dir {path}: not a directory; give the directory to hold it")
+        if path.resolve() in seen:
+            raise UserError(f"--data-dir {path}: given twice; give each storage once")
+        seen.add(path.resolve())

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pgbenchlab import builds
+from pgbenchlab.builds import BuildRecipe
 from pgbenchlab.errors import UserError
-from pgbenchlab.studies.common import Machine, finish, profile, server
+from pgbenchlab.studies.common import Machine, branch_rows_needed, finish, profile, server
 from pgbenchlab.studies.toml import Text, Value, value
 
 # A guess of in-memory tpcb-like throughput per CPU, for rates below saturation; the plan says
@@ -42,8 +44,9 @@ def latency(m: Machine) -> str:
     install_note = "" if tls in (None, newest) else f"the newest with TLS ({newest.name}: none)"
     server(text, "server", (tls or newest).name, m.settings(clients), install_note)
     peak = TPCB_TPS_PER_CPU * m.facts.cpus
+    workloads = latency_workloads(m, peak, tls=tls is not None)
     text.table("matrix")
-    m.scale_key(text, m.scales[:1])
+    m.scale_key(text, m.scales[:1], least=branch_rows_needed(workloads, [clients]))
     text.comment(
         "at-rates: 50 TPS, far below any peak;"
         if m.quick
@@ -55,7 +58,7 @@ def latency(m: Machine) -> str:
     )
     if not tls:
         no_tls(text, m)
-    text.items("workload", latency_workloads(m, peak, tls=tls is not None))
+    text.items("workload", workloads)
     text.key("clients", [clients])
     checkpoints = ["30s", "5min"]
     if m.quick:
@@ -147,6 +150,9 @@ def patch(m: Machine) -> str:
     for path in patches:
         if not path.is_file():
             raise UserError(f"--patch {path}: no such file")
+    # command-line paths are the working directory's; the plan holds them absolute
+    source = f"git:{Path(source.removeprefix('git:')).expanduser().resolve()}"
+    builds.check(BuildRecipe("base", source, base, patches=tuple(str(p) for p in patches)))
     text = m.start(
         "patch",
         "does this patch change performance?",
@@ -179,8 +185,9 @@ def dirty_background(text: Text, m: Machine) -> None:
     """The kernel's background writeback threshold as a test set when pgbenchlab may write
     kernel tunables (root); otherwise how to add it."""
     about = (
-        "Test set: dirty-background — a kernel tunable: background writeback from the",
-        "first dirty page (the ratio rules, 0) against from 64 MiB; it crosses every set above.",
+        "Test set: dirty-background — a kernel tunable: background writeback from 64 MiB of",
+        "dirty pages against the default, 0: the kernel uses vm.dirty_background_ratio instead",
+        "(a share of the memory); it crosses every set above.",
     )
     if m.facts.root:
         text.blank().comment(*about)

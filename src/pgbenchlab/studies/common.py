@@ -4,10 +4,13 @@ warning), workloads and clients."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgbenchlab import plan
+from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS
+from pgbenchlab.plan.schema import BUILTINS
 from pgbenchlab.studies import sizing
 from pgbenchlab.studies.facts import MachineFacts
 from pgbenchlab.studies.sizing import Scale
@@ -98,19 +101,29 @@ class Machine:
             "Run: pgbenchlab run THIS_FILE   (--dry-run lists every run and its order)",
         ).blank()
 
-    def scale_key(self, text: Text, wanted: tuple[Scale, ...]) -> None:
-        """`scale = [...]` with each size explained; a scale the disk cannot hold is left out
-        with a warning saying why and what it needs."""
+    def scale_key(self, text: Text, wanted: tuple[Scale, ...], *, least: int = 1) -> None:
+        """`scale = [...]` with each size explained, none below ``least`` (as many branch rows
+        as clients, for a workload that updates them). Every dataset exists at once, on every
+        server written above: a scale that would take the datasets past the free disk is
+        left out with a warning saying why and what it needs."""
         wanted = wanted[:1] if self.quick else wanted
-        kept = [s for s in wanted if sizing.fits_disk(s, self.facts)]
+        raised = {max(s.value, least): s for s in reversed(wanted)}  # one per value, the first
+        wanted = tuple(
+            s if v == s.value else Scale(v, f"as many branch rows as clients ({least})")
+            for v, s in sorted(raised.items())
+        )
+        copies = max(1, text.count_tables("server"))
+        free = self.facts.disk_free_bytes
+        kept = [s for i, s in enumerate(wanted) if copies * _needed(wanted[: i + 1]) <= free]
         for s in wanted:
             text.comment(f"scale {s.value}: {sizing.size_text(s.bytes)}, {s.fits}")
-        for s in wanted:
+        for i, s in enumerate(wanted):
             if s not in kept:
                 text.comment(
                     f"WARNING: scale {s.value} ({s.fits}) needs ~"
-                    f"{sizing.size_text(sizing.disk_needed(s))} of disk; "
-                    f"{sizing.size_text(self.facts.disk_free_bytes)} is free: left out. "
+                    f"{sizing.size_text(sizing.disk_needed(s))} of disk on each of {copies} "
+                    f"server(s), {sizing.size_text(copies * _needed(wanted[: i + 1]))} with "
+                    f"the smaller scales; {sizing.size_text(free)} is free: left out. "
                     "Free space (or give a data_dir elsewhere) and add it back."
                 )
         text.key("scale", [s.value for s in kept or wanted[:1]])
@@ -127,7 +140,7 @@ class Machine:
     ) -> None:
         """[matrix] with its scales, workloads and clients; other axes follow it."""
         text.table("matrix")
-        self.scale_key(text, scales)
+        self.scale_key(text, scales, least=branch_rows_needed(workloads, clients))
         text.key("workload", workloads, workload_note)
         text.key("clients", clients, clients_note)
 
@@ -142,6 +155,23 @@ class Machine:
         if self.quick:
             return "seconds: a taste, not a measurement"
         return f"three checkpoint_timeouts: every run sees ~{sizing.RUN_S // 60} checkpoints"
+
+
+def _needed(scales: tuple[Scale, ...]) -> int:
+    return sum(sizing.disk_needed(s) for s in scales)
+
+
+def branch_rows_needed(workloads: Value, clients: Value) -> int:
+    """The least scale: as many branch rows as the most clients when a workload updates
+    them (tpcb-like), so that clients do not queue on the same rows; else 1."""
+    names = [w.get("builtin") if isinstance(w, Mapping) else w for w in _listed(workloads)]
+    if not any(BUILTINS.get(str(n)) in BRANCH_UPDATING_BUILTINS for n in names):
+        return 1
+    return max(int(c) for c in _listed(clients) if isinstance(c, int))
+
+
+def _listed(item: Value) -> list[Value]:
+    return list(item) if isinstance(item, Sequence) and not isinstance(item, str) else [item]
 
 
 def server(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pgbenchlab.studies import sizing
 from pgbenchlab.studies.common import Machine, finish, profile, server
+from pgbenchlab.studies.toml import Value
 
 ARCHAEOLOGY_MAJORS_QUICK = 2
 PIN_FROM_CPUS = 4
@@ -30,10 +31,10 @@ def archaeology(m: Machine) -> str:
         text.table(f"build.pg{build.major}", "a major not installed, built from its source")
         text.key("source", build.source)
         text.key("configure", list(build.configure))
-    for install in majors:
-        server(text, f"pg{install.major}", install.name, m.settings(clients[-1]))
-    for build in builds:
-        server(text, f"pg{build.major}", {"build": f"pg{build.major}"}, m.settings(clients[-1]))
+    installs: dict[str, Value] = {i.major: i.name for i in majors}
+    installs |= {b.major: {"build": f"pg{b.major}"} for b in builds}
+    for major in sorted(installs, key=major_order):  # oldest first: the report's order
+        server(text, f"pg{major}", installs[major], m.settings(clients[-1]))
     m.matrix(
         text,
         m.scales,
@@ -43,6 +44,11 @@ def archaeology(m: Machine) -> str:
         clients_note="1 … 4 × CPUs",
     )
     return finish(text, m.facts.cpus)
+
+
+def major_order(major: str) -> tuple[int, ...]:
+    """ "9.6" before "13" before "18"."""
+    return tuple(int(part) for part in major.split("."))
 
 
 def platform(m: Machine) -> str:

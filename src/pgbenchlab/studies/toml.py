@@ -59,5 +59,9 @@ class Text:
             self.key(name, item)
         return self
 
+    def count_tables(self, name: str) -> int:
+        """How many [name] or [[name]] tables are written so far."""
+        return sum(line.startswith((f"[{name}]", f"[[{name}]]")) for line in self.lines)
+
     def text(self) -> str:
         return "\n".join(self.lines).rstrip() + "\n"

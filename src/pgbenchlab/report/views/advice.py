@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from pgbenchlab import findings
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT, high_variation_warning
-from pgbenchlab.findings import UPDATING_BUILTINS, WarningCode
+from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, WarningCode
 from pgbenchlab.report.views.labels import cell_title
 from pgbenchlab.report.views.model import Advice, Axis, CellView, RunView
 from pgbenchlab.results import RunStatus
@@ -123,7 +123,9 @@ def _stored(r: RunView, code: WarningCode) -> bool:
 
 def _scale_below_clients(r: RunView) -> bool:
     """Stored by the runner, or (older results) a builtin updating workload's own figures."""
-    builtin = findings.scale_below_clients(r.workload in UPDATING_BUILTINS, r.scale, r.clients)
+    builtin = findings.scale_below_clients(
+        r.workload in BRANCH_UPDATING_BUILTINS, r.scale, r.clients
+    )
     return builtin is not None or _stored(r, WarningCode.SCALE_BELOW_CLIENTS)
 
 
