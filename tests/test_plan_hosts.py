@@ -15,7 +15,7 @@ HOSTS = """
 name = "db1"
 ssh = "bench@10.0.0.5"
 port = 2222
-identity = "~/.ssh/lab"
+identity = "KEY"
 
 [[host]]
 name = "lg1"
@@ -24,13 +24,16 @@ ssh = "10.0.0.6"
 
 
 def parse(text: str, tmp_path: Path) -> plan.Plan:
+    """The plan with KEY standing for an identity file that exists."""
+    (tmp_path / "lab").write_text("a key\n")
+    text = text.replace('"KEY"', f'"{tmp_path / "lab"}"')
     return plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
 
 
 def test_hosts_servers_and_generators(tmp_path: Path) -> None:
     text = HOSTS + '[pgbench]\nhosts = ["lg1"]\n[[server]]\nname = "pg"\nhost = "db1"\n'
     parsed = parse(text, tmp_path)
-    assert parsed.hosts[0] == HostPlan("db1", "bench@10.0.0.5", 2222, "~/.ssh/lab", None)
+    assert parsed.hosts[0] == HostPlan("db1", "bench@10.0.0.5", 2222, str(tmp_path / "lab"), None)
     assert parsed.pgbench_hosts == ("lg1",)
     assert parsed.servers[0].host == "db1"
     assert parsed.servers[0].install == "newest"  # its host's newest, not this machine's wheel
@@ -65,6 +68,25 @@ def test_an_external_server_may_name_its_host(tmp_path: Path) -> None:
         ('[[host]]\nname = "h"\nssh = "y"\nport = 0\n', "must be 1 to 65535"),
         ('[[host]]\nname = "h"\nssh = "y"\nuser = "u"\n', 'unknown key "user"|user'),
         ('[pgbench]\nkeep_logs = "yes"\n', "pgbench.keep_logs: must be true or false"),
+        (
+            '[[host]]\nname = "h"\nssh = "y"\nknown_hosts = "/no/kh"\n',
+            r"host\[2\].known_hosts: host h: /no/kh: no such file",
+        ),
+        (
+            '[[host]]\nname = "h"\nssh = "y"\nidentity = "~/no-such-key"\n',
+            r"host\[2\].identity: host h: /\S+/no-such-key: no such file",
+        ),
+        (
+            '[build.b]\nsource = "git:/nowhere#main"\n'
+            '[[server]]\nname = "pg"\nhost = "db1"\ninstall = { build = "b" }\n',
+            r"server\[0\].install: .*builds run on this machine's servers only for now",
+        ),
+        (
+            '[build.b]\nsource = "git:/nowhere#main"\n'
+            '[pgbench]\nhosts = ["lg1"]\ninstall = { build = "b" }\n'
+            '[[server]]\nname = "pg"\nhost = "db1"\n',
+            r"pgbench.install: .*builds run on this machine's servers only for now",
+        ),
     ],
 )
 def test_mistakes_are_refused(tmp_path: Path, extra: str, message: str) -> None:

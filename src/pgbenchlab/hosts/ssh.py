@@ -93,9 +93,9 @@ async def open_connection(target: Target) -> asyncssh.SSHClientConnection:
     if target.port:
         options["port"] = target.port
     if target.identity:
-        options["client_keys"] = [str(Path(target.identity).expanduser())]
+        options["client_keys"] = [check_identity(target)]
     if target.known_hosts:
-        options["known_hosts"] = str(Path(target.known_hosts).expanduser())
+        options["known_hosts"] = check_known_hosts(target)
     try:
         return await asyncssh.connect(target.address, **options)
     except asyncssh.HostKeyNotVerifiable as exc:
@@ -116,6 +116,63 @@ async def open_connection(target: Target) -> asyncssh.SSHClientConnection:
             "that sshd runs there and that the network lets you through",
             where=f"host {target.name}",
         ) from None
+
+
+def check_identity(target: Target) -> str:
+    """The plan's identity file, expanded, once it reads as a private key asyncssh can use
+    without a passphrase; HostError naming the file and the fix otherwise."""
+    assert target.identity is not None
+    path = str(Path(target.identity).expanduser())
+    try:
+        asyncssh.read_private_key(path)
+    except OSError as exc:
+        raise _file_error(target, "identity", path, exc) from None
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+        # asyncssh says this one sentence for an encrypted key of every format.
+        if str(exc).startswith("Passphrase must be specified"):
+            why = (
+                "is protected by a passphrase, which pgbenchlab never asks for: load it into "
+                f"the agent (ssh-add {path}) and remove identity from the plan"
+            )
+        elif _is_public_key(path):
+            why = "is a public key: give the private key (the file without .pub)"
+        else:
+            why = f"is not a private key ({exc}): give the private key ssh -i would take"
+        raise HostError(f"identity {path} {why}", where=f"host {target.name}") from None
+    return path
+
+
+def _is_public_key(path: str) -> bool:
+    try:
+        asyncssh.read_public_key(path)
+    except (OSError, asyncssh.KeyImportError):
+        return False
+    return True
+
+
+def check_known_hosts(target: Target) -> str:
+    """The plan's known_hosts file, expanded, once it reads as one; HostError naming the file
+    and the fix otherwise."""
+    assert target.known_hosts is not None
+    path = str(Path(target.known_hosts).expanduser())
+    try:
+        asyncssh.read_known_hosts(path)
+    except OSError as exc:
+        raise _file_error(target, "known_hosts", path, exc) from None
+    except ValueError as exc:
+        raise HostError(
+            f"known_hosts {path} is not a known_hosts file ({exc}): give a file of host keys "
+            f"as ssh keeps them (~/.ssh/known_hosts), or make one: {target.scan_fix()}",
+            where=f"host {target.name}",
+        ) from None
+    return path
+
+
+def _file_error(target: Target, key: str, path: str, exc: OSError) -> HostError:
+    return HostError(
+        f"cannot read {key} {path}: {exc.strerror or exc}; fix the plan's {key}",
+        where=f"host {target.name}",
+    )
 
 
 def _reason(exc: BaseException) -> str:

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.records import HostPlan, RunSpec, ServerPlan
 from pgbenchlab.plan.schema import HOST_KEYS
 from pgbenchlab.plan.values import Context, check_name
 
 LOCAL_NAMES = ("local", "localhost")  # this machine: never a [[host]] name
+FILE_KINDS = {"identity": "private key ssh -i takes", "known_hosts": "known_hosts file"}
 
 
 def parse_hosts(value: Any, ctx: Context) -> tuple[HostPlan, ...]:
@@ -49,6 +52,12 @@ def parse_host(item: dict[str, Any], ctx: Context, key: str) -> HostPlan:
         value = item.get(field_name)
         if value is not None and (not isinstance(value, str) or not value):
             raise ctx.fail(f"{key}.{field_name}", "must be a file path")
+        if value is not None and not Path(value).expanduser().is_file():
+            raise ctx.fail(
+                f"{key}.{field_name}",
+                f"host {name}: {Path(value).expanduser()}: no such file; give the path of "
+                f"the {FILE_KINDS[field_name]} on this machine",
+            )
         paths[field_name] = value
     return HostPlan(name, target, port, paths["identity"], paths["known_hosts"])
 
@@ -77,6 +86,26 @@ def check_host_names(
                 "host: give it a host too",
             )
     return tuple(value)
+
+
+def check_builds_here(
+    servers: list[ServerPlan], pgbench_install: str, pgbench_hosts: tuple[str, ...], ctx: Context
+) -> None:
+    """A plan's builds are made and installed on this machine: a server on a [[host]] or a
+    load generator host cannot use one (yet)."""
+    why = "builds run on this machine's servers only for now: "
+    for i, server in enumerate(servers):
+        if server.host is not None and (server.install or "").startswith(BUILD_PREFIX):
+            raise ctx.fail(
+                f"server[{i}].install",
+                f"{why}server {server.name} runs on host {server.host}; install a PostgreSQL "
+                "there and name it (a major version or a bin directory there)",
+            )
+    if pgbench_hosts and pgbench_install.startswith(BUILD_PREFIX):
+        raise ctx.fail(
+            "pgbench.install",
+            f"{why}pgbench runs on {', '.join(pgbench_hosts)}; name a pgbench installed there",
+        )
 
 
 def _unknown(name: str, known: set[str]) -> str:

@@ -12,7 +12,12 @@ from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
 from pgbenchlab.plan.groups import check_group_specs, parse_groups, units
-from pgbenchlab.plan.hosts import check_generator_clients, check_host_names, parse_hosts
+from pgbenchlab.plan.hosts import (
+    check_builds_here,
+    check_generator_clients,
+    check_host_names,
+    parse_hosts,
+)
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
@@ -82,6 +87,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     groups, group_axes = parse_groups(data.get("server_group"), ctx, servers, server_axes)
     hosts = parse_hosts(data.get("host"), ctx)
     pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
+    check_builds_here(servers, pgbench_install, pgbench_hosts, ctx)
     most = auto.max_repeats if auto else repeats
     expanded, axes = units(servers, groups), server_axes | group_axes
     check_size(ctx, count_cells(defaults, matrix, list(expanded), axes), most)
