@@ -14,6 +14,8 @@ import pytest
 
 from netns_hosts import TestHosts
 from pgbenchlab.cli import main
+from pgbenchlab.hosts import RemoteHost, Target
+from support import require_installs
 
 pytestmark = pytest.mark.server
 
@@ -23,6 +25,7 @@ def hosts(test_hosts: TestHosts) -> TestHosts:
     test_hosts.add("ok")
     test_hosts.add("nosftp", sftp=False)
     test_hosts.add("rootdb", root_login=True)
+    test_hosts.add("nopg", hide=("/usr/lib/postgresql",))
     return test_hosts
 
 
@@ -161,3 +164,50 @@ def test_a_missing_file_is_a_plan_mistake_found_before_connecting(
         err = capsys.readouterr().err
         assert re.search(rf"host\[0\]\.{field}: .*ok.*{missing}.* no such file", err), err
         assert "cannot reach" not in err and len(err.strip().splitlines()) == 1
+
+
+def only_there(hosts: TestHosts, name: str) -> str:
+    """A bin directory that exists on the host only (in its private home): symbolic links to
+    its PostgreSQL 15's programs, which find their files through them."""
+    host = RemoteHost(Target(name, hosts.ssh_target(name), None, str(hosts.identity),
+                             str(hosts.known_hosts)))  # fmt: skip
+    try:
+        script = "mkdir -p ~/pg/bin && ln -sf /usr/lib/postgresql/15/bin/* ~/pg/bin/ && echo ~/pg"
+        return host.run(["sh", "-c", script], timeout=30).stdout.strip()
+    finally:
+        host.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "install", "settings", "expected"),
+    [
+        # A path this machine has, the host not: refused, not taken from here.
+        (
+            "nopg",
+            "/usr/lib/postgresql/15",
+            "{}",
+            r"no PostgreSQL server in /usr/lib/postgresql/15 on host nopg",
+        ),
+        # A path only the host has: found there, and its postgres asked there about a setting.
+        ("ok", "THERE", '{ shared_bufers = "32MB" }', r'did you mean "shared_buffers"\?'),
+    ],
+)
+def test_a_bin_path_is_resolved_and_probed_on_the_servers_host(
+    hosts: TestHosts,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    install: str,
+    settings: str,
+    expected: str,
+) -> None:
+    require_installs("15")
+    path = only_there(hosts, name) if install == "THERE" else install
+    assert not Path(path).exists() or install != "THERE"
+    text = plan_text(host_toml(hosts, name)) + f'install = "{path}"\nsettings = {settings}\n'
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(text)
+    assert main(["run", str(plan_file), "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert re.search(expected, err), err
+    assert len(err.strip().splitlines()) == 1
