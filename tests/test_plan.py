@@ -189,7 +189,6 @@ BAD_PLANS = [
     ("[defaults]\nduration = '10s'\ntransactions = 100", "transactions", "not both"),
     ("[defaults]\nwarmup = 'soon'", "warmup", "whole number of seconds"),
     ("[defaults]\nprotocol = 'pipeline'", "protocol", "one of simple, extended, prepared"),
-    ("[defaults]\nthreads = 8\n[matrix]\nclients = [4]", "threads", "at most one per client"),
     ("[defaults]\nthreads = 0", "threads", "positive whole number"),
     ("[defaults]\nvacuum = 'full'", "vacuum", "one of pgbench, all, none"),
     ("[defaults]\nlatency_log = 2.0", "latency_log", "(0, 1]"),

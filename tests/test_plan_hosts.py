@@ -92,3 +92,24 @@ def test_an_external_server_may_name_its_host(tmp_path: Path) -> None:
 def test_mistakes_are_refused(tmp_path: Path, extra: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         parse(HOSTS + extra, tmp_path)
+
+
+def test_threads_auto_counts_each_load_generators_cpus(tmp_path: Path) -> None:
+    text = HOSTS + '[[server]]\nname = "pg"\nhost = "db1"\n[matrix]\nclients = [8]\n'
+    two = text.replace("[[server]]", '[pgbench]\nhosts = ["db1", "lg1"]\n[[server]]')
+    (tmp_path / "p.toml").write_text(parse(two, tmp_path).text)
+    # 4 clients on each: db1 (2 CPUs) runs 2 threads, lg1 (8 CPUs) 4.
+    told = plan.load(tmp_path / "p.toml", generator_cpus=(2, 8))
+    assert [s.options.threads for s in told.specs] == [6] and told.counts_generator_cpus
+    untold = plan.load(tmp_path / "p.toml", cpu_count=2)  # this machine's count stands in
+    assert [s.options.threads for s in untold.specs] == [4]
+    pinned = two.replace("[pgbench]\n", '[pgbench]\ncpus = "0"\n')
+    assert [s.options.threads for s in parse(pinned, tmp_path).specs] == [2]
+    assert not parse(pinned, tmp_path).counts_generator_cpus
+    assert not parse(text, tmp_path).counts_generator_cpus  # pgbench runs here
+
+
+def test_more_threads_than_clients_are_pgbenchs_to_lower(tmp_path: Path) -> None:
+    text = HOSTS + '[[server]]\nname = "pg"\nhost = "db1"\n'
+    parsed = parse(text + "[defaults]\nthreads = 8\n[matrix]\nclients = [1, 4]\n", tmp_path)
+    assert {(s.clients, s.options.threads) for s in parsed.specs} == {(1, 8), (4, 8)}

@@ -6,13 +6,14 @@ found, and every connection closed at the end."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pgbenchlab import installs
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import LOCAL_HOST, Host, RemoteHost, Target
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
-from pgbenchlab.plan import HostPlan, Plan, RunSpec
+from pgbenchlab.plan import HostPlan, Plan, RunSpec, load
 from pgbenchlab.results import RunHost
 from pgbenchlab.telemetry.machine import machine_facts
 
@@ -21,6 +22,28 @@ LOCAL = "local"  # the machine that runs the campaign, in stored run hosts
 
 def remote_host(plan: HostPlan) -> RemoteHost:
     return RemoteHost(Target(plan.name, plan.ssh, plan.port, plan.identity, plan.known_hosts))
+
+
+def load_plan(path: Path) -> Plan:
+    """The plan a campaign runs: threads = "auto" counts each load generator host's CPUs
+    (reached to ask them) where pgbench runs on [pgbench] hosts, unpinned."""
+    loaded = load(path)
+    if not loaded.counts_generator_cpus:
+        return loaded
+    return load(path, generator_cpus=generator_cpus(loaded))
+
+
+def generator_cpus(loaded: Plan) -> tuple[int, ...]:
+    """The CPUs of each [pgbench] host, in plan order (HostError when one cannot be used)."""
+    counts = []
+    for name in loaded.pgbench_hosts:
+        host = remote_host(loaded.host(name))
+        try:
+            host.check()
+            counts.append(host.cpu_count() or 1)
+        finally:
+            host.close()
+    return tuple(counts)
 
 
 class CampaignHosts:

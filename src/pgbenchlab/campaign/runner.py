@@ -380,7 +380,7 @@ class Campaign:
         def phase(text: str) -> None:
             self.reporter.phase(spec, text)
 
-        capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
+        capture = self.telemetry.capture(server, endpoint, spec.pgbench_threads, phase)
         profiler: Profiling | None = None
         if spec.profiled:
             pgbench = self.pgbench.client.install if self.plan.pgbench_profile else None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pgbenchlab import plan, report
 from pgbenchlab.campaign import RESULTS_DB, Reporter, run_campaign
+from pgbenchlab.campaign.hosts import load_plan
 from pgbenchlab.cli.build import build_plan
 from pgbenchlab.cli.common import (
     EXIT_INTERRUPTED,
@@ -124,7 +125,8 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 
 def run(options: RunOptions) -> int:
-    the_plan = plan.load(options.plan)
+    # A dry run reaches no host: threads = "auto" shows this machine's CPUs there.
+    the_plan = plan.load(options.plan) if options.dry_run else load_plan(options.plan)
     if options.shard is not None:
         the_plan = plan.sharded(the_plan, options.shard)
     if options.budget_s is not None and the_plan.auto is None:
@@ -193,6 +195,11 @@ def print_dry_run(the_plan: plan.Plan) -> None:
             ]
         )
     print_table(table)
+    if the_plan.counts_generator_cpus:
+        print(
+            '\nthreads = "auto" counts this machine\'s CPUs here; the campaign counts those of '
+            f"each load generator host ({', '.join(the_plan.pgbench_hosts)})"
+        )
     estimate = the_plan.estimated_seconds()
     auto = the_plan.auto
     if auto is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,17 @@ def check_generator_clients(specs: tuple[RunSpec, ...], generators: int, ctx: Co
             f"{generators} load generators but a cell has {fewest.clients} client(s) "
             f"({fewest.cell_id}): each generator needs at least one; use clients ≥ {generators}",
         )
+
+
+def split_evenly(total: int, parts: int) -> list[int]:
+    """total over parts: each total // parts, the first total % parts one more (plan order)."""
+    base, extra = divmod(total, parts)
+    return [base + (i < extra) for i in range(parts)]
+
+
+def auto_threads(clients: int, cpus: Sequence[int]) -> int:
+    """threads = "auto": on each load generator (this machine alone, or the [pgbench] hosts,
+    clients split evenly over them) one thread per CPU pgbench may use there, at most one per
+    client; cpus: those CPUs, per generator."""
+    shares = split_evenly(clients, len(cpus))
+    return sum(max(1, min(share, count)) for share, count in zip(shares, cpus, strict=True))

@@ -39,17 +39,39 @@ from pgbenchlab.plan.values import (
 )
 
 
-def load(path: str | Path, *, cpu_count: int | None = None) -> Plan:
+def load(
+    path: str | Path,
+    *,
+    cpu_count: int | None = None,
+    generator_cpus: tuple[int, ...] | None = None,
+) -> Plan:
     """Read, validate and expand a plan file."""
     file = Path(path)
     try:
         text = files.read_text(file)
     except files.Unreadable as exc:
         raise PlanError(f"cannot read the plan file: {exc}", where=str(file)) from None
-    return parse(text, str(file), base=file.resolve().parent, cpu_count=cpu_count)
+    return parse(
+        text,
+        str(file),
+        base=file.resolve().parent,
+        cpu_count=cpu_count,
+        generator_cpus=generator_cpus,
+    )
 
 
-def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> Plan:
+def parse(
+    text: str,
+    path: str,
+    *,
+    base: Path,
+    cpu_count: int | None = None,
+    generator_cpus: tuple[int, ...] | None = None,
+) -> Plan:
+    """The plan in text. threads = "auto" counts the CPUs pgbench may use: its pinned ones,
+    else this machine's (cpu_count, default: os.cpu_count()), or with [pgbench] hosts each
+    host's (generator_cpus, in their order; this machine's count stands in for each until the
+    campaign tells them: `campaign.hosts.load_plan`)."""
     ctx = Context(path)
     try:
         data = tomllib.loads(text)
@@ -91,8 +113,7 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     most = auto.max_repeats if auto else repeats
     expanded, axes = units(servers, groups), server_axes | group_axes
     check_size(ctx, count_cells(defaults, matrix, list(expanded), axes), most)
-    # threads = "auto": one per CPU pgbench may use (its pinned ones, when pinned)
-    cpus = cpusets.count(pgbench_cpus) if pgbench_cpus else cpu_count or os.cpu_count() or 1
+    cpus = auto_cpus(pgbench_cpus, cpu_count, pgbench_hosts, generator_cpus)
     cells = expand_cells(ctx, base, defaults, matrix, expanded, axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
     check_generator_clients(specs, len(pgbench_hosts), ctx)
@@ -118,7 +139,24 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         pgbench_hosts=pgbench_hosts,
         groups=groups,
         pgbench_keep_logs=keep_logs,
+        auto_cpus=cpus,
     )
+
+
+def auto_cpus(
+    pinned: str | None,
+    cpu_count: int | None,
+    pgbench_hosts: tuple[str, ...],
+    generator_cpus: tuple[int, ...] | None,
+) -> tuple[int, ...]:
+    """The CPUs pgbench may use on each load generator, for threads = "auto"."""
+    generators = max(1, len(pgbench_hosts))
+    if pinned:
+        return (cpusets.count(pinned),) * generators
+    if pgbench_hosts and generator_cpus is not None:
+        assert len(generator_cpus) == generators, "one count per [pgbench] host"
+        return generator_cpus
+    return (cpu_count or os.cpu_count() or 1,) * generators
 
 
 def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
