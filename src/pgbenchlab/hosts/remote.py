@@ -20,6 +20,7 @@ from pathlib import PurePath, PurePosixPath
 from typing import Any
 
 import asyncssh
+from asyncssh.constants import OPEN_REQUEST_SESSION_FAILED  # sshd refused the subsystem
 
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import ssh
@@ -99,7 +100,7 @@ class RemoteHost:
             try:
                 self._sftp = await connection.start_sftp_client()
             except asyncssh.ChannelOpenError as exc:
-                if connection.is_closed():
+                if connection.is_closed() or exc.code != OPEN_REQUEST_SESSION_FAILED:
                     raise ConnectionError(f"host {self.name}: {exc.reason}") from None
                 raise HostError(
                     f"sshd there refused SFTP ({exc.reason}), which pgbenchlab moves files "
