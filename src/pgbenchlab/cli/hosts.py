@@ -86,4 +86,4 @@ def print_surveys(surveys: list[HostSurvey]) -> None:
         print_table(table)
     for found in surveys:
         if found.problem:
-            print(f"{'unusable' if found.reachable else 'unreachable'}: {found.problem}")
+            print(f"cannot use: {found.problem}")

@@ -159,10 +159,12 @@ def check_known_hosts(target: Target) -> str:
         asyncssh.read_known_hosts(path)
     except OSError as exc:
         raise _file_error(target, "known_hosts", path, exc) from None
-    except ValueError as exc:
+    except ValueError:  # its text is the file's line: never shown (it may be a key)
+        port = f"-p {target.port} " if target.port else ""
         raise HostError(
-            f"known_hosts {path} is not a known_hosts file ({exc}): give a file of host keys "
-            f"as ssh keeps them (~/.ssh/known_hosts), or make one: {target.scan_fix()}",
+            f"known_hosts {path} is not a known_hosts file: give a file of host keys as ssh "
+            f"keeps them (~/.ssh/known_hosts); `ssh-keyscan {port}{target.address}` prints "
+            "this host's line, to check and keep",
             where=f"host {target.name}",
         ) from None
     return path
