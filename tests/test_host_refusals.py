@@ -216,3 +216,25 @@ def test_a_bin_path_is_resolved_and_probed_on_the_servers_host(
     err = capsys.readouterr().err
     assert re.search(expected, err), err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_public_key_named_by_ssh_config_is_one_line_too(
+    hosts: TestHosts,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No identity in the plan: the keys ssh would use (here ~/.ssh/config's IdentityFile,
+    a public key)."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "config").write_text(f"Host *\n  IdentityFile {hosts.identity}.pub\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    text = host_toml(hosts, "ok").replace(f'identity = "{hosts.identity}"\n', "")
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(plan_text(text))
+    assert main(["run", str(plan_file), "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"host ok: a key or ~/.ssh/config .* cannot be read .*identity", err), err
+    assert len(err.strip().splitlines()) == 1

@@ -104,6 +104,12 @@ async def open_connection(target: Target) -> asyncssh.SSHClientConnection:
             f"({exc.reason}): refused; if the key is the host's, {target.scan_fix()}",
             where=f"host {target.name}",
         ) from None
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError, asyncssh.ConfigParseError) as exc:
+        raise HostError(
+            f"a key or ~/.ssh/config that ssh would use for it cannot be read ({exc}): fix "
+            "~/.ssh/config (its IdentityFile) or ~/.ssh/id_*, or give the plan's identity",
+            where=f"host {target.name}",
+        ) from None
     except asyncssh.PermissionDenied:
         raise HostError(
             f"{target.ssh} refused the login: check the user name and that one of your keys "
