@@ -53,6 +53,7 @@ class TestHost:
     sshd: subprocess.Popen[bytes] | None = None
     extra_mounts: tuple[str, ...] = ()
     holder: subprocess.Popen[bytes] | None = None  # holds its private mount namespace
+    cpus: int | None = None  # the CPUs it says it has (None: this machine's)
 
     @property
     def namespace(self) -> str:
@@ -115,11 +116,23 @@ class TestHosts:
         self.state.chmod(0o711)  # sshd reads the authorized key as the account
         Path(f"{self.identity}.pub").chmod(0o644)
 
-    def add(self, name: str, *, hide: tuple[str, ...] = (), trusted: bool = True) -> TestHost:
+    def add(
+        self,
+        name: str,
+        *,
+        hide: tuple[str, ...] = (),
+        trusted: bool = True,
+        sftp: bool = True,
+        root_login: bool = False,
+        cpus: int | None = None,
+    ) -> TestHost:
         """A new host: its namespace, address and sshd. hide: directories made empty there
         (say /usr/lib/postgresql for a host without PostgreSQL). trusted: its host key goes
-        into `known_hosts`."""
+        into `known_hosts`. sftp: its sshd has the SFTP subsystem. root_login: root logs in
+        there by the same key (`ssh_target(name, "root")`), as well as the account. cpus: the
+        number of CPUs it says are online (its own /sys/devices/system/cpu/online)."""
         host = TestHost(f"{self.tag}{name}", f"{self.subnet}.{10 + len(self.hosts)}", None, hide)
+        host.cpus = cpus
         self.hosts[name] = host
         veth = f"{self.tag}v{len(self.hosts)}"  # interface names: 15 characters at most
         _run("ip", "netns", "add", host.namespace)
@@ -131,9 +144,13 @@ class TestHosts:
         host.ns("ip", "link", "set", "lo", "up")
         directory = self.state / name
         directory.mkdir()
+        if cpus is not None:
+            (directory / "online").write_text(f"0-{cpus - 1}\n" if cpus > 1 else "0\n")
         key = directory / "host_key"
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
-        (directory / "sshd_config").write_text(self._sshd_config(host, key))
+        (directory / "sshd_config").write_text(
+            self._sshd_config(host, key, sftp=sftp, root_login=root_login)
+        )
         self.start_sshd(name)
         if trusted:
             self.trust(host)
@@ -192,9 +209,12 @@ class TestHosts:
             f"mount -t tmpfs -o mode=0700,uid={uid},gid={gid} tmpfs {self.home}",
             *(f"mount -t tmpfs -o mode=0755 tmpfs {path}" for path in host.extra_mounts),
         ]
+        if host.cpus is not None:
+            online = self.state / host.name.removeprefix(self.tag) / "online"
+            mounts.append(f"mount --bind {online} /sys/devices/system/cpu/online")
         return " && ".join(mounts)
 
-    def _sshd_config(self, host: TestHost, key: Path) -> str:
+    def _sshd_config(self, host: TestHost, key: Path, *, sftp: bool, root_login: bool) -> str:
         return "\n".join(
             [
                 f"ListenAddress {host.address}",
@@ -204,13 +224,13 @@ class TestHosts:
                 "UsePAM no",
                 "StrictModes no",
                 f"AuthorizedKeysFile {self.identity}.pub",
-                f"AllowUsers {self.user}",
+                f"AllowUsers {self.user}" + (" root" if root_login else ""),
                 "PasswordAuthentication no",
                 "KbdInteractiveAuthentication no",
-                "PermitRootLogin no",
+                f"PermitRootLogin {'prohibit-password' if root_login else 'no'}",
                 "MaxSessions 64",
                 "MaxStartups 64",
-                "Subsystem sftp internal-sftp",
+                *(["Subsystem sftp internal-sftp"] if sftp else []),
                 "LogLevel ERROR",
                 "",
             ]
@@ -240,8 +260,8 @@ class TestHosts:
         entry = pwd.getpwnam(self.user)
         return entry.pw_uid, entry.pw_gid
 
-    def ssh_target(self, name: str) -> str:
-        return f"{self.user}@{self.hosts[name].address}"
+    def ssh_target(self, name: str, user: str | None = None) -> str:
+        return f"{user or self.user}@{self.hosts[name].address}"
 
     # -- faults ------------------------------------------------------------------------------
 

@@ -229,7 +229,7 @@ def test_a_probe_runs_with_the_slos_bound_to_the_microsecond(tmp_path: Path) -> 
     cell = search_cells(plan.load(write_plan(tmp_path, extra="")))[0]
     slo = parse_slo("p99 <= 1234.567ms")
     step = Next(GROW, 50.0, full_length=False)
-    spec = probe_spec(cell, step, latency_limit_ms(cell, slo), CapacityOptions(slo), 1)
+    spec = probe_spec(cell, step, latency_limit_ms(cell, slo), CapacityOptions(slo), 1, (2,))
     run = command.Invocation(spec.workload, 1, spec.clients, spec.options, 3)
     argv = command.build_argv(Path("pgbench"), parse_version("pgbench (PostgreSQL) 18.1"), run, "b")
     assert argv[argv.index("-L") + 1] == "1234.567"

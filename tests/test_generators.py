@@ -34,9 +34,18 @@ GOLDEN = Path(__file__).parent / "golden" / "pgbench" / "16"
 
 
 def test_clients_threads_and_rate_split_with_the_remainder_first() -> None:
-    assert split(7, 4, 70.0, 3) == [Part(3, 2, 30.0), Part(2, 1, 20.0), Part(2, 1, 20.0)]
-    assert split(2, 8, None, 2) == [Part(1, 1, None), Part(1, 1, None)]  # threads ≤ clients
-    assert split(3, 1, None, 2) == [Part(2, 1, None), Part(1, 1, None)]  # a thread each
+    three = [2, 2, 2]
+    assert split(7, 4, 70.0, three) == [Part(3, 2, 30.0), Part(2, 1, 20.0), Part(2, 1, 20.0)]
+    assert split(7, 4, 70.0, [8] * 3) == split(7, 4, 70.0, three)
+    assert split(2, 8, None, [2, 2]) == [Part(1, 1, None), Part(1, 1, None)]  # threads ≤ clients
+    assert split(3, 1, None, [2, 2]) == [Part(2, 1, None), Part(1, 1, None)]  # a thread each
+
+
+def test_threads_go_where_the_cpus_are() -> None:
+    # threads = "auto" over a 2-CPU and an 8-CPU generator, 4 clients each: 2 + 4 threads,
+    # each its own; any other number in proportion to what each can use.
+    assert split(8, 6, None, [2, 8]) == [Part(4, 2, None), Part(4, 4, None)]
+    assert split(8, 3, None, [2, 8]) == [Part(4, 1, None), Part(4, 2, None)]
 
 
 def test_each_generator_gets_its_share_seed_and_log_prefix() -> None:
@@ -51,7 +60,7 @@ def test_each_generator_gets_its_share_seed_and_log_prefix() -> None:
 
 def test_each_generator_is_given_exactly_its_share_of_the_rate() -> None:
     argv = ["pgbench", "-c", "3", "-j", "1", "-T", "2", "-R", "500", "bench"]
-    parts = split(*argv_figures(argv), 2)
+    parts = split(*argv_figures(argv), [2, 2])
     given = [float(share_argv(argv, p, 1, "lg")[8]) for p in parts]
     assert given == [p.rate for p in parts] == [500 * 2 / 3, 500 / 3]  # not 333.333, 166.667
     assert share_argv(argv, Part(1, 1, 40.0), 1, "lg")[8] == "40"

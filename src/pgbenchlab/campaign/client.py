@@ -35,7 +35,7 @@ def choose_pgbench(plan: Plan, found: list[Installation], host: Host = LOCAL_HOS
         if plan.uses_connection("tls"):  # the newest of those whose libpq has TLS, if any
             install = next((i for i in _pgbench_installs(found) if _has_tls(i, host)), install)
     else:
-        install = installs.resolve(plan.pgbench_install, found, need_server=False)
+        install = installs.resolve(plan.pgbench_install, found, need_server=False, host=host)
     text = command.version_of(install.binary("pgbench"), host)
     version = parse_version(text)
     require_client_features(plan, version, text, install.binary("pgbench"), host)

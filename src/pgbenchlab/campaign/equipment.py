@@ -66,9 +66,10 @@ def prepared(
     plan: Plan, results_dir: Path, built: list[installs.Installation] | None, reporter: Reporter
 ) -> Iterator[tuple[PgbenchClient, Servers, Executor, KernelTunables]]:
     """What a campaign (`run`, `capacity`) starts with, checked before any run: what
-    `check_before_start` refuses (sources, compilers, perf, the kernel tunables); the plan's pgbench, servers and
-    executor (`equipped`); then the tunables a killed campaign left changed put back, the
-    journal held for this campaign's, and every planned value tried (`try_values`)."""
+    `check_before_start` refuses (sources, compilers, perf, the kernel tunables); the plan's
+    pgbench, servers and executor (`equipped`); then the tunables a killed campaign left
+    changed put back, the journal held for this campaign's, and every planned value tried
+    (`try_values`)."""
     check_before_start(plan)
     tunables = KernelTunables(plan.sysctl_names)
     with equipped(plan, results_dir, built) as (pgbench, servers, executor):

@@ -1,8 +1,10 @@
 """A run split across several load generator hosts, started together.
 
 The split: of C clients over N generators, each gets C // N and the first C % N one more
-(plan order); threads likewise (at least one each, never more than its clients); the -R rate in
-proportion to each one's clients, so every client keeps the same rate. Each gets its own
+(plan order); threads in proportion to what each can use, the smaller of its clients and its
+CPUs (at least one each, never more than its clients: threads = "auto", one per CPU on each,
+gives each exactly that); the -R rate in proportion to each one's clients, so every client keeps
+the same rate. Each gets its own
 ``--random-seed`` (consecutive numbers from a random base) and its own log prefix
 (``pgbench_log.HOST``).
 
@@ -44,6 +46,7 @@ from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.pgbench.command import LOG_PREFIX, Completed, Share
+from pgbenchlab.plan.hosts import split_evenly
 from pgbenchlab.results import RunResult
 
 SEEDS_SINCE = (11,)  # pgbench --random-seed
@@ -68,23 +71,30 @@ class Part:
     rate: float | None
 
 
-def split(clients: int, threads: int, rate: float | None, generators: int) -> list[Part]:
-    """The run's clients, threads and rate over the generators (see the module docstring)."""
-    assert clients >= generators, "the plan check refuses fewer clients than generators"
-    counts = _even(clients, generators)
+def split(clients: int, threads: int, rate: float | None, cpus: Sequence[int]) -> list[Part]:
+    """The run's clients, threads and rate over the generators, given the CPUs pgbench may
+    use on each (see the module docstring)."""
+    assert clients >= len(cpus), "the plan check refuses fewer clients than generators"
+    counts = split_evenly(clients, len(cpus))
+    usable = [max(1, min(count, n)) for count, n in zip(counts, cpus, strict=True)]
     return [
         Part(
             count,
             min(count, max(1, share)),
             None if rate is None else rate * count / clients,
         )
-        for count, share in zip(counts, _even(threads, generators), strict=True)
+        for count, share in zip(counts, _in_proportion(threads, usable), strict=True)
     ]
 
 
-def _even(total: int, parts: int) -> list[int]:
-    base, extra = divmod(total, parts)
-    return [base + (i < extra) for i in range(parts)]
+def _in_proportion(total: int, weights: list[int]) -> list[int]:
+    """total over the weights, whole numbers by the largest remainder (ties: plan order)."""
+    whole = sum(weights)
+    shares = [total * w // whole for w in weights]
+    remainders = sorted(range(len(weights)), key=lambda i: -(total * weights[i] % whole))
+    for i in remainders[: total - sum(shares)]:
+        shares[i] += 1
+    return shares
 
 
 def share_argv(argv: list[str], part: Part, seed: int, host: str) -> list[str]:
@@ -212,7 +222,9 @@ class FleetExecutor(GeneratorExecutor):
         timeout_s: float | None = None,
         on_start: Callable[[int], None] | None = None,
     ) -> Completed:
-        parts = split(*argv_figures(argv), len(self.generators))
+        parts = split(
+            *argv_figures(argv), [g.cpus(self.pgbench_cpus) or 1 for g in self.generators]
+        )
         # pgbench's progress and pid: the first generator's stand for all
         target = Target(env=env, dbname=argv[-1])
         planned = [

@@ -6,13 +6,14 @@ found, and every connection closed at the end."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pgbenchlab import installs
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import LOCAL_HOST, Host, RemoteHost, Target
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
-from pgbenchlab.plan import HostPlan, Plan, RunSpec
+from pgbenchlab.plan import HostPlan, Plan, RunSpec, load
 from pgbenchlab.results import RunHost
 from pgbenchlab.telemetry.machine import machine_facts
 
@@ -21,6 +22,28 @@ LOCAL = "local"  # the machine that runs the campaign, in stored run hosts
 
 def remote_host(plan: HostPlan) -> RemoteHost:
     return RemoteHost(Target(plan.name, plan.ssh, plan.port, plan.identity, plan.known_hosts))
+
+
+def load_plan(path: Path) -> Plan:
+    """The plan a campaign runs: threads = "auto" counts each load generator host's CPUs
+    (reached to ask them) where pgbench runs on [pgbench] hosts, unpinned."""
+    loaded = load(path)
+    if not loaded.counts_generator_cpus:
+        return loaded
+    return load(path, generator_cpus=generator_cpus(loaded))
+
+
+def generator_cpus(loaded: Plan) -> tuple[int, ...]:
+    """The CPUs of each [pgbench] host, in plan order (HostError when one cannot be used)."""
+    counts = []
+    for name in loaded.pgbench_hosts:
+        host = remote_host(loaded.host(name))
+        try:
+            host.check()
+            counts.append(host.cpu_count() or 1)
+        finally:
+            host.close()
+    return tuple(counts)
 
 
 class CampaignHosts:
@@ -42,10 +65,12 @@ class CampaignHosts:
         return LOCAL_HOST if name is None else self.remote[name]
 
     def check(self) -> None:
-        """Connect to every used host (HostError otherwise) and stop what a killed campaign
-        left running there."""
+        """Connect to every used host (HostError otherwise), refuse a root login where a
+        managed server would run, and stop what a killed campaign left running there."""
         for name in self.used:
             self.remote[name].check()
+            if managed_servers(self.plan, name):
+                check_login(self.plan, name, self.account(name))
             self.remote[name].stop_leftovers()
 
     def installations(self, name: str) -> list[Installation]:
@@ -56,16 +81,36 @@ class CampaignHosts:
     def account(self, name: str) -> OsAccount:
         """The SSH login there: managed servers run as it."""
         if name not in self._accounts:
-            host = self.remote[name]
-            ids = host.run(["sh", "-c", "id -u; id -g"], timeout=30).stdout.split()
-            if len(ids) != 2:
-                raise HostError("cannot read the login's user and group ids", where=name)
-            self._accounts[name] = OsAccount(host.user, int(ids[0]), int(ids[1]))
+            self._accounts[name] = login_account(self.remote[name])
         return self._accounts[name]
 
     def close(self) -> None:
         for host in self.remote.values():
             host.close()
+
+
+def login_account(host: RemoteHost) -> OsAccount:
+    """The SSH login's account there: name, user and group ids."""
+    ids = host.run(["sh", "-c", "id -u; id -g"], timeout=30).stdout.split()
+    if len(ids) != 2:
+        raise HostError("cannot read the login's user and group ids", where=host.name)
+    return OsAccount(host.user, int(ids[0]), int(ids[1]))
+
+
+def managed_servers(plan: Plan, name: str) -> list[str]:
+    return [s.name for s in plan.servers if s.host == name and s.managed]
+
+
+def check_login(plan: Plan, name: str, account: OsAccount) -> None:
+    """A managed server runs as the SSH login, and PostgreSQL refuses to run as root."""
+    if account.uid == 0:
+        servers = ", ".join(managed_servers(plan, name))
+        raise HostError(
+            f"the SSH login is root ({plan.host(name).ssh}) and PostgreSQL refuses to run as "
+            f"root, so server {servers} cannot run there: log in as an unprivileged account "
+            '(ssh = "bench@…"), which the cluster will belong to',
+            where=f"host {name}",
+        )
 
 
 def run_hosts(plan: Plan, spec: RunSpec) -> tuple[RunHost, ...]:
@@ -91,7 +136,7 @@ class HostSurvey:
 
     name: str
     ssh: str
-    problem: str | None  # why it cannot be used (with the fix); None: reachable
+    problem: str | None  # why it cannot be used (with the fix); None: usable
     roles: tuple[str, ...] = ()  # what the plan runs there: "server pg", "pgbench"
     os: str | None = None
     kernel: str | None = None
@@ -100,6 +145,7 @@ class HostSurvey:
     installs: tuple[Installation, ...] = ()
     clock_offset_s: float | None = None  # its clock minus this machine's
     clock_uncertainty_s: float | None = None  # half the round trip of the best probe
+    reachable: bool = True  # the login worked (a host may be reached, yet not usable)
 
 
 def survey(plan: Plan) -> list[HostSurvey]:
@@ -110,6 +156,8 @@ def survey(plan: Plan) -> list[HostSurvey]:
         roles = host_roles(plan, host_plan.name)
         try:
             host.check()
+            if managed_servers(plan, host_plan.name):
+                check_login(plan, host_plan.name, login_account(host))
             facts = machine_facts(host)
             offset, uncertainty = clock_offset(host)
             surveys.append(
@@ -128,7 +176,9 @@ def survey(plan: Plan) -> list[HostSurvey]:
                 )
             )
         except (HostError, OSError) as exc:
-            surveys.append(HostSurvey(host_plan.name, host_plan.ssh, str(exc), roles))
+            surveys.append(
+                HostSurvey(host_plan.name, host_plan.ssh, str(exc), roles, reachable=host.logged_in)
+            )
         finally:
             host.close()
     return surveys

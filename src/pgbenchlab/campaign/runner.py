@@ -43,7 +43,6 @@ from pgbenchlab.campaign.measure import (
     measured_invocation,
     sampling_rate,
 )
-from pgbenchlab.campaign.preflight import check_before_start
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.signals import StopSignals
@@ -372,7 +371,7 @@ class Campaign:
         def phase(text: str) -> None:
             self.reporter.phase(spec, text)
 
-        capture = self.telemetry.capture(server, endpoint, spec.options.threads, phase)
+        capture = self.telemetry.capture(server, endpoint, spec.pgbench_threads, phase)
         profiler: Profiling | None = None
         if spec.profiled:
             pgbench = self.pgbench.client.install if self.plan.pgbench_profile else None

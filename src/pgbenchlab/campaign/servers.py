@@ -84,6 +84,9 @@ class Servers:
         spec = server.install or ("embedded" if server.host is None else "newest")
         if server.host is None:
             return installs.resolve(spec, self.found)
+        host = self.hosts.get(server.host)
+        if "/" in spec:  # a bin directory there, found or not
+            return installs.resolve(spec, [], host=host)
         found = self.hosts.installations(server.host)
         if not any(i.has_server for i in found):
             raise ServerError(
@@ -93,7 +96,7 @@ class Servers:
             )
         if spec == "newest":
             return next(i for i in found if i.has_server)
-        return installs.resolve(spec, found)
+        return installs.resolve(spec, found, host=host)
 
     def check_distinct_data_dirs(self) -> None:
         seen: dict[tuple[str | None, Path], str] = {}

@@ -103,7 +103,7 @@ def measure_group(
     def progress(line: ProgressLine) -> None:
         campaign.reporter.progress(spec, line)
 
-    threads = spec.options.threads
+    threads = spec.pgbench_threads
     captures = {
         m.name: campaign.telemetry.capture(m.server, m.endpoint, threads, phase) for m in members
     }
@@ -226,7 +226,9 @@ class GroupExecutor(LocalExecutor):
         on_start: Callable[[int], None] | None = None,
     ) -> Completed:
         planned: list[Planned] = []
-        parts = split(*argv_figures(argv), len(self.generators))
+        parts = split(
+            *argv_figures(argv), [g.cpus(self.pgbench_cpus) or 1 for g in self.generators]
+        )
         for i, target in enumerate(self.targets):
             told = self.starts[i] if self.starts else None
             planned += [

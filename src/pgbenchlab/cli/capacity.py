@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgbenchlab import jsontext, plan
+from pgbenchlab import jsontext
 from pgbenchlab.analysis.capacity import SearchSettings
 from pgbenchlab.analysis.slo import Slo, parse_slo
 from pgbenchlab.campaign import RESULTS_DB
@@ -18,6 +18,7 @@ from pgbenchlab.campaign.capacity import (
     capacity_plan,
     search_capacity,
 )
+from pgbenchlab.campaign.hosts import load_plan
 from pgbenchlab.cli.build import build_plan
 from pgbenchlab.cli.common import (
     EXIT_INTERRUPTED,
@@ -109,7 +110,7 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 
 def run(options: Options) -> int:
-    the_plan = plan.load(options.plan)
+    the_plan = load_plan(options.plan)
     search = CapacityOptions(
         options.slo, SearchSettings(tolerance=options.tolerance), options.trial_s
     )

@@ -88,6 +88,11 @@ def print_table_of(the_plan: plan.Plan) -> None:
         if {found[name](s) for s in the_plan.specs} - {DEFAULTS[name]}
     ]
     print_table([names, *([found[n](s) for n in names] for s in the_plan.specs)])
+    if the_plan.counts_generator_cpus:
+        print(
+            '\nthreads = "auto" counts this machine\'s CPUs here; the campaign counts those of '
+            f"each load generator host ({', '.join(the_plan.pgbench_hosts)})"
+        )
     auto = the_plan.auto
     if auto is not None:
         print(

@@ -51,7 +51,8 @@ def as_json(found: HostSurvey) -> dict[str, object]:
         "name": found.name,
         "ssh": found.ssh,
         "roles": list(found.roles),
-        "reachable": found.problem is None,
+        "reachable": found.reachable,
+        "usable": found.problem is None,
         "problem": found.problem,
         "os": found.os,
         "kernel": found.kernel,
@@ -85,4 +86,4 @@ def print_surveys(surveys: list[HostSurvey]) -> None:
         print_table(table)
     for found in surveys:
         if found.problem:
-            print(f"unreachable: {found.problem}")
+            print(f"cannot use: {found.problem}")

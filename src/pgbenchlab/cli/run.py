@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pgbenchlab import plan, report
 from pgbenchlab.campaign import RESULTS_DB, Reporter, check_before_start, run_campaign
+from pgbenchlab.campaign.hosts import load_plan
 from pgbenchlab.cli import dry_run
 from pgbenchlab.cli.build import build_plan
 from pgbenchlab.cli.common import (
@@ -108,7 +109,8 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 
 def run(options: RunOptions) -> int:
-    the_plan = plan.load(options.plan)
+    # A dry run reaches no host: threads = "auto" shows this machine's CPUs there.
+    the_plan = plan.load(options.plan) if options.dry_run else load_plan(options.plan)
     if options.shard is not None:
         the_plan = plan.sharded(the_plan, options.shard)
     if options.budget_s is not None and the_plan.auto is None:

@@ -20,6 +20,7 @@ from pathlib import PurePath, PurePosixPath
 from typing import Any
 
 import asyncssh
+from asyncssh.constants import OPEN_REQUEST_SESSION_FAILED  # sshd refused the subsystem
 
 from pgbenchlab.errors import HostError
 from pgbenchlab.hosts import ssh
@@ -96,12 +97,27 @@ class RemoteHost:
     async def sftp(self) -> asyncssh.SFTPClient:
         connection = await self.connection()
         if self._sftp is None:
-            self._sftp = await connection.start_sftp_client()
+            try:
+                self._sftp = await connection.start_sftp_client()
+            except asyncssh.ChannelOpenError as exc:
+                if connection.is_closed() or exc.code != OPEN_REQUEST_SESSION_FAILED:
+                    raise ConnectionError(f"host {self.name}: {exc.reason}") from None
+                raise HostError(
+                    f"sshd there refused SFTP ({exc.reason}), which pgbenchlab moves files "
+                    "with: add `Subsystem sftp internal-sftp` to its sshd_config and reload it",
+                    where=f"host {self.name}",
+                ) from None
         return self._sftp
 
+    @property
+    def logged_in(self) -> bool:
+        """Whether a login here ever succeeded."""
+        return self._was_connected
+
     def check(self) -> None:
-        """Connect now: HostError (reason and fix) when the host cannot be used."""
-        ssh.call(self.connection())
+        """Connect now, and open SFTP: HostError (reason and fix) when the host cannot be
+        used."""
+        ssh.call(self.sftp())
 
     def close(self) -> None:
         if self._owner is not None:

@@ -93,15 +93,21 @@ async def open_connection(target: Target) -> asyncssh.SSHClientConnection:
     if target.port:
         options["port"] = target.port
     if target.identity:
-        options["client_keys"] = [str(Path(target.identity).expanduser())]
+        options["client_keys"] = [check_identity(target)]
     if target.known_hosts:
-        options["known_hosts"] = str(Path(target.known_hosts).expanduser())
+        options["known_hosts"] = check_known_hosts(target)
     try:
         return await asyncssh.connect(target.address, **options)
     except asyncssh.HostKeyNotVerifiable as exc:
         raise HostError(
             f"the host key of {target.address} is not in known_hosts or has changed "
             f"({exc.reason}): refused; if the key is the host's, {target.scan_fix()}",
+            where=f"host {target.name}",
+        ) from None
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError, asyncssh.ConfigParseError) as exc:
+        raise HostError(
+            f"a key or ~/.ssh/config that ssh would use for it cannot be read ({exc}): fix "
+            "~/.ssh/config (its IdentityFile) or ~/.ssh/id_*, or give the plan's identity",
             where=f"host {target.name}",
         ) from None
     except asyncssh.PermissionDenied:
@@ -116,6 +122,65 @@ async def open_connection(target: Target) -> asyncssh.SSHClientConnection:
             "that sshd runs there and that the network lets you through",
             where=f"host {target.name}",
         ) from None
+
+
+def check_identity(target: Target) -> str:
+    """The plan's identity file, expanded, once it reads as a private key asyncssh can use
+    without a passphrase; HostError naming the file and the fix otherwise."""
+    assert target.identity is not None
+    path = str(Path(target.identity).expanduser())
+    try:
+        asyncssh.read_private_key(path)
+    except OSError as exc:
+        raise _file_error(target, "identity", path, exc) from None
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+        # asyncssh says this one sentence for an encrypted key of every format.
+        if str(exc).startswith("Passphrase must be specified"):
+            why = (
+                "is protected by a passphrase, which pgbenchlab never asks for: load it into "
+                f"the agent (ssh-add {path}) and remove identity from the plan"
+            )
+        elif _is_public_key(path):
+            why = "is a public key: give the private key (the file without .pub)"
+        else:
+            why = f"is not a private key ({exc}): give the private key ssh -i would take"
+        raise HostError(f"identity {path} {why}", where=f"host {target.name}") from None
+    return path
+
+
+def _is_public_key(path: str) -> bool:
+    try:
+        asyncssh.read_public_key(path)
+    except (OSError, asyncssh.KeyImportError):
+        return False
+    return True
+
+
+def check_known_hosts(target: Target) -> str:
+    """The plan's known_hosts file, expanded, once it reads as one; HostError naming the file
+    and the fix otherwise."""
+    assert target.known_hosts is not None
+    path = str(Path(target.known_hosts).expanduser())
+    try:
+        asyncssh.read_known_hosts(path)
+    except OSError as exc:
+        raise _file_error(target, "known_hosts", path, exc) from None
+    except ValueError:  # its text is the file's line: never shown (it may be a key)
+        port = f"-p {target.port} " if target.port else ""
+        raise HostError(
+            f"known_hosts {path} is not a known_hosts file: give a file of host keys as ssh "
+            f"keeps them (~/.ssh/known_hosts); `ssh-keyscan {port}{target.address}` prints "
+            "this host's line, to check and keep",
+            where=f"host {target.name}",
+        ) from None
+    return path
+
+
+def _file_error(target: Target, key: str, path: str, exc: OSError) -> HostError:
+    return HostError(
+        f"cannot read {key} {path}: {exc.strerror or exc}; fix the plan's {key}",
+        where=f"host {target.name}",
+    )
 
 
 def _reason(exc: BaseException) -> str:

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab.installs import BUILD_PREFIX
 from pgbenchlab.plan.records import HostPlan, RunSpec, ServerPlan
 from pgbenchlab.plan.schema import HOST_KEYS
 from pgbenchlab.plan.values import Context, check_name, plan_path
 
 LOCAL_NAMES = ("local", "localhost")  # this machine: never a [[host]] name
+FILE_KINDS = {"identity": "private key ssh -i takes", "known_hosts": "known_hosts file"}
 
 
 def parse_hosts(value: Any, ctx: Context, base: Path) -> tuple[HostPlan, ...]:
@@ -50,7 +53,14 @@ def parse_host(item: dict[str, Any], ctx: Context, key: str, base: Path) -> Host
         value = item.get(field_name)
         if value is not None and (not isinstance(value, str) or not value):
             raise ctx.fail(f"{key}.{field_name}", "must be a file path")
-        paths[field_name] = None if value is None else plan_path(value, base)  # files here
+        found = None if value is None else plan_path(value, base)  # files of this machine
+        if found is not None and not Path(found).is_file():
+            raise ctx.fail(
+                f"{key}.{field_name}",
+                f"host {name}: {found}: no such file; give the path of the "
+                f"{FILE_KINDS[field_name]} on this machine",
+            )
+        paths[field_name] = found
     return HostPlan(name, target, port, paths["identity"], paths["known_hosts"])
 
 
@@ -80,6 +90,26 @@ def check_host_names(
     return tuple(value)
 
 
+def check_builds_here(
+    servers: list[ServerPlan], pgbench_install: str, pgbench_hosts: tuple[str, ...], ctx: Context
+) -> None:
+    """A plan's builds are made and installed on this machine: a server on a [[host]] or a
+    load generator host cannot use one (yet)."""
+    why = "builds run on this machine's servers only for now: "
+    for i, server in enumerate(servers):
+        if server.host is not None and (server.install or "").startswith(BUILD_PREFIX):
+            raise ctx.fail(
+                f"server[{i}].install",
+                f"{why}server {server.name} runs on host {server.host}; install a PostgreSQL "
+                "there and name it (a major version or a bin directory there)",
+            )
+    if pgbench_hosts and pgbench_install.startswith(BUILD_PREFIX):
+        raise ctx.fail(
+            "pgbench.install",
+            f"{why}pgbench runs on {', '.join(pgbench_hosts)}; name a pgbench installed there",
+        )
+
+
 def _unknown(name: str, known: set[str]) -> str:
     listed = ", ".join(sorted(known)) or "none"
     return f'names host "{name}", which no [[host]] table defines (defined: {listed})'
@@ -96,3 +126,17 @@ def check_generator_clients(specs: tuple[RunSpec, ...], generators: int, ctx: Co
             f"{generators} load generators but a cell has {fewest.clients} client(s) "
             f"({fewest.cell_id}): each generator needs at least one; use clients ≥ {generators}",
         )
+
+
+def split_evenly(total: int, parts: int) -> list[int]:
+    """total over parts: each total // parts, the first total % parts one more (plan order)."""
+    base, extra = divmod(total, parts)
+    return [base + (i < extra) for i in range(parts)]
+
+
+def auto_threads(clients: int, cpus: Sequence[int]) -> int:
+    """threads = "auto": on each load generator (this machine alone, or the [pgbench] hosts,
+    clients split evenly over them) one thread per CPU pgbench may use there, at most one per
+    client; cpus: those CPUs, per generator."""
+    shares = split_evenly(clients, len(cpus))
+    return sum(max(1, min(share, count)) for share, count in zip(shares, cpus, strict=True))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab.plan.hosts import auto_threads
 from pgbenchlab.plan.records import RunOptions, RunSpec, ServerPlan, Workload
 from pgbenchlab.plan.schema import (
     AXIS_KEYS,
@@ -63,7 +64,7 @@ def expand_cells(
     matrix: dict[str, Any],
     units: dict[str, list[ServerPlan]],
     server_axes: dict[str, dict[str, Any]],
-    cpus: int,
+    cpus: tuple[int, ...],
 ) -> list[_Cell]:
     """The cells of each unit: a server alone, or a group (`plan.groups`) with its members."""
     if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
@@ -154,7 +155,7 @@ def axis_values(
 
 
 def expand_options(
-    ctx: Context, layer: dict[str, Any], clients: int, cpus: int
+    ctx: Context, layer: dict[str, Any], clients: int, cpus: tuple[int, ...]
 ) -> list[RunOptions]:
     base = run_options(ctx, layer, clients, cpus)
     rates = axis_values(layer, "rate", [None], ctx, parse_rate)
@@ -188,7 +189,12 @@ def expand_options(
     return found
 
 
-def run_options(ctx: Context, opts: dict[str, Any], clients: int, cpus: int) -> RunOptions:
+def run_options(
+    ctx: Context, opts: dict[str, Any], clients: int, cpus: tuple[int, ...]
+) -> RunOptions:
+    """The run's options; cpus: the CPUs pgbench may use on each load generator, for
+    threads = "auto". More threads than clients are pgbench's to lower (it runs one thread
+    per client at most and says so): the run keeps what it used (`threads_reduced`)."""
     transactions = None
     duration: int | None = None
     if "transactions" in opts:
@@ -197,19 +203,16 @@ def run_options(ctx: Context, opts: dict[str, Any], clients: int, cpus: int) -> 
         duration = parse_seconds(opts.get("duration", "60s"), ctx, "duration")
     threads_value = opts.get("threads", "auto")
     if threads_value == "auto":
-        threads = min(clients, cpus)
+        threads = auto_threads(clients, cpus)
     else:
         threads = positive_int(threads_value, ctx, "threads")
-        if threads > clients:
-            raise ctx.fail(
-                "threads", f"{threads} threads for {clients} clients: give at most one per client"
-            )
     return RunOptions(
         duration_s=duration,
         transactions=transactions,
         warmup_s=parse_seconds(opts.get("warmup", "10s"), ctx, "warmup", allow_zero=True),
         protocol="prepared",
         threads=threads,
+        threads_auto=threads_value == "auto",
         rate=None,
         latency_limit_ms=None,
         connect=False,

@@ -12,7 +12,12 @@ from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
 from pgbenchlab.plan.groups import check_group_specs, parse_groups, units
-from pgbenchlab.plan.hosts import check_generator_clients, check_host_names, parse_hosts
+from pgbenchlab.plan.hosts import (
+    check_builds_here,
+    check_generator_clients,
+    check_host_names,
+    parse_hosts,
+)
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
@@ -36,17 +41,39 @@ from pgbenchlab.plan.values import (
 )
 
 
-def load(path: str | Path, *, cpu_count: int | None = None) -> Plan:
+def load(
+    path: str | Path,
+    *,
+    cpu_count: int | None = None,
+    generator_cpus: tuple[int, ...] | None = None,
+) -> Plan:
     """Read, validate and expand a plan file."""
     file = Path(path)
     try:
         text = files.read_text(file)
     except files.Unreadable as exc:
         raise PlanError(f"cannot read the plan file: {exc}", where=str(file)) from None
-    return parse(text, str(file), base=file.resolve().parent, cpu_count=cpu_count)
+    return parse(
+        text,
+        str(file),
+        base=file.resolve().parent,
+        cpu_count=cpu_count,
+        generator_cpus=generator_cpus,
+    )
 
 
-def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> Plan:
+def parse(
+    text: str,
+    path: str,
+    *,
+    base: Path,
+    cpu_count: int | None = None,
+    generator_cpus: tuple[int, ...] | None = None,
+) -> Plan:
+    """The plan in text. threads = "auto" counts the CPUs pgbench may use: its pinned ones,
+    else this machine's (cpu_count, default: os.cpu_count()), or with [pgbench] hosts each
+    host's (generator_cpus, in their order; this machine's count stands in for each until the
+    campaign tells them: `campaign.hosts.load_plan`)."""
     ctx = Context(path)
     try:
         data = tomllib.loads(text)
@@ -88,11 +115,11 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
     groups, group_axes = parse_groups(data.get("server_group"), ctx, servers, server_axes)
     hosts = parse_hosts(data.get("host"), ctx, base)
     pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
+    check_builds_here(servers, pgbench_install, pgbench_hosts, ctx)
     most = auto.max_repeats if auto else repeats
     expanded, axes = units(servers, groups), server_axes | group_axes
     check_size(ctx, count_cells(defaults, matrix, list(expanded), axes), most)
-    # threads = "auto": one per CPU pgbench may use (its pinned ones, when pinned)
-    cpus = cpusets.count(pgbench_cpus) if pgbench_cpus else cpu_count or os.cpu_count() or 1
+    cpus = auto_cpus(pgbench_cpus, cpu_count, pgbench_hosts, generator_cpus)
     cells = expand_cells(ctx, base, defaults, matrix, expanded, axes, cpus)
     specs = order_runs(cells, name, repeats, order, seed)
     check_generator_clients(specs, len(pgbench_hosts), ctx)
@@ -118,7 +145,24 @@ def parse(text: str, path: str, *, base: Path, cpu_count: int | None = None) -> 
         pgbench_hosts=pgbench_hosts,
         groups=groups,
         pgbench_keep_logs=keep_logs,
+        auto_cpus=cpus,
     )
+
+
+def auto_cpus(
+    pinned: str | None,
+    cpu_count: int | None,
+    pgbench_hosts: tuple[str, ...],
+    generator_cpus: tuple[int, ...] | None,
+) -> tuple[int, ...]:
+    """The CPUs pgbench may use on each load generator, for threads = "auto"."""
+    generators = max(1, len(pgbench_hosts))
+    if pinned:
+        return (cpusets.count(pinned),) * generators
+    if pgbench_hosts and generator_cpus is not None:
+        assert len(generator_cpus) == generators, "one count per [pgbench] host"
+        return generator_cpus
+    return (cpu_count or os.cpu_count() or 1,) * generators
 
 
 def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:

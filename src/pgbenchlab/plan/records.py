@@ -102,12 +102,13 @@ class RunOptions:
     max_tries: int  # pgbench --max-tries (15+): 1 = no retry, 0 = unlimited
     connection: str = "socket"  # socket | tcp | tls: how pgbench reaches the server
     profile: str = "off"  # off | on | auto (plan) → "extra" on the repeat auto adds
+    threads_auto: bool = False  # threads = "auto" made `threads` (which the cell keeps)
 
 
 def _in_cell(option: str, value: Any) -> bool:
     """Options that tell cells apart; one left at pgbench's default keeps the cell ids of
     plans written before it existed."""
-    return option not in ("reinit", "profile") and not (
+    return option not in ("reinit", "profile", "threads_auto") and not (
         (option == "max_tries" and value == DEFAULT_MAX_TRIES)
         or (option == "connection" and value == "socket")
     )
@@ -162,6 +163,11 @@ class RunSpec:
         """The cell's values with its workload's scripts and variables, as canonical JSON."""
         scripts = [(s.kind, s.name, s.weight, s.text) for s in self.workload.scripts]
         return json.dumps([cell, scripts, self.workload.defines], sort_keys=True)
+
+    @property
+    def pgbench_threads(self) -> int:
+        """The threads pgbench runs: it lowers -j to the clients (-c)."""
+        return min(self.options.threads, self.clients)
 
     @property
     def profiled(self) -> bool:
@@ -225,6 +231,18 @@ class Plan:
     # [pgbench] keep_logs: the load generators' whole per-transaction logs are brought back
     # and kept beside their reductions (else only the reductions)
     pgbench_keep_logs: bool = False
+    # threads = "auto": the CPUs pgbench may use on each load generator (this machine's, or
+    # each [pgbench] host's as `plan.load` was told them)
+    auto_cpus: tuple[int, ...] = ()
+
+    @property
+    def counts_generator_cpus(self) -> bool:
+        """Whether some run's threads depend on the CPUs of the load generator hosts."""
+        return (
+            bool(self.pgbench_hosts)
+            and self.pgbench_cpus is None
+            and any(s.options.threads_auto for s in self.all_specs or self.specs)
+        )
 
     @property
     def profiles_pgbench(self) -> bool:

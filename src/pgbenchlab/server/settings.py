@@ -122,7 +122,9 @@ def _explained(install: Installation, name: str, why: str, host: Host) -> str:
     """PostgreSQL's refusal, with what it would allow where its message does not say."""
     major = install.version.major_text
     if why.startswith("unrecognized configuration parameter"):
-        close = difflib.get_close_matches(name, list(installs.describe_settings(install)), n=1)
+        close = difflib.get_close_matches(
+            name, list(installs.describe_settings(install, host)), n=1
+        )
         hint = f'; did you mean "{close[0]}"?' if close else ""
         return f"PostgreSQL {major} has no such setting{hint}"
     if why.startswith("invalid value") and "; " not in why:
