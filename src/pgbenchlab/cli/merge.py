@@ -16,6 +16,7 @@ from pgbenchlab.cli.common import (
     add_command,
     add_json_option,
     add_results_option,
+    path_argument,
 )
 
 
@@ -41,7 +42,7 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "inputs",
         nargs="+",
-        type=Path,
+        type=path_argument,
         metavar="IN",
         help="results directories (or their results.db)",
     )

@@ -23,6 +23,7 @@ from pgbenchlab.cli.common import (
     add_command,
     add_results_option,
     format_duration,
+    path_argument,
     print_table,
 )
 from pgbenchlab.cli.progress import (
@@ -96,7 +97,7 @@ def add_arguments(subparsers: Subparsers) -> None:
     ):
         parser = add_command(subparsers, name, help_text, RunOptions.from_args, run)
         if name == "run":
-            parser.add_argument("plan", type=Path, help="the plan file (TOML)")
+            parser.add_argument("plan", type=path_argument, help="the plan file (TOML)")
         add_results_option(parser)
         parser.add_argument(
             "--dry-run",
