@@ -18,6 +18,7 @@ from pgbenchlab.cli.common import (
     add_results_option,
     path_argument,
 )
+from pgbenchlab.results import missing_shards_text
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ def run(options: MergeOptions) -> int:
         print(jsontext.dumps({"results": str(database), "campaigns": [asdict(m) for m in merged]}))
         return EXIT_OK
     for campaign in merged:
-        print(f'campaign "{campaign.name}": {campaign.runs} run(s) from {campaign.inputs} input(s)')
+        line = f'campaign "{campaign.name}": {campaign.runs} run(s) from {campaign.inputs} input(s)'
+        if campaign.missing:
+            line += f"; incomplete: {missing_shards_text(campaign.missing)}"
+        print(line)
     print(f"results: {database}")
     return EXIT_OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from pgbenchlab.cli.common import (
     print_table,
 )
 from pgbenchlab.report.views.variants import run_variant, server_label
+from pgbenchlab.results import missing_shards_text
 
 HEADER = [
     "id",
@@ -61,8 +63,14 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 def run(options: RunsOptions) -> int:
     with open_store(options.results) as store:
+        campaign = store.find_campaign(options.campaign)
         rows = exporting.run_rows(store, store.campaign_id(options.campaign))
         origins = store.origins_by_run([r["id"] for r in rows])
+    assert campaign is not None  # campaign_id found it
+    if campaign.missing_shards:  # an incomplete merge: runs of whole shards are not here
+        note = f'campaign "{campaign.name}" is incomplete: '
+        note += f"{missing_shards_text(campaign.missing_shards)} (merge their results in)"
+        print(note, file=sys.stderr if options.json else sys.stdout)
     for row in rows:  # where it was made: runs stored before schema 13 have no record
         origin = origins.get(row["id"])
         row.update(machine=origin and origin.machine, shard=origin and origin.shard)
