@@ -286,10 +286,20 @@ def test_a_run_key_that_is_no_plain_name_is_refused(tmp_path: Path) -> None:
     refused(tmp_path, [a], "run key")
 
 
-def test_a_server_name_that_is_no_plain_name_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sql", "what"),
+    [
+        ("UPDATE servers SET name = '../../x' WHERE id = 1", "server name"),
+        ("UPDATE runs SET server = 'a/b' WHERE id = 2", "server name"),
+        ("UPDATE bisections SET name = '../b'", "bisection name"),
+    ],
+)
+def test_other_names_that_are_no_plain_names_are_refused(
+    tmp_path: Path, sql: str, what: str
+) -> None:
     a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
-    crafted(a, "UPDATE servers SET name = '../../x' WHERE id = 1")
-    refused(tmp_path, [a], "server name")
+    crafted(a, sql)
+    refused(tmp_path, [a], what)
 
 
 def test_a_symbolic_link_in_an_input_s_archive_is_refused(tmp_path: Path) -> None:

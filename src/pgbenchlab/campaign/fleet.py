@@ -9,9 +9,10 @@ schema version is not this pgbenchlab's, a campaign name was run with different 
 is in two inputs (a shard merged twice, or run on two machines), shards of different counts
 meet (2/2 and 1/3), or a bisection of one name differs between inputs.
 
-An input is data from another machine: every stored name that becomes a path (campaign names,
-run keys, server names) must be a plain name, as a plan's are, and its archives may hold only
-directories and regular files inside it (no link leading out, no pipe to hang the copy).
+An input is data from another machine: every stored name that may become a path (campaign,
+server and bisection names, run keys) must be a plain name, as a plan's are, and its archives
+may hold only directories and regular files inside it (no link leading out, no pipe to hang
+the copy).
 """
 
 from __future__ import annotations
@@ -98,26 +99,23 @@ def _sources(inputs: Sequence[Path]) -> list[Source]:
     sources = [store_merge.inspect(d) for d in databases]
     _check_schemas(sources)
     for source in sources:
+        _check_names(source, "bisection name", [name for _, name in source.named])
         for campaign in source.campaigns:
-            _check_names(source, campaign)
+            _check_names(source, "campaign name", [campaign.name])
+            _check_names(source, "run key", sorted(campaign.run_keys))
+            _check_names(source, "server name", sorted(campaign.server_names))
             _check_archive(source, campaign)
     return sources
 
 
-def _check_names(source: Source, campaign: SourceCampaign) -> None:
-    """The stored names that become paths: plain names, as a plan's (`files.PLAIN_NAME`)."""
-    named = (
-        ("campaign name", [campaign.name]),
-        ("run key", sorted(campaign.run_keys)),
-        ("server name", sorted(campaign.server_names)),
-    )
-    for what, names in named:
-        bad = next((n for n in names if not files.is_plain_name(n)), None)
-        if bad is not None:
-            raise StoreError(
-                f"{source.path}: {what} {bad!r} is no plain name (a letter or digit, then "
-                f"letters, digits, '.', '_' or '-'): {NOT_OURS}"
-            )
+def _check_names(source: Source, what: str, names: Sequence[str]) -> None:
+    """Stored names that become paths: plain names, as a plan's (`files.PLAIN_NAME`)."""
+    bad = next((n for n in names if not files.is_plain_name(n)), None)
+    if bad is not None:
+        raise StoreError(
+            f"{source.path}: {what} {bad!r} is no plain name (a letter or digit, then letters, "
+            f"digits, '.', '_' or '-'): {NOT_OURS}"
+        )
 
 
 def _check_archive(source: Source, campaign: SourceCampaign) -> None:
