@@ -27,7 +27,14 @@ from pgbenchlab.errors import StoreError
 from pgbenchlab.report.views import compare
 from pgbenchlab.results import RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import MIGRATIONS, SCHEMA_VERSION, BisectionRecord, ProbeRecord, Store
+from pgbenchlab.store import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    BisectionRecord,
+    ProbeRecord,
+    Store,
+    run_artifacts,
+)
 from pgbenchlab.store.merge import TABLES, schema_tables
 
 PLAN = SyntheticPlan(
@@ -74,9 +81,8 @@ def write_part(
             run_id = store.record_run(campaign, result, hosts, origin)
             probe = ProbeRecord(run_id, "cell", "start", None, 1, True, "ok", result.tps)
             store.record_probe(campaign, probe)
-            record = store.campaign_record(campaign)
-            assert record is not None
-            kept = store.artifacts_dir(record) / f"{result.sequence:04d}-{result.run_key}"
+            kept = run_artifacts(results_dir, PLAN.name, campaign, result.sequence, result.run_key)
+            assert kept is not None
             kept.mkdir(parents=True)
             (kept / "stdout.txt.zst").write_bytes(zstandard.compress(result.run_key.encode()))
         store.save_bisection(BISECTION)
@@ -129,7 +135,9 @@ def test_merged_shards_read_as_one_machine_s_campaign(tmp_path: Path) -> None:
             assert joined.run_sysctl(record.id) == {"vm.swappiness": str(record.values["sequence"])}
         campaign = joined.find_campaign("fleet")
         assert campaign is not None and campaign.status == "finished"
-        kept = sorted(p.name for p in joined.artifacts_dir(campaign).iterdir())
+        archive = joined.artifacts_dir(campaign)
+        assert archive is not None
+        kept = sorted(p.name for p in archive.iterdir())
     assert kept == sorted(f"{r.sequence:04d}-{r.run_key}" for r in all_results())
 
 
