@@ -1,7 +1,8 @@
 """A campaign run in two shards (`run --shard 1/2`, `2/2`) into two results directories, as two
 machines would, then joined by `pgbenchlab merge`: the merged campaign holds every run with its
 shard and machine, and `runs`, `compare` and `report` read it as one campaign; each shard
-resumes on its own. Real embedded PostgreSQL and pgbench, runs of 20 transactions per client."""
+resumes on its own; one shard merged alone is incomplete until the other's runs are made into
+it. Real embedded PostgreSQL and pgbench, runs of 20 transactions per client."""
 
 from __future__ import annotations
 
@@ -88,3 +89,17 @@ def test_shards_run_apart_merge_into_one_campaign(tmp_path: Path) -> None:
         assert change["verdict"] in VERDICTS and change["relative_change"] < -0.5, change
     markdown = cli_ok("report", "--format", "markdown", "--results", merged)
     assert "seqscan" in markdown and "index" in markdown
+
+    # One shard merged alone is incomplete, naming the other; once the other shard's runs are
+    # made into it (the campaign resumes), it is finished.
+    partial = tmp_path / "partial"
+    assert "incomplete: shard 2/2 missing" in cli_ok("merge", "--results", partial, parts[0])
+    (campaign,) = json.loads(cli_ok("campaigns", "--json", "--results", partial))
+    assert (campaign["status"], campaign["missing_shards"]) == ("incomplete", ["2/2"])
+    try:
+        cli_ok("run", path, "--shard", "2/2", "-q", "--results", partial)
+    finally:
+        remove_clusters(partial)
+    (campaign,) = json.loads(cli_ok("campaigns", "--json", "--results", partial))
+    assert (campaign["status"], campaign["missing_shards"]) == ("finished", [])
+    assert len(json.loads(cli_ok("runs", "--json", "--results", partial))) == 8

@@ -1,11 +1,15 @@
 """`pgbenchlab merge`: the results databases of a plan's shards joined into one that reads as if
-one machine had run the campaign (every table carried, runs keeping their origin), and the
-refusals (different plans, servers of other versions, a run in two inputs, other schema
-versions, a used output): one line, exit 2, nothing written. Synthetic databases written
-through the real `Store`; the real campaign run in shards is tests/test_fleet_real.py."""
+one machine had run the campaign (every table carried, runs keeping their origin), a merge that
+lacks shards marked incomplete, and the refusals (different plans, servers of other versions, a
+run in two inputs, shards of different counts, other schema versions, a used output, hostile
+inputs: names and links that would lead out of a results directory): one line, exit 2, nothing
+written. Synthetic databases written through the real `Store`; the real campaign run in shards
+is tests/test_fleet_real.py."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 import sqlite3
@@ -23,7 +27,14 @@ from pgbenchlab.errors import StoreError
 from pgbenchlab.report.views import compare
 from pgbenchlab.results import RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import MIGRATIONS, SCHEMA_VERSION, BisectionRecord, ProbeRecord, Store
+from pgbenchlab.store import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    BisectionRecord,
+    ProbeRecord,
+    Store,
+    run_artifacts,
+)
 from pgbenchlab.store.merge import TABLES, schema_tables
 
 PLAN = SyntheticPlan(
@@ -70,9 +81,8 @@ def write_part(
             run_id = store.record_run(campaign, result, hosts, origin)
             probe = ProbeRecord(run_id, "cell", "start", None, 1, True, "ok", result.tps)
             store.record_probe(campaign, probe)
-            record = store.campaign_record(campaign)
-            assert record is not None
-            kept = store.artifacts_dir(record) / f"{result.sequence:04d}-{result.run_key}"
+            kept = run_artifacts(results_dir, PLAN.name, campaign, result.sequence, result.run_key)
+            assert kept is not None
             kept.mkdir(parents=True)
             (kept / "stdout.txt.zst").write_bytes(zstandard.compress(result.run_key.encode()))
         store.save_bisection(BISECTION)
@@ -125,7 +135,9 @@ def test_merged_shards_read_as_one_machine_s_campaign(tmp_path: Path) -> None:
             assert joined.run_sysctl(record.id) == {"vm.swappiness": str(record.values["sequence"])}
         campaign = joined.find_campaign("fleet")
         assert campaign is not None and campaign.status == "finished"
-        kept = sorted(p.name for p in joined.artifacts_dir(campaign).iterdir())
+        archive = joined.artifacts_dir(campaign)
+        assert archive is not None
+        kept = sorted(p.name for p in archive.iterdir())
     assert kept == sorted(f"{r.sequence:04d}-{r.run_key}" for r in all_results())
 
 
@@ -198,3 +210,153 @@ def test_the_output_must_be_a_new_directory(tmp_path: Path) -> None:
     done = run_cli("merge", "--results", tmp_path / "fresh", a, b, "--json")
     assert done.returncode == 0, done.stderr
     assert '"runs": 18' in done.stdout
+
+
+def test_shards_of_different_counts_are_refused(tmp_path: Path) -> None:
+    results = all_results()
+    a = write_part(tmp_path / "a", results[:3], RunOrigin("m1", "2/2"))
+    b = write_part(tmp_path / "b", results[3:6], RunOrigin("m2", "1/3"), machine="m2")
+    refused(tmp_path, [a, b], "shards of different counts")
+    c = write_part(tmp_path / "c", results[6:9], None, machine="m3")  # the whole plan: 1/1
+    refused(tmp_path, [a, c], "shards of different counts")
+
+
+def test_a_merge_lacking_shards_is_incomplete_and_names_them(tmp_path: Path) -> None:
+    results = all_results()
+    a = write_part(tmp_path / "a", results[:3], RunOrigin("m1", "2/3"))
+    out = tmp_path / "merged"
+    done = run_cli("merge", "--results", out, a)
+    assert done.returncode == 0, done.stderr
+    assert "incomplete: shards 1/3, 3/3 missing" in done.stdout
+    with Store(out / "results.db") as store:
+        campaign = store.find_campaign("fleet")
+        assert campaign is not None
+        assert (campaign.status, campaign.missing_shards) == ("incomplete", ("1/3", "3/3"))
+    listed = run_cli("campaigns", "--results", out)
+    assert "incomplete (1/3, 3/3 missing)" in listed.stdout, listed.stdout
+    (row,) = json.loads(run_cli("campaigns", "--json", "--results", out).stdout)
+    assert (row["status"], row["missing_shards"]) == ("incomplete", ["1/3", "3/3"])
+    runs = run_cli("runs", "--results", out)
+    assert runs.returncode == 0 and "shards 1/3, 3/3 missing" in runs.stdout, runs.stdout
+    report = run_cli("report", "--format", "markdown", "--results", out)
+    assert "(incomplete)" in report.stdout and "shards 1/3, 3/3 missing" in report.stdout
+    # The missing shards merged in later: complete.
+    b = write_part(tmp_path / "b", results[3:6], RunOrigin("m2", "1/3"), machine="m2")
+    c = write_part(tmp_path / "c", results[6:9], RunOrigin("m3", "3/3"), machine="m3")
+    merge_results(tmp_path / "all", [out, b, c])
+    with Store(tmp_path / "all" / "results.db") as store:
+        campaign = store.find_campaign("fleet")
+        assert campaign is not None
+        assert (campaign.status, campaign.missing_shards) == ("finished", ())
+
+
+# -- hostile inputs: results directories from another machine ---------------------------------
+
+
+def crafted(path: Path, sql: str, *values: str) -> None:
+    """The input's database changed as a hostile machine would."""
+    db = sqlite3.connect(path / "results.db")
+    try:
+        db.execute(sql, values)
+        db.commit()
+    finally:
+        db.close()
+
+
+def outside_secret(tmp_path: Path) -> Path:
+    """A directory outside every results directory, holding what must never be copied."""
+    secret = tmp_path / "secret"
+    secret.mkdir(exist_ok=True)
+    (secret / "stdout.txt.zst").write_bytes(zstandard.compress(b"SECRET"))
+    return secret
+
+
+def nothing_leaked(tmp_path: Path) -> None:
+    copies = [p for p in tmp_path.rglob("*") if p.name == "stdout.txt.zst" and p.is_file()]
+    assert [p for p in copies if p.read_bytes() == zstandard.compress(b"SECRET")] == [
+        tmp_path / "secret" / "stdout.txt.zst"
+    ]
+
+
+@pytest.mark.parametrize("name", ["../x", "..", ".hidden", "a/../../b", "x\0y"])
+def test_a_campaign_name_that_is_no_plain_name_is_refused(tmp_path: Path, name: str) -> None:
+    a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
+    # The name's artifacts directory, where a campaign of that name would keep them.
+    os.rename(a / "artifacts" / "fleet-1", tmp_path / "secret")
+    crafted(a, "UPDATE campaigns SET name = ?", name)
+    refused(tmp_path, [a], "campaign name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "secret"]
+
+
+def test_a_run_key_that_is_no_plain_name_is_refused(tmp_path: Path) -> None:
+    a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
+    crafted(a, "UPDATE runs SET run_key = '../../../secret' WHERE id = 1")
+    refused(tmp_path, [a], "run key")
+
+
+@pytest.mark.parametrize(
+    ("sql", "what"),
+    [
+        ("UPDATE servers SET name = '../../x' WHERE id = 1", "server name"),
+        ("UPDATE runs SET server = 'a/b' WHERE id = 2", "server name"),
+        ("UPDATE bisections SET name = '../b'", "bisection name"),
+    ],
+)
+def test_other_names_that_are_no_plain_names_are_refused(
+    tmp_path: Path, sql: str, what: str
+) -> None:
+    a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
+    crafted(a, sql)
+    refused(tmp_path, [a], what)
+
+
+def test_a_symbolic_link_in_an_input_s_archive_is_refused(tmp_path: Path) -> None:
+    secret = outside_secret(tmp_path)
+    a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
+    run_dir = next((a / "artifacts" / "fleet-1").iterdir())
+    (run_dir / "stdout.txt.zst").unlink()
+    (run_dir / "stdout.txt.zst").symlink_to(secret / "stdout.txt.zst")
+    refused(tmp_path, [a], "symbolic link")
+    shutil.rmtree(run_dir)
+    run_dir.symlink_to(secret)  # a run's directory
+    refused(tmp_path, [a], "symbolic link")
+    run_dir.unlink()
+    shutil.rmtree(a / "artifacts")
+    (a / "artifacts").symlink_to(secret.parent)  # the whole archive, leading out
+    refused(tmp_path, [a], "leads out")
+    nothing_leaked(tmp_path)
+
+
+def test_a_named_pipe_in_an_input_s_archive_is_refused(tmp_path: Path) -> None:
+    a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
+    os.mkfifo(next((a / "artifacts" / "fleet-1").iterdir()) / "pipe")  # copying it would hang
+    refused(tmp_path, [a], "not a regular file")
+
+
+def test_a_refused_merge_leaves_an_empty_output_directory_as_it_was(tmp_path: Path) -> None:
+    a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
+    crafted(a, "UPDATE campaigns SET name = '../x'")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(StoreError, match="campaign name"):
+        merge_results(out, [a])
+    assert list(out.iterdir()) == []
+
+
+def test_readers_never_follow_stored_names_out_of_the_results_directory(tmp_path: Path) -> None:
+    # A results directory from elsewhere, read as it is (no merge): a run's archive is a link
+    # to a directory outside, another's run key climbs out through a directory made for it.
+    secret = outside_secret(tmp_path)
+    a = write_part(tmp_path / "a", all_results()[:3], RunOrigin("m1", "1/1"))
+    runs = sorted((a / "artifacts" / "fleet-1").iterdir())
+    shutil.rmtree(runs[0])
+    runs[0].symlink_to(secret)
+    (a / "artifacts" / "fleet-1" / "0002-").mkdir()
+    crafted(a, "UPDATE runs SET run_key = '/../../../../secret' WHERE sequence = 2")
+    for run_id in (1, 2):
+        shown = run_cli("show", str(run_id), "--results", a)
+        assert shown.returncode == 0, shown.stderr
+        assert "SECRET" not in shown.stdout
+    page = run_cli("report", "--results", a, "-o", tmp_path / "report.html")
+    assert page.returncode == 0, page.stderr
+    assert "SECRET" not in (tmp_path / "report.html").read_text()

@@ -13,11 +13,14 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
+from pgbenchlab.analysis.capacity import Answer
+from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.report import write_report
 from pgbenchlab.report.render import html, images, markdown
 from pgbenchlab.report.render.tables import key_tables
 from pgbenchlab.report.views import telemetry_series
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.capacity import CapacityView, KneePoint
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.store import Store
 from support import embedded_data
@@ -228,6 +231,30 @@ def telemetry_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "WHERE run_id = 1 AND source = 'disk' AND metric = 'read_mb_per_s'"
         )
     return db
+
+
+def test_image_names_from_stored_text_stay_in_their_directory(tmp_path: Path) -> None:
+    # A knee chart's file is named after its server, read from a results database that may come
+    # from another machine.
+    db = write_synthetic(tmp_path / "res", SyntheticPlan(clients=(1,), repeats=1, duration_s=3))
+    with Store(db) as store:
+        view = load_view(store, 1, detail=False)
+    slo = parse_slo("p99 <= 10ms")
+    points = tuple(
+        KneePoint(i, role, rate, 4, (rate or 100) * 0.98, 1.0, p99, p99, 0.0, 0.0, p99 < 10, "")
+        for i, role, rate, p99 in (
+            (1, "start", None, 5.0),
+            (2, "grow", 50, 5.0),
+            (3, "grow", 100, 30.0),
+        )
+    )
+    answer = Answer(50.0, 50.0, 100.0, "confirmed")
+    searched = CapacityView("../../../escaped", "s=1", "c", slo, 10.0, answer, points)
+    files = images.export(replace(view, capacity=(searched,)), tmp_path / "img", per_run=False)
+    knees = [f for f in files if "escaped" in f.name]
+    assert [f.name for f in knees] == ["knee-.._.._.._escaped-c.svg", "knee-.._.._.._escaped-c.png"]
+    assert all(f.parent == tmp_path / "img" for f in files)
+    assert [p for p in tmp_path.rglob("*escaped*") if p.parent != tmp_path / "img"] == []
 
 
 def report_data(db: Path, out: Path) -> dict[str, Any]:

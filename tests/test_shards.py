@@ -101,3 +101,12 @@ def test_shard_option_on_the_command_line(tmp_path: Path) -> None:
     assert dry.returncode == 0, dry.stderr
     shard = plan.sharded(parse(), plan.Shard(2, 4))
     assert f"\n{len(shard.specs)} runs, order interleaved" in dry.stdout
+
+
+def test_stored_shards_and_the_ones_a_merge_lacks() -> None:
+    assert plan.shard_of("2/3") == plan.Shard(2, 3)
+    assert [plan.shard_of(t) for t in ("0/2", "3/2", "x", "", "../1")] == [None] * 5
+    present = {plan.Shard(2, 3)}
+    assert [str(s) for s in plan.missing_shards(present)] == ["1/3", "3/3"]
+    assert plan.missing_shards({plan.Shard(1, 2), plan.Shard(2, 2)}) == ()
+    assert plan.missing_shards(set()) == ()  # nothing run: no partition known

@@ -81,6 +81,20 @@ def test_site_options_conflicting_with_it_are_one_line_and_exit_2(
     assert done.stdout.strip() == str(tmp_path / "s" / "index.html")
 
 
+def test_an_empty_path_is_refused_not_taken_for_the_working_directory(
+    database: Path, tmp_path: Path
+) -> None:
+    # Path("") is ".": an empty --site would write the site into the working directory.
+    work = tmp_path / "work"
+    work.mkdir()
+    results = database.parent
+    for option in ("--site", "-o", "--images", "--results"):
+        done = run_cli("report", "--results", results, option, "", cwd=work)
+        assert done.returncode == 2, (option, done.stderr)
+        assert f"argument {option}" in done.stderr and "empty path" in done.stderr
+    assert list(work.iterdir()) == []
+
+
 LINKS = "[...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))"
 
 

@@ -67,6 +67,10 @@ def test_a_database_written_before_the_redesign_matches_one_written_now(
             db.execute("SELECT axis_orders_json FROM campaigns").fetchone() for db in (old, new)
         ]
         assert orders[0] == orders[1] == ('{"server": ["pg18"]}',)  # backfilled, then written
+        missing = [
+            db.execute("SELECT missing_shards_json FROM campaigns").fetchone() for db in (old, new)
+        ]
+        assert missing[0] == missing[1] == ("[]",)  # no merge lacking shards
     finally:
         old.close()
         new.close()

@@ -5,6 +5,7 @@ the user's to fix, and says so in one line."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -86,12 +87,37 @@ def write_output(
             raise
 
 
+# Names that become directory names (campaigns, servers, clusters, artifacts): a first letter or
+# digit keeps ".", ".." and hidden names out, and the rest keeps them one path component. The
+# plan's rule for the names it gives, and the merge's for names read from another machine.
+PLAIN_NAME = re.compile(r"\w[\w.-]*")
+
+
+def is_plain_name(text: str) -> bool:
+    return PLAIN_NAME.fullmatch(text) is not None
+
+
+def file_name(text: str) -> str:
+    """text as one file name: characters other than letters, digits and ._-=+, become "_" (a
+    name made of stored text, a server's say, names no other directory)."""
+    return re.sub(r"[^\w.=+,-]", "_", text)
+
+
 def inside(root: Path, *parts: str) -> Path:
     """root/parts, refused when user text in parts would lead out of root (names are checked
     in the plan too; this holds for every path built from them)."""
-    path = root.joinpath(*parts)
-    if any(p in ("", ".", "..") or "/" in p for p in parts) or not path.resolve().is_relative_to(
-        root.resolve()
-    ):
+    path = within(root, *parts)
+    if path is None:
         raise UserError(f"{'/'.join(parts)!r} would lead out of {root}: use plain names")
     return path
+
+
+def within(root: Path, *parts: str) -> Path | None:
+    """root/parts, or None where they would lead out of root: a part that is not one plain path
+    component ("", ".", "..", a "/" or a NUL in it), or a symbolic link on the way that points
+    elsewhere. Every path built from stored text (a results database may come from another
+    machine) goes through here."""
+    if any(p in ("", ".", "..") or "/" in p or "\0" in p for p in parts):
+        return None
+    path = root.joinpath(*parts)
+    return path if path.resolve().is_relative_to(root.resolve()) else None

@@ -6,6 +6,7 @@ produce is None, never zero.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,12 @@ class CampaignStatus(StrEnum):
     FINISHED = "finished"
     INTERRUPTED = "interrupted"  # the user stopped it; run it again to go on
     STOPPED = "stopped"  # the results could no longer be written (disk full, lock)
+    INCOMPLETE = "incomplete"  # merged without some of its plan's shards (`missing_shards`)
+
+
+def missing_shards_text(missing: Sequence[str]) -> str:
+    """What an incomplete merge lacks, in one phrase: "shards 1/3, 3/3 missing"."""
+    return f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing"
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,16 @@ directories of the machines that ran a plan's shards (`run --shard K/N`) joined 
 (`merge_results`), whose campaigns read as if one machine had run them.
 
 The latest campaign of a name in each input becomes one campaign; the runs keep their origin
-(machine and shard) and their hosts. A merge is refused, with one line and nothing written, when
-an input's schema version is not this pgbenchlab's, a campaign name was run with different
-plans, a run is in two inputs (a shard merged twice, or run on two machines), or a bisection
-of one name differs between inputs.
+(machine and shard) and their hosts. A campaign lacking some of its plan's shards is stored as
+incomplete, naming them. A merge is refused, with one line and nothing written, when an input's
+schema version is not this pgbenchlab's, a campaign name was run with different plans, a run
+is in two inputs (a shard merged twice, or run on two machines), shards of different counts
+meet (2/2 and 1/3), or a bisection of one name differs between inputs.
+
+An input is data from another machine: every stored name that may become a path (campaign,
+server and bisection names, run keys) must be a plain name, as a plan's are, and its archives
+may hold only directories and regular files inside it (no link leading out, no pipe to hang
+the copy).
 """
 
 from __future__ import annotations
@@ -14,19 +20,24 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pgbenchlab import files
 from pgbenchlab.campaign.layout import RESULTS_DB
 from pgbenchlab.campaign.resume import plan_difference
 from pgbenchlab.errors import StoreError
-from pgbenchlab.plan import Plan
+from pgbenchlab.plan import MAX_RUNS, Plan, Shard, missing_shards, shard_of
 from pgbenchlab.results import RunOrigin
 from pgbenchlab.store import SCHEMA_VERSION
 from pgbenchlab.store import merge as store_merge
 from pgbenchlab.store.faults import results_writes
-from pgbenchlab.store.merge import Moved, Source, SourceCampaign
+from pgbenchlab.store.merge import Joined, Moved, Source, SourceCampaign
+from pgbenchlab.store.records import campaign_artifacts
+
+NOT_OURS = "merge only results directories pgbenchlab wrote"
 
 
 def run_origin(plan: Plan) -> RunOrigin:
@@ -39,6 +50,7 @@ class MergedCampaign:
     name: str
     inputs: int  # how many inputs held it
     runs: int  # run keys (no two inputs share one)
+    missing: tuple[str, ...] = ()  # shards of its plan no input held ("2/3"): incomplete
 
 
 def merge_results(out_dir: Path, inputs: Sequence[Path]) -> list[MergedCampaign]:
@@ -55,14 +67,12 @@ def merge_results(out_dir: Path, inputs: Sequence[Path]) -> list[MergedCampaign]
         )
     _write_results(out_dir, sources, joined)
     return [
-        MergedCampaign(name, len(parts), sum(len(p.run_keys) for p in parts))
-        for name, parts in joined.items()
+        MergedCampaign(name, len(j.parts), sum(len(p.run_keys) for p in j.parts), j.missing)
+        for name, j in joined.items()
     ]
 
 
-def _write_results(
-    out_dir: Path, sources: Sequence[Source], joined: dict[str, list[SourceCampaign]]
-) -> None:
+def _write_results(out_dir: Path, sources: Sequence[Source], joined: dict[str, Joined]) -> None:
     """The database (renamed into place last) and the archived outputs; nothing is left of
     them when writing fails."""
     created = not out_dir.exists()
@@ -88,7 +98,44 @@ def _sources(inputs: Sequence[Path]) -> list[Source]:
             raise StoreError(f"{database} is given twice: merge each input once")
     sources = [store_merge.inspect(d) for d in databases]
     _check_schemas(sources)
+    for source in sources:
+        _check_names(source, "bisection name", [name for _, name in source.named])
+        for campaign in source.campaigns:
+            _check_names(source, "campaign name", [campaign.name])
+            _check_names(source, "run key", sorted(campaign.run_keys))
+            _check_names(source, "server name", sorted(campaign.server_names))
+            _check_archive(source, campaign)
     return sources
+
+
+def _check_names(source: Source, what: str, names: Sequence[str]) -> None:
+    """Stored names that become paths: plain names, as a plan's (`files.PLAIN_NAME`)."""
+    bad = next((n for n in names if not files.is_plain_name(n)), None)
+    if bad is not None:
+        raise StoreError(
+            f"{source.path}: {what} {bad!r} is no plain name (a letter or digit, then letters, "
+            f"digits, '.', '_' or '-'): {NOT_OURS}"
+        )
+
+
+def _check_archive(source: Source, campaign: SourceCampaign) -> None:
+    """A campaign's archived run files: inside the input, only directories and regular files
+    (a link would have the copy read outside it, a named pipe would hang it)."""
+    root = source.path.parent
+    kept = campaign_artifacts(root, campaign.name, campaign.id)
+    if kept is None:
+        raise StoreError(
+            f'{root}: the archive of campaign "{campaign.name}" leads out of the results '
+            f"directory (a symbolic link on the way): {NOT_OURS}"
+        )
+    for directory, subdirectories, names in os.walk(kept):  # links are not followed
+        for name in subdirectories + names:
+            path = Path(directory, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                raise StoreError(f"{path} is a symbolic link, never archived: {NOT_OURS}")
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise StoreError(f"{path} is not a regular file or directory: {NOT_OURS}")
 
 
 def _database(path: Path) -> Path:
@@ -110,9 +157,10 @@ def _check_schemas(sources: Sequence[Source]) -> None:
             )
 
 
-def _joined_campaigns(sources: Sequence[Source]) -> dict[str, list[SourceCampaign]]:
-    """The latest campaign of each name in each input, by name; refused when two of a name were
-    run with different plans or share a run."""
+def _joined_campaigns(sources: Sequence[Source]) -> dict[str, Joined]:
+    """The latest campaign of each name in each input, by name, with the shards none holds;
+    refused when two of a name were run with different plans, share a run, or are shards of
+    different counts."""
     parts: dict[str, list[tuple[Path, SourceCampaign]]] = {}
     for source in sources:
         for campaign in source.campaigns:
@@ -135,7 +183,33 @@ def _joined_campaigns(sources: Sequence[Source]) -> dict[str, list[SourceCampaig
                     f"{path} (run {shared[0]}): each shard's results may be merged once"
                 )
             seen.update(dict.fromkeys(campaign.run_keys, path))
-    return {name: [c for _, c in found] for name, found in parts.items()}
+    return {
+        name: Joined(tuple(c for _, c in found), _missing(name, found))
+        for name, found in parts.items()
+    }
+
+
+def _missing(name: str, found: Sequence[tuple[Path, SourceCampaign]]) -> tuple[str, ...]:
+    """The shards of the plan that no part's runs were made in ("2/3"); refused when the runs
+    are of shards of different counts (a run made unsharded is of the one shard 1/1)."""
+    present: dict[Shard, Path] = {}
+    for path, campaign in found:
+        for text in campaign.shards:
+            shard = Shard(1, 1) if text is None else shard_of(text)
+            if shard is None or shard.count > MAX_RUNS:
+                raise StoreError(
+                    f'{path}: campaign "{name}" has a run of shard {text!r}: {NOT_OURS}'
+                )
+            present.setdefault(shard, path)
+    first, *others = present or [Shard(1, 1)]
+    other = next((s for s in others if s.count != first.count), None)
+    if other is not None:
+        raise StoreError(
+            f'campaign "{name}": shard {first} in {present[first]} and shard {other} in '
+            f"{present[other]} are shards of different counts ({first.count} and "
+            f"{other.count} machines): merge the shards of one --shard K/N"
+        )
+    return tuple(str(s) for s in missing_shards(present.keys()))
 
 
 def _check_versions(
@@ -165,12 +239,11 @@ def _carry_artifacts(moved: Sequence[Moved], out_dir: Path) -> None:
     """Each campaign's archived run files under its new id (hard links where the file system
     allows: archives are never rewritten, a rerun replaces its directory)."""
     for campaign in moved:
-        if campaign.old_artifacts.is_dir():
+        old, new = campaign.old_artifacts, campaign.new_artifacts(out_dir)
+        assert old is not None and new is not None  # names and links checked (`_sources`)
+        if old.is_dir():
             shutil.copytree(
-                campaign.old_artifacts,
-                campaign.new_artifacts(out_dir),
-                copy_function=_link_or_copy,
-                dirs_exist_ok=True,
+                old, new, symlinks=True, copy_function=_link_or_copy, dirs_exist_ok=True
             )
 
 

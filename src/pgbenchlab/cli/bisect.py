@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pgbenchlab import report
@@ -18,6 +17,7 @@ from pgbenchlab.cli.common import (
     add_command,
     add_json_option,
     add_results_option,
+    path_argument,
 )
 from pgbenchlab.cli.run import reporter_for
 from pgbenchlab.errors import UserError
@@ -69,7 +69,9 @@ def add_arguments(subparsers: Subparsers) -> None:
         BisectOptions.from_args,
         run,
     )
-    parser.add_argument("plan", type=Path, help="the plan: one [build.NAME], one server, one cell")
+    parser.add_argument(
+        "plan", type=path_argument, help="the plan: one [build.NAME], one server, one cell"
+    )
     parser.add_argument("--source", help="the git checkout: git:PATH (else the build's source)")
     parser.add_argument("--good", required=True, help="a ref that performs as expected")
     parser.add_argument("--bad", required=True, help="a later ref that does not")

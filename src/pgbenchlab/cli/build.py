@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import TextIO
 
 from pgbenchlab import builds, plan
-from pgbenchlab.cli.common import EXIT_OK, Subparsers, add_command, format_duration
+from pgbenchlab.cli.common import (
+    EXIT_OK,
+    Subparsers,
+    add_command,
+    format_duration,
+    path_argument,
+)
 from pgbenchlab.installs import Installation
 
 
@@ -34,7 +40,7 @@ def add_arguments(subparsers: Subparsers) -> None:
         BuildOptions.from_args,
         run,
     )
-    parser.add_argument("plan", type=Path, help="the plan file (TOML)")
+    parser.add_argument("plan", type=path_argument, help="the plan file (TOML)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the result")
 
 

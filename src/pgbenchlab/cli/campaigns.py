@@ -56,9 +56,15 @@ def run(options: CampaignsOptions) -> int:
     for c in campaigns:
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c["started_at"]))
         about = " ".join(str(c["description"]).split())  # one line per campaign
-        table.append([str(c["id"]), c["name"], c["status"], str(c["runs"]), started, about])
+        table.append([str(c["id"]), c["name"], status_text(c), str(c["runs"]), started, about])
     print_table(table)
     return EXIT_OK
+
+
+def status_text(campaign: dict[str, Any]) -> str:
+    """The status, and the shards an incomplete merge lacks: "incomplete (2/3 missing)"."""
+    missing = json.loads(campaign["missing_shards_json"])
+    return f"{campaign['status']} ({', '.join(missing)} missing)" if missing else campaign["status"]
 
 
 def as_json(campaign: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from pgbenchlab.cli.common import (
     Subparsers,
     add_command,
     add_results_option,
+    path_argument,
     print_table,
 )
 from pgbenchlab.cli.run import reporter_for
@@ -82,7 +83,9 @@ def add_arguments(subparsers: Subparsers) -> None:
         Options.from_args,
         run,
     )
-    parser.add_argument("plan", type=Path, help="the plan file (TOML), without a rate axis")
+    parser.add_argument(
+        "plan", type=path_argument, help="the plan file (TOML), without a rate axis"
+    )
     parser.add_argument(
         "--slo",
         required=True,

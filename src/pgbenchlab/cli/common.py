@@ -33,10 +33,18 @@ def add_command(
     return parser
 
 
+def path_argument(text: str) -> Path:
+    """A path option's value: refused when empty, as Path("") is the working directory (an
+    empty --site would write there)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path: give a file or directory name")
+    return Path(text)
+
+
 def add_results_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--results",
-        type=Path,
+        type=path_argument,
         default=DEFAULT_RESULTS,
         metavar="DIR",
         help="results directory (database, raw outputs); default %(default)s",

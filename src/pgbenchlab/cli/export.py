@@ -13,6 +13,7 @@ from pgbenchlab.cli.common import (
     add_command,
     add_results_option,
     open_store,
+    path_argument,
 )
 
 
@@ -41,7 +42,9 @@ def add_arguments(subparsers: Subparsers) -> None:
     add_results_option(parser)
     parser.add_argument("--campaign", help="campaign name (default: the latest)")
     parser.add_argument("--format", choices=exporting.FORMATS, default="csv")
-    parser.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
+    parser.add_argument(
+        "-o", "--output", type=path_argument, help="output file (default: standard output)"
+    )
 
 
 def run(options: ExportOptions) -> int:

@@ -16,7 +16,9 @@ from pgbenchlab.cli.common import (
     add_command,
     add_json_option,
     add_results_option,
+    path_argument,
 )
+from pgbenchlab.results import missing_shards_text
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "inputs",
         nargs="+",
-        type=Path,
+        type=path_argument,
         metavar="IN",
         help="results directories (or their results.db)",
     )
@@ -56,6 +58,9 @@ def run(options: MergeOptions) -> int:
         print(jsontext.dumps({"results": str(database), "campaigns": [asdict(m) for m in merged]}))
         return EXIT_OK
     for campaign in merged:
-        print(f'campaign "{campaign.name}": {campaign.runs} run(s) from {campaign.inputs} input(s)')
+        line = f'campaign "{campaign.name}": {campaign.runs} run(s) from {campaign.inputs} input(s)'
+        if campaign.missing:
+            line += f"; incomplete: {missing_shards_text(campaign.missing)}"
+        print(line)
     print(f"results: {database}")
     return EXIT_OK

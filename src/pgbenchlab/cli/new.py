@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgbenchlab import studies
-from pgbenchlab.cli.common import EXIT_OK, Subparsers, add_command, add_results_option
+from pgbenchlab.cli.common import (
+    EXIT_OK,
+    Subparsers,
+    add_command,
+    add_results_option,
+    path_argument,
+)
 
 
 @dataclass(frozen=True)
@@ -47,11 +53,15 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument("--source", help="patch: the PostgreSQL checkout, git:/path")
     parser.add_argument("--base", metavar="REF", help="patch: the commit the patches apply to")
     parser.add_argument(
-        "--patch", type=Path, action="append", metavar="FILE", help="patch: a patch (repeatable)"
+        "--patch",
+        type=path_argument,
+        action="append",
+        metavar="FILE",
+        help="patch: a patch (repeatable)",
     )
     parser.add_argument(
         "--data-dir",
-        type=Path,
+        type=path_argument,
         action="append",
         metavar="DIR",
         help="platform, tuning: a data directory on the storage to test (repeatable)",

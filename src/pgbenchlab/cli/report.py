@@ -8,7 +8,13 @@ from pathlib import Path
 
 from pgbenchlab import report
 from pgbenchlab.campaign import RESULTS_DB
-from pgbenchlab.cli.common import EXIT_OK, Subparsers, add_command, add_results_option
+from pgbenchlab.cli.common import (
+    EXIT_OK,
+    Subparsers,
+    add_command,
+    add_results_option,
+    path_argument,
+)
 from pgbenchlab.errors import UserError
 
 
@@ -58,20 +64,20 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=path_argument,
         help="output file (HTML: default report.html beside the results database; "
         "Markdown: default standard output)",
     )
     parser.add_argument("--format", choices=report.FORMATS, default="html")
     parser.add_argument(
-        "--images", type=Path, metavar="DIR", help="also write every chart as PNG and SVG"
+        "--images", type=path_argument, metavar="DIR", help="also write every chart as PNG and SVG"
     )
     parser.add_argument(
         "--baseline", metavar="SERVER", help="the server others are compared with (default: first)"
     )
     parser.add_argument(
         "--site",
-        type=Path,
+        type=path_argument,
         metavar="DIR",
         help="write one static site for the whole results database: an index of campaigns, "
         "each campaign's report and the comparisons of campaigns sharing cells",

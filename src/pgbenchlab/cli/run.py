@@ -24,6 +24,7 @@ from pgbenchlab.cli.common import (
     Subparsers,
     add_command,
     add_results_option,
+    path_argument,
 )
 from pgbenchlab.cli.progress import (
     JsonReporter,
@@ -80,7 +81,7 @@ def add_arguments(subparsers: Subparsers) -> None:
     ):
         parser = add_command(subparsers, name, help_text, RunOptions.from_args, run)
         if name == "run":
-            parser.add_argument("plan", type=Path, help="the plan file (TOML)")
+            parser.add_argument("plan", type=path_argument, help="the plan file (TOML)")
         add_results_option(parser)
         parser.add_argument(
             "--dry-run",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pgbenchlab import exporting, jsontext
 from pgbenchlab.cli.common import (
@@ -19,6 +20,8 @@ from pgbenchlab.cli.common import (
     print_table,
 )
 from pgbenchlab.report.views.variants import run_variant, server_label
+from pgbenchlab.results import missing_shards_text
+from pgbenchlab.store import CampaignRecord
 
 HEADER = [
     "id",
@@ -61,13 +64,16 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 def run(options: RunsOptions) -> int:
     with open_store(options.results) as store:
-        rows = exporting.run_rows(store, store.campaign_id(options.campaign))
+        campaign = store.campaign_record(store.campaign_id(options.campaign))
+        assert campaign is not None  # campaign_id found it
+        rows = exporting.run_rows(store, campaign.id)
         origins = store.origins_by_run([r["id"] for r in rows])
     for row in rows:  # where it was made: runs stored before schema 13 have no record
         origin = origins.get(row["id"])
         row.update(machine=origin and origin.machine, shard=origin and origin.shard)
     if options.json:
         print(jsontext.dumps(rows, indent=2))
+        print_incomplete(campaign, sys.stderr)
         return EXIT_OK
     # A campaign made on several machines or in shards (`merge`) says where each run was made.
     several = len({(r["machine"], r["shard"]) for r in rows}) > 1
@@ -78,7 +84,16 @@ def run(options: RunsOptions) -> int:
             *(table_row(r) + [str(r[k] or "-") for k in extra] for r in rows),
         ]
     )
+    print_incomplete(campaign, sys.stdout)
     return EXIT_OK
+
+
+def print_incomplete(campaign: CampaignRecord, stream: TextIO) -> None:
+    """Below the runs of an incomplete merge: the shards whose runs are not here."""
+    if campaign.missing_shards:
+        missing = missing_shards_text(campaign.missing_shards)
+        note = f'campaign "{campaign.name}" is incomplete: {missing} (merge their results in)'
+        print(note, file=stream)
 
 
 def table_row(r: dict[str, Any]) -> list[str]:

@@ -37,7 +37,7 @@ from pgbenchlab.plan.records import (
     Workload,
 )
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, MAX_RUNS
-from pgbenchlab.plan.shards import parse_shard, sharded
+from pgbenchlab.plan.shards import missing_shards, parse_shard, shard_of, sharded
 from pgbenchlab.plan.values import plan_path, planned_axis_orders, setting_text
 
 __all__ = [
@@ -54,10 +54,12 @@ __all__ = [
     "Shard",
     "Workload",
     "load",
+    "missing_shards",
     "parse",
     "parse_shard",
     "plan_path",
     "planned_axis_orders",
     "setting_text",
+    "shard_of",
     "sharded",
 ]

@@ -14,22 +14,42 @@ alone: every machine computes the same one.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan.records import Plan, Shard
 
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
 
 def parse_shard(text: str) -> Shard:
     """ "K/N": part K of N, 1 ≤ K ≤ N."""
-    found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not found:
+    if not _SHARD.fullmatch(text):
         raise UserError(f"--shard {text!r}: give K/N, this machine's part K of N (1/2, 2/2, …)")
-    index, count = int(found[1]), int(found[2])
-    if not 1 <= index <= count:
+    shard = shard_of(text)
+    if shard is None:
         raise UserError(f"--shard {text}: K must be from 1 to N (1/2 and 2/2 for two machines)")
-    return Shard(index, count)
+    return shard
+
+
+def shard_of(text: str) -> Shard | None:
+    """ "K/N" (as `str(Shard)` writes it) as a shard; None when it is not one, 1 ≤ K ≤ N."""
+    found = _SHARD.fullmatch(text)
+    if not found:
+        return None
+    index, count = int(found[1]), int(found[2])
+    return Shard(index, count) if 1 <= index <= count else None
+
+
+def missing_shards(present: Collection[Shard]) -> tuple[Shard, ...]:
+    """The shards of one partition (every one of the same N) that are not present."""
+    counts = {s.count for s in present}
+    if len(counts) != 1:
+        assert not counts, f"shards of different counts: {sorted(map(str, present))}"
+        return ()
+    count = counts.pop()
+    return tuple(Shard(k, count) for k in range(1, count + 1) if Shard(k, count) not in present)
 
 
 def sharded(plan: Plan, shard: Shard) -> Plan:

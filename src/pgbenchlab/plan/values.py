@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pgbenchlab import cpusets
+from pgbenchlab import cpusets, files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.schema import LATENCY_LOG_MODES, RUN_LENGTH
 
@@ -92,13 +92,9 @@ def check_finite(value: Any, ctx: Context, key: str) -> None:
             check_finite(v, ctx, f"{key}[{i}]")
 
 
-# Names become directory names (clusters, artifacts): a first letter or digit keeps ".", ".."
-# and hidden names out, and the rest keeps them one path component.
-_NAME = re.compile(r"\w[\w.-]*")
-
-
 def check_name(value: Any, ctx: Context, key: str) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
+    """A name that becomes a directory name (`files.PLAIN_NAME`)."""
+    if not isinstance(value, str) or not files.is_plain_name(value):
         raise ctx.fail(
             key,
             f"must start with a letter or digit, then letters, digits, '.', '_' or '-'; "

@@ -5,8 +5,9 @@ every query of it. Nothing else in pgbenchlab writes SQL for results.db.
 of `records`; `columns` describes the `runs` table; `telemetry` writes the telemetry tables;
 `faults` turns the environment's faults (full disk, lock, damage) into one-line errors;
 `merge` joins databases into a new one, every table carried.
-May import: errors, redaction, plan (axis orders), results, server (its facts), telemetry's
-records and analysis.diagnosis (what it stores); never report, runner or cli.
+May import: errors, files (safe paths), redaction, plan (axis orders), results, server (its
+facts), telemetry's records and analysis.diagnosis (what it stores); never report, runner or
+cli.
 """
 
 from pgbenchlab.store.backfills import BACKFILLS
@@ -26,6 +27,7 @@ from pgbenchlab.store.records import (
     ServerStorage,
     WaitEvents,
     artifact_parts,
+    run_artifacts,
 )
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -49,5 +51,6 @@ __all__ = [
     "Store",
     "WaitEvents",
     "artifact_parts",
+    "run_artifacts",
     "run_as_dict",
 ]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError, UserError
-from pgbenchlab.plan import planned_axis_orders
+from pgbenchlab.plan import Shard, missing_shards, planned_axis_orders, shard_of
 from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
@@ -216,12 +216,39 @@ class Store(Reading):
         self.db.campaign_running = True
 
     def finish_campaign(self, campaign_id: int, status: str) -> None:
+        """The campaign's end; an incomplete merge run again here (resumed) is decided again:
+        finished once its missing shards' runs are stored."""
         with self.transaction():
+            missing = self._still_missing(campaign_id)
+            if missing and status == CampaignStatus.FINISHED:
+                status = CampaignStatus.INCOMPLETE
             self.db.execute(
-                "UPDATE campaigns SET status = ?, finished_at = ? WHERE id = ?",
-                (status, time.time(), campaign_id),
+                "UPDATE campaigns SET status = ?, finished_at = ?, missing_shards_json = ? "
+                "WHERE id = ?",
+                (status, time.time(), json.dumps(missing), campaign_id),
             )
         self.db.campaign_running = False
+
+    def _still_missing(self, campaign_id: int) -> list[str]:
+        """The shards an incomplete merge still lacks: none once a run was made unsharded (a
+        resume runs all the plan's runs not stored), else those of its runs' partition absent."""
+        row = self.db.execute(
+            "SELECT missing_shards_json FROM campaigns WHERE id = ?", (campaign_id,)
+        ).fetchone()
+        stored: list[str] = json.loads(row[0]) if row else []
+        if not stored:
+            return []
+        found = self.db.execute(
+            "SELECT DISTINCT o.shard FROM runs r LEFT JOIN run_origins o ON o.run_id = r.id "
+            "WHERE r.campaign_id = ?",
+            (campaign_id,),
+        )
+        shards = {Shard(1, 1) if text is None else shard_of(str(text)) for (text,) in found}
+        if Shard(1, 1) in shards:
+            return []
+        if None in shards or len({s.count for s in shards if s}) != 1:
+            return stored  # not one partition: left as the merge found it
+        return [str(s) for s in missing_shards({s for s in shards if s})]
 
     def mark_stopped(self, campaign_id: int) -> None:
         """Record that a results fault stopped the campaign, if the database still takes it."""

@@ -26,7 +26,7 @@ from pgbenchlab.errors import StoreError
 from pgbenchlab.results import CampaignStatus
 from pgbenchlab.store.database import Store
 from pgbenchlab.store.faults import BUSY_TIMEOUT_S, GuardedConnection
-from pgbenchlab.store.records import campaign_artifact_parts
+from pgbenchlab.store.records import campaign_artifacts
 
 
 class Carry(StrEnum):
@@ -72,13 +72,15 @@ NAME_KEYS = {"bisections": "name"}  # each BY_NAME table's key
 
 @dataclass(frozen=True)
 class SourceCampaign:
-    """A campaign of an input: its stored row, whether it is the latest of its name there, and
-    the run keys of its runs (every attempt)."""
+    """A campaign of an input: its stored row, whether it is the latest of its name there, the
+    run keys of its runs (every attempt), its servers and the shards its runs were made in."""
 
     row: Mapping[str, Any]
     latest: bool
     run_keys: frozenset[str]
     server_versions: Mapping[str, str]  # each server's label (name and variant) → its version
+    server_names: frozenset[str] = frozenset()  # of its servers and runs
+    shards: frozenset[str | None] = frozenset()  # "K/N"; None: a run made unsharded
 
     @property
     def id(self) -> int:
@@ -100,6 +102,15 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Joined:
+    """The latest campaigns of one name in the inputs, to become one campaign, and the shards
+    of its plan that none of them holds ("2/3"): a merge that lacks points."""
+
+    parts: tuple[SourceCampaign, ...]
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Moved:
     """Where a campaign of an input went: its name and its id there and here."""
 
@@ -109,11 +120,12 @@ class Moved:
     new_id: int
 
     @property
-    def old_artifacts(self) -> Path:
-        return self.source.parent.joinpath(*campaign_artifact_parts(self.name, self.old_id))
+    def old_artifacts(self) -> Path | None:
+        """None where the stored name (or a link) would lead out of the input."""
+        return campaign_artifacts(self.source.parent, self.name, self.old_id)
 
-    def new_artifacts(self, results_dir: Path) -> Path:
-        return results_dir.joinpath(*campaign_artifact_parts(self.name, self.new_id))
+    def new_artifacts(self, results_dir: Path) -> Path | None:
+        return campaign_artifacts(results_dir, self.name, self.new_id)
 
 
 def read_only(path: Path) -> GuardedConnection:
@@ -138,19 +150,30 @@ def inspect(path: Path) -> Source:
         rows = db.execute("SELECT * FROM campaigns ORDER BY id").fetchall()
         latest = {str(r["name"]): int(r["id"]) for r in rows}
         keys: dict[int, set[str]] = {int(r["id"]): set() for r in rows}
-        for campaign_id, run_key in db.execute("SELECT campaign_id, run_key FROM runs"):
+        names: dict[int, set[str]] = {int(r["id"]): set() for r in rows}
+        shards: dict[int, set[str | None]] = {int(r["id"]): set() for r in rows}
+        runs = (
+            "SELECT r.campaign_id, r.run_key, r.server, o.shard FROM runs r "
+            "LEFT JOIN run_origins o ON o.run_id = r.id"
+        )
+        for campaign_id, run_key, server, shard in db.execute(runs):
             keys[int(campaign_id)].add(str(run_key))
+            names[int(campaign_id)].add(str(server))
+            shards[int(campaign_id)].add(None if shard is None else str(shard))
         versions: dict[int, dict[str, str]] = {int(r["id"]): {} for r in rows}
         servers = "SELECT campaign_id, name, variant_json, version FROM servers"
         for campaign_id, name, variant, version in db.execute(servers):
             label = name if variant == "{}" else f"{name} {variant}"
             versions[int(campaign_id)][str(label)] = str(version)
+            names[int(campaign_id)].add(str(name))
         campaigns = tuple(
             SourceCampaign(
                 dict(r),
                 latest[r["name"]] == r["id"],
                 frozenset(keys[int(r["id"])]),
                 versions[int(r["id"])],
+                frozenset(names[int(r["id"])]),
+                frozenset(shards[int(r["id"])]),
             )
             for r in rows
         )
@@ -180,9 +203,7 @@ def schema_tables(db: sqlite3.Connection, schema: str = "main") -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def write(
-    out: Path, sources: Sequence[Source], joined: Mapping[str, Sequence[SourceCampaign]]
-) -> list[Moved]:
+def write(out: Path, sources: Sequence[Source], joined: Mapping[str, Joined]) -> list[Moved]:
     """Create the database at out (a new file) from the sources: the campaigns in ``joined``
     (by name: the latest campaign of that name in each source holding it) as one each, after
     every other campaign; where each source campaign went."""
@@ -204,9 +225,7 @@ def write(
 
 
 def _write_campaigns(
-    db: sqlite3.Connection,
-    sources: Sequence[Source],
-    joined: Mapping[str, Sequence[SourceCampaign]],
+    db: sqlite3.Connection, sources: Sequence[Source], joined: Mapping[str, Joined]
 ) -> dict[tuple[Path, int], int]:
     """Each source campaign's new id; the joined campaigns last, so they stay their name's
     latest."""
@@ -225,20 +244,30 @@ def _write_campaigns(
     return ids
 
 
-def joined_row(parts: Sequence[SourceCampaign]) -> dict[str, Any]:
+def joined_row(joined: Joined) -> dict[str, Any]:
     """The campaign the parts make together: the first part's row, from the earliest start to
-    the latest end (none while a part has not ended), and a status every part shares or, else,
-    the one that asks for attention first."""
-    rows = [p.row for p in parts]
+    the latest end (none while a part has not ended), the shards it lacks, and a status every
+    part shares or, else, the one that asks for attention first; incomplete when shards are
+    missing (a part's own "incomplete" is decided again here)."""
+    rows = [p.row for p in joined.parts]
     ends = [r["finished_at"] for r in rows]
-    statuses = {str(r["status"]) for r in rows}
-    attention = [CampaignStatus.RUNNING, CampaignStatus.STOPPED, CampaignStatus.INTERRUPTED]
+    statuses = {str(r["status"]) for r in rows} - {CampaignStatus.INCOMPLETE}
+    statuses = (statuses or {CampaignStatus.FINISHED}) | (
+        {CampaignStatus.INCOMPLETE} if joined.missing else set()
+    )
+    attention = [
+        CampaignStatus.RUNNING,
+        CampaignStatus.STOPPED,
+        CampaignStatus.INTERRUPTED,
+        CampaignStatus.INCOMPLETE,
+    ]
     status = next((s for s in attention if s in statuses), CampaignStatus.FINISHED)
     return {
         **rows[0],
         "started_at": min(r["started_at"] for r in rows),
         "finished_at": None if None in ends else max(ends),
-        "status": status if len(statuses) > 1 else rows[0]["status"],
+        "status": status if len(statuses) > 1 else next(iter(statuses)),
+        "missing_shards_json": json.dumps(list(joined.missing)),
     }
 
 

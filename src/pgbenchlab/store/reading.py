@@ -41,7 +41,7 @@ from pgbenchlab.store.records import (
     ServerStorage,
     TelemetryPoint,
     WaitEvents,
-    campaign_artifact_parts,
+    campaign_artifacts,
 )
 from pgbenchlab.store.telemetry import read_affinity
 from pgbenchlab.telemetry.records import Affinity
@@ -90,6 +90,7 @@ def campaign_record(row: sqlite3.Row) -> CampaignRecord:
             str(k): tuple(str(v) for v in values)
             for k, values in json.loads(row["axis_orders_json"] or "{}").items()
         },
+        missing_shards=tuple(str(s) for s in json.loads(row["missing_shards_json"])),
     )
 
 
@@ -144,9 +145,10 @@ class Reading:
             "FROM campaigns c ORDER BY c.id"
         ).fetchall()
 
-    def artifacts_dir(self, campaign: CampaignRecord) -> Path:
-        """Where the campaign's raw files are kept."""
-        return self.path.parent.joinpath(*campaign_artifact_parts(campaign.name, campaign.id))
+    def artifacts_dir(self, campaign: CampaignRecord) -> Path | None:
+        """Where the campaign's raw files are kept (None: nowhere inside the results directory,
+        as its name is no directory name)."""
+        return campaign_artifacts(self.path.parent, campaign.name, campaign.id)
 
     # -- servers and datasets --------------------------------------------------------------------
 

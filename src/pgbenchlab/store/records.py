@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from pgbenchlab import files
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class CampaignRecord:
     description: str
     files: Mapping[str, str]
     axis_orders: Mapping[str, tuple[str, ...]]  # servers and setting values in plan order
+    missing_shards: tuple[str, ...] = ()  # a merge without them ("2/3"): status incomplete
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,20 @@ def artifact_parts(campaign: str, campaign_id: int, sequence: int, run_key: str)
 def campaign_artifact_parts(campaign: str, campaign_id: int) -> tuple[str, ...]:
     """Where a campaign's run attempts keep their raw files, under the results directory."""
     return ("artifacts", f"{campaign}-{campaign_id}")
+
+
+def campaign_artifacts(results_dir: Path, campaign: str, campaign_id: int) -> Path | None:
+    """The directory of a campaign's raw files, None where its stored name (a database may come
+    from another machine) would lead out of results_dir."""
+    return files.within(results_dir, *campaign_artifact_parts(campaign, campaign_id))
+
+
+def run_artifacts(
+    results_dir: Path, campaign: str, campaign_id: int, sequence: int, run_key: str
+) -> Path | None:
+    """The directory of a run attempt's raw files, None where the stored names would lead out
+    of results_dir."""
+    return files.within(results_dir, *artifact_parts(campaign, campaign_id, sequence, run_key))
 
 
 @dataclass(frozen=True)

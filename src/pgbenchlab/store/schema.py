@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -393,5 +393,11 @@ MIGRATIONS: dict[int, str] = {
     20: """
     ALTER TABLE run_servers ADD COLUMN verdict TEXT;
     ALTER TABLE run_servers ADD COLUMN evidence_json TEXT NOT NULL DEFAULT '[]';
+    """,
+    # 21: the shards of its plan a merged campaign lacks ("2/3": `merge` joined no results of
+    # them), its status then "incomplete". Campaigns stored before it, and every campaign run on
+    # one machine: none.
+    21: """
+    ALTER TABLE campaigns ADD COLUMN missing_shards_json TEXT NOT NULL DEFAULT '[]';
     """,
 }

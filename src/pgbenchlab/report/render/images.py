@@ -8,6 +8,7 @@ from typing import Any
 
 import vl_convert
 
+from pgbenchlab import files
 from pgbenchlab.report.render import chart_data, runcharts
 from pgbenchlab.report.render.html import main_charts, run_chart_templates
 from pgbenchlab.report.views.model import ReportView, RunView
@@ -37,8 +38,8 @@ def export(view: ReportView, directory: Path, *, per_run: bool | None = None) ->
         per_run = len(view.runs) <= MAX_RUNS_DRAWN
     directory.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for name, spec in chart_specs(view, per_run=per_run):
-        written += write_chart(spec, directory / name)
+    for name, spec in chart_specs(view, per_run=per_run):  # names hold servers' names
+        written += write_chart(spec, files.inside(directory, files.file_name(name)))
     return written
 
 

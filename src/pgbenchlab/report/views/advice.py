@@ -16,7 +16,7 @@ from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT, high_variation_warning
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, WarningCode
 from pgbenchlab.report.views.labels import cell_title
 from pgbenchlab.report.views.model import Advice, Axis, CellView, RunView
-from pgbenchlab.results import RunStatus
+from pgbenchlab.results import RunStatus, missing_shards_text
 
 # Below a minute a run measures warm-up, cache state and whether a checkpoint fell inside it
 # more than steady state; pgbench-tools and most published results use 60 s or more.
@@ -43,13 +43,22 @@ REMEDIES = {
     "checkpoints (so each run has its share), or spread them (checkpoint_completion_target, a "
     "larger max_wal_size) if that is the setting under test",
     "run-warning": "see the run's detail",
+    "incomplete": "the merge lacks those machines' results directories, so the points of the "
+    "plan they ran have no runs here: merge again with them (pgbenchlab merge --results NEW, "
+    "this directory and theirs)",
 }
 
 
 def collect(
-    runs: Sequence[RunView], cells: Sequence[CellView], axes: Sequence[Axis]
+    runs: Sequence[RunView],
+    cells: Sequence[CellView],
+    axes: Sequence[Axis],
+    missing_shards: Sequence[str] = (),
 ) -> tuple[Advice, ...]:
     found: list[Advice] = []
+    if missing_shards:  # an incomplete merge
+        text = f"incomplete: {missing_shards_text(missing_shards)}"
+        found.append(Advice("incomplete", "error", text, REMEDIES["incomplete"]))
     found += _failed(runs)
     found += _grouped(runs, "interrupted", "warning", _is_interrupted, "run(s) interrupted")
     found += _grouped(runs, "aborted", "error", _is_aborted, "run(s) aborted")

@@ -99,7 +99,7 @@ def build_view(
         series_axis=default_series_axis(axes),
         baseline=chosen,
         changes=changes,
-        advice=advice.collect(runs, cells, axes),
+        advice=advice.collect(runs, cells, axes, campaign.missing_shards),
         confidence=confidence,
     )
     profiled = cell_profiles(cells, runs, profiles or {}, [a.key for a in axes], pgbench_profiles)

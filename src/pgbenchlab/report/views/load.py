@@ -32,7 +32,15 @@ from pgbenchlab.report.views.model import (
 from pgbenchlab.report.views.telemetry_series import charted, drawn_series, wanted
 from pgbenchlab.report.views.text import affinity_text
 from pgbenchlab.report.views.variants import run_variant, server_label
-from pgbenchlab.store import RUN_COLUMNS, RunDiagnosis, RunRecord, ServerStorage, Store
+from pgbenchlab.store import (
+    RUN_COLUMNS,
+    CampaignRecord,
+    RunDiagnosis,
+    RunRecord,
+    ServerStorage,
+    Store,
+    run_artifacts,
+)
 
 # Spec keys shown as axes of their own or implied by others; the rest tell cells apart as
 # "options" when they differ (threads, vacuum, warmup, ...).
@@ -75,6 +83,7 @@ def load_campaign(store: Store, campaign_id: int) -> CampaignView:
         machine=flatten(c.machine),
         description=c.description,
         axis_orders=tuple(c.axis_orders.items()),
+        missing_shards=c.missing_shards,
     )
 
 
@@ -143,7 +152,6 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
     affinity = store.affinity_by_run(ids)
     telemetry, left_out = _telemetry_by_run(store, records)
     campaign = store.campaign_record(campaign_id)
-    raw_dir = store.artifacts_dir(campaign) if campaign else None
     return tuple(
         run_view(
             r,
@@ -158,7 +166,7 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
             events=tuple(EventView(e.t, e.kind, e.detail) for e in events.get(r.id, ())),
             telemetry=telemetry.get(r.id, ()),
             telemetry_left_out=r.id in left_out,
-            pgbench_output=_raw_output(raw_dir, r) if raw_dir else None,
+            pgbench_output=_raw_output(store.path.parent, campaign, r) if campaign else None,
             cpu_affinity=tuple(affinity_text(a) for a in affinity.get(r.id, ())),
             waits=waits.get(r.id, ()),
             **_diagnosis(diagnoses.get(r.id)),
@@ -242,9 +250,13 @@ def parse_histogram(text: str | None) -> HistogramView | None:
         return None
 
 
-def _raw_output(base: Path, run: RunRecord) -> str | None:
-    """pgbench's own report as it printed it, if the raw files were kept."""
-    path = base / f"{run.sequence:04d}-{run.run_key}" / RAW_STDOUT
+def _raw_output(results_dir: Path, campaign: CampaignRecord, run: RunRecord) -> str | None:
+    """pgbench's own report as it printed it, if the raw files were kept (inside the results
+    directory: stored names never lead out of it)."""
+    kept = run_artifacts(results_dir, campaign.name, campaign.id, run.sequence, run.run_key)
+    if kept is None:
+        return None
+    path = kept / RAW_STDOUT
     try:
         data = zstandard.ZstdDecompressor().decompress(path.read_bytes(), max_output_size=1 << 24)
     except (OSError, zstandard.ZstdError):

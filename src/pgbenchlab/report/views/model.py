@@ -46,6 +46,7 @@ class CampaignView:
     description: str = ""
     # servers ("server") and server-setting values in the order the plan lists them
     axis_orders: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    missing_shards: tuple[str, ...] = ()  # an incomplete merge: its plan's shards it lacks
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import zstandard
 from pgbenchlab.errors import UserError
 from pgbenchlab.profiles import PGBENCH
 from pgbenchlab.report.views.text import affinity_text
-from pgbenchlab.store import Store, artifact_parts, run_as_dict
+from pgbenchlab.store import Store, run_artifacts, run_as_dict
 
 STDOUT_ARTIFACT = "stdout.txt.zst"
 TOP_WAIT_EVENTS = 10
@@ -106,15 +106,15 @@ def campaign_name(store: Store, campaign_id: int) -> str:
     return campaign.name
 
 
-def artifact_dir(results_dir: Path, campaign: str, detail: dict[str, Any]) -> Path:
-    """Where the campaign kept the run's raw outputs."""
-    parts = artifact_parts(campaign, detail["campaign_id"], detail["sequence"], detail["run_key"])
-    return results_dir.joinpath(*parts)
-
-
 def stored_stdout(results_dir: Path, campaign: str, detail: dict[str, Any]) -> str | None:
-    """pgbench's stdout as archived, or None when it was not kept or is gone."""
-    path = artifact_dir(results_dir, campaign, detail) / STDOUT_ARTIFACT
+    """pgbench's stdout as archived, or None when it was not kept, is gone, or its stored names
+    lead out of the results directory."""
+    kept = run_artifacts(
+        results_dir, campaign, detail["campaign_id"], detail["sequence"], detail["run_key"]
+    )
+    if kept is None:
+        return None
+    path = kept / STDOUT_ARTIFACT
     try:
         data = path.read_bytes()
     except OSError:
