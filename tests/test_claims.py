@@ -9,9 +9,11 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ import pytest
 import test_cli
 import test_plan
 from pgbenchlab import plan
-from pgbenchlab.campaign import RESULTS_DB, Outcome, run_campaign
+from pgbenchlab.campaign import RESULTS_DB, Outcome, remove_clusters, run_campaign
 from pgbenchlab.server import ManagedServer
 from pgbenchlab.store import SCHEMA_VERSION, Store
 from support import QuietReporter, embedded_server, require_installs
@@ -318,6 +320,34 @@ def test_clean_stops_and_deletes_clusters_and_keeps_results(
     assert (results_dir / RESULTS_DB).is_file()
     listed = cli("runs", "--results", results_dir)
     assert listed.returncode == 0 and len(listed.stdout.strip().splitlines()) == 1 + 1
+
+
+@pytest.mark.server
+def test_clean_empties_only_the_data_directories_its_own_campaigns_made(
+    tmp_path: Path, results_dir: Path
+) -> None:
+    """A results directory merged from another's names that one's explicit data directory in
+    its servers table; `clean` there leaves the cluster alone, the campaign's own results
+    directory removes it."""
+    require_installs("embedded")
+    data = Path(tempfile.mkdtemp(prefix="pgbl-explicit-", dir="/var/tmp"))
+    data.chmod(0o777)  # the server account makes the cluster inside
+    try:
+        server = f'install = "embedded"\ndata_dir = "{data}/cluster"'
+        made = cli(
+            "run", write(tmp_path, plan_text("own", server=server)), "--results", results_dir
+        )
+        assert made.returncode == 0, made.stderr
+        merged = tmp_path / "merged"
+        assert cli("merge", "--results", merged, results_dir).returncode == 0
+        assert cli("clean", "--results", merged).returncode == 0
+        assert (data / "cluster" / "PG_VERSION").is_file(), "another results directory's cluster"
+        done = cli("clean", "--results", results_dir)
+        assert done.returncode == 0, done.stderr
+        assert not (data / "cluster" / "PG_VERSION").exists()
+    finally:
+        remove_clusters(results_dir)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 # -- datasets ------------------------------------------------------------------------------------

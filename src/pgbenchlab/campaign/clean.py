@@ -17,7 +17,9 @@ from pgbenchlab.store import Store
 def remove_clusters(results_dir: Path) -> list[Path]:
     """Stop and delete the managed clusters a results directory's campaigns created: under its
     cluster root, and in the explicit data directories its servers table records (their
-    contents only, as the directory may be a mount point). Holds the campaign lock, so a
+    contents only, as the directory may be a mount point) whose cluster this results
+    directory's campaign made (its marker says so: a servers table merged from another
+    machine's results names directories this one never made). Holds the campaign lock, so a
     running campaign's clusters are never touched; a data directory another campaign claims
     now is left alone."""
     results_dir = results_dir.resolve()
@@ -31,7 +33,7 @@ def remove_clusters(results_dir: Path) -> list[Path]:
             store.acquire()
             explicit = [d for d in store.recorded_data_dirs() if not d.is_relative_to(root)]
         data_dirs = sorted(p.parent for p in root.glob(f"*/*/data/{server_module.MARKER}"))
-        removed = [d for d in explicit if _remove_explicit_cluster(d)]
+        removed = [d for d in explicit if _remove_explicit_cluster(d, results_dir)]
         for data_dir in data_dirs:
             server_module.stop_leftover(data_dir)
         shutil.rmtree(root, ignore_errors=True)
@@ -41,9 +43,9 @@ def remove_clusters(results_dir: Path) -> list[Path]:
             store.close()
 
 
-def _remove_explicit_cluster(data_dir: Path) -> bool:
-    if not (data_dir / server_module.MARKER).is_file():
-        return False
+def _remove_explicit_cluster(data_dir: Path, results_dir: Path) -> bool:
+    if server_module.marker_owner(data_dir) != str(results_dir):
+        return False  # no cluster of ours: none there, or another results directory's
     try:
         claim = Claim(data_dir, "pgbenchlab clean")
     except ServerError:

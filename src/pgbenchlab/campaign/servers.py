@@ -196,6 +196,7 @@ class Servers:
             account,
             dict(plan.settings),
             claim=self.claims.get(plan.name),
+            owner_tag=str(self.results_dir),  # in its marker: `clean` removes only its own
             host=host,
             cpus=plan.cpus,
             tls=self.plan.uses_connection("tls", plan.name),

@@ -5,6 +5,7 @@ a killed campaign's leftovers (a running postmaster, a socket directory) are fou
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from contextlib import suppress
@@ -83,6 +84,17 @@ def remove_recorded_socket_dir(
     ours = recorded.parent == SOCKET_PARENT and recorded.name.startswith(SOCKET_PREFIX)
     if ours and recorded != keep:
         remove_socket_dir(recorded, host)
+
+
+def marker_owner(data_dir: PurePath, host: Host = LOCAL_HOST) -> str | None:
+    """Who made a managed cluster, as its marker says (the results directory whose campaign ran
+    initdb; "" for clusters made before markers named it), None without a readable marker."""
+    try:
+        found = json.loads(host.read_text(data_dir / MARKER))
+    except (OSError, ValueError):
+        return None
+    owner = found.get("owner") if isinstance(found, dict) else None
+    return owner if isinstance(owner, str) else None
 
 
 def stop_leftover(data_dir: PurePath, timeout: float = 60, host: Host = LOCAL_HOST) -> bool:
