@@ -116,6 +116,36 @@ def test_unused_builds_are_not_needed_and_paths_resolve(tmp_path: Path) -> None:
             "build.a.build_system",
             'must be "autoconf" or "meson"',
         ),
+        (
+            '[build.a]\nsource = "tar:/x"\nconfigure = ["--prefix=/"]',
+            "build.a.configure",
+            '"--prefix=/": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nconfigure = ["--with-openssl", "--bindir=/usr/bin"]',
+            "build.a.configure",
+            '"--bindir=/usr/bin": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nconfigure = ["CC=clang"]',
+            "build.a.configure",
+            '"CC=clang": pgbenchlab sets CC from the build\'s compiler',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nbuild_system = "meson"\nconfigure = ["-Dprefix=/"]',
+            "build.a.configure",
+            '"-Dprefix=/": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nbuild_system = "meson"\nconfigure = ["--prefix", "/"]',
+            "build.a.configure",
+            '"--prefix": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nbuild_system = "meson"\nconfigure = ["-D", "libdir=x"]',
+            "build.a.configure",
+            '"-D libdir=x": pgbenchlab sets the installation directories',
+        ),
     ],
 )
 def test_build_plan_mistakes_are_one_line(text: str, where: str, message: str) -> None:
