@@ -22,32 +22,11 @@ DEFAULT_BUILD_SYSTEM = "autoconf"
 # The installation's directories: pgbenchlab sets the prefix (the cache directory) and keeps the
 # standard layout under it, which PostgreSQL needs to find its files relative to its binaries.
 # These are autoconf's names; meson's built-in options have the same ones (-Dprefix, --prefix).
-DIRECTORY_OPTIONS = frozenset(
-    [
-        "prefix",
-        "exec-prefix",
-        "bindir",
-        "sbindir",
-        "libexecdir",
-        "sysconfdir",
-        "sharedstatedir",
-        "localstatedir",
-        "runstatedir",
-        "libdir",
-        "includedir",
-        "oldincludedir",
-        "datarootdir",
-        "datadir",
-        "infodir",
-        "localedir",
-        "mandir",
-        "docdir",
-        "htmldir",
-        "dvidir",
-        "pdfdir",
-        "psdir",
-    ]
-)
+DIRECTORY_OPTIONS = frozenset((
+    "prefix", "exec-prefix", "bindir", "sbindir", "libexecdir", "sysconfdir", "sharedstatedir",
+    "localstatedir", "runstatedir", "libdir", "includedir", "oldincludedir", "datarootdir",
+    "datadir", "infodir", "localedir", "mandir", "docdir", "htmldir", "dvidir", "pdfdir", "psdir",
+))  # fmt: skip
 
 
 def refused_option(options: Sequence[str]) -> tuple[str, str] | None:
