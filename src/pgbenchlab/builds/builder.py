@@ -62,11 +62,12 @@ def ensure(
         profiling=recipe.profiling,
     )  # fmt: skip
     final = cache.build_dir(root, key)
-    if not cache.is_complete(final):
-        with cache.build_lock(root, key, progress, host):
-            if not cache.is_complete(final):
-                build(recipe, source, patches, compiler, key, root, progress, host, incremental)
-    return installation(recipe.name, final)
+    with cache.in_use(root, key):  # held on while the caller's `cache.using` block lasts
+        if not cache.is_complete(final):
+            with cache.build_lock(root, key, progress, host):
+                if not cache.is_complete(final):
+                    build(recipe, source, patches, compiler, key, root, progress, host, incremental)
+        return installation(recipe.name, final)
 
 
 BuildsProgress = Callable[[str, str, float], None]  # (build name, phase, elapsed seconds)

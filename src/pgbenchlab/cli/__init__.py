@@ -19,6 +19,7 @@ import os
 import sys
 
 from pgbenchlab import __version__
+from pgbenchlab.builds import using as using_builds
 from pgbenchlab.cli import (
     bisect,
     build,
@@ -70,7 +71,8 @@ COMMANDS = (
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args.options_from(args)))
+        with using_builds():  # the builds a command uses are never pruned while it runs
+            return int(args.run(args.options_from(args)))
     except UserError as exc:  # exit 2 before anything started; 1 once a campaign ran
         print(f"pgbenchlab: error: {exc}", file=sys.stderr)
         return exc.exit_code
