@@ -27,6 +27,7 @@ from pgbenchlab.builds.recipe import (
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli import main
 from pgbenchlab.errors import BuildError, PlanError
+from pgbenchlab.hosts import LocalHost
 from pgbenchlab.pgbench.version import parse_version
 from pgbenchlab.store import Store
 
@@ -401,6 +402,23 @@ def test_prune_leaves_what_a_running_command_uses(tmp_path: Path, build_cache: P
     assert done.returncode == 0 and "pruned 1 build(s)" in done.stderr, done.stderr
     assert "in use" not in done.stderr
     assert builds.cached_builds(build_cache) == [] and not any((build_cache / "trees").iterdir())
+
+
+def test_a_build_start_removes_staging_a_killed_build_left(
+    tmp_path: Path, build_cache: Path
+) -> None:
+    """tmp/KEY.PID left by a build killed outright goes at the next build's start; a live
+    build's (its key locked) stays."""
+    cache.prepare_root(build_cache)
+    abandoned, live = build_cache / "tmp" / "deadkey.4000000", build_cache / "tmp" / "livekey.1"
+    for staging in (abandoned, live):
+        (staging / "src").mkdir(parents=True)
+    held = LocalHost().lock(build_cache / "locks" / "livekey.lock")
+    try:
+        builds.ensure(builds.BuildRecipe("s", f"dir:{scripted_tree(tmp_path / 'tree')}"))
+        assert sorted(p.name for p in (build_cache / "tmp").iterdir()) == ["livekey.1"]
+    finally:
+        held.release()
 
 
 def test_concurrent_campaigns_build_once(tmp_path: Path, build_cache: Path) -> None:

@@ -39,6 +39,7 @@ from pgbenchlab.builds.recipe import (
 from pgbenchlab.errors import BuildError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation, inspect_bin_dir
+from pgbenchlab.stopsignals import Stopped, StopSignals
 
 
 def ensure(
@@ -56,6 +57,7 @@ def ensure(
     check_build_system(recipe)
     patches = patch_files(recipe)
     cache.prepare_root(root)
+    cache.remove_abandoned_staging(root, host)
     source = sources.identify(recipe, root, host)
     key = cache_key(
         source, patches, recipe.configure, compiler, recipe.build_system,
@@ -64,7 +66,7 @@ def ensure(
     final = cache.build_dir(root, key)
     with cache.in_use(root, key):  # held on while the caller's `cache.using` block lasts
         if not cache.is_complete(final):
-            with cache.build_lock(root, key, progress, host):
+            with cache.build_lock(root, key, progress, host), StopSignals():
                 if not cache.is_complete(final):
                     build(recipe, source, patches, compiler, key, root, progress, host, incremental)
         return installation(recipe.name, final)
@@ -140,7 +142,8 @@ def build(
     incremental: bool = False,
 ) -> None:
     """Build into a private directory and rename the finished installation into place: a
-    failed or interrupted build leaves no directory that looks complete."""
+    failed or interrupted build leaves no directory that looks complete, and an interrupted
+    one ends every process it started and removes its staging (Stopped, one line)."""
     final = cache.build_dir(root, key)
     work = root / "tmp" / f"{key}.{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
@@ -177,6 +180,11 @@ def build(
         osuser.open_tree(installed)
         shutil.rmtree(final, ignore_errors=True)  # an incomplete leftover, never a complete one
         installed.rename(final)
+    except KeyboardInterrupt:  # SIGTERM or SIGINT (StopSignals): cleaned up as it propagates
+        raise Stopped(
+            f"build {recipe.name} stopped during {log.phase}: its processes were ended and its "
+            "staging directory removed"
+        ) from None
     finally:
         log.close()
         shutil.rmtree(work, ignore_errors=True)

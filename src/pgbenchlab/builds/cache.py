@@ -94,6 +94,21 @@ def build_lock(
         held.release()
 
 
+def remove_abandoned_staging(root: Path, host: Host = LOCAL_HOST) -> None:
+    """Remove what builds killed outright (kill -9) left in tmp/: a staging directory
+    KEY.PID whose key no build holds locked; a live build's is never touched."""
+    for entry in sorted((root / "tmp").iterdir()):
+        key = entry.name.rpartition(".")[0]
+        try:
+            held = host.lock(root / "locks" / f"{key}.lock")
+        except OSError:  # being built now (or not ours to lock): left alone
+            continue
+        try:
+            shutil.rmtree(entry, ignore_errors=True)
+        finally:
+            held.release()
+
+
 class BuildsInUse:
     """Shared locks on the builds and build trees a command uses, held until it ends."""
 

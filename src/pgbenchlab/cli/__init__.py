@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:  # exit 2 before anything started; 1 once a campaign ran
         print(f"pgbenchlab: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("pgbenchlab: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a Stopped one says what it stopped and cleaned up
+        print(f"pgbenchlab: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # output piped into head, say: not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
