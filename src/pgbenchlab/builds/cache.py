@@ -131,7 +131,11 @@ _USING: ContextVar[BuildsInUse | None] = ContextVar("builds_in_use", default=Non
 @contextmanager
 def using() -> Iterator[None]:
     """Every build (and build tree) `in_use` within the block stays held until it ends: a
-    command that builds, then runs campaigns on its builds, holds them all along."""
+    command that builds, then runs campaigns on its builds, holds them all along. Within an
+    enclosing block, that one holds them (until its own end)."""
+    if _USING.get() is not None:
+        yield
+        return
     held = BuildsInUse()
     token = _USING.set(held)
     try:
