@@ -66,7 +66,7 @@ def ensure(
     final = cache.build_dir(root, key)
     with cache.in_use(root, key):  # held on while the caller's `cache.using` block lasts
         if not cache.is_complete(final):
-            with cache.build_lock(root, key, progress, host), StopSignals():
+            with StopSignals(), cache.build_lock(root, key, progress, host):
                 if not cache.is_complete(final):
                     build(recipe, source, patches, compiler, key, root, progress, host, incremental)
         return installation(recipe.name, final)
