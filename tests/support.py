@@ -146,3 +146,41 @@ def embedded_data(page: str) -> dict[str, Any]:
     assert match is not None
     data: dict[str, Any] = json.loads(match.group(1))
     return data
+
+
+def process_stats() -> dict[int, list[str]]:
+    """Every process's /proc/PID/stat fields after its name (state, ppid, pgrp, ...)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        found[int(entry.name)] = text[text.rfind(")") + 2 :].split()
+    return found
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group."""
+    return [
+        pid
+        for pid, fields in process_stats().items()
+        if int(fields[2]) == pgid and fields[0] != "Z"
+    ]
+
+
+def descendants(pid: int) -> list[int]:
+    """The live processes below pid (children, their children, ...)."""
+    stats = process_stats()
+    below, found = {pid}, []
+    grew = True
+    while grew:
+        grew = False
+        for child, fields in stats.items():
+            if int(fields[1]) in below and child not in below and fields[0] != "Z":
+                below.add(child)
+                found.append(child)
+                grew = True
+    return found

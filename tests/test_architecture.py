@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "redaction": 0,
     "files": 0,
     "cpusets": 0,
+    "stopsignals": 0,
     "telemetry.records": 0,
     "analysis": 1,
     "results": 2,

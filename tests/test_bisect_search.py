@@ -26,6 +26,7 @@ from pgbenchlab.builds import Progress
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli.bisect import answer_text
+from pgbenchlab.errors import UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
 from pgbenchlab.store import Store
@@ -164,3 +165,28 @@ def test_a_commit_still_undecided_when_its_rounds_are_spent_is_skipped(
     assert all(s["detail"].startswith("undecided after 2 rounds") for s in tested)
     assert record.answer is not None
     assert record.answer["unsplit"] == [c["hash"] for c in record.commits[1:]]
+
+
+def test_undecided_ends_continue_with_the_max_rounds_the_advice_names(
+    request_for: BisectRequest,
+) -> None:
+    """The ends undecided in their rounds: the advice names what bisect accepts, and a second
+    run with a higher --max-rounds continues the stored rounds instead of refusing them; a
+    changed plan is refused with advice bisect accepts too (it has no --fresh)."""
+    request = replace(request_for, budget_s=None, min_rounds=2, max_rounds=2)
+    with pytest.raises(UserError) as first:
+        bisection(request, run_s=0.0).run()  # both ends measure alike: never told apart
+    assert str(first.value).startswith("the ends could not be told apart in 2 rounds")
+    assert "raise --max-rounds (the rounds so far are kept)" in str(first.value)
+    assert runs_of(request.results, "budgeted.ends") == 4
+    request.plan.write_text(PLAN.replace('duration = "2s"', 'duration = "3s"'))
+    with pytest.raises(UserError) as changed:
+        bisection(replace(request, max_rounds=3), run_s=0.0).run()
+    message = str(changed.value)
+    assert "--fresh" not in message and "another --results directory" in message, message
+    assert 'duration = "3s"' in message and runs_of(request.results, "budgeted.ends") == 4
+    request.plan.write_text(PLAN)
+    with pytest.raises(UserError) as again:  # decided now: alike within the threshold
+        bisection(replace(request, max_rounds=3), run_s=0.0).run()
+    assert "after 3 round(s)" in str(again.value), again.value
+    assert runs_of(request.results, "budgeted.ends") == 6, "two more runs, not six anew"

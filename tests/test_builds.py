@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from cli_process import run_cli
 from pgbenchlab import builds, installs, plan
 from pgbenchlab.builds import cache, sources
+from pgbenchlab.builds.incremental import persistent_tree
 from pgbenchlab.builds.recipe import (
     Compiler,
     PatchFile,
@@ -22,9 +24,12 @@ from pgbenchlab.builds.recipe import (
     version_flags,
     version_key,
 )
+from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli import main
 from pgbenchlab.errors import BuildError, PlanError
+from pgbenchlab.hosts import LocalHost
 from pgbenchlab.pgbench.version import parse_version
+from pgbenchlab.store import Store
 
 PATCHES = Path(__file__).parent / "patches"
 BUILDS_PLAN = """
@@ -115,6 +120,36 @@ def test_unused_builds_are_not_needed_and_paths_resolve(tmp_path: Path) -> None:
             '[build.a]\nsource = "tar:/x"\nbuild_system = "cmake"',
             "build.a.build_system",
             'must be "autoconf" or "meson"',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nconfigure = ["--prefix=/"]',
+            "build.a.configure",
+            '"--prefix=/": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nconfigure = ["--with-openssl", "--bindir=/usr/bin"]',
+            "build.a.configure",
+            '"--bindir=/usr/bin": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nconfigure = ["CC=clang"]',
+            "build.a.configure",
+            '"CC=clang": pgbenchlab sets CC from the build\'s compiler',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nbuild_system = "meson"\nconfigure = ["-Dprefix=/"]',
+            "build.a.configure",
+            '"-Dprefix=/": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nbuild_system = "meson"\nconfigure = ["--prefix", "/"]',
+            "build.a.configure",
+            '"--prefix": pgbenchlab sets the installation directories',
+        ),
+        (
+            '[build.a]\nsource = "tar:/x"\nbuild_system = "meson"\nconfigure = ["-D", "libdir=x"]',
+            "build.a.configure",
+            '"-D libdir=x": pgbenchlab sets the installation directories',
         ),
     ],
 )
@@ -334,8 +369,56 @@ def test_build_cache_stages_hits_and_prunes(tmp_path: Path, build_cache: Path) -
     assert again == made and phases == [], "a cache hit builds nothing"
     other = builds.ensure(builds.BuildRecipe("o", f"dir:{tree}", configure=("--y",)))
     assert other.bin_dir != made.bin_dir
-    assert [b.key for b in builds.prune(build_cache, {prefix.name})] == [other.bin_dir.parent.name]
+    assert [b.key for b in builds.prune(build_cache, {prefix.name}).removed] == [
+        other.bin_dir.parent.name
+    ]
     assert [b.key for b in builds.cached_builds(build_cache)] == [prefix.name]
+
+
+def test_prune_leaves_what_a_running_command_uses(tmp_path: Path, build_cache: Path) -> None:
+    """A command holds the builds and build trees it uses until it ends (`builds.using`, as
+    `main` does for every command): `builds --prune` in another process skips and names them,
+    and deletes them once the command is over."""
+    tree = scripted_tree(tmp_path / "tree")
+    results = tmp_path / "other-results"
+    results.mkdir()
+    with Store(results / RESULTS_DB):
+        pass  # a results database no campaign of which ran these builds
+    prune = ("builds", "--prune", "--results", results)
+    with builds.using():
+        key = builds.ensure(builds.BuildRecipe("s", f"dir:{tree}")).bin_dir.parent.name
+        with persistent_tree(build_cache, identity(), (), Compiler("gcc", "gcc 12"), None) as t:
+            t.path.mkdir(parents=True)
+        (tree_key,) = [p.name for p in (build_cache / "trees").iterdir()]
+        done = run_cli(*prune)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.strip() == (
+            "pruned 0 build(s), 0 MB; kept 0 that campaigns ran; incremental build trees: 0 MB; "
+            f"left in use by a running command: {key}, tree {tree_key}"
+        )
+        assert [b.key for b in builds.cached_builds(build_cache)] == [key]
+        assert (build_cache / "trees" / tree_key).is_dir()
+    done = run_cli(*prune)
+    assert done.returncode == 0 and "pruned 1 build(s)" in done.stderr, done.stderr
+    assert "in use" not in done.stderr
+    assert builds.cached_builds(build_cache) == [] and not any((build_cache / "trees").iterdir())
+
+
+def test_a_build_start_removes_staging_a_killed_build_left(
+    tmp_path: Path, build_cache: Path
+) -> None:
+    """tmp/KEY.PID left by a build killed outright goes at the next build's start; a live
+    build's (its key locked) stays."""
+    cache.prepare_root(build_cache)
+    abandoned, live = build_cache / "tmp" / "deadkey.4000000", build_cache / "tmp" / "livekey.1"
+    for staging in (abandoned, live):
+        (staging / "src").mkdir(parents=True)
+    held = LocalHost().lock(build_cache / "locks" / "livekey.lock")
+    try:
+        builds.ensure(builds.BuildRecipe("s", f"dir:{scripted_tree(tmp_path / 'tree')}"))
+        assert sorted(p.name for p in (build_cache / "tmp").iterdir()) == ["livekey.1"]
+    finally:
+        held.release()
 
 
 def test_concurrent_campaigns_build_once(tmp_path: Path, build_cache: Path) -> None:
@@ -416,7 +499,7 @@ def test_prune_needs_no_locks_directory_and_a_bad_lock_path_fails_at_once(tmp_pa
         (root / "builds" / key / "bin").mkdir(parents=True)
         (root / "builds" / key / "bin" / "postgres").write_text("")
         (root / "builds" / key / "provenance.json").write_text('{"size_bytes": 0}')
-    assert [b.key for b in builds.prune(root, {"kept"})] == ["stray"]
+    assert [b.key for b in builds.prune(root, {"kept"}).removed] == ["stray"]
     with (
         pytest.raises(BuildError, match=r"cannot lock .*nowhere"),
         cache.build_lock(tmp_path / "nowhere", "k", None),

@@ -1,15 +1,20 @@
 """Real builds: Debian's PostgreSQL 13 source package built once (fast configure options) into
 a cache kept between sessions, a second `build` that is a cache hit, a patched build measured
-against its base in a campaign, a configure option PostgreSQL rejects, and the session's meson
-build of a real PostgreSQL git tree (pg_builds.py: Debian's 18 source with a fixed commit, so
-that the cache keeps its build between sessions).
+against its base in a campaign, a configure option PostgreSQL rejects, a build stopped by
+SIGTERM in the middle of make, and the session's meson build of a real PostgreSQL git tree
+(pg_builds.py: Debian's 18 source with a fixed commit, so that the cache keeps its build
+between sessions).
 
 The cache is the session's (`build_cache` in conftest.py, `pg_builds.cache_root`).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +22,7 @@ import pytest
 
 from pg_builds import Pg18Build, git
 from pgbenchlab import builds, plan
+from pgbenchlab.builds import sources
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.installs import Installation
@@ -24,7 +30,7 @@ from pgbenchlab.pgbench import command
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import run as runview
 from pgbenchlab.store import Store
-from support import QuietReporter, require_installs
+from support import QuietReporter, descendants, group_members, require_installs
 
 pytestmark = pytest.mark.server
 
@@ -181,3 +187,55 @@ def test_meson_build_of_a_postgresql_git_tree(
     assert list(prefix.glob("share/**/pg_stat_statements.control"))
     status = git(pg18_build.repo, "status", "--porcelain").stdout
     assert status == "", "the checkout is never modified"
+
+
+def running_make(pid: int, timeout: float) -> int:
+    """The pid of `make -jN` (the build's, not configure's probes) below pid, once it runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in descendants(pid):
+            try:
+                argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[0] == b"make" and len(argv) > 1 and argv[1].startswith(b"-j"):
+                return child
+        time.sleep(0.2)
+    raise AssertionError(f"no make -jN below {pid} within {timeout:.0f} s")
+
+
+@pytest.mark.timeout(900)
+def test_sigterm_stops_a_build_in_the_middle_of_make(build_cache: Path, tmp_path: Path) -> None:
+    """A real build of 13 from its tarball, in a cache of its own (so nothing is cached), is
+    sent SIGTERM a few seconds into make: one line, exit 130, make and its compilers gone, the
+    staging directory removed, nothing in the cache that looks built."""
+    tarball = sources.debian_tarball("postgresql-13", build_cache)  # the suite's, fetched once
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        f'[build.pg13]\nsource = "tar:{tarball}"\nconfigure = {FAST}\n'
+        '[[server]]\nname = "s"\ninstall = { build = "pg13" }\n'
+    )
+    private = tmp_path / "cache"
+    env = {**os.environ, "PGBENCHLAB_BUILD_CACHE": str(private)}
+    argv = [sys.executable, "-m", "pgbenchlab.cli", "build", str(plan_file)]
+    with subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True) as build:
+        try:
+            make = running_make(build.pid, timeout=600)
+            time.sleep(3)  # compiling by now
+            group = os.getpgid(make)
+            assert any(p != make for p in group_members(group)), "make has started compilers"
+            build.send_signal(signal.SIGTERM)
+            _, err = build.communicate(timeout=60)
+        finally:
+            build.kill()
+    assert build.returncode == 130, err
+    assert err.splitlines()[-1] == (
+        "pgbenchlab: interrupted: build pg13 stopped during make: its processes were ended and "
+        "its staging directory removed"
+    )
+    deadline = time.monotonic() + 5  # killed: at most a moment to finish dying
+    while group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert group_members(group) == [], "make and its compilers are gone"
+    assert list((private / "tmp").iterdir()) == []
+    assert builds.cached_builds(private) == []

@@ -15,6 +15,7 @@ import pytest
 
 from pgbenchlab import osuser
 from pgbenchlab.hosts import LOCAL_HOST, LocalHost
+from support import group_members
 
 HOST = LocalHost()
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching accounts needs root")
@@ -67,22 +68,6 @@ def test_started_process_streams_lines_and_stops_on_interrupt() -> None:
     assert process.wait() == end
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of a process group."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def test_kill_of_a_process_group_leaves_nothing_behind() -> None:
     script = "sleep 300 & sleep 300 & echo started; wait"
     started = threading.Event()
@@ -94,13 +79,13 @@ def test_kill_of_a_process_group_leaves_nothing_behind() -> None:
         new_session=True,
     )
     assert started.wait(10)
-    assert len(_group_members(process.pid)) == 3  # the shell and its two sleeps
+    assert len(group_members(process.pid)) == 3  # the shell and its two sleeps
     process.kill()
     assert process.wait().returncode == -signal.SIGKILL
     deadline = time.monotonic() + 10
-    while _group_members(process.pid) and time.monotonic() < deadline:
+    while group_members(process.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _group_members(process.pid) == []
+    assert group_members(process.pid) == []
 
 
 def test_cpu_of_a_started_process_is_accounted_after_it_is_gone() -> None:

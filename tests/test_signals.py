@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pgbenchlab.campaign.signals import StopSignals
+from pgbenchlab.stopsignals import StopSignals
 
 
 def test_stop_signals_raise_once_and_never_while_shielded() -> None:

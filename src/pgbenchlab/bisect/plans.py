@@ -50,6 +50,14 @@ class BisectPlan:
         return plan.parse(text, str(self.path), base=self.path.resolve().parent)
 
 
+def same_but_rounds(stored_text: str, text: str) -> bool:
+    """Whether two step plans differ at most in the rounds they may take (--max-rounds)."""
+    plans = [tomllib.loads(t) for t in (stored_text, text)]
+    for data in plans:
+        data.get("campaign", {}).pop("repeats", None)
+    return plans[0] == plans[1]
+
+
 def load(path: Path, source: str | None) -> BisectPlan:
     """The plan file checked as a bisection's: PlanError (one line) when it is not one."""
     try:

@@ -7,6 +7,7 @@ each, so an interrupted bisection resumes from what is stored.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -16,7 +17,7 @@ from typing import Any
 
 from pgbenchlab import builds
 from pgbenchlab.analysis.bisection import Answer, Outcome, Probe, bracket, classify, next_probe
-from pgbenchlab.bisect.plans import BisectPlan
+from pgbenchlab.bisect.plans import BisectPlan, same_but_rounds
 from pgbenchlab.bisect.plans import load as load_plan
 from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
 from pgbenchlab.builds.compile import Progress
@@ -26,6 +27,7 @@ from pgbenchlab.campaign import RESULTS_DB, Reporter, runner
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.equipment import equipped
 from pgbenchlab.campaign.executor import Executor
+from pgbenchlab.campaign.resume import plan_difference
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.errors import BuildError, CampaignStopped, UserError
 from pgbenchlab.installs import Installation
@@ -162,7 +164,8 @@ class Bisection:
         if not verdict.decided:
             raise UserError(
                 f"the ends could not be told apart in {rounds.complete} rounds ({said}); "
-                "raise --max-rounds or lengthen the runs"
+                "raise --max-rounds (the rounds so far are kept) or lengthen the runs (with "
+                "another --results directory)"
             )
         if verdict.within_noise:
             raise UserError(
@@ -261,11 +264,34 @@ class Bisection:
         step_plan = self.plan.step_plan(step, commits, self.request.max_rounds)
         rounds = stored_rounds(self.database, step_plan.name, self.metric)
         if not self._enough(rounds, decided):
+            self._continue_stored(step_plan)
             self._run_until(
                 step_plan, built, lambda new: self._enough(rounds.plus(new, self.metric), decided)
             )
             rounds = stored_rounds(self.database, step_plan.name, self.metric)
         return rounds
+
+    def _continue_stored(self, step_plan: Plan) -> None:
+        """A step stored with another --max-rounds goes on with this one, its rounds kept; one
+        stored from another plan is refused with what bisect accepts (it has no --fresh)."""
+        with Store(self.database) as store:
+            stored = store.campaign(step_plan.name)
+            if stored is None or stored["plan_digest"] == step_plan.digest:
+                return
+            old_files = json.loads(stored["files_json"] or "{}")
+            if old_files == step_plan.files and same_but_rounds(
+                str(stored["plan_text"]), step_plan.stored_text
+            ):
+                store.replace_plan(int(stored["id"]), step_plan.stored_text, step_plan.digest)
+                return
+            changed = plan_difference(
+                str(stored["plan_text"]), step_plan.stored_text, old_files, step_plan.files
+            )
+        raise CampaignStopped(
+            f'bisection step "{step_plan.name}" in this results database was measured with '
+            f"another plan ({changed}); a bisection continues only with the plan it started "
+            "with: put it back, or bisect into another --results directory"
+        )
 
     def _enough(self, rounds: Rounds, decided: Callable[[Rounds], bool]) -> bool:
         """A step ends once decided after its first rounds, or when a commit fails to run."""

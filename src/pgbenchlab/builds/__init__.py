@@ -4,7 +4,8 @@ Owns the build recipe record and cache key (:mod:`.recipe`), fetching and unpack
 Debian source packages through an apt configuration of its own, git checkouts by export, never
 modified, tarballs, directories (:mod:`.sources`), the build steps — autoconf, or meson when the
 recipe asks — and their log (:mod:`.compile`), the cache on disk with its locks, listing and
-pruning (:mod:`.cache`) and `ensure`, which returns a finished build as an
+pruning, which never deletes a build a running command uses (:mod:`.cache`) and `ensure`,
+which returns a finished build as an
 `installs.Installation` (source "build") so the server lifecycle, the server account and the
 pgbench choice use it like any other (:mod:`.builder`).
 
@@ -21,7 +22,15 @@ from pgbenchlab.builds.builder import (
     find_compiler,
     installation,
 )
-from pgbenchlab.builds.cache import CachedBuild, cache_root, cached_builds, prune, read_provenance
+from pgbenchlab.builds.cache import (
+    CachedBuild,
+    Pruned,
+    cache_root,
+    cached_builds,
+    prune,
+    read_provenance,
+    using,
+)
 from pgbenchlab.builds.compile import Progress
 from pgbenchlab.builds.incremental import prune_trees
 from pgbenchlab.builds.recipe import RECIPE_VERSION, BuildRecipe, split_source
@@ -43,6 +52,7 @@ __all__ = [
     "BuildsProgress",
     "CachedBuild",
     "Progress",
+    "Pruned",
     "cache_root",
     "cached_builds",
     "check",
@@ -56,4 +66,5 @@ __all__ = [
     "prune_trees",
     "read_provenance",
     "split_source",
+    "using",
 ]

@@ -39,6 +39,7 @@ from pgbenchlab.builds.recipe import (
 from pgbenchlab.errors import BuildError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation, inspect_bin_dir
+from pgbenchlab.stopsignals import Stopped, StopSignals
 
 
 def ensure(
@@ -54,17 +55,19 @@ def ensure(
     root = root or cache.cache_root()
     compiler, patches = check(recipe, host)
     cache.prepare_root(root)
+    cache.remove_abandoned_staging(root, host)
     source = sources.identify(recipe, root, host)
     key = cache_key(
         source, patches, recipe.configure, compiler, recipe.build_system,
         profiling=recipe.profiling,
     )  # fmt: skip
     final = cache.build_dir(root, key)
-    if not cache.is_complete(final):
-        with cache.build_lock(root, key, progress, host):
-            if not cache.is_complete(final):
-                build(recipe, source, patches, compiler, key, root, progress, host, incremental)
-    return installation(recipe.name, final)
+    with cache.in_use(root, key):  # held on while the caller's `cache.using` block lasts
+        if not cache.is_complete(final):
+            with StopSignals(), cache.build_lock(root, key, progress, host):
+                if not cache.is_complete(final):
+                    build(recipe, source, patches, compiler, key, root, progress, host, incremental)
+        return installation(recipe.name, final)
 
 
 BuildsProgress = Callable[[str, str, float], None]  # (build name, phase, elapsed seconds)
@@ -147,7 +150,8 @@ def build(
     incremental: bool = False,
 ) -> None:
     """Build into a private directory and rename the finished installation into place: a
-    failed or interrupted build leaves no directory that looks complete."""
+    failed or interrupted build leaves no directory that looks complete, and an interrupted
+    one ends every process it started and removes its staging (Stopped, one line)."""
     final = cache.build_dir(root, key)
     work = root / "tmp" / f"{key}.{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
@@ -184,6 +188,11 @@ def build(
         osuser.open_tree(installed)
         shutil.rmtree(final, ignore_errors=True)  # an incomplete leftover, never a complete one
         installed.rename(final)
+    except KeyboardInterrupt:  # SIGTERM or SIGINT (StopSignals): cleaned up as it propagates
+        raise Stopped(
+            f"build {recipe.name} stopped during {log.phase}: its processes were ended and its "
+            "staging directory removed"
+        ) from None
     finally:
         log.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -76,9 +76,15 @@ class BuildLog:
 
         environment = {**os.environ, "LC_ALL": "C", **(env or {})}
         process = self.host.start(
-            argv, env=environment, cwd=cwd, on_stdout_line=take, on_stderr_line=take
-        )
-        status = process.wait()
+            argv, env=environment, cwd=cwd, on_stdout_line=take, on_stderr_line=take,
+            new_session=True,
+        )  # fmt: skip
+        try:
+            status = process.wait()
+        except BaseException:  # interrupted: end make and every compiler it started
+            process.kill()  # its whole process group (its own session)
+            process.wait()
+            raise
         self._stream.flush()
         if status.returncode != 0:
             first_error = next((line.strip() for line in lines if "error:" in line), None)

@@ -66,7 +66,7 @@ def persistent_tree(
     """The tree for these options, locked while one build uses it."""
     key = tree_key(source, configure, compiler)
     path = root / "trees" / key
-    with cache.build_lock(root, f"tree-{key}", progress, host):
+    with cache.in_use(root, f"tree-{key}"), cache.build_lock(root, f"tree-{key}", progress, host):
         path.mkdir(parents=True, exist_ok=True)
         yield PersistentTree(path / "src", path / "prefix")
 
@@ -115,15 +115,21 @@ def _configure_digest(tree: Path) -> str:
     return hashlib.sha256(script.read_bytes()).hexdigest() if script.is_file() else ""
 
 
-def prune_trees(root: Path, host: Host = LOCAL_HOST) -> int:
-    """Delete every persistent tree (each under its lock: never one a build is using); they
-    only speed up builds. Returns the bytes freed."""
-    freed = 0
+def prune_trees(root: Path) -> tuple[int, list[str]]:
+    """Delete every persistent tree no process is using (they only speed up builds); the bytes
+    freed and the keys of the trees left because they are in use."""
+    freed, in_use = 0, []
     folder = root / "trees"
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        with cache.build_lock(root, f"tree-{path.name}", None, host):
+        if path.name.startswith("."):
+            shutil.rmtree(path, ignore_errors=True)  # a deletion cut short
+            continue
+        with cache.unused(root, f"tree-{path.name}") as free:
+            if not free:
+                in_use.append(path.name)
+                continue
             freed += cache.tree_size(path)
             doomed = path.with_name(f".{path.name}.deleting")
             path.rename(doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
-    return freed
+        shutil.rmtree(doomed, ignore_errors=True)
+    return freed, in_use

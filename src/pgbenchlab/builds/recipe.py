@@ -19,6 +19,31 @@ BUILD_SYSTEMS = ("autoconf", "meson")  # meson: trees that have meson.build (16 
 DEFAULT_BUILD_SYSTEM = "autoconf"
 
 
+# The installation's directories: pgbenchlab sets the prefix (the cache directory) and keeps the
+# standard layout under it, which PostgreSQL needs to find its files relative to its binaries.
+# These are autoconf's names; meson's built-in options have the same ones (-Dprefix, --prefix).
+DIRECTORY_OPTIONS = frozenset((
+    "prefix", "exec-prefix", "bindir", "sbindir", "libexecdir", "sysconfdir", "sharedstatedir",
+    "localstatedir", "runstatedir", "libdir", "includedir", "oldincludedir", "datarootdir",
+    "datadir", "infodir", "localedir", "mandir", "docdir", "htmldir", "dvidir", "pdfdir", "psdir",
+))  # fmt: skip
+
+
+def refused_option(options: Sequence[str]) -> tuple[str, str] | None:
+    """The first configure (or meson) option pgbenchlab sets itself, as written (a meson "-D"
+    or "--prefix" followed by its value counts as one), and why; None when there is none."""
+    for index, option in enumerate(options):
+        written = option
+        if option in ("-D", *(f"--{name}" for name in DIRECTORY_OPTIONS)):
+            written = " ".join(options[index : index + 2]) if option == "-D" else option
+        name = written.removeprefix("-D").strip().lstrip("-").split("=", 1)[0]
+        if name in DIRECTORY_OPTIONS or name.replace("_", "-") in DIRECTORY_OPTIONS:
+            return written, "pgbenchlab sets the installation directories (in its build cache)"
+        if name == "CC":
+            return written, "pgbenchlab sets CC from the build's compiler (compiler = ...)"
+    return None
+
+
 @dataclass(frozen=True)
 class BuildRecipe:
     """A named build: where the source comes from, its patches in order, configure options

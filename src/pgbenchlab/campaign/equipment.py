@@ -27,9 +27,19 @@ def equipped(
     plan: Plan, results_dir: Path, built: list[installs.Installation] | None
 ) -> Iterator[tuple[PgbenchClient, Servers, Executor]]:
     """The plan's pgbench, servers and executor, checked (its builds made unless the caller
-    made them); the connections to its hosts stay open until the block ends."""
-    if built is None:
-        built = builds.ensure_all(plan.needed_builds)
+    made them, and held in use until the block ends, so no prune deletes them); the
+    connections to its hosts stay open until the block ends."""
+    with builds.using():
+        if built is None:
+            built = builds.ensure_all(plan.needed_builds)
+        with _equipped(plan, results_dir, built) as kit:
+            yield kit
+
+
+@contextmanager
+def _equipped(
+    plan: Plan, results_dir: Path, built: list[installs.Installation]
+) -> Iterator[tuple[PgbenchClient, Servers, Executor]]:
     found = installs.discover() + built
     hosts = CampaignHosts(plan)
     try:

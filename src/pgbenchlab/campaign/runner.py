@@ -45,7 +45,6 @@ from pgbenchlab.campaign.measure import (
 )
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
-from pgbenchlab.campaign.signals import StopSignals
 from pgbenchlab.campaign.together import measure_group
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.findings import RunWarning
@@ -54,6 +53,7 @@ from pgbenchlab.plan import AutoRepeats, Plan, RunSpec
 from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.stopsignals import StopSignals
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
 from pgbenchlab.tunables import KernelTunables

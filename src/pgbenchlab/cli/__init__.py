@@ -19,6 +19,7 @@ import os
 import sys
 
 from pgbenchlab import __version__
+from pgbenchlab.builds import using as using_builds
 from pgbenchlab.cli import (
     bisect,
     build,
@@ -70,12 +71,13 @@ COMMANDS = (
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args.options_from(args)))
+        with using_builds():  # the builds a command uses are never pruned while it runs
+            return int(args.run(args.options_from(args)))
     except UserError as exc:  # exit 2 before anything started; 1 once a campaign ran
         print(f"pgbenchlab: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("pgbenchlab: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a Stopped one says what it stopped and cleaned up
+        print(f"pgbenchlab: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # output piped into head, say: not an error
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet

@@ -1,5 +1,6 @@
 """`pgbenchlab builds`: the build cache (key, source, commit, patches, options, size, age);
-`--prune` deletes the builds no campaign of the results database refers to."""
+`--prune` deletes the builds no campaign of the results database refers to, except those a
+running command (run, bisect, capacity, build) is using."""
 
 from __future__ import annotations
 
@@ -57,12 +58,14 @@ def run(options: BuildsOptions) -> int:
     if options.prune:
         with open_store(options.results) as store:
             keep = store.build_keys()
-        removed = builds.prune(root, keep)
-        freed = sum(b.size for b in removed)
-        trees = builds.prune_trees(root)
+        pruned = builds.prune(root, keep)
+        freed = sum(b.size for b in pruned.removed)
+        trees, trees_in_use = builds.prune_trees(root)
+        in_use = [b.key for b in pruned.in_use] + [f"tree {key}" for key in trees_in_use]
         print(
-            f"pruned {len(removed)} build(s), {freed / 1e6:.0f} MB; kept {len(keep)} in use; "
-            f"incremental build trees: {trees / 1e6:.0f} MB",
+            f"pruned {len(pruned.removed)} build(s), {freed / 1e6:.0f} MB; kept "
+            f"{len(keep)} that campaigns ran; incremental build trees: {trees / 1e6:.0f} MB"
+            + (f"; left in use by a running command: {', '.join(in_use)}" if in_use else ""),
             file=sys.stderr,
         )
         return EXIT_OK

@@ -17,6 +17,7 @@ from pgbenchlab.builds.recipe import (
     DEFAULT_BUILD_SYSTEM,
     DEFAULT_COMPILER,
     BuildRecipe,
+    refused_option,
     split_source,
 )
 from pgbenchlab.installs import BUILD_PREFIX
@@ -86,7 +87,7 @@ def _resolve(
             name,
             _source(item, ctx, key, base),
             _ref(item, ctx, key),
-            _strings(item.get("configure", []), ctx, f"{key}.configure"),
+            _configure(item.get("configure", []), ctx, f"{key}.configure"),
             _compiler(item.get("compiler", DEFAULT_COMPILER), ctx, f"{key}.compiler", base),
             patches,
             build_system=_build_system(item, ctx, key),
@@ -138,6 +139,14 @@ def _strings(value: Any, ctx: Context, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ctx.fail(key, f"must be a list of strings; got {value!r}")
     return tuple(value)
+
+
+def _configure(value: Any, ctx: Context, key: str) -> tuple[str, ...]:
+    options = _strings(value, ctx, key)
+    if refused := refused_option(options):
+        written, why = refused
+        raise ctx.fail(key, f'"{written}": {why}; remove it')
+    return options
 
 
 def _paths(value: Any, ctx: Context, key: str, base: Path) -> tuple[str, ...]:

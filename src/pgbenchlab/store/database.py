@@ -215,6 +215,15 @@ class Store(Reading):
             )
         self.db.campaign_running = True
 
+    def replace_plan(self, campaign_id: int, plan_text: str, plan_digest: str) -> None:
+        """The campaign goes on under a plan that differs only in how many rounds it may take
+        (a bisection step given a higher --max-rounds): its record says so from now on."""
+        with self.transaction():
+            self.db.execute(
+                "UPDATE campaigns SET plan_text = ?, plan_digest = ? WHERE id = ?",
+                (plan_text, plan_digest, campaign_id),
+            )
+
     def finish_campaign(self, campaign_id: int, status: str) -> None:
         """The campaign's end; an incomplete merge run again here (resumed) is decided again:
         finished once its missing shards' runs are stored."""

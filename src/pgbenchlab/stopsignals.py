@@ -1,16 +1,23 @@
-"""How a campaign is stopped from outside: SIGTERM and SIGINT, as Ctrl-C."""
+"""How a command is stopped from outside: SIGTERM and SIGINT, as Ctrl-C — a campaign, and a
+build wherever it runs (`build`, `run`, `bisect`, `capacity`)."""
 
 from __future__ import annotations
 
 import signal
+import threading
 from types import FrameType
 from typing import Any
 
 
+class Stopped(KeyboardInterrupt):
+    """An interruption that says what it stopped and what it cleaned up (one line)."""
+
+
 class StopSignals:
-    """SIGTERM and SIGINT stop a campaign as Ctrl-C does, once. While the campaign cleans up
+    """SIGTERM and SIGINT stop a campaign (or a build) as Ctrl-C does, once. While it cleans up
     (`shield`), and for any repeated signal, they are only noted: the clean-up always finishes,
-    and the campaign still ends as interrupted (exit 130, nothing left running)."""
+    and the command still ends as interrupted (exit 130, nothing left running). Signals reach
+    the main thread only: entered in another thread, this does nothing."""
 
     STOPS = (signal.SIGTERM, signal.SIGINT)
 
@@ -20,7 +27,8 @@ class StopSignals:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StopSignals:
-        self._previous = {sig: signal.signal(sig, self._handle) for sig in self.STOPS}
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.signal(sig, self._handle) for sig in self.STOPS}
         return self
 
     def __exit__(self, *exc: object) -> None:
