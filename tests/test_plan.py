@@ -365,3 +365,15 @@ def test_relative_paths_are_the_plan_directorys_wherever_it_runs(
     assert build.source == f"tar:{here / 'src.tar.gz'}"
     assert (build.compiler, build.patches) == (str(here / "cc" / "gcc"), (str(here / "p.patch"),))
     assert p.specs[0].workload.scripts[0].name == str(here / "s.sql")
+
+
+def test_a_quick_plan_is_not_told_its_runs_are_short(tmp_path: Path) -> None:
+    body = '[defaults]\nduration = "2s"\n[matrix]\nscale = [1]\nworkload = ["tpcb-like"]\n'
+    body += "clients = [4]\n"
+    told = plan.parse(body, "p.toml", base=tmp_path).warnings
+    quick = plan.parse("[campaign]\nquick = true\n" + body, "p.toml", base=tmp_path).warnings
+    assert any("are short" in w for w in told)
+    assert not any("are short" in w for w in quick)
+    assert any("scale < clients" in w for w in quick)  # only the run length is its to waive
+    with pytest.raises(PlanError, match=r"campaign\.quick"):
+        plan.parse('[campaign]\nquick = "yes"\n' + body, "p.toml", base=tmp_path)

@@ -89,6 +89,9 @@ def parse(
     description = campaign.get("description", "")
     if not isinstance(description, str):
         raise ctx.fail("campaign.description", f"must be a string; got {description!r}")
+    quick = campaign.get("quick", False)
+    if not isinstance(quick, bool):
+        raise ctx.fail("campaign.quick", f"must be true or false; got {quick!r}")
     seed = campaign.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ctx.fail("campaign.seed", f"must be an integer; got {seed!r}")
@@ -124,7 +127,7 @@ def parse(
     specs = order_runs(cells, name, repeats, order, seed)
     check_generator_clients(specs, len(pgbench_hosts), ctx)
     check_group_specs(specs, groups, ctx)
-    warnings = plan_warnings(specs)
+    warnings = plan_warnings(specs, quick=quick)
     return Plan(
         name,
         path,
@@ -137,6 +140,7 @@ def parse(
         specs,
         warnings,
         description=description,
+        quick=quick,
         builds=tuple(builds.values()),
         auto=auto,
         pgbench_cpus=pgbench_cpus,
@@ -165,8 +169,10 @@ def auto_cpus(
     return (cpu_count or os.cpu_count() or 1,) * generators
 
 
-def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
-    """What the plan check tells, one line per kind however large the matrix."""
+def plan_warnings(specs: tuple[RunSpec, ...], *, quick: bool = False) -> tuple[str, ...]:
+    """What the plan check tells, one line per kind however large the matrix; a quick plan
+    (`[campaign] quick = true`: a first look, short runs on purpose) is not told its runs are
+    short."""
     contended: dict[str, set[tuple[int, int]]] = {}
     for spec in specs:
         if scale_below_clients(spec.workload.updates_branches, spec.scale, spec.clients):
@@ -179,7 +185,7 @@ def plan_warnings(specs: tuple[RunSpec, ...]) -> tuple[str, ...]:
         for workload, pairs in contended.items()
     ]
     durations = [s.options.duration_s for s in specs if s.options.duration_s is not None]
-    if durations and min(durations) < 10:
+    if durations and min(durations) < 10 and not quick:
         warnings.append(
             f"runs of {min(durations)} s are short: per-run noise is high; use ≥ 60 s to publish"
         )

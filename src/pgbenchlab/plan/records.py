@@ -219,6 +219,7 @@ class Plan:
     specs: tuple[RunSpec, ...]
     warnings: tuple[str, ...]
     description: str = ""  # what the campaign is for, shown atop its report
+    quick: bool = False  # a first look: runs short on purpose, not for publishing
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
     auto: AutoRepeats | None = None  # repeats = "auto": specs hold its first rounds
     pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to

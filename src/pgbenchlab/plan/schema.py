@@ -34,6 +34,7 @@ CAMPAIGN_KEYS = (
     "order",
     "seed",
     "description",
+    "quick",
 )
 OPTION_KEYS = (
     "duration",

@@ -77,6 +77,7 @@ class Machine:
         text.key("name", f"{study}-quick" if self.quick else study)
         text.key("description", description)
         if self.quick:
+            text.key("quick", True, "a first look: runs short on purpose, not for publishing")
             text.key("repeats", 1, 'once: the full study repeats until answered ("auto")')
         else:
             text.key("repeats", "auto", "rounds until every comparison (or interval) is decided")
