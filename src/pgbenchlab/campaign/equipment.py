@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pgbenchlab import builds, installs
+from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
 from pgbenchlab.campaign.generators import SEEDS_SINCE, FleetExecutor
@@ -27,7 +28,7 @@ def equipped(
     made them); the connections to its hosts stay open until the block ends."""
     if built is None:
         built = builds.ensure_all(plan.needed_builds)
-    found = installs.discover() + built
+    found = installs.discover() + built + [prebuilt.ensure(b) for b in plan.needed_binaries]
     hosts = CampaignHosts(plan)
     try:
         hosts.check()

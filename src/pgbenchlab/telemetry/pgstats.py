@@ -8,6 +8,7 @@ timing column whose setting is off (it would read zero) is dropped: both are abs
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +125,35 @@ SELECT count(*) FROM pg_stat_activity
 WHERE datname = current_database() AND backend_type = 'client backend'
   AND application_name = 'pgbench' AND pid <> %s
 """
+# Before 15 a collector process gathers the counters and a backend reads them from its file,
+# accepted up to PGSTAT_STAT_INTERVAL (500 ms) old: a read meant to include the backends that
+# just exited waits until the file was written after they had gone.
+COLLECTOR_UNTIL = 150000
+SERVER_NOW_SQL = "SELECT clock_timestamp()"
+STATISTICS_SINCE_SQL = "SELECT pg_stat_get_snapshot_timestamp() >= %s"
+COLLECTOR_POLL_S = 0.1
+
+
+def await_collector(
+    conn: psycopg.Connection[Any], version: int, limit_s: float
+) -> tuple[int, bool]:
+    """Before 15, wait (bounded) until the collector's figures were written after this moment
+    and so include the backends that have exited. Returns the statements sent and whether the
+    figures were fresh in time."""
+    if version >= COLLECTOR_UNTIL:
+        return 0, True
+    deadline = time.monotonic() + limit_s
+    now = conn.execute(SERVER_NOW_SQL).fetchone()
+    sent = 1
+    while now is not None and time.monotonic() < deadline:
+        sent += 1
+        fresh = conn.execute(STATISTICS_SINCE_SQL, (now[0],)).fetchone()
+        if fresh is not None and fresh[0]:
+            return sent, True
+        time.sleep(COLLECTOR_POLL_S)
+    return sent, False
+
+
 # How one of pgbench's backends is connected: TLS (with its protocol and cipher) or not.
 CONNECTION_SQL = """
 SELECT s.ssl, s.version, s.cipher
@@ -240,13 +270,13 @@ class CounterQuery:
         return notes
 
 
-def statements_sql(version: int, schema: str, *, with_text: bool) -> str | None:
-    if version < 130000:
-        return None  # before 13 the columns had other names; not supported
+def statements_sql(version: int, schema: str, *, with_text: bool) -> str:
+    """pg_stat_statements as each major names it: total_time until 12 (total_exec_time from
+    13), wal_bytes from 13 (NULL before: absent, not zero), toplevel from 14."""
     return STATEMENTS_SQL.format(
         toplevel="toplevel" if version >= 140000 else "true",
-        total_time="total_exec_time",
-        wal_bytes="wal_bytes",
+        total_time="total_exec_time" if version >= 130000 else "total_time",
+        wal_bytes="wal_bytes" if version >= 130000 else "NULL::numeric",
         query=", query" if with_text else "",
         schema=schema,
     )

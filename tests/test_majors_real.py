@@ -1,0 +1,115 @@
+"""Every major from 9.6 on managed for real: a managed server of each (prebuilt binaries of 9.6,
+10, 11 and 12, the installed 15, the embedded 18) runs a short real campaign with the newest
+pgbench; the run is ok, its commits agree with the server's, the settings the plan asked for
+were read back, and each telemetry source is present where the major has it and stated
+unavailable, with its reason, where it does not."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ci_guard
+import pg_builds
+from pgbenchlab import plan
+from pgbenchlab.builds import prebuilt
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.errors import InstallError
+from pgbenchlab.results import RunStatus
+from pgbenchlab.telemetry.crosscheck import check_commits
+from support import QuietReporter, require_installs
+
+# install value, server_version_num floor of that major
+MAJORS = {
+    "9.6": ('{ binaries = "9.6" }', 90600),
+    "10": ('{ binaries = "10" }', 100000),
+    "11": ('{ binaries = "11" }', 110000),
+    "12": ('{ binaries = "12" }', 120000),
+    "15": ('"15"', 150000),
+    "18": ('"embedded"', 180000),
+}
+# source → the first major that has it
+SINCE = {"pg_stat_wal": 140000, "pg_stat_io": 160000, "pg_stat_checkpointer": 170000}
+
+
+@pytest.fixture(scope="module")
+def binaries_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite's shared cache (like its builds), so each release is downloaded once."""
+    root = pg_builds.cache_root(tmp_path_factory)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PGBENCHLAB_BUILD_CACHE", str(root))
+        yield root
+
+
+def plan_text(install: str) -> str:
+    return f"""
+[campaign]
+name = "major"
+[defaults]
+duration = "1s"
+warmup = "0s"
+[[server]]
+name = "pg"
+install = {install}
+settings = {{ shared_buffers = "48MB", shared_preload_libraries = "pg_stat_statements", \
+track_io_timing = "on" }}
+[matrix]
+scale = [1]
+workload = ["select-only"]
+clients = [2]
+"""
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("major", list(MAJORS))
+def test_a_managed_server_of_every_major_runs_and_reports(
+    major: str, binaries_cache: Path, tmp_path: Path, results_dir: Path
+) -> None:
+    install, floor = MAJORS[major]
+    if "binaries" in install:
+        ci_guard.require_server_mark()
+        try:
+            prebuilt.ensure(major)
+        except InstallError as exc:
+            pytest.skip(f"prebuilt {major} cannot be had here ({exc}): real-server test NOT run")
+    else:
+        require_installs(install.strip('"'))
+    the_plan = plan.parse(plan_text(install), "major.toml", base=tmp_path)
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
+    [result] = outcome.results
+    assert result.status is RunStatus.OK, result.error
+    tel = result.telemetry
+    assert tel is not None and tel.server_version_num is not None
+    assert floor <= tel.server_version_num < floor + 10000
+    assert not tel.errors, tel.errors
+    check = check_commits(
+        result.transactions, tel, clients=2, connect_each=False, builtin_only=True
+    )
+    assert check is not None and check.agrees, check
+    assert not [w for w in result.warnings if w.code == "commits_disagree"]
+    for source in ("pg_stat_database", "pg_stat_activity", "pg_stat_statements"):
+        assert tel.available(source), (source, tel.unavailable_because(source))
+    assert tel.total("pg_stat_database", "xact_commit")
+    assert tel.waits, "no pg_stat_activity sample saw a pgbench backend"
+    assert tel.statements, "pg_stat_statements gave no statement"
+    for source, since in SINCE.items():
+        if tel.server_version_num >= since:
+            assert tel.available(source), (source, tel.unavailable_because(source))
+        else:
+            assert not tel.available(source)
+            assert f"has no {source}" in str(tel.unavailable_because(source))
+    checkpoints = "pg_stat_checkpointer" if floor >= 170000 else "pg_stat_bgwriter"
+    assert tel.available(checkpoints)
+    assert tel.server_settings.get("track_io_timing") == "on"
+    with sqlite3.connect(results_dir / RESULTS_DB) as db:
+        [(settings, install_name, build)] = db.execute(
+            "SELECT settings_json, install, build_json FROM servers"
+        ).fetchall()
+    assert json.loads(settings)["shared_buffers"] == "48MB"  # read back from the server
+    if "binaries" in install:
+        assert install_name.startswith(f"binaries-{major}.")
+        assert json.loads(build)["source"]["kind"] == "binaries"
