@@ -18,9 +18,13 @@ import pg_builds
 from pgbenchlab import plan
 from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.cli.common import open_store
 from pgbenchlab.errors import InstallError
+from pgbenchlab.report.render.run_text import as_text
+from pgbenchlab.report.views import run as run_view
 from pgbenchlab.results import RunStatus
 from pgbenchlab.telemetry.crosscheck import check_commits
+from pgbenchlab.telemetry.pgstats import major_text
 from support import QuietReporter, require_installs
 
 # install value, server_version_num floor of that major
@@ -113,3 +117,16 @@ def test_a_managed_server_of_every_major_runs_and_reports(
     if "binaries" in install:
         assert install_name.startswith(f"binaries-{major}.")
         assert json.loads(build)["source"]["kind"] == "binaries"
+    stated_gaps(results_dir, tel.server_version_num)
+
+
+def stated_gaps(results_dir: Path, version: int) -> None:
+    """`pgbenchlab show` says what this major could not report, and why."""
+    with open_store(results_dir) as store:
+        [run_id] = [r.id for r in store.run_records(store.campaign_id(None))]
+        text = as_text(run_view.load(store, run_id))
+    for source, since in SINCE.items():
+        said = f"{source} (absent): PostgreSQL {major_text(version)} has no {source}"
+        assert (said in text) == (version < since), text
+    assert ("has no Client wait events" in text) == (version < 100000), text
+    assert ("absent: wal_bytes" in text) == (version < 130000), text

@@ -384,6 +384,15 @@ class Reading:
                     found[run_id].append((point[0], point[1], point[2], point[3]))
         return dict(found)
 
+    def telemetry_gaps(self, run_id: int) -> tuple[tuple[str, bool, str], ...]:
+        """The run's telemetry sources that were absent or partly so: (source, captured, why)."""
+        rows = self._tuples(
+            "SELECT source, available, note FROM run_telemetry_sources WHERE run_id = ? "
+            "AND (available = 0 OR note <> '') ORDER BY source",
+            [run_id],
+        )
+        return tuple((str(r[0]), bool(r[1]), str(r[2])) for r in rows)
+
     def wait_events(self, run_id: int, limit: int) -> tuple[WaitEvents, ...]:
         """The run's most sampled wait events, most first."""
         rows = self._tuples(

@@ -111,6 +111,7 @@ class Capture:
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
+        self.activity_sql = pgstats.ActivityQueries.build(pgstats.BACKEND_TYPE_SINCE)  # at connect
         self.statements: StatementsProbe | None = None
         self.log: LogFollower | None = None
         self.t0_mono = 0.0
@@ -180,7 +181,7 @@ class Capture:
             try:
                 self.state.statements += 1
                 row = self.conn.execute(
-                    pgstats.BENCH_BACKENDS_SQL, (self.conn.info.backend_pid,)
+                    self.activity_sql.bench_backends, (self.conn.info.backend_pid,)
                 ).fetchone()
             except psycopg.Error as exc:
                 self._sql_failed(exc)
@@ -214,6 +215,7 @@ class Capture:
             conn.execute("SET statement_timeout = '2s'")
             self.settings = pgstats.read_settings(conn)
             self.query = pgstats.CounterQuery.build(self.settings.version_num)
+            self.activity_sql = pgstats.ActivityQueries.build(self.settings.version_num)
             self.conn = conn
         except psycopg.Error as exc:
             self._connect_error = _first_line(exc)
@@ -248,7 +250,9 @@ class Capture:
             return
         try:
             self.state.statements += 1
-            rows = self.conn.execute(pgstats.ACTIVITY_SQL, (self.conn.info.backend_pid,)).fetchall()
+            rows = self.conn.execute(
+                self.activity_sql.activity, (self.conn.info.backend_pid,)
+            ).fetchall()
         except psycopg.Error as exc:
             self._sql_failed(exc)
             return
@@ -270,7 +274,7 @@ class Capture:
             try:
                 self.state.statements += 1
                 row = self.conn.execute(
-                    pgstats.CONNECTION_SQL, (self.conn.info.backend_pid,)
+                    self.activity_sql.connection, (self.conn.info.backend_pid,)
                 ).fetchone()
             except psycopg.Error as exc:
                 self._sql_failed(exc)
@@ -372,7 +376,9 @@ class Capture:
             notes = self.query.notes(self.settings)
             found += [SourceStatus(v, v in seen, notes.get(v, "")) for v in self.query.columns]
             found += [SourceStatus(v, False, why) for v, why in self.query.absent.items()]
-        found.append(SourceStatus("pg_stat_activity", self.state.rounds > 0))
+        found.append(
+            SourceStatus("pg_stat_activity", self.state.rounds > 0, self.activity_sql.note)
+        )
         probe = self.statements
         found.append(
             SourceStatus(

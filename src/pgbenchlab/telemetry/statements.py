@@ -47,7 +47,9 @@ class StatementsProbe:
                 False,
                 "not loaded (shared_preload_libraries) or extension not created in this database",
             )
-        probe = cls(True, "", settings.version_num, schema)
+        probe = cls(
+            True, pgstats.statements_note(settings.version_num), settings.version_num, schema
+        )
         try:
             probe.before = probe._snapshot(conn, with_text=False)
         except psycopg.Error as exc:
