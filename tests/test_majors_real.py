@@ -56,6 +56,7 @@ name = "major"
 [defaults]
 duration = "1s"
 warmup = "0s"
+connection = "tcp"
 [[server]]
 name = "pg"
 install = {install}
@@ -86,6 +87,7 @@ def test_a_managed_server_of_every_major_runs_and_reports(
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
     [result] = outcome.results
     assert result.status is RunStatus.OK, result.error
+    assert result.spec["connection"] == "tcp"  # with the password pg_hba.conf asks for
     tel = result.telemetry
     assert tel is not None and tel.server_version_num is not None
     assert floor <= tel.server_version_num < floor + 10000
@@ -110,9 +112,13 @@ def test_a_managed_server_of_every_major_runs_and_reports(
     assert tel.available(checkpoints)
     assert tel.server_settings.get("track_io_timing") == "on"
     with sqlite3.connect(results_dir / RESULTS_DB) as db:
-        [(settings, install_name, build)] = db.execute(
-            "SELECT settings_json, install, build_json FROM servers"
+        [(settings, install_name, build, data_dir)] = db.execute(
+            "SELECT settings_json, install, build_json, data_dir FROM servers"
         ).fetchall()
+    # pgbench logged in over TCP with a password: SCRAM from 10, md5 before, nothing weaker
+    method = "scram-sha-256" if floor >= 100000 else "md5"
+    hba = (Path(data_dir) / "pg_hba.conf").read_text().splitlines()
+    assert [line.split()[-1] for line in hba if line.startswith("host ")] == [method]
     assert json.loads(settings)["shared_buffers"] == "48MB"  # read back from the server
     if "binaries" in install:
         assert install_name.startswith(f"binaries-{major}.")
