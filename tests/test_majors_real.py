@@ -22,6 +22,7 @@ from pgbenchlab.cli.common import open_store
 from pgbenchlab.errors import InstallError
 from pgbenchlab.report.render.run_text import as_text
 from pgbenchlab.report.views import run as run_view
+from pgbenchlab.report.views.load import load_servers
 from pgbenchlab.results import RunStatus
 from pgbenchlab.telemetry.crosscheck import check_commits
 from pgbenchlab.telemetry.pgstats import major_text
@@ -129,8 +130,13 @@ def test_a_managed_server_of_every_major_runs_and_reports(
 def stated_gaps(results_dir: Path, version: int) -> None:
     """`pgbenchlab show` says what this major could not report, and why."""
     with open_store(results_dir) as store:
-        [run_id] = [r.id for r in store.run_records(store.campaign_id(None))]
+        campaign = store.campaign_id(None)
+        [run_id] = [r.id for r in store.run_records(campaign)]
         text = as_text(run_view.load(store, run_id))
+        [server] = load_servers(store, campaign)  # the report's "Servers side by side"
+    lacks = dict(server.telemetry_gaps)
+    assert {s for s, since in SINCE.items() if version < since} <= set(lacks), lacks
+    assert ("pg_stat_statements" in lacks) == (version < 130000), lacks
     for source, since in SINCE.items():
         said = f"{source} (absent): PostgreSQL {major_text(version)} has no {source}"
         assert (said in text) == (version < since), text

@@ -393,6 +393,18 @@ class Reading:
         )
         return tuple((str(r[0]), bool(r[1]), str(r[2])) for r in rows)
 
+    def major_gaps(self, campaign_id: int) -> dict[str, dict[str, str]]:
+        """Per server, the telemetry its PostgreSQL major could not give: source → why."""
+        found: dict[str, dict[str, str]] = defaultdict(dict)
+        for server, source, note in self._tuples(
+            "SELECT DISTINCT r.server, s.source, s.note FROM run_telemetry_sources s "
+            "JOIN runs r ON r.id = s.run_id WHERE r.campaign_id = ? "
+            "AND s.note LIKE '%PostgreSQL % has no%' ORDER BY s.source",
+            [campaign_id],
+        ):
+            found[str(server)][str(source)] = str(note)
+        return dict(found)
+
     def wait_events(self, run_id: int, limit: int) -> tuple[WaitEvents, ...]:
         """The run's most sampled wait events, most first."""
         rows = self._tuples(
