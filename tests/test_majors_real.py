@@ -15,7 +15,7 @@ import pytest
 
 import ci_guard
 import pg_builds
-from pgbenchlab import plan
+from pgbenchlab import installs, plan
 from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli.common import open_store
@@ -134,6 +134,12 @@ def stated_gaps(results_dir: Path, version: int) -> None:
         [run_id] = [r.id for r in store.run_records(campaign)]
         text = as_text(run_view.load(store, run_id))
         [server] = load_servers(store, campaign)  # the report's "Servers side by side"
+        client = store.campaign_record(campaign)
+    newest = installs.newest_pgbench(installs.discover())
+    assert (
+        client is not None
+        and client.pgbench_version == f"pgbench (PostgreSQL) {newest.version.text}"
+    )
     lacks = dict(server.telemetry_gaps)
     assert {s for s, since in SINCE.items() if version < since} <= set(lacks), lacks
     assert ("pg_stat_statements" in lacks) == (version < 130000), lacks
