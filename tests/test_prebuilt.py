@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import functools
 import http.server
+import io
 import os
 import shutil
 import socket
+import tarfile
 import threading
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -258,3 +261,43 @@ def test_an_unreachable_repository_stops_the_campaign_before_anything_starts(
     assert 'binaries "11": the repository http://127.0.0.1:' in line
     assert "cannot be reached" in line and "no matching release is cached" in line
     assert not results.exists()
+
+
+def jar_holding(path: Path, *members: tarfile.TarInfo) -> Path:
+    """A jar whose .txz holds these members (regular files get a few bytes)."""
+    txz = io.BytesIO()
+    with tarfile.open(fileobj=txz, mode="w:xz") as tar:
+        for member in members:
+            body = b"x" if member.isfile() else b""
+            member.size = len(body)
+            tar.addfile(member, io.BytesIO(body))
+    with zipfile.ZipFile(path, "w") as jar:
+        jar.writestr("postgres-linux-x86_64.txz", txz.getvalue())
+    return path
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, target: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.mode = kind, target, 0o755
+    return info
+
+
+@pytest.mark.parametrize(
+    "escaping",
+    [
+        member("../outside"),
+        member("/tmp/absolute"),
+        member("lib/escape", tarfile.SYMTYPE, "../../outside"),
+        member("lib/passwd", tarfile.SYMTYPE, "/etc/passwd"),
+    ],
+    ids=["dot-dot", "absolute", "relative-link", "absolute-link"],
+)
+def test_a_member_that_would_land_outside_the_target_is_refused(
+    tmp_path: Path, escaping: tarfile.TarInfo
+) -> None:
+    jar = jar_holding(tmp_path / "evil.jar", member("bin/postgres"), escaping)
+    target = tmp_path / "area" / "install"
+    with pytest.raises(InstallError, match="outside"):
+        prebuilt.unpack(jar, target)
+    assert not (tmp_path / "area" / "outside").exists() and not (tmp_path / "outside").exists()
+    assert not Path("/tmp/absolute").exists()

@@ -263,7 +263,10 @@ def unpack(jar: Path, target: Path) -> None:
             for member in tar:
                 if not _inside(target, member.name):
                     raise InstallError(f"{jar.name}: {member.name} would land outside {target}")
-                tar.extract(member, target, filter="data")
+                try:  # the "data" filter: no absolute path, no link leaving target, no devices
+                    tar.extract(member, target, filter="data")
+                except tarfile.FilterError as refused:
+                    raise InstallError(f"{jar.name}: {refused} (outside {target})") from None
 
 
 def _inside(target: Path, name: str) -> bool:
