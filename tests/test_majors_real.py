@@ -2,12 +2,15 @@
 10, 11 and 12, the installed 15, the embedded 18) runs a short real campaign with the newest
 pgbench; the run is ok, its commits agree with the server's, the settings the plan asked for
 were read back, and each telemetry source is present where the major has it and stated
-unavailable, with its reason, where it does not."""
+unavailable, with its reason, where it does not. The other majors (13, 14, 16, 17, prebuilt)
+run every telemetry query on a real server of their own."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import pytest
 
 import ci_guard
 import pg_builds
-from pgbenchlab import installs, plan
+from pgbenchlab import installs, osuser, plan
 from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli.common import open_store
@@ -24,6 +27,8 @@ from pgbenchlab.report.render.run_text import as_text
 from pgbenchlab.report.views import run as run_view
 from pgbenchlab.report.views.load import load_servers
 from pgbenchlab.results import RunStatus
+from pgbenchlab.server import ManagedServer
+from pgbenchlab.telemetry import pgstats
 from pgbenchlab.telemetry.crosscheck import check_commits
 from pgbenchlab.telemetry.pgstats import major_text
 from support import QuietReporter, require_installs
@@ -148,3 +153,59 @@ def stated_gaps(results_dir: Path, version: int) -> None:
         assert (said in text) == (version < since), text
     assert ("has no Client wait events" in text) == (version < 100000), text
     assert ("absent: wal_bytes" in text) == (version < 130000), text
+
+
+# The majors the campaign above does not run, each checked query by query on a real server.
+QUERY_MAJORS = {"13": 130000, "14": 140000, "16": 160000, "17": 170000}
+
+
+@pytest.fixture
+def managed_binaries(
+    request: pytest.FixtureRequest, binaries_cache: Path
+) -> Iterator[ManagedServer]:
+    """A started managed server of the prebuilt binaries of the test's major, removed after."""
+    ci_guard.require_server_mark()
+    try:
+        install = prebuilt.ensure(request.param)
+    except InstallError as exc:
+        pytest.skip(f"prebuilt {request.param} cannot be had here ({exc}): test NOT run")
+    account = osuser.server_account()
+    home = account.make_dir(Path(tempfile.mkdtemp(prefix="pgbl-major-", dir="/var/tmp")), 0o755)
+    settings = {"shared_preload_libraries": "pg_stat_statements", "track_io_timing": "on"}
+    server = ManagedServer(f"pg{request.param}", install, home / "data", account, settings)
+    server.prepare()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.server
+@pytest.mark.parametrize(
+    "managed_binaries", list(QUERY_MAJORS), indirect=True, ids=list(QUERY_MAJORS)
+)
+def test_every_telemetry_query_runs_on_the_other_majors(managed_binaries: ManagedServer) -> None:
+    with managed_binaries.endpoint.connect() as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+        settings = pgstats.read_settings(conn)
+        version = settings.version_num
+        assert QUERY_MAJORS[managed_binaries.name.removeprefix("pg")] <= version
+        query = pgstats.CounterQuery.build(version)
+        read = query.read(conn, settings)
+        for source, columns in query.columns.items():
+            timed = {c for c in columns if settings.timing_setting(source, c, "")}
+            kept = {c.split(".", 1)[-1] for c in read[source]}
+            assert set(columns) - timed <= kept, (source, set(columns) - kept)
+        for source, since in SINCE.items():
+            assert (source in read) == (version >= since), source
+            assert (source in query.absent) == (version < since), source
+        pid = conn.info.backend_pid
+        sql = pgstats.ActivityQueries.build(version)
+        for text in (sql.activity, sql.bench_backends, sql.connection):
+            conn.execute(text, (pid,)).fetchall()
+        schema = pgstats.statements_schema(conn, settings)
+        assert schema is not None
+        rows = conn.execute(pgstats.statements_sql(version, schema, with_text=True), (True,))
+        assert rows.fetchall()
+        assert pgstats.await_collector(conn, version, 3.0)[1]
