@@ -301,3 +301,22 @@ def test_a_member_that_would_land_outside_the_target_is_refused(
         prebuilt.unpack(jar, target)
     assert not (tmp_path / "area" / "outside").exists() and not (tmp_path / "outside").exists()
     assert not Path("/tmp/absolute").exists()
+
+
+def test_build_downloads_the_plans_binaries_for_an_offline_run(
+    real_jar: Path, serve: Serve, tmp_path: Path
+) -> None:
+    url = serve(repository_of(tmp_path / "repo", real_jar))
+    (tmp_path / "plan.toml").write_text(PLAN.format(install=f'{{ binaries = "{RELEASE}" }}'))
+    env = {
+        **os.environ,
+        prebuilt.REPOSITORY_ENV: url,
+        "PGBENCHLAB_BUILD_CACHE": str(tmp_path / "cache"),
+    }
+    done = run_cli("build", tmp_path / "plan.toml", env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    cached = tmp_path / "cache" / "builds" / f"binaries-amd64-{RELEASE}"
+    assert done.stdout.splitlines() == [
+        f"binaries {RELEASE}: PostgreSQL {RELEASE} · binaries-amd64-{RELEASE} · {cached}/bin",
+        f"binaries 9.6: PostgreSQL {RELEASE} · binaries-amd64-{RELEASE} · {cached}/bin",
+    ]
