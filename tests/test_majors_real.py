@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import ci_guard
-import pg_builds
 from pgbenchlab import installs, osuser, plan
 from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
@@ -46,15 +45,6 @@ MAJORS = {
 SINCE = {"pg_stat_wal": 140000, "pg_stat_io": 160000, "pg_stat_checkpointer": 170000}
 
 
-@pytest.fixture(scope="module")
-def binaries_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The suite's shared cache (like its builds), so each release is downloaded once."""
-    root = pg_builds.cache_root(tmp_path_factory)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PGBENCHLAB_BUILD_CACHE", str(root))
-        yield root
-
-
 def plan_text(install: str) -> str:
     return f"""
 [campaign]
@@ -78,7 +68,7 @@ clients = [2]
 @pytest.mark.server
 @pytest.mark.parametrize("major", list(MAJORS))
 def test_a_managed_server_of_every_major_runs_and_reports(
-    major: str, binaries_cache: Path, tmp_path: Path, results_dir: Path
+    major: str, build_cache: Path, tmp_path: Path, results_dir: Path
 ) -> None:
     install, floor = MAJORS[major]
     if "binaries" in install:
@@ -160,9 +150,7 @@ QUERY_MAJORS = {"13": 130000, "14": 140000, "16": 160000, "17": 170000}
 
 
 @pytest.fixture
-def managed_binaries(
-    request: pytest.FixtureRequest, binaries_cache: Path
-) -> Iterator[ManagedServer]:
+def managed_binaries(request: pytest.FixtureRequest, build_cache: Path) -> Iterator[ManagedServer]:
     """A started managed server of the prebuilt binaries of the test's major, removed after."""
     ci_guard.require_server_mark()
     try:
