@@ -65,6 +65,27 @@ def test_checkpoint_figures_of_15_exactly() -> None:
     assert end.summary == "checkpoint done: 704 buffers, write 0.007 s, sync 0.006 s"
 
 
+@pytest.mark.parametrize(("major", "requested"), [("9.6", "xlog"), ("12", "wal")])
+def test_checkpoints_of_older_majors_have_every_figure(major: str, requested: str) -> None:
+    """9.6 says "transaction log file(s)" (WAL from 10) and "xlog" for a WAL-requested one."""
+    events = golden_events(major)
+    starts = [e.detail["flags"] for e in events if e.kind == "checkpoint_start"]
+    assert starts[:2] == [["immediate", "force", "wait"], [requested]]
+    ends = [e.detail for e in events if e.kind == "checkpoint_end"]
+    assert len(ends) >= 2 and sum(e["wal_removed"] for e in ends) >= 1
+    for end in ends:
+        for key in ("buffers", "wal_added", "wal_recycled", "write_s", "sync_files", "distance_kb"):
+            assert isinstance(end[key], int | float), (key, end)
+    assert len([e for e in events if e.kind == "checkpoint_warning"]) >= 2
+    errors = [e.summary for e in events if e.kind == "error"]
+    assert errors == [
+        "ERROR: division by zero",
+        "ERROR: deadlock detected",
+        'FATAL: database "no_such_database" does not exist',
+    ]
+    assert len([e for e in events if e.kind == "lock_wait"]) == 2
+
+
 def test_checkpoint_figures_of_18_include_slru_buffers() -> None:
     end = next(e for e in golden_events("18") if e.kind == "checkpoint_end")
     assert (end.detail["buffers"], end.detail["slru_buffers"]) == (701, 3)

@@ -28,17 +28,20 @@ DESCRIBE_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}  # nothing of this machi
 class Installation:
     """One PostgreSQL installation: a bin directory with a server and/or pgbench."""
 
-    source: str  # debian | path | embedded | pgserver | explicit | build
+    source: str  # debian | path | embedded | pgserver | explicit | build | binaries
     bin_dir: Path
     version: PgVersion
     has_server: bool
     has_pgbench: bool
     build: str = ""  # the plan's build name, for an installation pgbenchlab built
+    binaries: str = ""  # the plan's binaries spec ("9.6"), for prebuilt binaries downloaded
 
     @property
     def name(self) -> str:
         if self.build:
             return f"build-{self.build}"
+        if self.binaries:
+            return f"binaries-{self.version.major_text}.{self.version.minor}"
         return f"{self.source}-{self.version.major_text}"
 
     def binary(self, program: str) -> Path:
@@ -107,6 +110,7 @@ def discover(extra: Iterable[Path] = ()) -> list[Installation]:
 
 
 BUILD_PREFIX = "build:"
+BINARIES_PREFIX = "binaries:"
 
 
 def resolve(
@@ -127,7 +131,14 @@ def resolve(
         if not built:
             raise InstallError(f"the build {spec.removeprefix(BUILD_PREFIX)} is not built yet")
         return built[0]
-    usable = [i for i in installs if (i.has_server or not need_server) and not i.build]
+    if spec.startswith(BINARIES_PREFIX):  # downloaded before, like a build
+        fetched = [i for i in installs if i.binaries == spec.removeprefix(BINARIES_PREFIX)]
+        if not fetched:
+            raise InstallError(f"the binaries {spec.removeprefix(BINARIES_PREFIX)} are not here")
+        return fetched[0]
+    usable = [
+        i for i in installs if (i.has_server or not need_server) and not (i.build or i.binaries)
+    ]
     if "/" in spec:
         path = Path(spec).expanduser() if host is LOCAL_HOST else Path(spec)
         bin_dir = path / "bin" if host.exists(path / "bin") else path

@@ -7,7 +7,9 @@ recipe asks — and their log (:mod:`.compile`), the cache on disk with its lock
 pruning, which never deletes a build a running command uses (:mod:`.cache`) and `ensure`,
 which returns a finished build as an
 `installs.Installation` (source "build") so the server lifecycle, the server account and the
-pgbench choice use it like any other (:mod:`.builder`).
+pgbench choice use it like any other (:mod:`.builder`). Prebuilt server binaries (`install =
+{ binaries = "9.6" }`) are downloaded, verified and unpacked into the same cache
+(:mod:`.prebuilt`).
 
 Layer 2: may import `errors`, `hosts`, `installs` and `osuser`; `plan` imports its recipe
 record, the campaign and the CLI call `ensure`.
@@ -38,12 +40,12 @@ from pgbenchlab.installs import Installation
 
 
 def provenance_of(install: Installation) -> dict[str, object] | None:
-    """What a build-made installation was built from (with the plan's build name), or None
-    for any other installation."""
-    if not install.build:
+    """What a build-made installation was built from (with the plan's build name), or where
+    prebuilt binaries came from (with the plan's spec), or None for any other installation."""
+    if not (install.build or install.binaries):
         return None
     facts = read_provenance(install.bin_dir.parent)
-    return None if facts is None else {**facts, "name": install.build}
+    return None if facts is None else {**facts, "name": install.build or install.binaries}
 
 
 __all__ = [

@@ -231,8 +231,15 @@ def compile_tree(
 
 def describe(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A build's provenance as (title, text) pairs for a person: name, source, commit,
-    patches, options, compiler and build time."""
+    patches, options, compiler and build time (prebuilt binaries: where they came from)."""
     source = facts.get("source") or {}
+    if source.get("kind") == "binaries":
+        checksum = next(iter((facts.get("checksum") or {"-": "-"}).items()))
+        return [
+            ("binaries", str(source.get("location", "-"))),
+            (f"binaries {checksum[0]}", str(checksum[1])[:16]),
+            ("binaries postgres -V", str(facts.get("postgres_version", "-"))),
+        ]
     identity = str(source.get("identity", ""))
     ref = f" ({source['ref']})" if source.get("ref") else ""
     commit = f"{identity[:12]}{ref}" if source.get("kind") == "git" else f"sha256 {identity[:12]}"

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pgbenchlab import builds, installs
+from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
@@ -40,7 +41,7 @@ def equipped(
 def _equipped(
     plan: Plan, results_dir: Path, built: list[installs.Installation]
 ) -> Iterator[tuple[PgbenchClient, Servers, Executor]]:
-    found = installs.discover() + built
+    found = installs.discover() + built + [prebuilt.ensure(b) for b in plan.needed_binaries]
     hosts = CampaignHosts(plan)
     try:
         hosts.check()

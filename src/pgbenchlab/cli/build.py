@@ -1,5 +1,6 @@
 """`pgbenchlab build PLAN`: build (or find in the cache) every PostgreSQL the plan needs,
-with a progress line per phase; `run` does the same before a campaign starts."""
+with a progress line per phase, and download its prebuilt binaries (so a campaign can then run
+offline); `run` does the same before a campaign starts."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pgbenchlab import builds, plan
+from pgbenchlab.builds import prebuilt
 from pgbenchlab.cli.common import (
     EXIT_OK,
     Subparsers,
@@ -46,15 +48,16 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 def run(options: BuildOptions) -> int:
     the_plan = plan.load(options.plan)
-    if not the_plan.needed_builds:
+    if not (the_plan.needed_builds or the_plan.needed_binaries):
         print(f"{options.plan}: no server uses a [build.NAME]; nothing to build", file=sys.stderr)
         return EXIT_OK
     made = build_plan(the_plan, None if options.quiet else sys.stderr)
+    made += [prebuilt.ensure(spec) for spec in the_plan.needed_binaries]
     for install in made:
         facts = builds.provenance_of(install) or {}
         print(
-            f"{install.build}: PostgreSQL {install.version.text} · {facts.get('key', '-')} · "
-            f"{install.bin_dir}"
+            f"{install.build or 'binaries ' + install.binaries}: PostgreSQL "
+            f"{install.version.text} · {facts.get('key', '-')} · {install.bin_dir}"
         )
     return EXIT_OK
 

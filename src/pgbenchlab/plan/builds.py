@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab.builds import prebuilt
 from pgbenchlab.builds.recipe import (
     BUILD_SYSTEMS,
     DEFAULT_BUILD_SYSTEM,
@@ -20,7 +21,7 @@ from pgbenchlab.builds.recipe import (
     refused_option,
     split_source,
 )
-from pgbenchlab.installs import BUILD_PREFIX
+from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan.schema import BUILD_KEYS
 from pgbenchlab.plan.values import Context, check_name, plan_path
 
@@ -159,11 +160,16 @@ def _paths(value: Any, ctx: Context, key: str, base: Path) -> tuple[str, ...]:
 
 
 def install_spec(value: Any, builds: dict[str, BuildRecipe], ctx: Context, key: str) -> str:
-    """An `install` value: a string as before, or { build = "NAME" } naming a plan's build."""
+    """An `install` value: a string as before, { build = "NAME" } naming a plan's build, or
+    { binaries = "MAJOR" | "MAJOR.MINOR" } for prebuilt server binaries."""
     if not isinstance(value, dict):
         return str(value)
+    if set(value) == {"binaries"} and isinstance(value["binaries"], str):
+        if problem := prebuilt.check_spec(value["binaries"]):
+            raise ctx.fail(f"{key}.binaries", problem)
+        return BINARIES_PREFIX + value["binaries"]
     if set(value) != {"build"} or not isinstance(value["build"], str):
-        raise ctx.fail(key, 'must be a string or { build = "NAME" }')
+        raise ctx.fail(key, 'must be a string, { build = "NAME" } or { binaries = "MAJOR" }')
     if value["build"] not in builds:
         known = ", ".join(builds) or "none"
         raise ctx.fail(f"{key}.build", f"no [build.{value['build']}] in the plan; builds: {known}")

@@ -9,6 +9,7 @@ from pathlib import Path
 from pgbenchlab import cpusets, files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
+from pgbenchlab.installs import BINARIES_PREFIX
 from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
 from pgbenchlab.plan.groups import check_group_specs, parse_groups, units
@@ -102,6 +103,8 @@ def parse(
     if "hosts" not in pgbench and isinstance(pgbench_install, str) and "/" in pgbench_install:
         pgbench_install = plan_path(pgbench_install, base)  # a bin directory of this machine
     pgbench_install = install_spec(pgbench_install, builds, ctx, "pgbench.install")
+    if pgbench_install.startswith(BINARIES_PREFIX):
+        raise ctx.fail("pgbench.install", "prebuilt binaries have no pgbench; name another")
     pgbench_cpus = cpu_list(pgbench["cpus"], ctx, "pgbench.cpus") if "cpus" in pgbench else None
     pgbench_profile = pgbench.get("profile", True)  # profiled runs profile pgbench too
     if not isinstance(pgbench_profile, bool):

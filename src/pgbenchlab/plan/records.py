@@ -10,7 +10,7 @@ from typing import Any
 
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
-from pgbenchlab.installs import BUILD_PREFIX
+from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, PROFILED_EXTRA
 from pgbenchlab.plan.values import planned_axis_orders
@@ -274,6 +274,14 @@ class Plan:
             replace(b, profiling=BUILD_PREFIX + b.name in profiled)
             for b in self.builds
             if BUILD_PREFIX + b.name in used
+        )
+
+    @property
+    def needed_binaries(self) -> tuple[str, ...]:
+        """The prebuilt binaries the managed servers name ("9.6", "12.22"), in plan order."""
+        named = (s.install or "" for s in self.servers if s.managed)
+        return tuple(
+            dict.fromkeys(n[len(BINARIES_PREFIX) :] for n in named if n.startswith(BINARIES_PREFIX))
         )
 
     @property

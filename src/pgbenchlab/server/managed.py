@@ -45,6 +45,12 @@ from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FIL
 
 SUPERUSER = "pgbenchlab"
 LOOPBACK = "127.0.0.1"
+SCRAM_SINCE = (10,)  # before 10 a TCP password is md5; never anything weaker
+
+
+def password_method(install: Installation) -> str:
+    """How a TCP login proves its password to this installation's server."""
+    return "scram-sha-256" if install.version.major >= SCRAM_SINCE else "md5"
 
 
 class ManagedServer:
@@ -267,10 +273,10 @@ class ManagedServer:
             "-U",
             SUPERUSER,
             "--auth-local=trust",
-            "--auth-host=scram-sha-256",  # pg_hba.conf is rewritten at every start
+            f"--auth-host={password_method(self.install)}",  # pg_hba.conf: rewritten at start
             "--encoding=UTF8",
             "--locale=C",
-            "--no-sync",
+            "-N",  # no fsync: --nosync before 10, --no-sync from 10
         ]
         result = self.host.run(argv, env=POSTGRES_ENV, timeout=600, as_user=self.account)
         if result.returncode != 0:
@@ -297,13 +303,13 @@ class ManagedServer:
         self._write_owned(self.data_dir / SETTINGS_FILE, settings_text(merged))
 
     def _write_hba(self) -> None:
-        """The socket (a private directory, mode 0700) trusts; TCP and TLS take the SCRAM
-        password, from where pgbench connects from."""
-        network = self.client_network
+        """The socket (a private directory, mode 0700) trusts; TCP and TLS take the password
+        (SCRAM; md5 before 10), from where pgbench connects from."""
+        network, method = self.client_network, password_method(self.install)
         lines = ["local all all trust"]
         if self.tls:
-            lines.append(f"hostssl all all {network} scram-sha-256")
-        lines.append(f"host all all {network} scram-sha-256")
+            lines.append(f"hostssl all all {network} {method}")
+        lines.append(f"host all all {network} {method}")
         self._write_owned(self.data_dir / HBA_FILE, "\n".join(lines) + "\n")
 
     def _ensure_tls_files(self) -> None:
@@ -321,11 +327,12 @@ class ManagedServer:
         self._write_owned(self.data_dir / TLS_CA, made.ca_cert)
 
     def _set_password(self) -> None:
-        """The superuser's SCRAM verifier, computed here: the password itself never reaches
-        the server, its log or a file."""
+        """The superuser's SCRAM (md5 before 10) verifier, computed here: the password itself
+        never reaches the server, its log or a file."""
+        method = password_method(self.install).encode()
         with self.endpoint.connect() as conn:
             verifier = conn.pgconn.encrypt_password(
-                self._password.encode(), SUPERUSER.encode(), b"scram-sha-256"
+                self._password.encode(), SUPERUSER.encode(), method
             )
             conn.execute("SET log_statement = 'none'")
             conn.execute(

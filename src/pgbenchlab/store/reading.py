@@ -386,6 +386,27 @@ class Reading:
                     found[run_id].append((point[0], point[1], point[2], point[3]))
         return dict(found)
 
+    def telemetry_gaps(self, run_id: int) -> tuple[tuple[str, bool, str], ...]:
+        """The run's telemetry sources that were absent or partly so: (source, captured, why)."""
+        rows = self._tuples(
+            "SELECT source, available, note FROM run_telemetry_sources WHERE run_id = ? "
+            "AND (available = 0 OR note <> '') ORDER BY source",
+            [run_id],
+        )
+        return tuple((str(r[0]), bool(r[1]), str(r[2])) for r in rows)
+
+    def major_gaps(self, campaign_id: int) -> dict[str, dict[str, str]]:
+        """Per server, the telemetry its PostgreSQL major could not give: source → why."""
+        found: dict[str, dict[str, str]] = defaultdict(dict)
+        for server, source, note in self._tuples(
+            "SELECT DISTINCT r.server, s.source, s.note FROM run_telemetry_sources s "
+            "JOIN runs r ON r.id = s.run_id WHERE r.campaign_id = ? "
+            "AND s.note LIKE '%PostgreSQL % has no%' ORDER BY s.source",
+            [campaign_id],
+        ):
+            found[str(server)][str(source)] = str(note)
+        return dict(found)
+
     def wait_events(self, run_id: int, limit: int) -> tuple[WaitEvents, ...]:
         """The run's most sampled wait events, most first."""
         rows = self._tuples(

@@ -42,7 +42,6 @@ from pgbenchlab.telemetry.statements import StatementsProbe
 ACTIVITY_HZ = 5
 MIN_LAST_INTERVAL_S = 0.5  # a shorter final interval counts in the totals, not as a second
 OS_SOURCES = ("cpu", "memory", "disk", "processes")
-GAUGE_SOURCES = ("memory",)
 MAX_ERRORS = 5
 AFFINITY_SECONDS = 2  # CPU lists are read back in the run's first seconds: clients connected
 
@@ -112,6 +111,7 @@ class Capture:
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
+        self.activity_sql = pgstats.ActivityQueries.build(pgstats.BACKEND_TYPE_SINCE)  # at connect
         self.statements: StatementsProbe | None = None
         self.log: LogFollower | None = None
         self.t0_mono = 0.0
@@ -181,16 +181,30 @@ class Capture:
             try:
                 self.state.statements += 1
                 row = self.conn.execute(
-                    pgstats.BENCH_BACKENDS_SQL, (self.conn.info.backend_pid,)
+                    self.activity_sql.bench_backends, (self.conn.info.backend_pid,)
                 ).fetchone()
             except psycopg.Error as exc:
                 self._sql_failed(exc)
                 return
             if row is None or row[0] == 0:
+                self._await_collector()
                 return
             time.sleep(0.01)
         if self.conn is not None:
             self._error(f"pgbench's backends were still there {limit_s:.0f} s after it exited")
+
+    def _await_collector(self, limit_s: float = 3.0) -> None:
+        """Before 15: the counters read next include the backends that have exited."""
+        if self.conn is None or self.settings is None:
+            return
+        try:
+            sent, fresh = pgstats.await_collector(self.conn, self.settings.version_num, limit_s)
+        except psycopg.Error as exc:
+            self._sql_failed(exc)
+            return
+        self.state.statements += sent
+        if not fresh:
+            self._error(f"the statistics collector wrote no figures within {limit_s:.0f} s")
 
     # -- sampling ----------------------------------------------------------------------------
 
@@ -201,6 +215,7 @@ class Capture:
             conn.execute("SET statement_timeout = '2s'")
             self.settings = pgstats.read_settings(conn)
             self.query = pgstats.CounterQuery.build(self.settings.version_num)
+            self.activity_sql = pgstats.ActivityQueries.build(self.settings.version_num)
             self.conn = conn
         except psycopg.Error as exc:
             self._connect_error = _first_line(exc)
@@ -235,7 +250,9 @@ class Capture:
             return
         try:
             self.state.statements += 1
-            rows = self.conn.execute(pgstats.ACTIVITY_SQL, (self.conn.info.backend_pid,)).fetchall()
+            rows = self.conn.execute(
+                self.activity_sql.activity, (self.conn.info.backend_pid,)
+            ).fetchall()
         except psycopg.Error as exc:
             self._sql_failed(exc)
             return
@@ -257,7 +274,7 @@ class Capture:
             try:
                 self.state.statements += 1
                 row = self.conn.execute(
-                    pgstats.CONNECTION_SQL, (self.conn.info.backend_pid,)
+                    self.activity_sql.connection, (self.conn.info.backend_pid,)
                 ).fetchone()
             except psycopg.Error as exc:
                 self._sql_failed(exc)
@@ -359,7 +376,9 @@ class Capture:
             notes = self.query.notes(self.settings)
             found += [SourceStatus(v, v in seen, notes.get(v, "")) for v in self.query.columns]
             found += [SourceStatus(v, False, why) for v, why in self.query.absent.items()]
-        found.append(SourceStatus("pg_stat_activity", self.state.rounds > 0))
+        found.append(
+            SourceStatus("pg_stat_activity", self.state.rounds > 0, self.activity_sql.note)
+        )
         probe = self.statements
         found.append(
             SourceStatus(
@@ -397,25 +416,6 @@ def _by_count(item: tuple[tuple[str, str], int]) -> tuple[int, str, str]:
     return -count, kind, event
 
 
-def _figures(
-    source: str, prev: dict[str, float], cur: dict[str, float], dt: float, *, whole: bool
-) -> dict[str, float]:
-    """The stored figures of a source between two samples: rates per second of counters
-    (deltas when whole), CPU shares, disk rates; gauges as read (none over the whole run)."""
-    if source == "cpu":
-        return osstats.derive_cpu(prev, cur)
-    if source == "disk":
-        return osstats.derive_disk(prev, cur, dt)
-    if source in GAUGE_SOURCES:
-        return {} if whole else dict(cur)
-    scale = 1.0 if whole else 1.0 / dt
-    return {
-        metric: (value - prev[metric]) * scale
-        for metric, value in cur.items()
-        if metric in prev and value >= prev[metric]  # a reset in between leaves a gap
-    }
-
-
 def _changing(series: list[Point], totals: list[Total]) -> list[Point]:
     """The series of metrics that changed during the run: one whose total is 0 was 0 every
     second (all are non-negative), and has no points; gauges have no total and are kept."""
@@ -431,7 +431,7 @@ def _points(prev: Sample, cur: Sample) -> list[Point]:
     return [
         Point(source, metric, cur.t, value)
         for source, values in cur.values.items()
-        for metric, value in _figures(
+        for metric, value in osstats.figures(
             source, prev.values.get(source, {}), values, dt, whole=False
         ).items()
     ]
@@ -442,7 +442,7 @@ def _totals(first: Sample, final: Sample) -> list[Total]:
     return [
         Total(source, metric, value)
         for source, values in final.values.items()
-        for metric, value in _figures(
+        for metric, value in osstats.figures(
             source, first.values.get(source, {}), values, dt, whole=True
         ).items()
     ]

@@ -15,6 +15,7 @@ from pathlib import Path, PurePath
 
 from pgbenchlab.hosts import LOCAL_HOST, Host
 
+GAUGE_SOURCES = ("memory",)  # read as they are, never summed or differenced
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's sector size
 MB = 1024 * 1024
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -272,3 +273,22 @@ def derive_disk(prev: dict[str, float], cur: dict[str, float], dt: float) -> dic
     if ios > 0:
         figures["await_ms"] = (d["read_ms"] + d["write_ms"]) / ios
     return figures
+
+
+def figures(
+    source: str, prev: dict[str, float], cur: dict[str, float], dt: float, *, whole: bool
+) -> dict[str, float]:
+    """The stored figures of a source between two samples: rates per second of counters
+    (deltas when whole), CPU shares, disk rates; gauges as read (none over the whole run)."""
+    if source == "cpu":
+        return derive_cpu(prev, cur)
+    if source == "disk":
+        return derive_disk(prev, cur, dt)
+    if source in GAUGE_SOURCES:
+        return {} if whole else dict(cur)
+    scale = 1.0 if whole else 1.0 / dt
+    return {
+        metric: (value - prev[metric]) * scale
+        for metric, value in cur.items()
+        if metric in prev and value >= prev[metric]  # a reset in between leaves a gap
+    }

@@ -8,6 +8,7 @@ timing column whose setting is off (it would read zero) is dropped: both are abs
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -112,27 +113,96 @@ SETTINGS = (
 ACTIVITY_SQL = """
 SELECT coalesce(wait_event_type, 'CPU'), coalesce(wait_event, 'CPU'), count(*)
 FROM pg_stat_activity
-WHERE datname = current_database() AND backend_type = 'client backend'
+WHERE datname = current_database() AND {client}
   AND application_name = 'pgbench' AND pid <> %s
   AND (wait_event_type IS NOT NULL OR state = 'active')
+GROUP BY 1, 2
+"""
+# Before 10 a backend waiting for its client's next command has no wait event, only the state
+# idle (10 on: Client/ClientRead): counted as Client/idle, so a sample still sees it.
+ACTIVITY_BEFORE_10_SQL = """
+SELECT coalesce(wait_event_type, CASE WHEN state = 'active' THEN 'CPU' ELSE 'Client' END),
+       coalesce(wait_event, CASE WHEN state = 'active' THEN 'CPU' ELSE state END), count(*)
+FROM pg_stat_activity
+WHERE datname = current_database() AND application_name = 'pgbench' AND pid <> %s
+  AND (wait_event_type IS NOT NULL OR state IN ('active', 'idle', 'idle in transaction'))
 GROUP BY 1, 2
 """
 # pgbench's backends still alive: a backend reports its last statistics as it exits, so the
 # final counter sample waits until none is left (else up to a second of commits goes missing).
 BENCH_BACKENDS_SQL = """
 SELECT count(*) FROM pg_stat_activity
-WHERE datname = current_database() AND backend_type = 'client backend'
+WHERE datname = current_database() AND {client}
   AND application_name = 'pgbench' AND pid <> %s
 """
+# Before 15 a collector process gathers the counters and a backend reads them from its file,
+# accepted up to PGSTAT_STAT_INTERVAL (500 ms) old: a read meant to include the backends that
+# just exited waits until the file was written after they had gone.
+COLLECTOR_UNTIL = 150000
+SERVER_NOW_SQL = "SELECT clock_timestamp()"
+STATISTICS_SINCE_SQL = "SELECT pg_stat_get_snapshot_timestamp() >= %s"
+COLLECTOR_POLL_S = 0.1
+
+
+def await_collector(
+    conn: psycopg.Connection[Any], version: int, limit_s: float
+) -> tuple[int, bool]:
+    """Before 15, wait (bounded) until the collector's figures were written after this moment
+    and so include the backends that have exited. Returns the statements sent and whether the
+    figures were fresh in time."""
+    if version >= COLLECTOR_UNTIL:
+        return 0, True
+    deadline = time.monotonic() + limit_s
+    now = conn.execute(SERVER_NOW_SQL).fetchone()
+    sent = 1
+    while now is not None and time.monotonic() < deadline:
+        sent += 1
+        fresh = conn.execute(STATISTICS_SINCE_SQL, (now[0],)).fetchone()
+        if fresh is not None and fresh[0]:
+            return sent, True
+        time.sleep(COLLECTOR_POLL_S)
+    return sent, False
+
+
 # How one of pgbench's backends is connected: TLS (with its protocol and cipher) or not.
 CONNECTION_SQL = """
 SELECT s.ssl, s.version, s.cipher
 FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
-WHERE a.datname = current_database() AND a.backend_type = 'client backend'
+WHERE a.datname = current_database() AND {client}
   AND a.application_name = 'pgbench' AND a.pid <> %s
 ORDER BY s.ssl DESC
 LIMIT 1
 """
+# backend_type came in 10; before, pg_stat_activity's backends in a database were clients and
+# the background workers some of them started (pgbench's application_name tells them apart).
+CLIENT_BACKEND = "backend_type = 'client backend'"
+BACKEND_TYPE_SINCE = 100000
+
+
+@dataclass(frozen=True)
+class ActivityQueries:
+    """The pg_stat_activity queries as this major can run them."""
+
+    activity: str
+    bench_backends: str
+    connection: str
+    note: str = ""  # what this major's pg_stat_activity cannot say
+
+    @staticmethod
+    def build(version: int) -> ActivityQueries:
+        since_10 = version >= BACKEND_TYPE_SINCE
+        client = CLIENT_BACKEND if since_10 else "true"
+        return ActivityQueries(
+            ACTIVITY_SQL.format(client=client) if since_10 else ACTIVITY_BEFORE_10_SQL,
+            BENCH_BACKENDS_SQL.format(client=client),
+            CONNECTION_SQL.format(client=client.replace("backend_type", "a.backend_type")),
+            ""
+            if since_10
+            else f"PostgreSQL {major_text(version)} has no Client wait events "
+            "(they came in 10): a backend waiting for pgbench is counted as Client:idle",
+        )
+
+
 STATEMENTS_SQL = """
 SELECT userid, queryid, {toplevel}, calls, {total_time}, rows, shared_blks_hit,
        shared_blks_read, shared_blks_written, {wal_bytes}{query}
@@ -240,16 +310,23 @@ class CounterQuery:
         return notes
 
 
-def statements_sql(version: int, schema: str, *, with_text: bool) -> str | None:
-    if version < 130000:
-        return None  # before 13 the columns had other names; not supported
+def statements_sql(version: int, schema: str, *, with_text: bool) -> str:
+    """pg_stat_statements as each major names it: total_time until 12 (total_exec_time from
+    13), wal_bytes from 13 (NULL before: absent, not zero), toplevel from 14."""
     return STATEMENTS_SQL.format(
         toplevel="toplevel" if version >= 140000 else "true",
-        total_time="total_exec_time",
-        wal_bytes="wal_bytes",
+        total_time="total_exec_time" if version >= 130000 else "total_time",
+        wal_bytes="wal_bytes" if version >= 130000 else "NULL::numeric",
         query=", query" if with_text else "",
         schema=schema,
     )
+
+
+def statements_note(version: int) -> str:
+    """What this major's pg_stat_statements lacks."""
+    if version >= 130000:
+        return ""
+    return f"absent: wal_bytes (PostgreSQL {major_text(version)} has none; it came in 13)"
 
 
 def statements_schema(conn: psycopg.Connection[Any], settings: ServerSettings) -> str | None:

@@ -33,7 +33,8 @@ ERRORS = ("ERROR", "FATAL", "PANIC")
 CHECKPOINT_FIGURES = {  # checkpoint complete: pattern → field names (seconds, buffers, kB)
     r"wrote (\d+) buffers \(([\d.]+)%\)": ("buffers", "buffers_pct"),
     r"wrote (\d+) SLRU buffers": ("slru_buffers",),
-    r"(\d+) WAL file\(s\) added, (\d+) removed, (\d+) recycled": (
+    # "transaction log file(s)" before 10
+    r"(\d+) (?:WAL|transaction log) file\(s\) added, (\d+) removed, (\d+) recycled": (
         "wal_added",
         "wal_removed",
         "wal_recycled",

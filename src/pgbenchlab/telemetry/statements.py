@@ -3,7 +3,7 @@
 Two snapshots (before pgbench starts, after it exits; the first without query texts) and
 their difference, so the server's statistics are never reset (an external server's users may
 rely on them). Needs the library in shared_preload_libraries and the extension in the
-benchmark's database, PostgreSQL 13 or newer.
+benchmark's database (each major's columns: `pgstats.statements_sql`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ class StatementsProbe:
         settings: pgstats.ServerSettings,
         on_error: Callable[[str], None],
     ) -> StatementsProbe:
-        if settings.version_num < 130000:
-            return cls(False, "needs PostgreSQL 13 or newer")
         try:
             schema = pgstats.statements_schema(conn, settings)
         except psycopg.Error as exc:
@@ -49,7 +47,9 @@ class StatementsProbe:
                 False,
                 "not loaded (shared_preload_libraries) or extension not created in this database",
             )
-        probe = cls(True, "", settings.version_num, schema)
+        probe = cls(
+            True, pgstats.statements_note(settings.version_num), settings.version_num, schema
+        )
         try:
             probe.before = probe._snapshot(conn, with_text=False)
         except psycopg.Error as exc:
@@ -61,7 +61,6 @@ class StatementsProbe:
         self, conn: psycopg.Connection[Any], *, with_text: bool
     ) -> dict[Key, tuple[Any, ...]]:
         sql = pgstats.statements_sql(self.version, self.schema, with_text=with_text)
-        assert sql is not None
         rows = conn.execute(sql, (with_text,)).fetchall()
         return {(r[0], r[1], r[2]): tuple(r) for r in rows}
 

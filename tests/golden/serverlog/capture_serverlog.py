@@ -2,7 +2,7 @@
 
 Run from the repository root (as root the servers run as the pgbenchlab OS user):
 
-    .venv/bin/python tests/golden/serverlog/capture_serverlog.py          # 15, 16 and 18
+    .venv/bin/python tests/golden/serverlog/capture_serverlog.py          # 9.6, 12, 15, 16, 18
     .venv/bin/python tests/golden/serverlog/capture_serverlog.py 15       # only these majors
 
 Each major gets a throwaway managed cluster (pgbenchlab's own settings: log_checkpoints,
@@ -24,9 +24,11 @@ from pathlib import Path
 import psycopg
 
 from pgbenchlab import installs, osuser, server
+from pgbenchlab.builds import prebuilt
 
 HERE = Path(__file__).resolve().parent
-SPECS = {"15": "15", "16": "pgserver", "18": "embedded"}
+# 9.6 and 12: prebuilt binaries (downloaded into the build cache once).
+SPECS = {"9.6": "binaries:9.6", "12": "binaries:12", "15": "15", "16": "pgserver", "18": "embedded"}
 SETTINGS = {
     "autovacuum_naptime": "1s",
     "log_lock_waits": "on",
@@ -81,7 +83,11 @@ def deadlock(endpoint: server.Endpoint) -> None:
 
 def capture(major: str) -> None:
     account = osuser.server_account()
-    install = installs.resolve(SPECS[major], installs.discover())
+    spec = SPECS[major]
+    if spec.startswith(installs.BINARIES_PREFIX):
+        install = prebuilt.ensure(spec.removeprefix(installs.BINARIES_PREFIX))
+    else:
+        install = installs.resolve(spec, installs.discover())
     install = osuser.reachable_install(install, account)
     with tempfile.TemporaryDirectory(prefix="pgbl-log-", dir="/tmp") as tmp:
         account.make_dir(Path(tmp), 0o755)

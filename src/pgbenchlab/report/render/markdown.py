@@ -61,6 +61,7 @@ def header(view: ReportView) -> list[str]:
         *about,
         f"- servers: {servers or '-'}",
         *described(view),
+        *lacking(view),
         f"- client: {escape(c.pgbench_version or 'pgbench')}; machine: {host or '-'}",
         f"- {_when(c.started_at)} to {_when(c.finished_at)} ({escape(c.status)}); "
         f"{len(view.runs)} runs, {ok} ok, {len(view.runs) - ok} failed or aborted",
@@ -71,6 +72,15 @@ def described(view: ReportView) -> list[str]:
     """What each server is, in the plan's words, once per server (its variants share them)."""
     said = {s.name: s.description for s in view.servers if s.description}
     return [f"  - {escape(name)}: {escape(text)}" for name, text in said.items()]
+
+
+def lacking(view: ReportView) -> list[str]:
+    """The telemetry each server's major could not give, once per server."""
+    said = {s.name: s.telemetry_gaps for s in view.servers if s.telemetry_gaps}
+    return [
+        f"  - {escape(name)} lacks: {escape('; '.join(why for _, why in gaps))}"
+        for name, gaps in said.items()
+    ]
 
 
 def render(view: ReportView) -> str:

@@ -30,6 +30,7 @@ def as_text(view: RunView) -> str:
         diagnosis_lines(d),
         wait_lines(d),
         event_lines(d),
+        gap_lines(d),
     ]
     return "\n\n".join("\n".join(s) for s in sections if s) + "\n"
 
@@ -214,6 +215,18 @@ def event_lines(d: dict[str, Any]) -> list[str]:
         return ["server events (checkpoints, autovacuum): none during the run"]
     lines = ["server events (from the server log; seconds into the run):"]
     lines += [f"{INDENT}{e['t']:7.1f} s  {e['kind']:<12} {e['detail']}" for e in events]
+    return lines
+
+
+def gap_lines(d: dict[str, Any]) -> list[str]:
+    """The telemetry the run lacks, each with why (a major without the view, a setting off)."""
+    gaps = d.get("telemetry_gaps") or []
+    if not gaps:
+        return []
+    lines = ["telemetry not captured, or only in part:"]
+    for gap in gaps:
+        state = "partly" if gap["captured"] else "absent"
+        lines.append(f"{INDENT}{gap['source']} ({state}): {gap['note'] or 'not captured'}")
     return lines
 
 

@@ -108,6 +108,9 @@ def servers_table(view: ReportView) -> str:
         _server_row("variant", [_pairs_text(s.variant) or "-" for s in servers]),
     ]
     rows += build_rows(servers)
+    if any(s.telemetry_gaps for s in servers):  # stated, never a blank chart panel alone
+        lacks = ["; ".join(why for _, why in s.telemetry_gaps) or "-" for s in servers]
+        rows.append(_server_row("telemetry its major lacks", lacks))
     for name in view.differing_settings:
         values = [dict(s.settings).get(name, "(default)") for s in servers]
         rows.append(_server_row(name, values, css="differs"))

@@ -101,6 +101,7 @@ def flatten(mapping: Mapping[str, Any], prefix: str = "") -> Pairs:
 def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
     servers = []
     storage = store.server_storage(campaign_id)
+    gaps = store.major_gaps(campaign_id)
     for s in store.server_records(campaign_id):
         # Masked again on the way out: databases written before settings were masked on the way in.
         variant = redact_settings(s.variant)
@@ -119,6 +120,7 @@ def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
                 build=tuple(builds.describe(s.build)) if s.build else (),
                 storage=storage_text(storage.get(s.name)),
                 description=s.description,
+                telemetry_gaps=tuple(sorted(gaps.get(s.name, {}).items())),
             )
         )
     return tuple(servers)

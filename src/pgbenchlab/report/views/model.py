@@ -66,6 +66,7 @@ class ServerView:
     build: Pairs = ()  # a server built from source: its provenance, (title, text) pairs
     storage: str | None = None  # its data directory's file system and mount options
     description: str = ""  # what it is, in the plan's words (a test set: what changed)
+    telemetry_gaps: Pairs = ()  # (source, why): the telemetry its major could not give
 
 
 @dataclass(frozen=True)

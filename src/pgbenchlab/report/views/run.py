@@ -93,6 +93,10 @@ def telemetry_detail(store: Store, run_id: int) -> dict[str, Any]:
             for w in store.wait_events(run_id, TOP_WAIT_EVENTS)
         ],
         "server_events": [asdict(e) for e in store.events_by_run([run_id]).get(run_id, ())],
+        "telemetry_gaps": [  # what the server's major (or the setup) could not report, and why
+            {"source": source, "captured": captured, "note": note}
+            for source, captured, note in store.telemetry_gaps(run_id)
+        ],
         "cpu_affinity": [
             {**asdict(a), "verified": a.verified, "text": affinity_text(a)}
             for a in store.affinity_by_run([run_id]).get(run_id, ())
