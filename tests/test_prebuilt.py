@@ -242,7 +242,10 @@ def test_a_download_is_unpacked_with_its_provenance_then_used_offline(
     assert prebuilt.ensure(RELEASE, root).bin_dir == install.bin_dir
     with pytest.raises(InstallError, match="no matching release is cached"):
         prebuilt.ensure("9.6.10", root)
-    assert cache.prune(root, keep=set()) == [cached]  # `builds --prune` removes it
+    with cache.using():  # as a command holds what it runs
+        prebuilt.ensure(RELEASE, root)
+        assert cache.prune(root, keep=set()).in_use == [cached]  # never pruned while in use
+    assert cache.prune(root, keep=set()).removed == [cached]  # `builds --prune` removes it
 
 
 def test_an_unreachable_repository_stops_the_campaign_before_anything_starts(

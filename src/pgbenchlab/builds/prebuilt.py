@@ -151,7 +151,8 @@ def ensure(spec: str, root: Path | None = None) -> Installation:
                 f"({_reason(exc)}) and no matching release is cached; connect or set "
                 f"{REPOSITORY_ENV} to a mirror"
             ) from None
-        return installation(spec, cached)
+        with cache.in_use(root, cached.name):  # held while the caller's `using` block lasts
+            return installation(spec, cached)
     version = newest_matching(spec, versions)
     if version is None:
         majors = sorted({postgres_version(v).rsplit(".", 1)[0] for v in versions}, key=_parts)
@@ -159,13 +160,16 @@ def ensure(spec: str, root: Path | None = None) -> Installation:
             f'binaries "{spec}": no such release published; majors: {", ".join(majors)}'
         )
     coordinates = Coordinates(repository(), artifact, version)
-    final = cache.build_dir(root, key_of(coordinates))
+    key = key_of(coordinates)
+    final = cache.build_dir(root, key)
     if not cache.is_complete(final):
         cache.prepare_root(root)
-        with cache.build_lock(root, key_of(coordinates), None):
-            if not cache.is_complete(final):
-                download(coordinates, root)
-    return installation(spec, final)
+    with cache.in_use(root, key):  # held while the caller's `using` block lasts: never pruned
+        if not cache.is_complete(final):
+            with cache.build_lock(root, key, None):
+                if not cache.is_complete(final):
+                    download(coordinates, root)
+        return installation(spec, final)
 
 
 def key_of(coordinates: Coordinates) -> str:
