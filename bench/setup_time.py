@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/setup_time.py [--rounds 8]
 
-The figure of record is the command without options (about 5 minutes). Each round clones the
+The figure of record is the command without options (about 5 minutes); --output elsewhere
+for a smoke test. Each round clones the
 repository's HEAD afresh and times `./lab --version` there: the virtual environment created
 and every Python package `./lab quickstart` needs installed, then pgbenchlab started once.
 Nothing is cached: each round has empty pip and uv caches (fresh PIP_CACHE_DIR, UV_CACHE_DIR,
@@ -89,6 +90,7 @@ the estimator, design, rounds and bar decided before it ran).
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--output", type=Path, default=HERE / "setup_time.md")
     args = parser.parse_args()
     provenance = Provenance.start()
     uv: list[float] = []
@@ -103,7 +105,7 @@ def main() -> None:
                 (uv if installer == "uv" else pip).append(seconds)
                 print(f"round {round_no + 1} {installer}: {seconds:.1f} s", flush=True)
     text = markdown(provenance, uv, pip)
-    write_figure(HERE / "setup_time.md", text)
+    write_figure(args.output, text)
     print(text)
 
 
