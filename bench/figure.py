@@ -135,7 +135,8 @@ def measured_commit() -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    changed = git("status", "--porcelain", "--", "src", "bench", "pyproject.toml")
+    # the code only: the figure files a run writes (bench/*.md) are not what it measured
+    changed = git("status", "--porcelain", "--", "src", "bench/*.py", "pyproject.toml", "lab")
     return f"{head} with uncommitted changes" if changed else head
 
 

@@ -224,9 +224,10 @@ def write_markdown(
     provenance: list[str], rows: list[str], load: tuple[float, float, float], verdict: Verdict
 ) -> str:
     before, after, others = load
-    # The load average after the runs counts the benchmark's own threads: only the one before,
-    # and other processes' CPU share during the runs, say whether the machine was shared.
-    loaded = others > 0.10 or before > 1.0
+    # The load averages count the benchmark's own threads (after) and whatever ran just before
+    # it (before, a minute's decay): only other processes' CPU share during the runs says
+    # whether the machine was shared.
+    loaded = others > 0.10
     condition = (
         f"**Taken under load**: other users of this shared machine used {others:.0%} of its CPU"
         " time during the runs, so absolute times are inflated; compare only figures from one run."
