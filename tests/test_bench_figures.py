@@ -125,8 +125,6 @@ BEFORE_RULES = frozenset(
     {
         "aa_real",
         "bisection",
-        "log_analysis",
-        "report_size",
         "build",
         "campaign_overhead",
         "capacity",
