@@ -124,7 +124,6 @@ def test_every_bench_script_imports(script: str, monkeypatch: pytest.MonkeyPatch
 BEFORE_RULES = frozenset(
     {
         "aa_real",
-        "bisection",
         "build",
         "campaign_overhead",
         "capacity",
