@@ -129,7 +129,6 @@ BEFORE_RULES = frozenset(
         "capacity",
         "observer_effect",
         "profile_overhead",
-        "remote_overhead",
         "telemetry_overhead",
         "time_to_answer",
     }
