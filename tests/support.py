@@ -19,6 +19,7 @@ import ci_guard
 from pgbenchlab import installs, osuser
 from pgbenchlab.campaign import Outcome
 from pgbenchlab.errors import InstallError
+from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import RunResult
@@ -101,19 +102,30 @@ def require_installs(*specs: str) -> None:
 
 
 @contextmanager
-def embedded_server(name: str) -> Iterator[ManagedServer]:
-    """A started managed server of the embedded PostgreSQL, removed afterwards."""
-    require_installs("embedded")
+def managed_server(
+    name: str, install: Installation, settings: dict[str, str] | None = None, *, tls: bool = False
+) -> Iterator[ManagedServer]:
+    """A started managed server of install, in a directory of its own the server account
+    reaches, removed afterwards."""
     account = osuser.server_account()
-    install = osuser.reachable_install(installs.resolve("embedded", installs.discover()), account)
     home = account.make_dir(Path(tempfile.mkdtemp(prefix=f"pgbl-{name}-", dir="/var/tmp")), 0o755)
-    server = ManagedServer(name, install, home / "data", account, {})
+    server = ManagedServer(name, install, home / "data", account, settings or {}, tls=tls)
     server.prepare()
     try:
         yield server
     finally:
         server.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def embedded_server(name: str) -> Iterator[ManagedServer]:
+    """A started managed server of the embedded PostgreSQL, removed afterwards."""
+    require_installs("embedded")
+    account = osuser.server_account()
+    install = osuser.reachable_install(installs.resolve("embedded", installs.discover()), account)
+    with managed_server(name, install) as server:
+        yield server
 
 
 @dataclass(frozen=True)

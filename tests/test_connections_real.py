@@ -10,9 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -35,7 +33,7 @@ from pgbenchlab.report.views.compare import JSON_VERSION
 from pgbenchlab.server import Endpoint, ManagedServer, managed, tls
 from pgbenchlab.server.cluster_files import TLS_CA, TLS_KEY
 from pgbenchlab.store import Store
-from support import require_installs
+from support import managed_server, require_installs
 
 # The session's 18 may be built here (minutes) when this module runs first or alone.
 pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]
@@ -267,15 +265,8 @@ def _install(spec: str) -> Installation:
 @contextmanager
 def tls_server(install: Installation) -> Iterator[ManagedServer]:
     """A started managed server of install serving TLS, removed afterwards."""
-    account = osuser.server_account()
-    home = account.make_dir(Path(tempfile.mkdtemp(prefix="pgbl-tls-", dir="/var/tmp")), 0o755)
-    server = ManagedServer("tls", install, home / "data", account, {}, tls=True)
-    server.prepare()
-    try:
+    with managed_server("tls", install, tls=True) as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def _refused_once_the_authority_changes(server: ManagedServer, pgbench: Path, cwd: Path) -> None:

@@ -8,16 +8,14 @@ run every telemetry query on a real server of their own."""
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import ci_guard
-from pgbenchlab import installs, osuser, plan
+from pgbenchlab import installs, plan
 from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli.common import open_store
@@ -30,7 +28,7 @@ from pgbenchlab.server import ManagedServer
 from pgbenchlab.telemetry import pgstats
 from pgbenchlab.telemetry.crosscheck import check_commits
 from pgbenchlab.telemetry.pgstats import major_text
-from support import QuietReporter, require_installs
+from support import QuietReporter, managed_server, require_installs
 
 # install value, server_version_num floor of that major
 MAJORS = {
@@ -157,16 +155,9 @@ def managed_binaries(request: pytest.FixtureRequest, build_cache: Path) -> Itera
         install = prebuilt.ensure(request.param)
     except InstallError as exc:
         pytest.skip(f"prebuilt {request.param} cannot be had here ({exc}): test NOT run")
-    account = osuser.server_account()
-    home = account.make_dir(Path(tempfile.mkdtemp(prefix="pgbl-major-", dir="/var/tmp")), 0o755)
     settings = {"shared_preload_libraries": "pg_stat_statements", "track_io_timing": "on"}
-    server = ManagedServer(f"pg{request.param}", install, home / "data", account, settings)
-    server.prepare()
-    try:
+    with managed_server(f"pg{request.param}", install, settings) as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.server
