@@ -125,7 +125,6 @@ BEFORE_RULES = frozenset(
     {
         "aa_real",
         "build",
-        "campaign_overhead",
         "capacity",
         "observer_effect",
         "profile_overhead",
