@@ -27,9 +27,9 @@ from figure import HERE, REPO, Provenance, duration_text, median_interval  # noq
 from pgbenchlab import dataset, installs, osuser, plan
 from pgbenchlab.analysis.comparison import LogDifference, log_half_width
 from pgbenchlab.hosts import LOCAL_HOST
-from pgbenchlab.pgbench import command
+from pgbenchlab.invocation import command
 from pgbenchlab.pgbench.report import parse_report
-from pgbenchlab.pgbench.version import PgVersion, parse_version
+from pgbenchlab.records.version import PgVersion, parse_version
 from pgbenchlab.server import Endpoint, ManagedServer, postmaster_pid
 from pgbenchlab.telemetry import osstats
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig

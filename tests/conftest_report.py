@@ -20,10 +20,7 @@ import numpy as np
 import zstandard
 
 from pgbenchlab.analysis.histogram import LatencyHistogram
-from pgbenchlab.results import LatencySummary, RunResult, Second
-from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import Store
-from pgbenchlab.telemetry.records import (
+from pgbenchlab.records.telemetry import (
     LogEvent,
     Point,
     RunTelemetry,
@@ -31,6 +28,9 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
+from pgbenchlab.results import LatencySummary, RunResult, Second
+from pgbenchlab.server import ServerFacts
+from pgbenchlab.store import Store
 
 RESULTS_DB = "results.db"
 PEAK_TPS = {"select-only": 60_000.0, "tpcb-like": 3_000.0, "simple-update": 4_000.0}

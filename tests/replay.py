@@ -2,7 +2,7 @@
 PostgreSQL.
 
 `recorded` turns a golden capture (tests/golden/pgbench/<version>/<case>.*) into what
-`pgbench.command.execute` returns; `ReplayExecutor` hands those out in order instead of running
+`invocation.command.execute` returns; `ReplayExecutor` hands those out in order instead of running
 pgbench, and writes a golden per-transaction log (tests/golden/logs/) where pgbench would have.
 `StandInServer` and `StandInServers` replace the server side: an external-server-like object
 with fixed facts that starts nothing. They exist only for orchestration tests; the real server
@@ -25,13 +25,13 @@ from pgbenchlab.analysis.diagnosis import Diagnosis
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.installs import Installation
-from pgbenchlab.pgbench.command import Completed
-from pgbenchlab.pgbench.version import parse_version
+from pgbenchlab.invocation.command import Completed
 from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.records.telemetry import RunTelemetry
+from pgbenchlab.records.version import parse_version
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server, ServerFacts
 from pgbenchlab.store import Store
-from pgbenchlab.telemetry.records import RunTelemetry
 
 GOLDEN = Path(__file__).parent / "golden"
 

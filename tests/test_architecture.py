@@ -20,18 +20,20 @@ PACKAGE = "pgbenchlab"
 MAX_LINES = 450
 
 # Bottom to top. Data flows upwards: plan → specs → campaign → results → store → analysis on
-# read → views → renderers → cli.
+# read → views → renderers → cli. The units are the top-level packages and modules; `report` is
+# an umbrella whose two sub-packages are units of their own (views below renderers). Every
+# module takes its unit's layer: a package never straddles layers.
 LAYERS: dict[str, int] = {
     "errors": 0,
     "jsontext": 0,
     "redaction": 0,
     "files": 0,
+    "findings": 0,
     "cpusets": 0,
     "stopsignals": 0,
-    "telemetry.records": 0,
+    "records": 0,
     "analysis": 1,
     "results": 2,
-    "findings": 0,
     "hosts": 2,
     "installs": 2,
     "builds": 2,
@@ -41,21 +43,23 @@ LAYERS: dict[str, int] = {
     "pgbench": 2,
     "profiles": 2,
     "plan": 3,
-    "pgbench.command": 4,
-    "pgbench.shares": 4,
+    "invocation": 4,
     "server": 4,
     "dataset": 4,
     "telemetry": 4,
-    "telemetry.logformat": 4,
     "studies": 4,
     "store": 5,
     "campaign": 6,
     "bisect": 7,
     "report.views": 7,
-    "report": 8,
+    "report.render": 8,
+    "report": 8,  # the umbrella's own module: `report.write` over views and renderers
     "exporting": 9,
     "cli": 9,
 }
+UMBRELLAS = {"report": ("report.views", "report.render")}
+# The most project modules one module may import: past it a module is doing several jobs.
+MAX_FAN_OUT = 26
 
 
 def module_name(path: Path) -> str:
@@ -93,13 +97,21 @@ def imported(path: Path) -> set[str]:
     return {m for m in found if m in known}
 
 
+def unit(module: str) -> str:
+    """The top-level package or module a module belongs to (an umbrella's sub-package)."""
+    parts = module.removeprefix(f"{PACKAGE}.").split(".")
+    for sub in UMBRELLAS.get(parts[0], ()):
+        if ".".join(parts[:2]) == sub:
+            return sub
+    return parts[0]
+
+
 def layer(module: str) -> int:
     if module == PACKAGE:
         return 0  # the package root holds only __version__
-    name = module.removeprefix(f"{PACKAGE}.")
-    best = max((p for p in LAYERS if name == p or name.startswith(p + ".")), key=len, default=None)
-    assert best is not None, f"{module} has no layer in tests/test_architecture.py"
-    return LAYERS[best]
+    name = unit(module)
+    assert name in LAYERS, f"{module} has no layer in tests/test_architecture.py"
+    return LAYERS[name]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -136,6 +148,49 @@ def test_no_import_cycles() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module)
+
+
+def unit_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, path in modules().items():
+        if module == PACKAGE:
+            continue
+        graph.setdefault(unit(module), set()).update(
+            unit(dep) for dep in imported(path) if dep != PACKAGE
+        )
+    return {name: deps - {name} for name, deps in graph.items()}
+
+
+def test_the_layer_table_names_every_unit_and_no_other() -> None:
+    assert set(unit_graph()) == set(LAYERS)
+
+
+def test_packages_import_no_package_above_and_form_no_loop() -> None:
+    graph = unit_graph()
+    for name, deps in graph.items():
+        above = sorted(d for d in deps if LAYERS[d] > LAYERS[name])
+        assert not above, f"package {name} (layer {LAYERS[name]}) imports from above: {above}"
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                loop = [*path[path.index(dep) :], dep] if dep in path else [node, dep]
+                raise AssertionError("package import loop: " + " → ".join(loop))
+            if dep not in state:
+                visit(dep, [*path, dep])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+@pytest.mark.parametrize("module", sorted(modules()), ids=str)
+def test_fan_out_is_bounded(module: str) -> None:
+    fan_out = len(imported(modules()[module]) - {module})
+    assert fan_out <= MAX_FAN_OUT, f"{module} imports {fan_out} project modules (≤ {MAX_FAN_OUT})"
 
 
 @pytest.mark.parametrize("module", sorted(modules()), ids=str)

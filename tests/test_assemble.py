@@ -16,8 +16,8 @@ from pgbenchlab.campaign.assemble import LogReading, MeasuredRun, assemble
 from pgbenchlab.campaign.executor import LocalExecutor
 from pgbenchlab.campaign.measure import Pgbench
 from pgbenchlab.findings import RunWarning, WarningCode
+from pgbenchlab.records.telemetry import NO_LOG_ACCESS, RunTelemetry, SourceStatus
 from pgbenchlab.results import RunStatus
-from pgbenchlab.telemetry.records import NO_LOG_ACCESS, RunTelemetry, SourceStatus
 from replay import client, golden_log, recorded
 
 STARTED, FINISHED = 1_800_000_000.0, 1_800_000_003.5

@@ -19,7 +19,7 @@ from pgbenchlab.campaign import RESULTS_DB, Outcome
 from pgbenchlab.campaign.rounds import Question, answer, open_cells, questions, round_specs
 from pgbenchlab.campaign.runner import conduct
 from pgbenchlab.errors import PlanError, UserError
-from pgbenchlab.pgbench.command import Completed
+from pgbenchlab.invocation.command import Completed
 from pgbenchlab.plan import AutoRepeats
 from pgbenchlab.server import Server
 from replay import Replay, ReplayExecutor, StandInServers, client, recorded

@@ -28,7 +28,7 @@ from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli import main
 from pgbenchlab.errors import BuildError, PlanError
 from pgbenchlab.hosts import LocalHost
-from pgbenchlab.pgbench.version import parse_version
+from pgbenchlab.records.version import parse_version
 from pgbenchlab.store import Store
 
 PATCHES = Path(__file__).parent / "patches"

@@ -26,7 +26,7 @@ from pgbenchlab.builds import sources
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.installs import Installation
-from pgbenchlab.pgbench import command
+from pgbenchlab.invocation import command
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import run as runview
 from pgbenchlab.store import Store

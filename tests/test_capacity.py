@@ -36,9 +36,9 @@ from pgbenchlab.campaign.capacity import (
     search_cells,
 )
 from pgbenchlab.cli import main
-from pgbenchlab.pgbench import command
-from pgbenchlab.pgbench.version import parse_version
+from pgbenchlab.invocation import command
 from pgbenchlab.plan import RunSpec
+from pgbenchlab.records.version import parse_version
 from pgbenchlab.report import load_view, write_report
 from pgbenchlab.report.render import images
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities

@@ -14,9 +14,9 @@ import pytest
 from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.plan import RunSpec
+from pgbenchlab.records.telemetry import RunTelemetry, Total
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry.crosscheck import check_commits
-from pgbenchlab.telemetry.records import RunTelemetry, Total
 from support import QuietReporter, embedded_server
 
 OTHER_COMMITS = 3000

@@ -28,7 +28,7 @@ from pgbenchlab.campaign import RESULTS_DB, remove_clusters
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.cli import main
 from pgbenchlab.installs import Installation
-from pgbenchlab.pgbench import command
+from pgbenchlab.invocation import command
 from pgbenchlab.report.views.compare import JSON_VERSION
 from pgbenchlab.server import Endpoint, ManagedServer, managed, tls
 from pgbenchlab.server.cluster_files import TLS_CA, TLS_KEY

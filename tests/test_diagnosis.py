@@ -15,7 +15,7 @@ from pgbenchlab.analysis.diagnosis import (
     wait_group,
 )
 from pgbenchlab.analysis.telemetry_figures import checkpoints, figures
-from pgbenchlab.telemetry.records import (
+from pgbenchlab.records.telemetry import (
     Affinity,
     LogEvent,
     Point,

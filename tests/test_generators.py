@@ -26,9 +26,9 @@ from pgbenchlab.campaign.generators import (
     split,
 )
 from pgbenchlab.hosts import LOCAL_HOST
-from pgbenchlab.pgbench.command import Completed, Share
+from pgbenchlab.invocation.command import Completed, Share
+from pgbenchlab.invocation.shares import sum_reports, total_report
 from pgbenchlab.pgbench.report import parse_report
-from pgbenchlab.pgbench.shares import sum_reports, total_report
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench" / "16"
 

@@ -12,12 +12,12 @@ from pgbenchlab.analysis import telemetry_figures
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, diagnose
 from pgbenchlab.campaign.assemble import generator_figures, progress_seconds, stored_spec
 from pgbenchlab.campaign.together import diagnosed, server_parts
-from pgbenchlab.pgbench.command import Completed, Share
+from pgbenchlab.invocation.command import Completed, Share
 from pgbenchlab.plan import RunSpec
+from pgbenchlab.records.telemetry import LogEvent, RunTelemetry, SourceStatus, WaitCount
 from pgbenchlab.results import OK, RunResult
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import CampaignTelemetry
-from pgbenchlab.telemetry.records import LogEvent, RunTelemetry, SourceStatus, WaitCount
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench" / "18" / "select-only.stdout"
 PLAN = """

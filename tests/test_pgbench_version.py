@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.pgbench.report import parse_report
-from pgbenchlab.pgbench.version import PgVersion, parse_version
+from pgbenchlab.records.version import PgVersion, parse_version
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench"
 

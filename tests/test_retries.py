@@ -11,8 +11,8 @@ from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.campaign.client import require_client_features
 from pgbenchlab.errors import PlanError
-from pgbenchlab.pgbench import command
-from pgbenchlab.pgbench.version import parse_version
+from pgbenchlab.invocation import command
+from pgbenchlab.records.version import parse_version
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs

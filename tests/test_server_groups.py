@@ -18,7 +18,7 @@ from pgbenchlab.campaign.together import server_parts
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import WarningCode
-from pgbenchlab.pgbench.command import Completed, Share
+from pgbenchlab.invocation.command import Completed, Share
 from pgbenchlab.pgbench.logs import read_log_bytes
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.pgbench.report import parse_report

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.records.telemetry import LogEvent
 from pgbenchlab.telemetry.logformat import (
     MANAGED,
     LineFormat,
@@ -22,7 +23,6 @@ from pgbenchlab.telemetry.logformat import (
     line_format,
     structured_format,
 )
-from pgbenchlab.telemetry.records import LogEvent
 from pgbenchlab.telemetry.serverlog import LogFollower, ServerLog, parse_events, records
 
 GOLDEN = Path(__file__).parent / "golden" / "serverlog"

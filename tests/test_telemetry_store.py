@@ -9,13 +9,7 @@ from pathlib import Path
 
 from pgbenchlab import store as store_module
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis
-from pgbenchlab.report.views.load import load_servers
-from pgbenchlab.results import OK, RunResult
-from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import SCHEMA_VERSION, ServerStorage, Store
-from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
-from pgbenchlab.telemetry.fsync import FsyncFigure
-from pgbenchlab.telemetry.records import (
+from pgbenchlab.records.telemetry import (
     LogEvent,
     Point,
     RunTelemetry,
@@ -24,6 +18,12 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
+from pgbenchlab.report.views.load import load_servers
+from pgbenchlab.results import OK, RunResult
+from pgbenchlab.server import ServerFacts
+from pgbenchlab.store import SCHEMA_VERSION, ServerStorage, Store
+from pgbenchlab.telemetry.campaign import ServerTelemetryFacts
+from pgbenchlab.telemetry.fsync import FsyncFigure
 
 SPEC = {
     "server": "pg",

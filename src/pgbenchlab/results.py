@@ -16,7 +16,7 @@ from pgbenchlab.findings import RunWarning
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
     from pgbenchlab.profiles import Profile
-    from pgbenchlab.telemetry.records import RunTelemetry
+    from pgbenchlab.records.telemetry import RunTelemetry
 
 RESULT_SCHEMA_VERSION = 1
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pgbenchlab.analysis.diagnosis import Checkpoint, Figures
-from pgbenchlab.telemetry.records import RunTelemetry
+from pgbenchlab.records.telemetry import RunTelemetry
 
 CHECKPOINT_COUNTERS = (
     ("pg_stat_checkpointer", "num_timed"),

@@ -17,15 +17,15 @@ from pgbenchlab import findings
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
-from pgbenchlab.pgbench.command import Completed, Share
+from pgbenchlab.invocation.command import Completed, Share
+from pgbenchlab.invocation.shares import total_report
 from pgbenchlab.pgbench.logs import TransactionLogSummary
 from pgbenchlab.pgbench.progress import ProgressLine, error_summary, parse_stderr
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
-from pgbenchlab.pgbench.shares import total_report
 from pgbenchlab.plan import RunSpec
+from pgbenchlab.records.telemetry import NO_LOG_ACCESS, RunTelemetry
 from pgbenchlab.results import GeneratorFigures, LatencySummary, RunResult, RunStatus, Second
 from pgbenchlab.telemetry.crosscheck import check_commits
-from pgbenchlab.telemetry.records import NO_LOG_ACCESS, RunTelemetry
 
 INTERRUPTED_TEXT = "interrupted by the user"
 

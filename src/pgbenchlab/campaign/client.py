@@ -10,9 +10,9 @@ from pgbenchlab import installs
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
-from pgbenchlab.pgbench import command
-from pgbenchlab.pgbench.version import PgVersion, parse_version
+from pgbenchlab.invocation import command
 from pgbenchlab.plan import Plan
+from pgbenchlab.records.version import PgVersion, parse_version
 
 RETRIES_SINCE = (15,)  # pgbench --max-tries
 

@@ -1,7 +1,7 @@
 """The seam between a campaign and the world outside Python: pgbench, dataset preparation and
 hygiene, and the telemetry beside each run.
 
-`LocalExecutor` does these for real (`pgbench.command`, `dataset`, `telemetry`); a test can
+`LocalExecutor` does these for real (`invocation.command`, `dataset`, `telemetry`); a test can
 give a campaign another executor that replays recorded pgbench outputs instead.
 """
 
@@ -17,14 +17,15 @@ from pgbenchlab import dataset, findings
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
-from pgbenchlab.pgbench import command, log_reducer
+from pgbenchlab.invocation import command
+from pgbenchlab.pgbench import log_reducer
 from pgbenchlab.pgbench.log_reduced import REDUCTION_SUFFIX
 from pgbenchlab.pgbench.log_reducer import Layout
 from pgbenchlab.profiles import RunProfiles
+from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.telemetry.campaign import CampaignTelemetry
-from pgbenchlab.telemetry.records import RunTelemetry
 
 CLIENT_FILES = ("PGSSLROOTCERT",)  # libpq's environment variables naming files it reads
 REDUCE_TIMEOUT_S = 600  # a generator's log reduced (a few seconds per million lines)

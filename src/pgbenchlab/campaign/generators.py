@@ -45,7 +45,7 @@ from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
-from pgbenchlab.pgbench.command import LOG_PREFIX, Completed, Share
+from pgbenchlab.invocation.command import LOG_PREFIX, Completed, Share
 from pgbenchlab.plan.hosts import split_evenly
 from pgbenchlab.results import RunResult
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import zstandard
 
 from pgbenchlab import files, osuser
-from pgbenchlab.pgbench import command
+from pgbenchlab.invocation import command
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.redaction import redact_setting
 from pgbenchlab.server import Endpoint

@@ -16,7 +16,8 @@ from pgbenchlab.campaign.generators import clock_offsets, common_window
 from pgbenchlab.campaign.layout import archive, log_files, sanitize_argv
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
-from pgbenchlab.pgbench import command
+from pgbenchlab.invocation import command
+from pgbenchlab.invocation.shares import total_report
 from pgbenchlab.pgbench.log_reduced import (
     REDUCTION_SUFFIX,
     merge_reductions,
@@ -30,11 +31,10 @@ from pgbenchlab.pgbench.progress import (
     parse_progress_line,
     parse_stderr,
 )
-from pgbenchlab.pgbench.shares import total_report
 from pgbenchlab.plan import RunSpec
+from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint
-from pgbenchlab.telemetry.records import RunTelemetry
 
 # Per-transaction log lines per second that keep the observer effect well under 1 %
 # (a full log costs ≈ 0.7 µs of client CPU per line; see bench/observer_effect.md).

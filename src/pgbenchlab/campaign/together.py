@@ -5,7 +5,7 @@ run's hygiene) and gets the whole cell: a pgbench of its own with the cell's cli
 and rate, against its own server, all started at one instant on the campaign's load generators
 (this machine; with [pgbench] hosts, each member's clients split across them) through
 `generators.together`. The run is stored once under the group's name: its figures are the sum
-of every pgbench's report (`pgbench.shares`), its latency percentiles come from the union of
+of every pgbench's report (`invocation.shares`), its latency percentiles come from the union of
 their logs cut to the window where all measured, and each member's part is kept (`ServerPart`)
 with the commits its server counted over the run, checked against its own pgbench's
 transactions, and what limited it: the diagnosis a single server's run gets, on the member's
@@ -47,16 +47,16 @@ from pgbenchlab.campaign.measure import (
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST
-from pgbenchlab.pgbench.command import Completed, Share
+from pgbenchlab.invocation.command import Completed, Share
+from pgbenchlab.invocation.shares import sum_reports
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
-from pgbenchlab.pgbench.shares import sum_reports
 from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.results import RunResult, ServerPart
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.crosscheck import check_commits
-from pgbenchlab.telemetry.records import RunTelemetry
 
 
 class GroupCampaign(Protocol):

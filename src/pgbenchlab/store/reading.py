@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab.errors import UserError
+from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.results import (
     COMPLETE_STATUSES,
     GeneratorFigures,
@@ -44,7 +45,6 @@ from pgbenchlab.store.records import (
     campaign_artifacts,
 )
 from pgbenchlab.store.telemetry import read_affinity
-from pgbenchlab.telemetry.records import Affinity
 
 CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
 RUN_SELECT = "SELECT id, campaign_id, " + ", ".join(c.name for c in RUN_COLUMNS)

@@ -12,8 +12,8 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from pgbenchlab.records.telemetry import Affinity, RunTelemetry
 from pgbenchlab.telemetry.fsync import FsyncFigure
-from pgbenchlab.telemetry.records import Affinity, RunTelemetry
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis

@@ -10,7 +10,7 @@ axes) and the estimated time, computed by parsing the plan written (so every tem
 valid plan). Pure functions of the facts apart from `facts.gather`.
 
 Layer 4: imports `plan`, `findings`, `installs`, `builds`, `hosts`, `telemetry.machine`, and
-`server.settings` and `pgbench.command` (whether an installation can serve TLS).
+`server.settings` and `invocation.command` (whether an installation can serve TLS).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from pgbenchlab import builds, installs
 from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.installs import Installation
-from pgbenchlab.pgbench.command import supports_tls
+from pgbenchlab.invocation.command import supports_tls
 from pgbenchlab.server.settings import settings_problem
 from pgbenchlab.telemetry.machine import memory_bytes
 

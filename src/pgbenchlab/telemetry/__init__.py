@@ -1,29 +1,10 @@
 """Telemetry: what the machine, the server and the OS were and did during each run.
 
-`machine` holds the facts recorded once (machine, storage, pg_config), `records` the
-immutable per-run records, `capture` the sampler beside pgbench, `campaign` what a campaign
-does once per server (facts, pg_test_fsync) and per run (capture, diagnosis inputs).
+`machine` holds the facts recorded once (machine, storage, pg_config), `capture` the sampler
+beside pgbench, `campaign` what a campaign does once per server (facts, pg_test_fsync) and per
+run (capture, diagnosis inputs). The per-run records themselves are `records.telemetry`.
 """
 
 from pgbenchlab.telemetry.machine import machine_facts, storage_facts
-from pgbenchlab.telemetry.records import (
-    LogEvent,
-    Point,
-    RunTelemetry,
-    SourceStatus,
-    Statement,
-    Total,
-    WaitCount,
-)
 
-__all__ = [
-    "LogEvent",
-    "Point",
-    "RunTelemetry",
-    "SourceStatus",
-    "Statement",
-    "Total",
-    "WaitCount",
-    "machine_facts",
-    "storage_facts",
-]
+__all__ = ["machine_facts", "storage_facts"]

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from pgbenchlab.hosts import Host
+from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.telemetry.osstats import child_pids
-from pgbenchlab.telemetry.records import Affinity
 
 SERVER, PGBENCH = "server", "pgbench"
 

@@ -23,10 +23,7 @@ from typing import Any
 import psycopg
 
 from pgbenchlab.hosts import LOCAL_HOST, Host
-from pgbenchlab.server import Endpoint
-from pgbenchlab.telemetry import osstats, pgstats
-from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
-from pgbenchlab.telemetry.records import (
+from pgbenchlab.records.telemetry import (
     NO_LOG_ACCESS,
     LogEvent,
     Point,
@@ -36,6 +33,9 @@ from pgbenchlab.telemetry.records import (
     Total,
     WaitCount,
 )
+from pgbenchlab.server import Endpoint
+from pgbenchlab.telemetry import osstats, pgstats
+from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
 from pgbenchlab.telemetry.serverlog import LogFollower, ServerLog
 from pgbenchlab.telemetry.statements import StatementsProbe
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgbenchlab.findings import RunWarning, commits_disagree
+from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.telemetry.capture import ACTIVITY_HZ
-from pgbenchlab.telemetry.records import RunTelemetry
 
 COMMITS = ("pg_stat_database", "xact_commit")
 # pgbench's own queries besides the transactions: the scale check and the like, once a run.

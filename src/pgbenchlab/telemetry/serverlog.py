@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from pgbenchlab.hosts import Host
+from pgbenchlab.records.telemetry import LogEvent
 from pgbenchlab.telemetry.logformat import ATTACHED, MANAGED, LineFormat, file_kind
-from pgbenchlab.telemetry.records import LogEvent
 
 # What ATTACHED lines print, as csvlog's columns and jsonlog's keys.
 CSV_ATTACHED = {"detail": 14, "hint": 15, "query": 16, "context": 18, "statement": 19}

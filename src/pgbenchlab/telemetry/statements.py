@@ -14,8 +14,8 @@ from typing import Any
 
 import psycopg
 
+from pgbenchlab.records.telemetry import Statement
 from pgbenchlab.telemetry import pgstats
-from pgbenchlab.telemetry.records import Statement
 
 TOP = 10
 Key = tuple[Any, Any, Any]  # userid, queryid, toplevel

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from harness import bench_server, spec_for  # noqa: E402
-from pgbenchlab.pgbench import command  # noqa: E402
+from pgbenchlab.invocation import command  # noqa: E402
 
 RECORD = ["perf", "record", "-a", "-e", "cpu-clock", "-F", "99", "-g", "-N"]
 SCRIPT = ["perf", "script", "-F", "comm,pid,tid,ip,sym,dso"]

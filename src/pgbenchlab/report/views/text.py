@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
+from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.report.views.model import Interval
-from pgbenchlab.telemetry.records import Affinity
 
 
 @dataclass(frozen=True)

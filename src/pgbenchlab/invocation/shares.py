@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from pgbenchlab.pgbench.command import Completed
+from pgbenchlab.invocation.command import Completed
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
 
 N = TypeVar("N", int, float)

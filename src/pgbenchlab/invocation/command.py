@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from pgbenchlab.hosts import LOCAL_HOST, Host, Process, pinned
-from pgbenchlab.pgbench.version import PgVersion
 from pgbenchlab.plan import RunOptions, Workload
+from pgbenchlab.records.version import PgVersion
 
 LOG_PREFIX = "pgbench_log"
 
