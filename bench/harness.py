@@ -114,13 +114,10 @@ class BenchServer:
         done = None
         try:
             before = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
-            done = command.execute(
-                argv,
-                self.endpoint.libpq_env(),
-                cwd=self.logs,
-                on_stderr_line=on_stderr_line,
-                on_start=started,
+            call = command.Call(
+                tuple(argv), self.endpoint.libpq_env(), self.logs, None, on_stderr_line, started
             )
+            done = command.execute(call)
             after = (server_cpu_s(pid), own_cpu_s(), machine_busy_s(), time.monotonic())
         finally:
             for capture in captures:

@@ -25,7 +25,7 @@ from pgbenchlab.analysis.diagnosis import Diagnosis
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.installs import Installation
-from pgbenchlab.invocation.command import Completed
+from pgbenchlab.invocation.command import Call, Completed
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.records.version import parse_version
@@ -176,30 +176,22 @@ class ReplayExecutor:
     argvs: list[list[str]] = field(default_factory=list)
     run_s: float = 0.0
 
-    def pgbench(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path,
-        on_stderr_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> Completed:
+    def pgbench(self, call: Call) -> Completed:
+        argv = list(call.argv)
         self.argvs.append(argv)
         replay = self.replays.pop(0)
         time.sleep(self.run_s)
-        if on_start is not None:
-            on_start(os.getpid())
+        if call.on_start is not None:
+            call.on_start(os.getpid())
         for log in replay.log:
-            shutil.copy(log, cwd / log.name)
+            shutil.copy(log, Path(call.cwd) / log.name)
         try:
             if replay.interrupt:  # as a terminal's Ctrl-C reaches the campaign
                 os.kill(os.getpid(), signal.SIGINT)
                 time.sleep(5)  # the handler's KeyboardInterrupt ends the wait at once
             for line in replay.output.stderr.splitlines():
-                if on_stderr_line is not None:
-                    on_stderr_line(line)
+                if call.on_stderr_line is not None:
+                    call.on_stderr_line(line)
         except KeyboardInterrupt:  # pgbench stopped early, as command.execute reports it
             return Completed(tuple(argv), 130, "", "", 0.5, 0.1, True)
         out = replay.output

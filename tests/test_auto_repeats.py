@@ -19,7 +19,7 @@ from pgbenchlab.campaign import RESULTS_DB, Outcome
 from pgbenchlab.campaign.rounds import Question, answer, open_cells, questions, round_specs
 from pgbenchlab.campaign.runner import conduct
 from pgbenchlab.errors import PlanError, UserError
-from pgbenchlab.invocation.command import Completed
+from pgbenchlab.invocation.command import Call, Completed
 from pgbenchlab.plan import AutoRepeats
 from pgbenchlab.server import Server
 from replay import Replay, ReplayExecutor, StandInServers, client, recorded
@@ -176,15 +176,15 @@ class NoisyServers(ReplayExecutor):
     ) -> dataset.Prepared:
         return dataset.Prepared(server.endpoint.with_dbname(server.name), 0.5)
 
-    def pgbench(self, argv: list[str], env: dict[str, str], **kwargs: object) -> Completed:
+    def pgbench(self, call: Call) -> Completed:
         self.calls += 1
-        tps = self.levels[argv[-1]] * math.exp(self.rng.gauss(0, self.noise))
+        tps = self.levels[call.argv[-1]] * math.exp(self.rng.gauss(0, self.noise))
         base = recorded("16", "tpcb-progress")
         stdout = re.sub(r"tps = [\d.]+", f"tps = {tps:.6f}", base.stdout)
         self.replays.append(
             Replay(replace(base, stdout=stdout), interrupt=self.calls == self.interrupt_at)
         )
-        return super().pgbench(argv, env, **kwargs)  # type: ignore[arg-type]
+        return super().pgbench(call)
 
 
 def run(

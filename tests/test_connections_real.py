@@ -284,4 +284,4 @@ def _pgbench_select(pgbench: Path, endpoint: Endpoint, cwd: Path) -> command.Com
     """One SELECT 1 by this pgbench over this endpoint."""
     (cwd / "one.sql").write_text("SELECT 1;\n")
     argv = [str(pgbench), "-n", "-t", "1", "-f", str(cwd / "one.sql"), endpoint.dbname]
-    return command.execute(argv, endpoint.libpq_env(), cwd=cwd)
+    return command.execute(command.Call(tuple(argv), endpoint.libpq_env(), cwd))

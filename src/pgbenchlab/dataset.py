@@ -16,7 +16,7 @@ import psycopg
 
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
-from pgbenchlab.invocation.command import execute, version_of
+from pgbenchlab.invocation.command import Call, execute, version_of
 from pgbenchlab.pgbench.progress import error_summary
 from pgbenchlab.records.version import parse_version
 from pgbenchlab.server import LOST_NETWORK_OPTIONS, Endpoint, Server, client_endpoint
@@ -112,7 +112,7 @@ def ensure(
     # pgbench's way in: over TCP when it runs on another host than the server's.
     client = client_endpoint(server, endpoint)
     argv = [str(pgbench), "-i", "-q", "-s", str(scale), init_dbname(client, pgbench, host)]
-    done = execute(argv, client.libpq_env(), cwd=work_dir, host=host)
+    done = execute(Call(tuple(argv), client.libpq_env(), work_dir), host=host)
     if done.interrupted:
         raise KeyboardInterrupt
     if done.returncode != 0:

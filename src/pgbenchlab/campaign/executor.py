@@ -8,7 +8,7 @@ give a campaign another executor that replays recorded pgbench outputs instead.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
@@ -82,16 +82,7 @@ class Profiling(Protocol):
 
 
 class Executor(Protocol):
-    def pgbench(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path,
-        on_stderr_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> command.Completed: ...
+    def pgbench(self, call: command.Call) -> command.Completed: ...
 
     def prepare_dataset(
         self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
@@ -116,26 +107,8 @@ class LocalExecutor:
         self.host = host
         self.pgbench_cpus = pgbench_cpus  # the plan's [pgbench] cpus
 
-    def pgbench(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path,
-        on_stderr_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> command.Completed:
-        return command.execute(
-            argv,
-            env,
-            cwd=cwd,
-            on_stderr_line=on_stderr_line,
-            timeout_s=timeout_s,
-            on_start=on_start,
-            host=self.host,
-            cpus=self.pgbench_cpus,
-        )
+    def pgbench(self, call: command.Call) -> command.Completed:
+        return command.execute(call, host=self.host, cpus=self.pgbench_cpus)
 
     def prepare_dataset(
         self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
@@ -172,28 +145,12 @@ class GeneratorExecutor(LocalExecutor):
         super().__init__(host, pgbench_cpus)
         self.keep_logs = keep_logs  # [pgbench] keep_logs
 
-    def pgbench(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path,
-        on_stderr_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> command.Completed:
+    def pgbench(self, call: command.Call) -> command.Completed:
         there = self.work_dir()
         try:
-            done = self.pgbench_in(
-                there,
-                argv,
-                env,
-                cwd=cwd,
-                on_stderr_line=on_stderr_line,
-                timeout_s=timeout_s,
-                on_start=on_start,
-            )
-            self.collect(there, cwd, log_layout(argv, None, 0.0), self.host.name)
+            done = self.pgbench_in(there, call)
+            cwd = Path(call.cwd)
+            self.collect(there, cwd, log_layout(list(call.argv), None, 0.0), self.host.name)
         finally:
             self.host.remove_tree(there)
         return done
@@ -205,27 +162,18 @@ class GeneratorExecutor(LocalExecutor):
         assert own is not None, "a load generator host is another machine"
         return self.host.make_temp_dir("pgbench-", own)
 
-    def pgbench_in(
-        self,
-        there: PurePath,
-        argv: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path,
-        on_stderr_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> command.Completed:
-        """pgbench run in there, its log files left there for `collect`."""
-        done = super().pgbench(
-            self._shipped_scripts([_moved(arg, str(cwd), str(there)) for arg in argv], cwd, there),
-            self._client_files(env, there),
-            cwd=Path(there),  # a path on the generator host
-            on_stderr_line=on_stderr_line,
-            timeout_s=timeout_s,
-            on_start=on_start,
+    def pgbench_in(self, there: PurePath, call: command.Call) -> command.Completed:
+        """The call's pgbench run in there (a directory on the generator host), its log files
+        left there for `collect`."""
+        cwd = Path(call.cwd)
+        argv = [_moved(arg, str(cwd), str(there)) for arg in call.argv]
+        moved = replace(
+            call,
+            argv=tuple(self._shipped_scripts(argv, cwd, there)),
+            env=self._client_files(call.env, there),
+            cwd=there,
         )
-        return replace(done, argv=tuple(argv))
+        return replace(super().pgbench(moved), argv=call.argv)
 
     def collect(self, there: PurePath, cwd: Path, layout: Layout, label: str) -> None:
         """The reduction of the log files in there, written into cwd as LABEL.reduction.json;
@@ -258,7 +206,7 @@ class GeneratorExecutor(LocalExecutor):
             shipped.append(arg)
         return shipped
 
-    def _client_files(self, env: dict[str, str], there: PurePath) -> dict[str, str]:
+    def _client_files(self, env: Mapping[str, str], there: PurePath) -> dict[str, str]:
         """env, the files libpq reads on pgbench's side (the authority a TLS server is verified
         against) copied into the run's directory there."""
         moved = dict(env)

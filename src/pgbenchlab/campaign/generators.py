@@ -28,14 +28,13 @@ are ``SERVER@HOST``.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import secrets
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from pgbenchlab import cpusets
@@ -45,7 +44,7 @@ from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
-from pgbenchlab.invocation.command import LOG_PREFIX, Completed, Share
+from pgbenchlab.invocation.command import LOG_PREFIX, Call, Completed, Share
 from pgbenchlab.plan.hosts import split_evenly
 from pgbenchlab.results import RunResult
 
@@ -137,12 +136,6 @@ def argv_figures(argv: list[str]) -> tuple[int, int, float | None]:
 
 
 @dataclass(frozen=True)
-class Timing:
-    start_there: float  # the agreed start on the generator's own clock
-    timeout_s: float | None
-
-
-@dataclass(frozen=True)
 class Generator:
     name: str
     executor: LocalExecutor  # this machine's, or a GeneratorExecutor for another host
@@ -166,8 +159,8 @@ class Target:
     """The server a share's pgbench drives: the run's own (server ""), or a group member's
     (its libpq environment and database name)."""
 
-    env: dict[str, str]
-    dbname: str
+    env: Mapping[str, str] = field(repr=False)  # may hold a password
+    dbname: str = ""
     server: str = ""
 
 
@@ -212,43 +205,31 @@ class FleetExecutor(GeneratorExecutor):
             for n, h in generators
         ]
 
-    def pgbench(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path,
-        on_stderr_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> Completed:
+    def pgbench(self, call: Call) -> Completed:
         parts = split(
-            *argv_figures(argv), [g.cpus(self.pgbench_cpus) or 1 for g in self.generators]
+            *argv_figures(list(call.argv)),
+            [g.cpus(self.pgbench_cpus) or 1 for g in self.generators],
         )
         # pgbench's progress and pid: the first generator's stand for all
-        target = Target(env=env, dbname=argv[-1])
+        target = Target(call.env, call.argv[-1])
         planned = [
-            Planned(g, part, target, on_start if i == 0 else None)
+            Planned(g, part, target, call.on_start if i == 0 else None)
             for i, (g, part) in enumerate(zip(self.generators, parts, strict=True))
         ]
-        return together(argv, planned, cwd, on_stderr_line, timeout_s, self.pgbench_cpus)
+        return together(call, planned, self.pgbench_cpus)
 
 
-def together(
-    argv: list[str],
-    planned: list[Planned],
-    cwd: Path,
-    on_stderr_line: Callable[[str], None] | None,
-    timeout_s: float | None,
-    pgbench_cpus: str | None,
-) -> Completed:
-    """Every planned share's pgbench started at one instant; the run as one pgbench."""
+def together(call: Call, planned: list[Planned], pgbench_cpus: str | None) -> Completed:
+    """Every planned share of the call's pgbench started at one instant; the run as one
+    pgbench. Each share's stderr lines go to its own listener, else (the first's) to the
+    call's."""
+    argv, cwd = list(call.argv), Path(call.cwd)
     base = secrets.randbelow(2**31 - len(planned))
     offsets = {
         g.name: _offset(g.host) for g in {p.generator.name: p.generator for p in planned}.values()
     }
     start = time.time() + START_LEAD_S
-    timeout = None if timeout_s is None else timeout_s + START_LEAD_S
+    timeout = None if call.timeout_s is None else call.timeout_s + START_LEAD_S
     starts = [Started(p.on_start) for p in planned]
     asked: set[int] = set()
     labels = [p.label for p in planned]
@@ -261,11 +242,18 @@ def together(
                 pool.submit(
                     _share,
                     p.generator,
-                    share_argv([*argv[:-1], p.target.dbname], p.part, base + i, labels[i]),
-                    Timing(start + offsets[p.generator.name], timeout),
-                    p.target.env,
-                    (cwd, dirs[i]),
-                    (p.on_line or (on_stderr_line if i == 0 else None), starts[i]),
+                    Call(
+                        tuple(
+                            share_argv([*argv[:-1], p.target.dbname], p.part, base + i, labels[i])
+                        ),
+                        p.target.env,
+                        cwd,
+                        timeout,
+                        p.on_line or (call.on_stderr_line if i == 0 else None),
+                    ),
+                    start + offsets[p.generator.name],
+                    dirs[i],
+                    starts[i],
                 )
                 for i, p in enumerate(planned)
             ]
@@ -337,16 +325,16 @@ def _interrupt(planned: list[Planned], starts: list[Started], asked: set[int]) -
 
 def _share(
     generator: Generator,
-    argv: list[str],
-    timing: Timing,
-    env: dict[str, str],
-    dirs: tuple[Path, PurePath | None],
-    callbacks: tuple[Callable[[str], None] | None, Started],
+    call: Call,
+    start_there: float,
+    there: PurePath | None,
+    started: Started,
 ) -> Completed:
-    """Run one generator's pgbench at the agreed instant (its start, on its own clock, is
-    noted in `started`, which tells `on_start` once pgbench runs, not while it waits): in its
-    run directory on a generator host, in the run's own on this machine."""
-    on_line, started = callbacks
+    """Run one generator's pgbench at the agreed instant (start_there, on its own clock; its
+    real start is noted in `started`, which tells the share's `on_start` once pgbench runs, not
+    while it waits): in its run directory on a generator host, in the run's own on this
+    machine."""
+    on_line = call.on_stderr_line
 
     def line(text: str) -> None:
         if text.startswith(START_MARK):
@@ -354,22 +342,19 @@ def _share(
         elif on_line is not None:
             on_line(text)
 
-    wrapped = ["python3", "-c", WAIT_AND_EXEC, f"{timing.start_there:.6f}", *argv]
-    cwd, there = dirs
-    executor = generator.executor
-    run = executor.pgbench
-    if isinstance(executor, GeneratorExecutor) and there is not None:
-        run = functools.partial(executor.pgbench_in, there)
-    done = run(
-        wrapped,
-        env,
-        cwd=cwd,
+    wrapped = replace(
+        call,
+        argv=("python3", "-c", WAIT_AND_EXEC, f"{start_there:.6f}", *call.argv),
         on_stderr_line=line,
-        timeout_s=timing.timeout_s,
         on_start=started.spawned,
     )
+    executor = generator.executor
+    if isinstance(executor, GeneratorExecutor) and there is not None:
+        done = executor.pgbench_in(there, wrapped)
+    else:
+        done = executor.pgbench(wrapped)
     kept = "".join(x for x in done.stderr.splitlines(True) if not x.startswith(START_MARK))
-    return replace(done, argv=tuple(argv), stderr=kept)
+    return replace(done, argv=call.argv, stderr=kept)
 
 
 def _remove_all(dirs: list[tuple[Host, PurePath | None]]) -> None:

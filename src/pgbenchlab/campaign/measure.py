@@ -70,14 +70,8 @@ class Pgbench:
 
         # -T is checked between transactions only; allow generous slack before killing.
         timeout = None if run.seconds is None else run.seconds * 2 + 120
-        return self.executor.pgbench(
-            argv,
-            endpoint.libpq_env(),
-            cwd=cwd,
-            on_stderr_line=on_line,
-            timeout_s=timeout,
-            on_start=on_start,
-        )
+        call = command.Call(tuple(argv), endpoint.libpq_env(), cwd, timeout, on_line, on_start)
+        return self.executor.pgbench(call)
 
     def warmup(
         self,

@@ -47,7 +47,7 @@ from pgbenchlab.campaign.measure import (
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST
-from pgbenchlab.invocation.command import Completed, Share
+from pgbenchlab.invocation.command import Call, Completed, Share
 from pgbenchlab.invocation.shares import sum_reports
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
@@ -215,19 +215,11 @@ class GroupExecutor(LocalExecutor):
         self.targets = targets
         self.starts = starts
 
-    def pgbench(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        *,
-        cwd: Path,
-        on_stderr_line: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-        on_start: Callable[[int], None] | None = None,
-    ) -> Completed:
+    def pgbench(self, call: Call) -> Completed:
         planned: list[Planned] = []
         parts = split(
-            *argv_figures(argv), [g.cpus(self.pgbench_cpus) or 1 for g in self.generators]
+            *argv_figures(list(call.argv)),
+            [g.cpus(self.pgbench_cpus) or 1 for g in self.generators],
         )
         for i, target in enumerate(self.targets):
             told = self.starts[i] if self.starts else None
@@ -235,10 +227,10 @@ class GroupExecutor(LocalExecutor):
                 Planned(g, part, target, told if j == 0 else None)
                 for j, (g, part) in enumerate(zip(self.generators, parts, strict=True))
             ]
-        if on_stderr_line is not None:  # the run's progress: every share's, second by second
-            summed = ProgressSum(len(planned), on_stderr_line)
+        if call.on_stderr_line is not None:  # the run's progress: every share's, second by second
+            summed = ProgressSum(len(planned), call.on_stderr_line)
             planned = [replace(p, on_line=summed.feed(i)) for i, p in enumerate(planned)]
-        return together(argv, planned, cwd, None, timeout_s, self.pgbench_cpus)
+        return together(replace(call, on_stderr_line=None), planned, self.pgbench_cpus)
 
 
 class ProgressSum:

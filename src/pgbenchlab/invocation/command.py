@@ -10,8 +10,8 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from pgbenchlab.hosts import LOCAL_HOST, Host, Process, pinned
@@ -33,6 +33,20 @@ class Invocation:
     log_dir: Path | None = None  # write a per-transaction log here
     sampling_rate: float = 1.0
     progress: bool = True
+
+
+@dataclass(frozen=True)
+class Call:
+    """One pgbench process to start, wherever it runs: its argv, its libpq environment (kept
+    out of argv and of this record's repr: it may hold a password), the directory it runs in,
+    the time it may take, and who hears its stderr lines and its pid."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(repr=False)
+    cwd: PurePath
+    timeout_s: float | None = None
+    on_stderr_line: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    on_start: Callable[[int], None] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -106,42 +120,31 @@ def build_argv(binary: Path, version: PgVersion, run: Invocation, dbname: str) -
     return argv
 
 
-def execute(
-    argv: list[str],
-    env: dict[str, str],
-    *,
-    cwd: PurePath,
-    on_stderr_line: Callable[[str], None] | None = None,
-    timeout_s: float | None = None,
-    on_start: Callable[[int], None] | None = None,
-    host: Host = LOCAL_HOST,
-    cpus: str | None = None,
-) -> Completed:
-    """Run pgbench on host (pinned to the CPU list cpus when given), streaming stderr lines to
-    the callback; measure its CPU time. The pinning tool execs pgbench: same pid, and argv
-    stays pgbench's own.
-
-    `on_start` receives pgbench's pid as soon as it is started (a sampler watches it)."""
+def execute(call: Call, *, host: Host = LOCAL_HOST, cpus: str | None = None) -> Completed:
+    """Run the call's pgbench on host (pinned to the CPU list cpus when given), streaming its
+    stderr lines to the call's callback; measure its CPU time. The pinning tool execs pgbench:
+    same pid, and argv stays pgbench's own. The call's `on_start` receives pgbench's pid as
+    soon as it is started (a sampler watches it)."""
     started = time.monotonic()
     stdout_lines: list[str] = []
     stderr_lines: list[str] = []
 
     def on_stderr(line: str) -> None:
         stderr_lines.append(line)
-        if on_stderr_line:
-            on_stderr_line(line)
+        if call.on_stderr_line:
+            call.on_stderr_line(line)
 
     proc = host.start(
-        pinned(argv, cpus, host),
-        env={**_base_env(), **env, "PG_COLOR": "never"},
-        cwd=cwd,
+        pinned(list(call.argv), cpus, host),
+        env={**_base_env(), **call.env, "PG_COLOR": "never"},
+        cwd=call.cwd,
         on_stdout_line=stdout_lines.append,
         on_stderr_line=on_stderr,
     )
-    if on_start is not None:
-        on_start(proc.pid)
+    if call.on_start is not None:
+        call.on_start(proc.pid)
     interrupted = False
-    killer = _kill_after(proc, timeout_s) if timeout_s else None
+    killer = _kill_after(proc, call.timeout_s) if call.timeout_s else None
     try:
         end = proc.wait()
     except KeyboardInterrupt:
@@ -152,7 +155,7 @@ def execute(
     if killer:
         killer.cancel()
     return Completed(
-        tuple(argv),
+        call.argv,
         end.returncode,
         "".join(f"{line}\n" for line in stdout_lines),
         "".join(f"{line}\n" for line in stderr_lines),
