@@ -21,15 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgbenchlab import dataset, findings
-from pgbenchlab.analysis.diagnosis import Diagnosis
 from pgbenchlab.campaign.client import PgbenchClient
+from pgbenchlab.diagnosing import Evidence
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.installs import Installation
 from pgbenchlab.invocation.command import Call, Completed
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.records.version import parse_version
-from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server, ServerFacts
 from pgbenchlab.store import Store
 
@@ -155,8 +154,8 @@ class NoTelemetry:
     ) -> NoCapture:
         return NoCapture()
 
-    def diagnose(self, server: str, result: RunResult) -> Diagnosis | None:
-        return None
+    def evidence(self, server: str) -> Evidence:
+        return Evidence()
 
     def profiler(
         self, server: Server, label: str, work_dir: Path, pgbench: Installation | None = None

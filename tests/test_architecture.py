@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "records": 0,
     "analysis": 1,
     "results": 2,
+    "diagnosing": 2,
     "hosts": 2,
     "installs": 2,
     "builds": 2,

@@ -11,11 +11,11 @@ import pytest
 from pgbenchlab import osuser, plan
 from pgbenchlab.analysis.diagnosis import Diagnosis
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
-from pgbenchlab.campaign import rounds, run_campaign
-from pgbenchlab.campaign.generators import name_saturated
+from pgbenchlab.campaign import rounds, run_campaign, together
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.campaign.together import server_parts
 from pgbenchlab.cli import main
+from pgbenchlab.diagnosing import Evidence
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import WarningCode
 from pgbenchlab.invocation.command import Completed, Share
@@ -26,7 +26,6 @@ from pgbenchlab.plan import GroupPlan, RunSpec
 from pgbenchlab.results import RunHost, RunResult, RunStatus
 from pgbenchlab.server import SUPERUSER, Endpoint
 from pgbenchlab.store import Store
-from pgbenchlab.telemetry.campaign import CampaignTelemetry
 from support import QuietReporter, require_installs
 from test_commit_check import telemetry
 
@@ -161,14 +160,14 @@ def test_two_servers_driven_together_are_one_run(
     # synchronously), so both members report the first second and the lock is let go
     matrix = '[matrix]\nscale = [1]\nclients = [2]\nprotocol = ["simple"]\n'
     the_plan = parse(text + matrix, tmp_path)
-    diagnosed: dict[str, tuple[RunResult, Diagnosis | None]] = {}  # each member's, as given
-    diagnose = CampaignTelemetry.diagnose
+    diagnosed: list[tuple[RunResult, Diagnosis | None]] = []  # each member's run, as judged
+    diagnose_run = together.diagnose_run
 
-    def seen(self: CampaignTelemetry, server: str, result: RunResult) -> Diagnosis | None:
-        diagnosed[server] = (result, diagnose(self, server, result))
-        return diagnosed[server][1]
+    def seen(result: RunResult, evidence: Evidence) -> Diagnosis | None:
+        diagnosed.append((result, diagnose_run(result, evidence)))
+        return diagnosed[-1][1]
 
-    monkeypatch.setattr(CampaignTelemetry, "diagnose", seen)
+    monkeypatch.setattr(together, "diagnose_run", seen)
     reporter = LockingB(results_dir)
     outcome = run_campaign(the_plan, results_dir, reporter)
     for thread in reporter.threads:
@@ -205,12 +204,11 @@ def test_two_servers_driven_together_are_one_run(
     # What limited each: the diagnosis of its own telemetry and figures. b's backends waited
     # on the lock held over its first second; a's, on nothing of the kind.
     for part in (a, b):
-        member, found = diagnosed[part.server]
+        member, verdict = next((r, d) for r, d in diagnosed if r.tps == part.tps)
         assert member.telemetry is not None and member.tps == part.tps
         assert round(member.telemetry.total("pg_stat_database", "xact_commit") or 0) == (
             part.server_commits
         )
-        verdict = name_saturated(found, member)
         assert verdict is not None and part.verdict == verdict.verdict.value
         assert part.evidence == verdict.evidence
     assert b.verdict == "lock_bound" and a.verdict != "lock_bound", (a, b)

@@ -23,12 +23,14 @@ from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
 from pgbenchlab.builds.compile import Progress
 from pgbenchlab.builds.history import first_parent_range
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
-from pgbenchlab.campaign import RESULTS_DB, Reporter, runner
+from pgbenchlab.campaign import RESULTS_DB, Reporter
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.equipment import equipped
 from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.resume import plan_difference
 from pgbenchlab.campaign.servers import ServerPool
+from pgbenchlab.campaign.session import Outcome as CampaignOutcome
+from pgbenchlab.campaign.session import Session, drive
 from pgbenchlab.errors import BuildError, CampaignStopped, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
@@ -307,7 +309,7 @@ class Bisection:
         results_dir = self.request.results.resolve()
         out_of_budget = False
 
-        def body(campaign: runner.Campaign, outcome: runner.Outcome, done: set[str]) -> None:
+        def body(campaign: Session, outcome: CampaignOutcome, done: set[str]) -> None:
             nonlocal out_of_budget
             todo = [s for s in step_plan.specs if s.run_key not in done]
             self.reporter.campaign_started(step_plan, todo, len(done))
@@ -320,9 +322,7 @@ class Bisection:
                     return
 
         with self.equip(step_plan, results_dir, built) as (pgbench, servers, executor):
-            outcome = runner.drive(
-                step_plan, results_dir, self.reporter, pgbench, servers, executor, body
-            )
+            outcome = drive(step_plan, results_dir, self.reporter, pgbench, servers, executor, body)
         if outcome.interrupted:
             raise KeyboardInterrupt
         if out_of_budget:

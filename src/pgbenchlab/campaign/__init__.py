@@ -16,7 +16,8 @@ from pgbenchlab.campaign.clean import remove_clusters
 from pgbenchlab.campaign.events import NullReporter, Reporter
 from pgbenchlab.campaign.layout import RESULTS_DB
 from pgbenchlab.campaign.preflight import check_before_start
-from pgbenchlab.campaign.runner import Outcome, run_campaign
+from pgbenchlab.campaign.runner import run_campaign
+from pgbenchlab.campaign.session import Outcome
 
 __all__ = [
     "RESULTS_DB",

@@ -34,7 +34,7 @@ from pgbenchlab.analysis.slo import RunFigures, Slo, Verdict, judge
 from pgbenchlab.campaign.equipment import prepared
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
-from pgbenchlab.campaign.runner import Campaign, Outcome, drive
+from pgbenchlab.campaign.session import Outcome, Session, drive
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.plan.hosts import auto_threads
@@ -223,8 +223,8 @@ def search_capacity(
 
 def searching(
     plan: Plan, options: CapacityOptions, reporter: Reporter, found: list[SearchResult]
-) -> Callable[[Campaign, Outcome, set[str]], None]:
-    def body(campaign: Campaign, outcome: Outcome, _done: set[str]) -> None:
+) -> Callable[[Session, Outcome, set[str]], None]:
+    def body(campaign: Session, outcome: Outcome, _done: set[str]) -> None:
         stored = campaign.store.probe_records(campaign.campaign_id)
         cells = search_cells(plan)
         bound = options.settings.max_probes
@@ -241,7 +241,7 @@ def searching(
 
 
 def search_one(
-    campaign: Campaign,
+    campaign: Session,
     outcome: Outcome,
     cell: RunSpec,
     probes: list[ProbeRecord],

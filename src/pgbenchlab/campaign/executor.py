@@ -14,6 +14,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
 
 from pgbenchlab import dataset, findings
+from pgbenchlab.diagnosing import Evidence
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
@@ -23,7 +24,6 @@ from pgbenchlab.pgbench.log_reduced import REDUCTION_SUFFIX
 from pgbenchlab.pgbench.log_reducer import Layout
 from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.records.telemetry import RunTelemetry
-from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.telemetry.campaign import CampaignTelemetry
 
@@ -31,7 +31,6 @@ CLIENT_FILES = ("PGSSLROOTCERT",)  # libpq's environment variables naming files 
 REDUCE_TIMEOUT_S = 600  # a generator's log reduced (a few seconds per million lines)
 
 if TYPE_CHECKING:
-    from pgbenchlab.analysis.diagnosis import Diagnosis
     from pgbenchlab.store import Store
 
 
@@ -56,7 +55,9 @@ class Telemetry(Protocol):
         on_phase: Callable[[str], None] | None = None,
     ) -> Capturing: ...
 
-    def diagnose(self, server: str, result: RunResult) -> Diagnosis | None: ...
+    def evidence(self, server: str) -> Evidence:
+        """What a run's diagnosis reads besides the run (`diagnosing.diagnose_run`)."""
+        ...
 
     def profiler(
         self, server: Server, label: str, work_dir: Path, pgbench: Installation | None = None

@@ -51,12 +51,13 @@ def artifact_dir(results_dir: Path, campaign: str, campaign_id: int, spec: RunSp
     return path
 
 
-def place_authority(endpoint: Endpoint, artifacts: Path) -> Endpoint:
+def place_authority(endpoint: Endpoint, artifacts: Path, server: str = "") -> Endpoint:
     """endpoint, verifying its server against an authority written into the run's artifacts
-    (TLS to a server on another host: pgbench, or its generator host's copy, reads it there)."""
+    (TLS to a server on another host: pgbench, or its generator host's copy, reads it there);
+    in a group's run each member's under its server's name."""
     if endpoint.authority is None:
         return endpoint
-    path = artifacts / AUTHORITY_FILE
+    path = artifacts / (f"{server}-{AUTHORITY_FILE}" if server else AUTHORITY_FILE)
     with results_writes(path):
         path.write_text(endpoint.authority)
     return endpoint.trusting(str(path))

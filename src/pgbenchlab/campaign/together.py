@@ -4,7 +4,8 @@ Each member server is prepared as for a run of its own (its setting variant, its
 run's hygiene) and gets the whole cell: a pgbench of its own with the cell's clients, threads
 and rate, against its own server, all started at one instant on the campaign's load generators
 (this machine; with [pgbench] hosts, each member's clients split across them) through
-`generators.together`. The run is stored once under the group's name: its figures are the sum
+`generators.together`, by the same measured-run sequence as a single server's run
+(`measured_run`). The run is stored once under the group's name: its figures are the sum
 of every pgbench's report (`invocation.shares`), its latency percentiles come from the union of
 their logs cut to the window where all measured, and each member's part is kept (`ServerPart`)
 with the commits its server counted over the run, checked against its own pgbench's
@@ -18,32 +19,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Protocol
+from dataclasses import replace
 
-from pgbenchlab.analysis.diagnosis import Diagnosis
 from pgbenchlab.campaign.assemble import progress_seconds
-from pgbenchlab.campaign.events import Reporter
-from pgbenchlab.campaign.executor import Capturing, Executor, LocalExecutor, Telemetry
+from pgbenchlab.campaign.executor import Executor, LocalExecutor, Telemetry
 from pgbenchlab.campaign.generators import (
     FleetExecutor,
     Generator,
     Planned,
     Target,
     argv_figures,
-    name_saturated,
     split,
     together,
 )
 from pgbenchlab.campaign.hosts import LOCAL
-from pgbenchlab.campaign.measure import (
-    Around,
-    Pgbench,
-    finished_run,
-    measured_invocation,
-    sampling_rate,
-)
+from pgbenchlab.diagnosing import diagnose_run
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST
@@ -51,153 +41,10 @@ from pgbenchlab.invocation.command import Call, Completed, Share
 from pgbenchlab.invocation.shares import sum_reports
 from pgbenchlab.pgbench.progress import ProgressLine, parse_progress_line
 from pgbenchlab.pgbench.report import PgbenchReport, parse_report
-from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan import RunSpec
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.results import RunResult, ServerPart
-from pgbenchlab.server import Endpoint, Server
-from pgbenchlab.store import Store
 from pgbenchlab.telemetry.crosscheck import check_commits
-
-
-class GroupCampaign(Protocol):
-    """What a group's run uses of the campaign (`runner.Campaign`)."""
-
-    plan: Plan
-    store: Store
-    campaign_id: int
-    recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]]
-    results_dir: Path
-    pgbench: Pgbench
-    executor: Executor
-    telemetry: Telemetry
-    reporter: Reporter
-
-    @property
-    def version(self) -> str: ...
-
-    def prepare_server(self, spec: RunSpec) -> Server: ...
-
-    def prepare_dataset(self, server: Server, spec: RunSpec) -> Endpoint: ...
-
-    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> tuple[RunWarning, ...]: ...
-
-
-@dataclass(frozen=True)
-class Member:
-    name: str
-    server: Server
-    endpoint: Endpoint  # the admin one, on the run's database
-    client: Endpoint  # pgbench's, connecting the run's way
-
-
-def measure_group(
-    campaign: GroupCampaign, spec: RunSpec, artifacts: Path, started: float
-) -> RunResult:
-    """Prepare every member, then hygiene, warmup and the measured run on all of them at once."""
-    members = [_prepared(campaign, spec, name) for name in campaign.plan.members(spec.server)]
-    _record_group(campaign, spec, [m.server for m in members])
-
-    def phase(text: str) -> None:
-        campaign.reporter.phase(spec, text)
-
-    def progress(line: ProgressLine) -> None:
-        campaign.reporter.progress(spec, line)
-
-    threads = spec.pgbench_threads
-    captures = {
-        m.name: campaign.telemetry.capture(m.server, m.endpoint, threads, phase) for m in members
-    }
-    hygiene = tuple(w for m in members for w in campaign.hygiene(spec, m.endpoint))
-    client = campaign.pgbench.client
-    targets = [
-        Target(m.client.libpq_env(), m.client.client_dbname(client.version.major), m.name)
-        for m in members
-    ]
-    generators = generators_of(campaign.executor)
-    warmup = Pgbench(client, GroupExecutor(generators, targets))
-    warmup_tps = warmup.warmup(spec, members[0].client, artifacts, progress, phase)
-    sampling = sampling_rate(spec, warmup_tps)
-    phase("measuring")
-    starts = [c.pgbench_started for c in captures.values()]
-    measured = Pgbench(client, GroupExecutor(generators, targets, starts))
-    done, telemetry = _measured(
-        measured, spec, members[0].client, (artifacts, sampling, progress), captures
-    )
-    around = Around(started, warmup_tps, sampling, hygiene)
-    result = finished_run(
-        campaign.pgbench, spec, done, artifacts, around, telemetry=None,
-        version=campaign.version, results_dir=campaign.results_dir, phase=phase,
-    )  # fmt: skip
-    if done.interrupted:
-        return result
-    parts, warnings = server_parts(spec, done.shares, telemetry)
-    result = replace(result, warnings=result.warnings + tuple(warnings))
-    parts = diagnosed(parts, result, done, telemetry, campaign.telemetry.diagnose)
-    result = replace(result, servers=parts)
-    return replace(result, diagnosis=name_saturated(None, result))
-
-
-def _prepared(campaign: GroupCampaign, spec: RunSpec, name: str) -> Member:
-    """A member's server started (its variant) and its dataset ready, as for a run of its own."""
-    own = replace(spec, server=name)
-    server = campaign.prepare_server(own)
-    endpoint = campaign.prepare_dataset(server, own)
-    client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
-    return Member(name, server, endpoint, client)
-
-
-def _record_group(campaign: GroupCampaign, spec: RunSpec, servers: list[Server]) -> None:
-    """The group as a server of the campaign (reports show its cells like any server's): its
-    members' version and installation (each one's when they differ), no data directory."""
-    key = (spec.server, spec.variant)
-    if key in campaign.recorded_variants:
-        return
-    facts = [s.facts() for s in servers]
-
-    def each(values: Sequence[str | None]) -> str | None:
-        if len(set(values)) == 1:
-            return values[0]
-        return ", ".join(f"{f.name}: {v}" for f, v in zip(facts, values, strict=True))
-
-    group = replace(
-        facts[0],
-        name=spec.server,
-        kind="group",
-        version=each([f.version for f in facts]) or "",
-        install=each([f.install for f in facts]),
-        data_dir=None,
-    )
-    campaign.store.record_server(campaign.campaign_id, group, dict(spec.variant))
-    campaign.recorded_variants.add(key)
-
-
-def _measured(
-    pgbench: Pgbench,
-    spec: RunSpec,
-    endpoint: Endpoint,
-    where: tuple[Path, float | None, Callable[[ProgressLine], None]],
-    captures: Mapping[str, Capturing],
-) -> tuple[Completed, dict[str, RunTelemetry | None]]:
-    """The measured run (its artifacts directory, log sampling rate and progress callback in
-    `where`) with every member's telemetry around it: each capture started is stopped,
-    whatever happens, and told its member's pgbench CPU time (wait4), as a single run's is."""
-    artifacts, sampling, progress = where
-    running: dict[str, Capturing] = {}
-    done: Completed | None = None
-    try:
-        for name, capture in captures.items():
-            capture.start()
-            running[name] = capture
-        invocation = measured_invocation(spec, artifacts, sampling)
-        done = pgbench.run(endpoint, invocation, artifacts, progress)
-    finally:
-        telemetry = {name: c.stop(_pgbench_cpu_s(done, name)) for name, c in running.items()}
-    return done, telemetry
-
-
-def _pgbench_cpu_s(done: Completed | None, member: str) -> float | None:
-    own = [s.completed.cpu_s for s in done.shares if s.server == member] if done else []
-    return sum(own) if own else None
 
 
 class GroupExecutor(LocalExecutor):
@@ -322,14 +169,15 @@ def diagnosed(
     result: RunResult,
     done: Completed,
     telemetry: Mapping[str, RunTelemetry | None],
-    diagnose: Callable[[str, RunResult], Diagnosis | None],
+    rules: Telemetry,
 ) -> tuple[ServerPart, ...]:
-    """Each member's part with what limited its server: the campaign's diagnosis of the run as
-    that member saw it (`as_member`), naming a load generator of its own that was saturated."""
+    """Each member's part with what limited its server: the run as that member saw it
+    (`as_member`) diagnosed as a run of its own is (`diagnosing`), on the evidence the
+    campaign's telemetry holds for that server."""
     found = []
     for part in parts:
         seen = as_member(result, part, done, telemetry.get(part.server))
-        verdict = name_saturated(diagnose(part.server, seen), seen)
+        verdict = diagnose_run(seen, rules.evidence(part.server))
         if verdict is not None:
             part = replace(part, verdict=verdict.verdict.value, evidence=verdict.evidence)
         found.append(part)

@@ -8,12 +8,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import psycopg
 
 from pgbenchlab import builds
-from pgbenchlab.analysis import diagnosis, telemetry_figures
+from pgbenchlab.diagnosing import Evidence
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server, postmaster_pid
@@ -24,9 +24,6 @@ from pgbenchlab.telemetry.machine import parse_pg_config, storage_facts
 from pgbenchlab.telemetry.profiler import PgbenchTarget, Profiler, RunProfiler
 from pgbenchlab.telemetry.serverlog import ServerLog
 from pgbenchlab.telemetry.symbols import symbols_note
-
-if TYPE_CHECKING:
-    from pgbenchlab.results import RunResult
 
 FSYNC_TEST_ENV = "PGBENCHLAB_FSYNC_TEST"  # "on"/"off": force pg_test_fsync either way
 # pg_test_fsync takes about 15 s per storage device: worth it when that is under 2 % of the
@@ -200,24 +197,12 @@ class CampaignTelemetry:
             self.symbols[key] = symbols_note(binary, provenance, host)
         return self.symbols[key]
 
-    def diagnose(self, server: str, result: RunResult) -> diagnosis.Diagnosis | None:
-        telemetry = result.telemetry
-        if telemetry is None or result.tps is None:
-            return None
-        method = telemetry.server_settings.get("wal_sync_method", "fdatasync")
+    def evidence(self, server: str) -> Evidence:
+        """What a run's diagnosis reads besides the run (`diagnosing.diagnose_run`): the
+        server's measured sync rates and the load generator host the samplers watched."""
         facts = self.facts.get(server)
-        fsync = facts.fsync.for_method(method) if facts and facts.fsync else None
-        # pgbench's CPU total in the telemetry is already wait4's (`Capture.stop`).
-        figures = telemetry_figures.figures(
-            telemetry,
-            tps_series(result),
-            fsync_per_s=fsync,
-            fsync_method=method,
-            rate_limited=result.spec.get("rate") is not None,
-            clients=result.spec.get("clients"),
-            pgbench_host=self._generator_name(),
-        )
-        return diagnosis.diagnose(figures)
+        fsync = facts.fsync.ops_per_s if facts and facts.fsync else {}
+        return Evidence(fsync, self._generator_name())
 
     def _generator_name(self) -> str | None:
         """The load generator host whose pgbench the run's samplers watched (None: this
@@ -300,8 +285,3 @@ def _storage(data_dir: PurePath, host: Host) -> dict[str, Any] | None:
         return storage_facts(data_dir, host)
     except OSError:
         return None  # recorded as unknown; the run goes on
-
-
-def tps_series(result: RunResult) -> list[tuple[int, float]]:
-    """(t, TPS) with second t covering (t − 1, t], as every stored series counts."""
-    return [(s.t, s.tps) for s in result.seconds]
