@@ -4,8 +4,9 @@ The evidence is the run's own record (its figures, per-second series, telemetry 
 generators) and two facts about where it ran: the sync rates pg_test_fsync measured on its
 server's storage, and the load generator host its samplers watched. The campaign diagnoses each
 run here as it assembles it, and each group member's part the same way (the part seen as the
-member's own run); the rules themselves are `analysis.diagnosis`, the figures they read
-`analysis.telemetry_figures`.
+member's own run); a stored run whose verdict came from older rules (`rules_version`) is
+diagnosed here again from what was stored (`store.rediagnosis`). The rules themselves are
+`analysis.diagnosis`, the figures they read `analysis.telemetry_figures`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pgbenchlab.analysis import diagnosis, telemetry_figures
-from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
+from pgbenchlab.analysis.diagnosis import RULES_VERSION, Diagnosis, with_saturated_generators
+from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.results import RunResult
 
 
@@ -29,26 +31,60 @@ class Evidence:
     pgbench_host: str | None = None
 
 
+@dataclass(frozen=True)
+class ObservedRun:
+    """What the rules read of the run itself: its TPS and per-second TPS (second t covers
+    (t − 1, t]), whether a rate (-R) set its pace, its clients, its load generators (host,
+    share of its usable CPUs it wanted, those CPUs) and its telemetry."""
+
+    tps: float | None
+    seconds: tuple[tuple[int, float], ...]
+    rate_limited: bool
+    clients: int | None
+    generators: tuple[tuple[str, float | None, int], ...]
+    telemetry: RunTelemetry | None
+
+    @classmethod
+    def of(cls, result: RunResult) -> ObservedRun:
+        return cls(
+            result.tps,
+            tuple((s.t, s.tps) for s in result.seconds),
+            result.spec.get("rate") is not None,
+            result.spec.get("clients"),
+            tuple((g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators),
+            result.telemetry,
+        )
+
+
 def diagnose_run(result: RunResult, evidence: Evidence) -> Diagnosis | None:
-    """The run's diagnosis: the rules over its telemetry, naming a load generator that wanted
-    nearly all its usable CPUs (None: nothing to judge)."""
-    used = [(g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators]
-    return with_saturated_generators(_by_the_rules(result, evidence), used)
+    """The run's diagnosis, as it is assembled (a group member's part: seen as its own run)."""
+    return diagnose(ObservedRun.of(result), evidence)
 
 
-def _by_the_rules(result: RunResult, evidence: Evidence) -> Diagnosis | None:
-    telemetry = result.telemetry
-    if telemetry is None or result.tps is None:
+def diagnose(run: ObservedRun, evidence: Evidence) -> Diagnosis | None:
+    """The rules over the run's telemetry, naming a load generator that wanted nearly all its
+    usable CPUs (None: nothing to judge)."""
+    return with_saturated_generators(_by_the_rules(run, evidence), run.generators)
+
+
+def stale(details: Mapping[str, object]) -> bool:
+    """Whether a stored diagnosis came from other rules than these (`rules_version`)."""
+    return details.get("rules_version") != RULES_VERSION
+
+
+def _by_the_rules(run: ObservedRun, evidence: Evidence) -> Diagnosis | None:
+    telemetry = run.telemetry
+    if telemetry is None or run.tps is None:
         return None
     method = telemetry.server_settings.get("wal_sync_method", "fdatasync")
     # pgbench's CPU total in the telemetry is already wait4's (`Capture.stop`).
     figures = telemetry_figures.figures(
         telemetry,
-        [(s.t, s.tps) for s in result.seconds],  # second t covers (t − 1, t]
+        list(run.seconds),
         fsync_per_s=evidence.fsync_ops_per_s.get(method),
         fsync_method=method,
-        rate_limited=result.spec.get("rate") is not None,
-        clients=result.spec.get("clients"),
+        rate_limited=run.rate_limited,
+        clients=run.clients,
         pgbench_host=evidence.pgbench_host,
     )
     return diagnosis.diagnose(figures)

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab.diagnosing import stale
 from pgbenchlab.errors import UserError
 from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.results import (
@@ -44,6 +45,7 @@ from pgbenchlab.store.records import (
     WaitEvents,
     campaign_artifacts,
 )
+from pgbenchlab.store.rediagnosis import rediagnose
 from pgbenchlab.store.telemetry import read_affinity
 
 CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
@@ -353,6 +355,12 @@ class Reading:
                 found[int(run_id)] = RunDiagnosis(
                     str(verdict), tuple(str(e) for e in json.loads(evidence)), json.loads(details)
                 )
+        for run_id in [r for r, d in found.items() if stale(d.details)]:
+            again = rediagnose(self.db, run_id)  # by today's rules, from what was stored
+            if again is None:
+                del found[run_id]
+            else:
+                found[run_id] = RunDiagnosis(again.verdict.value, again.evidence, again.details)
         return found
 
     def telemetry_facts_by_run(self, ids: Collection[int]) -> dict[int, RunTelemetryFacts]:

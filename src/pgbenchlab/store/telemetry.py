@@ -12,7 +12,16 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
-from pgbenchlab.records.telemetry import Affinity, RunTelemetry
+from pgbenchlab.records.telemetry import (
+    Affinity,
+    LogEvent,
+    Point,
+    RunTelemetry,
+    SourceStatus,
+    Statement,
+    Total,
+    WaitCount,
+)
 from pgbenchlab.telemetry.fsync import FsyncFigure
 
 if TYPE_CHECKING:
@@ -160,4 +169,75 @@ def read_fsync_figure(db: sqlite3.Connection, campaign_id: int, device: str) -> 
         str(data["device"]),
         {str(k): float(v) for k, v in data["ops_per_s"].items()},
         str(data["output"]),
+    )
+
+
+def read_telemetry(db: sqlite3.Connection, run_id: int) -> RunTelemetry | None:
+    """A run's telemetry as it was stored (what the sampler does not store, such as its own
+    statements, comes back as none)."""
+    row = db.execute(
+        "SELECT started_at, duration_s, server_version_num, activity_rounds, counter_rounds, "
+        "pgbench_threads, host_cpus, server_settings_json, errors_json FROM run_telemetry "
+        "WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        return None
+
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in db.execute(sql, (run_id,)).fetchall()]
+
+    return RunTelemetry(
+        started_at=float(row[0]),
+        duration_s=float(row[1]),
+        server_version_num=row[2],
+        activity_rounds=int(row[3]),
+        counter_rounds=int(row[4]),
+        pgbench_threads=row[5],
+        host_cpus=row[6],
+        server_settings=json.loads(row[7]),
+        errors=tuple(json.loads(row[8])),
+        sources=tuple(
+            SourceStatus(s, bool(a), n)
+            for s, a, n in rows(
+                "SELECT source, available, note FROM run_telemetry_sources WHERE run_id = ?"
+            )
+        ),
+        series=tuple(
+            Point(*r)
+            for r in rows(
+                "SELECT source, metric, t, value FROM run_telemetry_seconds WHERE run_id = ? "
+                "ORDER BY source, metric, t"
+            )
+        ),
+        totals=tuple(
+            Total(*r)
+            for r in rows("SELECT source, metric, value FROM run_telemetry_totals WHERE run_id = ?")
+        ),
+        waits=tuple(
+            WaitCount(*r)
+            for r in rows(
+                "SELECT wait_event_type, wait_event, samples FROM run_wait_events WHERE run_id = ?"
+            )
+        ),
+        events=tuple(
+            LogEvent(t, kind, summary, json.loads(detail))
+            for t, kind, summary, detail in rows(
+                "SELECT t, kind, detail, detail_json FROM run_events WHERE run_id = ? ORDER BY t"
+            )
+        ),
+        statements=tuple(
+            Statement(*r)
+            for r in rows(
+                "SELECT rank, queryid, query, calls, total_time_ms, rows, shared_blks_hit, "
+                "shared_blks_read, shared_blks_written, wal_bytes FROM run_statements "
+                "WHERE run_id = ? ORDER BY rank"
+            )
+        ),
+        affinity=tuple(
+            read_affinity(r)
+            for r in rows(
+                "SELECT role, requested, observed, processes FROM run_affinity WHERE run_id = ?"
+            )
+        ),
     )
