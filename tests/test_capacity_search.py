@@ -23,6 +23,7 @@ from pgbenchlab.analysis.capacity import (
 )
 from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.analysis.slo import RunFigures, SloError, backlog_growth, judge, parse_slo
+from pgbenchlab.campaign.resume import plan_difference
 
 Oracle = Callable[[float, bool], bool]  # (rate, full length) → passed
 
@@ -224,6 +225,28 @@ def test_verdicts() -> None:
     assert "clients 99% busy" in judge(slo, figures(late=50, latency_ms={"mean": 40.0})).text
 
 
+def test_failed_transactions_count_as_over_every_latency_bound() -> None:
+    """A transaction that failed (an error pgbench counted, its retries exhausted) has no
+    latency line either, and served no one within the bound: a p99 over those that ran passes
+    while 1.5 % of the scheduled failed and 0.9 % ran late."""
+    ran, failed, late = 9850, 150, 90
+    histogram = LatencyHistogram.from_values([10_000] * (ran - late) + [60_000] * late)
+    slo = parse_slo("p99 <= 50ms")
+    run = figures(
+        transactions=ran, failed=failed, late=late, latency_ms={"99": 10.0, "mean": 10.5},
+        histogram=histogram, latency_limit_ms=50.0,
+    )  # fmt: skip
+    assert judge(slo, replace(run, failed=0)).passed
+    verdict = judge(slo, run)
+    assert "p99 over every bound: 150 failed of 10000 scheduled transactions (1.50%)" in (
+        verdict.text
+    )
+    # 100 of 9,995 that ran over 50 ms: p99 over the 10,000 scheduled falls among them
+    over = LatencyHistogram.from_values([10_000] * 9895 + [60_000] * 100)
+    both = judge(slo, replace(run, failed=3, skipped=2, transactions=9995, histogram=over))
+    assert "p99 60ms > 50ms (2 skipped and 3 failed transactions counted as over)" in both.text
+
+
 def test_skipped_transactions_count_as_over_every_latency_bound() -> None:
     """The stored answer of issue 27: -L at the SLO's bound, 1.61 % of scheduled transactions
     skipped (no latency line) and 0.98 % of those that ran late: p99 over those that ran passed,
@@ -239,7 +262,7 @@ def test_skipped_transactions_count_as_over_every_latency_bound() -> None:
     assert judge(slo, replace(run, skipped=0)).passed  # p99 of those that ran: 10 ms
     verdict = judge(slo, run)
     assert not verdict.passed
-    assert "p99 over every bound: 161 of 10000 scheduled transactions skipped (1.61%)" in (
+    assert "p99 over every bound: 161 skipped of 10000 scheduled transactions (1.61%)" in (
         verdict.text
     )
     # Fewer skipped: p99 over the scheduled falls among those that ran, read at its rank there.
@@ -274,4 +297,14 @@ def test_the_search_identity_round_trips_and_ignores_look_alikes() -> None:
     found = SearchIdentity.read(older)
     assert found is not None and found.verdict_rules == 1 and found.line != identity.line
     assert SearchIdentity.read("# pgbenchlab capacity is great\n") is None
+    # Continuing a search of older rules is refused saying why, not as any changed plan.
+    judged_before = identity.line.replace(
+        f'"verdict_rules": {VERDICT_RULES}', f'"verdict_rules": {VERDICT_RULES - 1}'
+    )
+    why = plan_difference(f"x\n{judged_before}\n", f"x\n{identity.line}\n", {}, {})
+    assert why == (
+        f"its probes were judged by older verdict rules ({VERDICT_RULES - 1}; now "
+        f"{VERDICT_RULES}: every latency bound counts a failed transaction as over it too), "
+        "so a pass may hide transactions over the SLO"
+    )
     assert SearchIdentity.read("[campaign]\n") is None

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 import vl_convert
 
-from pgbenchlab.analysis.capacity import Answer
+from pgbenchlab.analysis.capacity import VERDICT_RULES, Answer
 from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.render.knee import knee_chart, knee_rows
@@ -68,9 +68,10 @@ def test_the_answer_says_what_its_runs_achieved_and_skipped() -> None:
     assert view("pg18", Answer(None, None, 50.0, "none")).achieved is None
 
 
-def test_an_answer_judged_before_skipped_transactions_counted_says_so() -> None:
-    old = replace(view("pg15", Answer(80.0, 80.0, 84.0, "confirmed")), verdict_rules=1)
-    assert "judged before skipped transactions counted over the latency bounds" in (
-        answer_text(old)
-    )
-    assert "judged before" not in answer_text(view("pg15", Answer(80.0, 80.0, 84.0, "x")))
+def test_an_answer_judged_by_older_rules_says_so() -> None:
+    for rules in (1, VERDICT_RULES - 1):
+        old = replace(view("pg15", Answer(80.0, 80.0, 84.0, "confirmed")), verdict_rules=rules)
+        assert "judged by older rules (before skipped and failed transactions counted" in (
+            answer_text(old)
+        )
+    assert "older rules" not in answer_text(view("pg15", Answer(80.0, 80.0, 84.0, "x")))

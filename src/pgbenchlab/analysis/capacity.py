@@ -28,9 +28,18 @@ ROLES = (START, GROW, BISECT, CONFIRM)
 IDENTITY_PREFIX = "# pgbenchlab capacity "
 # How probes are judged, in the search's identity: 1, searches stored before the identity said
 # (skipped transactions left out of the latency percentiles: a probe could pass with them);
-# 2, every latency bound counts a skipped transaction as over it. Another number is another
-# campaign: a search judged one way is never continued the other way.
-VERDICT_RULES = 2
+# then each version's change below. Another number is another campaign: a search judged one
+# way is never continued the other way.
+RULES_CHANGES = {
+    2: "every latency bound counts a skipped transaction as over it",
+    3: "every latency bound counts a failed transaction as over it too",
+}
+VERDICT_RULES = max(RULES_CHANGES)
+
+
+def rules_since(version: int) -> str:
+    """What changed in the verdict rules since that version, in one phrase."""
+    return "; ".join(text for v, text in sorted(RULES_CHANGES.items()) if v > version)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ Latency metrics (``p50 p90 p95 p99 p99.9 mean``: one spelling each) take a time 
 shares ``late`` (transactions over the latency limit, of those that ran, as pgbench counts
 them) and ``skipped`` (transactions pgbench skipped as already late, of all scheduled) take a
 percentage with its % sign (``late <= 1`` could mean 1 % or 100 %). A skipped transaction has
-no latency: every latency bound counts it as over (`RunFigures.latency_over_scheduled`). A run
+no latency, and a failed one (an error pgbench counted, retries exhausted) served no one within
+any bound: every latency bound counts both as over (`RunFigures.latency_over_scheduled`). A run
 also fails when its latency, counted from each transaction's scheduled start, grows through the
 run: the backlog grows (in pgbench's schedule lag when every client is busy, in the server's
 queues otherwise), the server fell behind the offered rate, and a longer run would have been
@@ -185,19 +186,29 @@ class RunFigures:
     def scheduled(self) -> int:
         return self.transactions + self.skipped + self.failed
 
+    @property
+    def unserved(self) -> int:
+        """Scheduled transactions with no latency within any bound: skipped or failed."""
+        return self.skipped + self.failed
+
+    def unserved_text(self) -> str:
+        parts = [f"{self.skipped} skipped"] if self.skipped else []
+        parts += [f"{self.failed} failed"] if self.failed else []
+        return " and ".join(parts)
+
     def latency_over_scheduled(self, metric: str) -> float | None:
-        """A latency metric (ms) over the transactions that ran and those pgbench skipped,
-        each skipped one over every bound (it has no latency): a percentile whose rank falls
-        among them is infinite, a mean is unknown (None), and one among those that ran is read
-        at that rank in their histogram (None without one)."""
+        """A latency metric (ms) over every scheduled transaction: those that ran, and those
+        pgbench skipped or that failed, each of these over every bound: a percentile whose rank
+        falls among them is infinite, a mean is unknown (None), and one among those that ran is
+        read at that rank in their histogram (None without one)."""
         key = LATENCY_METRICS[metric]
         value = self.latency_ms.get(key)
-        if not self.skipped or value is None:
+        if not self.unserved or value is None:
             return value
         if key == "mean" or self.histogram is None or not self.histogram.count:
             return None
         ran = self.histogram.count
-        rank = percentile_rank(ran + self.skipped, key)
+        rank = percentile_rank(ran + self.unserved, key)
         return math.inf if rank > ran else self.histogram.value_at_rank(rank) / 1000
 
     def share(self, metric: str) -> float | None:
@@ -261,19 +272,18 @@ def _latency_breach(bound: Bound, run: RunFigures) -> str | None:
     value = run.latency_over_scheduled(bound.metric)
     limit = f"{ms_text(bound.limit)}ms"
     if value is None:
-        if run.skipped and LATENCY_METRICS[bound.metric] in run.latency_ms:
+        if run.unserved and LATENCY_METRICS[bound.metric] in run.latency_ms:
             why = "have no latency" if bound.metric == "mean" else "and no latency histogram"
-            return f"{bound.metric} unknown: {run.skipped} skipped transactions {why}"
+            return f"{bound.metric} unknown: {run.unserved_text()} transactions {why}"
         return f"{bound.metric} unknown (no per-transaction log)"
     if value == math.inf:
-        counted = run.transactions + run.skipped
         return (
-            f"{bound.metric} over every bound: {run.skipped} of {counted} scheduled transactions "
-            f"skipped ({run.skipped / counted:.2%})"
+            f"{bound.metric} over every bound: {run.unserved_text()} of {run.scheduled} "
+            f"scheduled transactions ({run.unserved / run.scheduled:.2%})"
         )
     if value <= bound.limit:
         return None
-    counted_over = f" ({run.skipped} skipped transactions counted as over)" if run.skipped else ""
+    counted_over = f" ({run.unserved_text()} transactions counted as over)" if run.unserved else ""
     return f"{bound.metric} {value:g}ms > {limit}{counted_over}"
 
 

@@ -7,6 +7,7 @@ import difflib
 import json
 
 from pgbenchlab import __version__
+from pgbenchlab.analysis.capacity import SearchIdentity, rules_since
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.errors import StoreError
 from pgbenchlab.plan import Plan
@@ -60,10 +61,25 @@ def plan_difference(
         name for name in old_files.keys() & new_files.keys() if old_files[name] != new_files[name]
     )
     parts = []
-    if changed:
+    older = _older_search(old, new)
+    if older:
+        parts.append(older)
+    elif changed:
         parts.append(
             f"changed lines: {'; '.join(changed[:4])}" + (" …" if len(changed) > 4 else "")
         )
     if edited:
         parts.append(f"changed file: {', '.join(edited)}")
     return "; ".join(parts) or "the plan was stored by an older pgbenchlab"
+
+
+def _older_search(old: str, new: str) -> str | None:
+    """A capacity search whose probes were judged by older verdict rules, said so."""
+    before, now = SearchIdentity.read(old), SearchIdentity.read(new)
+    if before is None or now is None or before.verdict_rules >= now.verdict_rules:
+        return None
+    return (
+        f"its probes were judged by older verdict rules ({before.verdict_rules}; now "
+        f"{now.verdict_rules}: {rules_since(before.verdict_rules)}), so a pass may hide "
+        "transactions over the SLO"
+    )

@@ -28,8 +28,8 @@ def answer_text(view: CapacityView) -> str:
 
 
 OLDER_RULES = (
-    "judged before skipped transactions counted over the latency bounds: a pass may hide them; "
-    "search again with --fresh"
+    "judged by older rules (before skipped and failed transactions counted over the latency "
+    "bounds): a pass may hide them; search again with --fresh"
 )
 
 
