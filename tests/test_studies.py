@@ -5,6 +5,7 @@ variant runs end to end on this machine."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import time
 import tomllib
@@ -27,6 +28,7 @@ from pgbenchlab.studies import (
     gather,
     render,
 )
+from pgbenchlab.studies.facts import free_per_directory
 from pgbenchlab.studies.sizing import BYTES_PER_SCALE, Scale, disk_needed
 from support import require_installs
 
@@ -371,7 +373,7 @@ def test_no_template_warns_about_itself_on_this_machine(
 ) -> None:
     """The plan check's warnings point at mistakes; a template makes none (a quick study says
     it is quick, so its 2 s runs are no mistake)."""
-    facts = gather(tmp_path)
+    facts = gather([tmp_path])
     the_plan = parsed(
         render(study, facts, options(study, tmp_path, quick=quick)), tmp_path, facts.cpus
     )
@@ -421,3 +423,18 @@ def test_patch_refuses_a_missing_source_or_ref_and_writes_paths_absolute(
     argv = ("new", "patch", "--source", "git:pg", "--base", "nope", "--patch", "fix.patch")
     done = run_cli(*argv, cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == "" and "nope" in done.stderr
+
+
+def test_free_disk_is_counted_for_every_data_directory(tmp_path: Path) -> None:
+    """Several --data-dir: each needs the datasets; those on one file system share its free
+    space, and the least any one can count on is what a template plans with."""
+    here = shutil.disk_usage(tmp_path).free
+    alone = free_per_directory([tmp_path / "a"])  # not made yet: its nearest parent counts
+    assert abs(alone - here) <= here * 0.01
+    shared = free_per_directory([tmp_path / "a", tmp_path / "b"])
+    assert abs(shared - here / 2) <= here * 0.01
+    memory = Path("/dev/shm")  # another file system (tmpfs), in CI as here
+    assert memory.stat().st_dev != tmp_path.stat().st_dev
+    apart = free_per_directory([tmp_path / "a", memory])
+    least = min(here, shutil.disk_usage(memory).free)
+    assert abs(apart - least) <= least * 0.01

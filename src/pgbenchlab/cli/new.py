@@ -69,7 +69,6 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 
 def run(options: NewOptions) -> int:
-    where = options.study_options.data_dirs[0] if options.study_options.data_dirs else None
-    facts = studies.gather(where or options.results)
+    facts = studies.gather(options.study_options.data_dirs or (options.results,))
     print(studies.render(options.study, facts, options.study_options), end="")
     return EXIT_OK

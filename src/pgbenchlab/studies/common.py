@@ -113,7 +113,9 @@ class Machine:
             s if v == s.value else Scale(v, f"as many branch rows as clients ({least})")
             for v, s in sorted(raised.items())
         )
-        copies = max(1, text.count_tables("server"))
+        # each server in its own data directory (free disk counted per directory), or all
+        # beside the results
+        copies = 1 if self.options.data_dirs else max(1, text.count_tables("server"))
         free = self.facts.disk_free_bytes
         kept = [s for i, s in enumerate(wanted) if copies * _needed(wanted[: i + 1]) <= free]
         for s in wanted:

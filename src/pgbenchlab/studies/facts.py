@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,9 @@ class BuildFact:
 class MachineFacts:
     cpus: int
     memory_bytes: int
-    disk_free_bytes: int  # where the data directories go (the results directory by default)
+    # free disk for each data directory: where they go (the results directory by default); with
+    # several, the least any one has (those on one file system share its free space)
+    disk_free_bytes: int
     installs: tuple[InstallFact, ...]  # servers, newest first
     builds: tuple[BuildFact, ...] = ()
     root: bool = False  # pgbenchlab may write kernel tunables ([matrix.sysctl])
@@ -58,8 +61,9 @@ class MachineFacts:
         return next((i for i in self.installs if i.tls), None)
 
 
-def gather(data_path: Path) -> MachineFacts:
-    """The facts of this machine; free disk measured at data_path or its nearest parent."""
+def gather(data_paths: Sequence[Path]) -> MachineFacts:
+    """The facts of this machine; free disk measured at each data path or its nearest
+    parent."""
     found = installs.discover()
     servers = [i for i in found if i.has_server and not i.build]
     per_major: dict[str, InstallFact] = {}
@@ -70,7 +74,7 @@ def gather(data_path: Path) -> MachineFacts:
     return MachineFacts(
         cpus=LOCAL_HOST.cpu_count() or 1,
         memory_bytes=memory_bytes() or DEFAULT_MEMORY,
-        disk_free_bytes=shutil.disk_usage(_existing(data_path)).free,
+        disk_free_bytes=free_per_directory(data_paths),
         installs=tuple(per_major.values()),
         builds=_cached_debian_builds(set(per_major)),
         root=os.geteuid() == 0,
@@ -83,6 +87,16 @@ def _has_tls(install: Installation) -> bool:
     if settings_problem(install, {"ssl": "on"}) is not None:
         return False
     return install.has_pgbench and supports_tls(install.binary("pgbench"))
+
+
+def free_per_directory(paths: Sequence[Path]) -> int:
+    """The free disk each of the data directories can count on: its file system's free space
+    shared among the directories on it, the least of these."""
+    places = [_existing(p) for p in paths]
+    on_device: dict[int, list[Path]] = {}
+    for place in places:
+        on_device.setdefault(place.stat().st_dev, []).append(place)
+    return min(shutil.disk_usage(same[0]).free // len(same) for same in on_device.values())
 
 
 def _existing(path: Path) -> Path:
