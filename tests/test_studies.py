@@ -134,7 +134,7 @@ def test_archaeology_sizes_follow_memory_cpus_and_disk(machine: str, tmp_path: P
     else:
         assert "WARNING" not in text and len(scales) == 3
     clients = data["matrix"]["clients"]
-    assert clients[0] == 1 and clients[-1] == 4 * facts.cpus
+    assert clients[0] == 1 and clients[-1] == 8 * facts.cpus
     the_plan = parsed(text, tmp_path, facts.cpus)
     assert all(s.options.threads == min(s.clients, facts.cpus) for s in the_plan.specs)
     servers = [s.name for s in the_plan.servers]
@@ -250,6 +250,35 @@ def test_patch_has_a_base_build_and_one_build_per_patch(tmp_path: Path) -> None:
     assert {s.workload.name for s in the_plan.specs} == {"select-only", "tpcb-like"}
 
 
+@pytest.mark.parametrize("quick", [False, True], ids=["full", "quick"])
+def test_archaeology_plans_every_major_asked_for(quick: bool, tmp_path: Path) -> None:
+    """Installed majors by name, a cached build by its source, any other as prebuilt binaries;
+    oldest first, every one even in a quick study; what is left out said in comments."""
+    asked = ("18", "9.6", "13", "10", "15", "12")
+    text = render("archaeology", LAPTOP, StudyOptions(quick=quick, majors=asked))
+    the_plan = parsed(text, tmp_path, LAPTOP.cpus)
+    servers = {s.name: s for s in the_plan.servers}
+    assert list(servers) == ["pg9.6", "pg10", "pg12", "pg13", "pg15", "pg18"]
+    installs = {s["name"]: s["install"] for s in tomllib.loads(text)["server"]}
+    assert installs["pg18"] == "embedded-18" and installs["pg15"] == "debian-15"
+    assert installs["pg13"] == {"build": "pg13"}  # the cached build, not a download
+    assert [installs[n] for n in ("pg9.6", "pg10", "pg12")] == [
+        {"binaries": "9.6"},
+        {"binaries": "10"},
+        {"binaries": "12"},
+    ]
+    assert "Left out, and why: majors before 9.6" in text
+    if not quick:
+        assert tomllib.loads(text)["matrix"]["clients"][-1] == 8 * LAPTOP.cpus
+
+
+def test_new_archaeology_takes_majors_on_the_command_line(tmp_path: Path) -> None:
+    done = run_cli("new", "archaeology", "--quick", "--majors", "9.6, 11,13", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    names = [s["name"] for s in tomllib.loads(done.stdout)["server"]]
+    assert names == ["pg9.6", "pg11", "pg13"]
+
+
 @pytest.mark.parametrize(
     ("study", "given", "message"),
     [
@@ -259,6 +288,9 @@ def test_patch_has_a_base_build_and_one_build_per_patch(tmp_path: Path) -> None:
         ("patch", StudyOptions(source="git:/s", patches=(Path("/no/such"),)), "no such file"),
         ("latency", StudyOptions(base="master"), "belong to `new patch`"),
         ("archaeology", StudyOptions(data_dirs=(Path("/x"),)), "--data-dir belongs"),
+        ("latency", StudyOptions(majors=("13",)), "--majors belongs to `new archaeology`"),
+        ("archaeology", StudyOptions(majors=("9.5",)), "--majors 9.5: not a major"),
+        ("archaeology", StudyOptions(majors=("13", "13")), "--majors: 13 given twice"),
     ],
 )
 def test_mistakes_are_user_errors(study: str, given: StudyOptions, message: str) -> None:

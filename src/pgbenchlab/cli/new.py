@@ -33,6 +33,7 @@ class NewOptions:
                 base=args.base,
                 patches=tuple(args.patch or ()),
                 data_dirs=tuple(args.data_dir or ()),
+                majors=tuple(m.strip() for m in (args.majors or "").split(",") if m.strip()),
             ),
         )
 
@@ -58,6 +59,12 @@ def add_arguments(subparsers: Subparsers) -> None:
         action="append",
         metavar="FILE",
         help="patch: a patch (repeatable)",
+    )
+    parser.add_argument(
+        "--majors",
+        metavar="LIST",
+        help="archaeology: the majors to compare, e.g. 9.6,10,11,12,13,14,15,16,17,18 (each "
+        "installed, built from the build cache, or else prebuilt binaries)",
     )
     parser.add_argument(
         "--data-dir",

@@ -15,6 +15,7 @@ Layer 4: imports `plan`, `findings`, `installs`, `builds`, `hosts`, `telemetry.m
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,7 +53,23 @@ def render(study: str, facts: MachineFacts, options: StudyOptions) -> str:
     if study not in ("platform", "tuning") and options.data_dirs:
         raise UserError("--data-dir belongs to `new platform` and `new tuning`")
     check_data_dirs(options.data_dirs)
+    if study != "archaeology" and options.majors:
+        raise UserError("--majors belongs to `new archaeology`")
+    check_majors(options.majors)
     return STUDIES[study](Machine(facts, options))
+
+
+def check_majors(majors: tuple[str, ...]) -> None:
+    """Each --majors entry a major pgbenchlab can run (9.6 or 10 and later), each once."""
+    for major in majors:
+        if not re.fullmatch(r"9\.6|[1-9][0-9]", major):
+            raise UserError(
+                f"--majors {major}: not a major pgbenchlab can run; give majors as 9.6, 10, 11 … "
+                "(a comma-separated list)"
+            )
+    repeated = sorted({m for m in majors if majors.count(m) > 1})
+    if repeated:
+        raise UserError(f"--majors: {', '.join(repeated)} given twice; give each major once")
 
 
 def check_data_dirs(data_dirs: tuple[Path, ...]) -> None:

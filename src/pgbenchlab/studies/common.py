@@ -29,6 +29,7 @@ class StudyOptions:
     base: str | None = None  # patch: the ref the patches apply to
     patches: tuple[Path, ...] = ()
     data_dirs: tuple[Path, ...] = ()  # platform, tuning: where data directories go
+    majors: tuple[str, ...] = ()  # archaeology: the majors to compare ("9.6", "13", ...)
 
 
 @dataclass(frozen=True)

@@ -7,32 +7,48 @@ from pgbenchlab.studies.common import Machine, finish, profile, server
 from pgbenchlab.studies.toml import Value
 
 ARCHAEOLOGY_MAJORS_QUICK = 2
+ARCHAEOLOGY_CLIENTS_PER_CPU = 8  # the classic write-ups go well past the CPUs
+ARCHAEOLOGY_LEAVES_OUT = (
+    "Left out, and why: majors before 9.6 (no prebuilt binaries; pgbenchlab manages 9.6 on);",
+    "other storage (one data directory each, beside the results: `new platform` compares",
+    "storage); other compilers and flags (prebuilt binaries are as their publisher built them,",
+    "recorded in each one's provenance; a [build] table with `configure` and `compiler` makes",
+    "them yours); a second machine (pgbench runs here: [[host]] and [pgbench] hosts move it).",
+)
 PIN_FROM_CPUS = 4
 
 
 def archaeology(m: Machine) -> str:
+    about = (
+        (
+            "The majors asked for (installed, built from the build cache, else prebuilt",
+            "binaries), one pgbench for all, select-only (-S) and simple-update (-N), datasets",
+            "in shared_buffers, in RAM and beyond.",
+        )
+        if m.options.majors
+        else (
+            "Every major installed here (and builds from the build cache), one pgbench for all,",
+            "select-only (-S) and simple-update (-N), datasets in shared_buffers, in RAM and",
+            "beyond.",
+        )
+    )
     text = m.start(
         "archaeology",
         "how have PostgreSQL versions changed on this machine?",
-        "Every major installed here (and builds from the build cache), one pgbench for all,",
-        "select-only (-S) and simple-update (-N), datasets in shared_buffers, in RAM and beyond.",
+        *about,
         description="PostgreSQL majors side by side on this machine",
         repeats=3,
     )
     m.timing(text, 30, vacuum="pgbench")
     text.table("pgbench", "one client program for every server: the server is what changes")
     text.key("install", "newest")
-    majors = list(m.facts.installs)
-    builds = list(m.facts.builds)
-    if m.quick:
-        majors, builds = majors[:ARCHAEOLOGY_MAJORS_QUICK], []
-    clients = m.ladder()
-    for build in builds:
-        text.table(f"build.pg{build.major}", "a major not installed, built from its source")
-        text.key("source", build.source)
-        text.key("configure", list(build.configure))
-    installs: dict[str, Value] = {i.major: i.name for i in majors}
-    installs |= {b.major: {"build": f"pg{b.major}"} for b in builds}
+    installs = _archaeology_installs(m)
+    clients = m.ladder(None if m.quick else ARCHAEOLOGY_CLIENTS_PER_CPU * m.facts.cpus)
+    for build in m.facts.builds:
+        if installs.get(build.major) == {"build": f"pg{build.major}"}:
+            text.table(f"build.pg{build.major}", "a major not installed, built from its source")
+            text.key("source", build.source)
+            text.key("configure", list(build.configure))
     for major in sorted(installs, key=major_order):  # oldest first: the report's order
         server(text, f"pg{major}", installs[major], m.settings(clients[-1]))
     m.matrix(
@@ -41,9 +57,27 @@ def archaeology(m: Machine) -> str:
         ["select-only", "simple-update"],
         clients,
         workload_note="-S (reads) and -N (writes)",
-        clients_note="1 … 4 × CPUs",
+        clients_note=f"1 … {ARCHAEOLOGY_CLIENTS_PER_CPU} × CPUs",
     )
+    for line in ARCHAEOLOGY_LEAVES_OUT:
+        text.comment(line)
     return finish(text, m.facts.cpus)
+
+
+def _archaeology_installs(m: Machine) -> dict[str, Value]:
+    """Each major's install: the installed one, else a build from the build cache, else (when
+    asked for) prebuilt binaries. Without --majors: what is installed or cached (a quick study:
+    the newest two installed)."""
+    installed: dict[str, Value] = {i.major: i.name for i in m.facts.installs}
+    cached: dict[str, Value] = {b.major: {"build": f"pg{b.major}"} for b in m.facts.builds}
+    if m.options.majors:
+        return {
+            major: installed.get(major) or cached.get(major) or {"binaries": major}
+            for major in m.options.majors
+        }
+    if m.quick:
+        return dict(list(installed.items())[:ARCHAEOLOGY_MAJORS_QUICK])
+    return installed | cached
 
 
 def major_order(major: str) -> tuple[int, ...]:
