@@ -318,6 +318,13 @@ def test_build_downloads_the_plans_binaries_for_an_offline_run(
     }
     done = run_cli("build", tmp_path / "plan.toml", env=env, timeout=120)
     assert done.returncode == 0, done.stderr
+    # the download said so on stderr, with its size (a line every few seconds while it lasts)
+    size = Path(real_jar).stat().st_size / 1e6
+    said = [line for line in done.stderr.splitlines() if "downloaded" in line]
+    assert said == [
+        f"downloaded {prebuilt.GROUP}:{ARTIFACT}:{RELEASE}: {size:.1f} MB in "
+        + said[0].rsplit(" in ", 1)[1]
+    ], done.stderr
     cached = tmp_path / "cache" / "builds" / f"binaries-amd64-{RELEASE}"
     assert done.stdout.splitlines() == [
         f"binaries {RELEASE}: PostgreSQL {RELEASE} · binaries-amd64-{RELEASE} · {cached}/bin",

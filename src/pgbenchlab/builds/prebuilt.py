@@ -27,6 +27,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ ARTIFACTS = {
 }
 KIND = "binaries"  # provenance["source"]["kind"] of a cached prebuilt server
 TIMEOUT_S = 20.0
+CHUNK_BYTES = 1 << 20
+PROGRESS_EVERY_S = 2.0  # a line at most this often while downloading
 # "9.6", "12", "9.6.24", "12.22", or a published version itself ("10.5.0-1").
 _SPEC = re.compile(r"[0-9]+(?:\.[0-9]+){0,2}(?:-[0-9]+)?")
 _VERSION = re.compile(r"([0-9]+(?:\.[0-9]+)*)(?:-([0-9]+))?")
@@ -136,9 +139,13 @@ def fetch(url: str) -> bytes:
         return bytes(response.read())
 
 
-def ensure(spec: str, root: Path | None = None) -> Installation:
+Say = Callable[[str], None]
+
+
+def ensure(spec: str, root: Path | None = None, say: Say | None = None) -> Installation:
     """The installation of the newest release matching spec: from the cache, downloaded into
-    it when missing, or (repository unreachable) the newest matching release cached."""
+    it when missing (its progress told to `say`, a line every few seconds), or (repository
+    unreachable) the newest matching release cached."""
     root = root or cache.cache_root()
     artifact = artifact_for()
     try:
@@ -168,7 +175,7 @@ def ensure(spec: str, root: Path | None = None) -> Installation:
         if not cache.is_complete(final):
             with cache.build_lock(root, key, None):
                 if not cache.is_complete(final):
-                    download(coordinates, root)
+                    download(coordinates, root, say)
         return installation(spec, final)
 
 
@@ -194,7 +201,7 @@ def installation(spec: str, prefix: Path) -> Installation:
     return replace(found, binaries=spec)
 
 
-def download(coordinates: Coordinates, root: Path) -> None:
+def download(coordinates: Coordinates, root: Path, say: Say | None = None) -> None:
     """Download, verify, unpack into a private directory, then rename into place: an
     interrupted download leaves nothing that looks complete."""
     key = key_of(coordinates)
@@ -204,7 +211,7 @@ def download(coordinates: Coordinates, root: Path) -> None:
     try:
         jar = work / f"{coordinates.artifact}-{coordinates.version}.jar"
         started = time.monotonic()
-        jar.write_bytes(_get(coordinates.jar_url, coordinates))
+        _get(coordinates.jar_url, coordinates, jar, say)
         algorithm, digest = verify(jar, coordinates)
         staged = work / "install"
         unpack(jar, staged)
@@ -226,11 +233,31 @@ def download(coordinates: Coordinates, root: Path) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _get(url: str, coordinates: Coordinates) -> bytes:
+def _get(url: str, coordinates: Coordinates, target: Path, say: Say | None) -> None:
+    """The body at url written to target, in chunks, its progress told to `say` at most every
+    few seconds and once at the end."""
     try:
-        return fetch(url)
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, target.open("wb") as out:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            started = told = time.monotonic()
+            got = 0
+            while chunk := response.read(CHUNK_BYTES):
+                out.write(chunk)
+                got += len(chunk)
+                if say is not None and time.monotonic() - told >= PROGRESS_EVERY_S:
+                    told = time.monotonic()
+                    say(f"downloading {coordinates.text}: {_megabytes(got, total)}")
     except (OSError, urllib.error.URLError) as exc:
         raise InstallError(f"{coordinates.text}: cannot download {url} ({_reason(exc)})") from None
+    if say is not None:
+        seconds = time.monotonic() - started
+        say(f"downloaded {coordinates.text}: {_megabytes(got, None)} in {seconds:.1f} s")
+
+
+def _megabytes(got: int, total: int | None) -> str:
+    if total is None:
+        return f"{got / 1e6:.1f} MB"
+    return f"{got / 1e6:.1f} of {total / 1e6:.1f} MB ({got / total:.0%})"
 
 
 def verify(jar: Path, coordinates: Coordinates) -> tuple[str, str]:

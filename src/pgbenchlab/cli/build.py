@@ -5,6 +5,7 @@ offline); `run` does the same before a campaign starts."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from dataclasses import dataclass
@@ -52,7 +53,8 @@ def run(options: BuildOptions) -> int:
         print(f"{options.plan}: no server uses a [build.NAME]; nothing to build", file=sys.stderr)
         return EXIT_OK
     made = build_plan(the_plan, None if options.quiet else sys.stderr)
-    made += [prebuilt.ensure(spec) for spec in the_plan.needed_binaries]
+    say = None if options.quiet else functools.partial(print, file=sys.stderr, flush=True)
+    made += [prebuilt.ensure(spec, say=say) for spec in the_plan.needed_binaries]
     for install in made:
         facts = builds.provenance_of(install) or {}
         print(
