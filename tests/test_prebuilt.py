@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import http.server
 import io
+import json
 import os
 import shutil
 import socket
@@ -330,3 +331,10 @@ def test_build_downloads_the_plans_binaries_for_an_offline_run(
         f"binaries {RELEASE}: PostgreSQL {RELEASE} · binaries-amd64-{RELEASE} · {cached}/bin",
         f"binaries 9.6: PostgreSQL {RELEASE} · binaries-amd64-{RELEASE} · {cached}/bin",
     ]
+    # `installs` lists the cached release beside what is installed, as a plan names it
+    listed = run_cli("installs", "--json", env=env, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    [entry] = [i for i in json.loads(listed.stdout) if i["source"] == "binaries"]
+    assert entry["plan"] == f'{{ binaries = "{RELEASE}" }}'
+    assert entry["version"] == RELEASE and entry["server"] and not entry["pgbench"]
+    assert entry["bin_dir"] == f"{cached}/bin"

@@ -184,14 +184,26 @@ def key_of(coordinates: Coordinates) -> str:
 
 
 def newest_cached(root: Path, artifact: str, spec: str) -> Path | None:
-    found = {
+    found = _cached_releases(root, artifact)
+    newest = newest_matching(spec, list(found))
+    return None if newest is None else found[newest]
+
+
+def cached(root: Path | None = None) -> list[Installation]:
+    """Every release of this machine's binaries in the cache, oldest first (each as a plan
+    names it by its release: `install = { binaries = "9.6.24" }`)."""
+    found = _cached_releases(root or cache.cache_root(), artifact_for())
+    return [installation(v, found[v]) for v in sorted(found, key=_parts)]
+
+
+def _cached_releases(root: Path, artifact: str) -> dict[str, Path]:
+    """The cached releases of an artifact: published version → its directory."""
+    return {
         str(b.provenance["version_published"]): b.path
         for b in cache.cached_builds(root)
         if (b.provenance.get("source") or {}).get("kind") == KIND
         and b.provenance.get("artifact") == artifact
     }
-    newest = newest_matching(spec, list(found))
-    return None if newest is None else found[newest]
 
 
 def installation(spec: str, prefix: Path) -> Installation:

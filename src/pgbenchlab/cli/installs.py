@@ -1,4 +1,5 @@
-"""`pgbenchlab installs`: the PostgreSQL installations found here."""
+"""`pgbenchlab installs`: the PostgreSQL installations found here, and the prebuilt server
+binaries in the build cache."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 from dataclasses import dataclass
 
 from pgbenchlab import installs, jsontext
+from pgbenchlab.builds import prebuilt
 from pgbenchlab.cli.common import EXIT_OK, Subparsers, add_command, add_json_option, print_table
 
 
@@ -30,7 +32,7 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 
 def run(options: InstallsOptions) -> int:
-    found = installs.discover()
+    found = installs.discover() + prebuilt.cached()
     if options.json:
         rows = [
             {
@@ -40,18 +42,33 @@ def run(options: InstallsOptions) -> int:
                 "bin_dir": str(i.bin_dir),
                 "server": i.has_server,
                 "pgbench": i.has_pgbench,
+                "plan": plan_value(i),
             }
             for i in found
         ]
         print(jsontext.dumps(rows, indent=2))
         return EXIT_OK
-    table = [["name", "version", "server", "pgbench", "bin directory"]]
+    table = [["name", "version", "server", "pgbench", "in a plan", "bin directory"]]
     for i in found:
         table.append(
-            [i.name, i.version.text, yes(i.has_server), yes(i.has_pgbench), str(i.bin_dir)]
+            [
+                i.name,
+                i.version.text,
+                yes(i.has_server),
+                yes(i.has_pgbench),
+                plan_value(i),
+                str(i.bin_dir),
+            ]
         )
     print_table(table)
     return EXIT_OK
+
+
+def plan_value(install: installs.Installation) -> str:
+    """How a plan's `install =` names it."""
+    if install.binaries:
+        return f'{{ binaries = "{install.binaries}" }}'
+    return f'"{install.name}"'
 
 
 def yes(flag: bool) -> str:
