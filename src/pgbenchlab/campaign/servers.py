@@ -9,6 +9,7 @@ from typing import Protocol
 
 from pgbenchlab import dataset, files, installs, osuser
 from pgbenchlab import server as server_module
+from pgbenchlab.builds.shipping import shipped
 from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.campaign.pinning import check_cpus
@@ -85,6 +86,8 @@ class Servers:
         if server.host is None:
             return installs.resolve(spec, self.found)
         host = self.hosts.get(server.host)
+        if spec.startswith((installs.BUILD_PREFIX, installs.BINARIES_PREFIX)):
+            return shipped(installs.resolve(spec, self.found), host)  # made here, copied there
         if "/" in spec:  # a bin directory there, found or not
             return installs.resolve(spec, [], host=host)
         found = self.hosts.installations(server.host)

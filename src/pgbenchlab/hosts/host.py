@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Protocol
 
 LineCallback = Callable[[str], None]
@@ -128,6 +128,9 @@ class Host(Protocol):
     ) -> None:
         """Replace path's content whole (a reader never sees half of it), with that mode, owned
         by owner when given."""
+
+    def put_file(self, local: Path, path: PurePath) -> None:
+        """Copy a file of this machine to path there (a large one: an installation's archive)."""
 
     def write_in_place(self, path: PurePath, text: str) -> None:
         """Write text into an existing file without replacing it: a kernel file (/proc/sys),

@@ -251,6 +251,9 @@ class LocalHost:
             temporary.unlink(missing_ok=True)
             raise
 
+    def put_file(self, local: Path, path: PurePath) -> None:
+        shutil.copyfile(local, path)
+
     def write_in_place(self, path: PurePath, text: str) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         try:

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import PurePath, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 import asyncssh
@@ -37,25 +37,12 @@ from pgbenchlab.hosts.detached import (
 )
 from pgbenchlab.hosts.host import Account, Exit, Finished, LineCallback
 from pgbenchlab.hosts.remote_files import RemoteLockedFile, RemoteTail
-from pgbenchlab.hosts.ssh import Target, sftp_error
+from pgbenchlab.hosts.ssh import ENV_READER, LOCAL_ONLY_ENV, Target, env_lines, sftp_error
 
 READ_CHUNK = 1 << 20
-LOCAL_ONLY_ENV = frozenset({"PATH", "HOME"})
 # After a failed reconnection every call fails at once for this long, with the same reason:
 # a host gone from the network costs one connection timeout, not one per file read.
 RETRY_AFTER_S = 5
-ENV_READER = 'while IFS= read -r v && [ -n "$v" ]; do export "$v"; done; '
-
-
-def _env_lines(env: Mapping[str, str] | None) -> str:
-    lines = []
-    for name, value in (env or {}).items():
-        if name in LOCAL_ONLY_ENV:
-            continue
-        if "\n" in value or "\n" in name or "=" in name:
-            raise ValueError(f"environment variable {name!r} cannot be passed to a remote host")
-        lines.append(f"{name}={value}\n")
-    return "".join(lines) + "\n"
 
 
 class RemoteHost:
@@ -158,7 +145,7 @@ class RemoteHost:
         self._require_login(as_user)
         command = f"{ENV_READER}cd {shlex.quote(str(cwd))} && exec {shlex.join(argv)}"
         try:
-            done = ssh.call(self._run(command, _env_lines(env)), timeout)
+            done = ssh.call(self._run(command, env_lines(env)), timeout)
         except TimeoutError:
             raise TimeoutError(f"{argv[0]} did not finish within {timeout:g} s") from None
         return done
@@ -352,6 +339,9 @@ class RemoteHost:
                 await file.write(text.encode())
 
         self._sftp_call(write, path)
+
+    def put_file(self, local: Path, path: PurePath) -> None:
+        self._sftp_call(lambda s: s.put(str(local), str(path)), path)
 
     def exists(self, path: PurePath) -> bool:
         found: bool = self._sftp_call(lambda s: s.exists(str(path)), path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -200,3 +200,20 @@ def sftp_error(exc: asyncssh.SFTPError, path: object) -> OSError:
     if isinstance(exc, asyncssh.SFTPFileAlreadyExists):
         return FileExistsError(17, exc.reason, str(path))
     return OSError(5, exc.reason, str(path))
+
+
+LOCAL_ONLY_ENV = frozenset({"PATH", "HOME"})  # this machine's mean nothing on another
+# A remote command's environment travels on its stdin, one NAME=value line each, never in argv.
+ENV_READER = 'while IFS= read -r v && [ -n "$v" ]; do export "$v"; done; '
+
+
+def env_lines(env: Mapping[str, str] | None) -> str:
+    """The environment as `ENV_READER` reads it (this machine's PATH and HOME left out)."""
+    lines = []
+    for name, value in (env or {}).items():
+        if name in LOCAL_ONLY_ENV:
+            continue
+        if "\n" in value or "\n" in name or "=" in name:
+            raise ValueError(f"environment variable {name!r} cannot be passed to a remote host")
+        lines.append(f"{name}={value}\n")
+    return "".join(lines) + "\n"

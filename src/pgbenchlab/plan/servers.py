@@ -86,10 +86,6 @@ def parse_server(
     host = item.get("host")
     if host is not None:
         host = check_name(host, ctx, f"{key}.host")
-    if host is not None and isinstance(item.get("install"), dict) and "binaries" in item["install"]:
-        raise ctx.fail(
-            f"{key}.install", "prebuilt binaries run on this machine only, not on a host"
-        )
     data_dir = item.get("data_dir")
     if data_dir is not None:
         if not isinstance(data_dir, str) or not data_dir:
