@@ -78,14 +78,9 @@ def test_an_external_server_may_name_its_host(tmp_path: Path) -> None:
         ),
         (
             '[build.b]\nsource = "git:/nowhere#main"\n'
-            '[[server]]\nname = "pg"\nhost = "db1"\ninstall = { build = "b" }\n',
-            r"server\[0\].install: .*builds run on this machine's servers only for now",
-        ),
-        (
-            '[build.b]\nsource = "git:/nowhere#main"\n'
             '[pgbench]\nhosts = ["lg1"]\ninstall = { build = "b" }\n'
             '[[server]]\nname = "pg"\nhost = "db1"\n',
-            r"pgbench.install: .*builds run on this machine's servers only for now",
+            r"pgbench.install: a build's pgbench runs on this machine only: pgbench runs on lg1",
         ),
     ],
 )

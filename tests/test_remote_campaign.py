@@ -13,13 +13,20 @@ from pathlib import Path
 
 import pytest
 
+import ci_guard
 from netns_hosts import TestHosts
+from pg_builds import Pg18Build
 from pgbenchlab import plan
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES, percentile_of_sorted
+from pgbenchlab.builds import prebuilt
+from pgbenchlab.builds.cache import read_provenance
+from pgbenchlab.builds.shipping import SHIPPED_DIR
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.campaign.layout import AUTHORITY_FILE
 from pgbenchlab.cli import main
+from pgbenchlab.errors import InstallError
 from pgbenchlab.findings import WarningCode
+from pgbenchlab.hosts import RemoteHost, Target
 from pgbenchlab.hosts.remote import RETRY_AFTER_S
 from pgbenchlab.pgbench.logs import read_log_bytes
 from pgbenchlab.pgbench.report import parse_report
@@ -404,4 +411,92 @@ def test_tls_to_a_server_on_another_host_from_a_load_generator(
     (authority,) = results.rglob(AUTHORITY_FILE)
     assert "BEGIN CERTIFICATE" in authority.read_text()
     assert not [p for p in results.rglob("*") if p.is_file() and b"PRIVATE KEY" in p.read_bytes()]
+    assert db_host.leftovers() == []
+
+
+def test_prebuilt_binaries_on_another_host_are_copied_there_once(
+    db_host: TestHosts, build_cache: Path, tmp_path: Path
+) -> None:
+    """A server on a [[host]] from binaries downloaded here: the installation copied to the host
+    once (by its cache key, under pgbenchlab's directory there), run there; a second campaign
+    sends nothing again."""
+    try:
+        local = prebuilt.ensure("12")
+    except InstallError as exc:
+        if ci_guard.under_ci():
+            raise
+        pytest.skip(f"prebuilt 12 cannot be had here ({exc}): real-server test NOT run")
+    key = str(read_provenance(local.bin_dir.parent)["key"])
+    text = f"""
+[campaign]
+name = "shipped"
+
+[defaults]
+duration = "1s"
+warmup = "0s"
+
+{hosts_toml(db_host, "db1")}
+[[server]]
+name = "pg12"
+host = "db1"
+install = {{ binaries = "12" }}
+settings = {{ shared_buffers = "32MB" }}
+
+[matrix]
+clients = [1]
+"""
+    the_plan = plan.parse(text, str(tmp_path / "shipped.toml"), base=tmp_path)
+    host = RemoteHost(
+        Target("db1", db_host.ssh_target("db1"), None, str(db_host.identity),
+               str(db_host.known_hosts))
+    )  # fmt: skip
+    try:
+        copy = host.state_dir() / SHIPPED_DIR / key
+        for round_ in (1, 2):
+            outcome = run_campaign(the_plan, tmp_path / f"results{round_}", QuietReporter())
+            [result] = outcome.results
+            assert result.status == RunStatus.OK, result.error
+            assert result.telemetry is not None
+            assert 120000 <= (result.telemetry.server_version_num or 0) < 130000
+            stamp = host.run(["stat", "-c", "%Y %i", str(copy / "bin" / "postgres")]).stdout
+            if round_ == 1:
+                first = stamp
+        assert stamp == first  # found there the second time, not sent again
+        assert host.list_dir(copy.parent) == [key, f"{key}.lock"]  # no partial copy left
+    finally:
+        host.close()
+    assert db_host.leftovers() == []
+
+
+def test_a_build_made_here_runs_on_another_host(
+    db_host: TestHosts, pg18_build: Pg18Build, tmp_path: Path
+) -> None:
+    """A server on a [[host]] from a build made here (from source): copied there, its
+    programs finding their own libraries in the copy."""
+    text = f"""{pg18_build.recipe}
+[campaign]
+name = "built-there"
+
+[defaults]
+duration = "1s"
+warmup = "0s"
+
+{hosts_toml(db_host, "db1")}
+[[server]]
+name = "pg18"
+host = "db1"
+install = {{ build = "pg18" }}
+settings = {{ shared_buffers = "32MB" }}
+
+[matrix]
+clients = [1]
+"""
+    the_plan = plan.parse(text, str(tmp_path / "built.toml"), base=tmp_path)
+    outcome = run_campaign(
+        the_plan, tmp_path / "results", QuietReporter(), built=[pg18_build.install]
+    )
+    [result] = outcome.results
+    assert result.status == RunStatus.OK, result.error
+    assert result.telemetry is not None
+    assert 180000 <= (result.telemetry.server_version_num or 0) < 190000
     assert db_host.leftovers() == []

@@ -90,23 +90,14 @@ def check_host_names(
     return tuple(value)
 
 
-def check_builds_here(
-    servers: list[ServerPlan], pgbench_install: str, pgbench_hosts: tuple[str, ...], ctx: Context
-) -> None:
-    """A plan's builds are made and installed on this machine: a server on a [[host]] or a
-    load generator host cannot use one (yet)."""
-    why = "builds run on this machine's servers only for now: "
-    for i, server in enumerate(servers):
-        if server.host is not None and (server.install or "").startswith(BUILD_PREFIX):
-            raise ctx.fail(
-                f"server[{i}].install",
-                f"{why}server {server.name} runs on host {server.host}; install a PostgreSQL "
-                "there and name it (a major version or a bin directory there)",
-            )
+def check_builds_here(pgbench_install: str, pgbench_hosts: tuple[str, ...], ctx: Context) -> None:
+    """A build's pgbench runs on this machine only: load generator hosts run a pgbench
+    installed there. (A server on a [[host]] may use a build: its copy goes there.)"""
     if pgbench_hosts and pgbench_install.startswith(BUILD_PREFIX):
         raise ctx.fail(
             "pgbench.install",
-            f"{why}pgbench runs on {', '.join(pgbench_hosts)}; name a pgbench installed there",
+            "a build's pgbench runs on this machine only: pgbench runs on "
+            f"{', '.join(pgbench_hosts)}; name a pgbench installed there",
         )
 
 

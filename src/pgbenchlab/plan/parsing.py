@@ -121,7 +121,7 @@ def parse(
     groups, group_axes = parse_groups(data.get("server_group"), ctx, servers, server_axes)
     hosts = parse_hosts(data.get("host"), ctx, base)
     pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
-    check_builds_here(servers, pgbench_install, pgbench_hosts, ctx)
+    check_builds_here(pgbench_install, pgbench_hosts, ctx)
     most = auto.max_repeats if auto else repeats
     expanded, axes = units(servers, groups), server_axes | group_axes
     check_size(ctx, count_cells(defaults, matrix, list(expanded), axes), most)

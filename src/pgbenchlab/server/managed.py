@@ -41,7 +41,7 @@ from pgbenchlab.server.endpoint import (
     ServerFacts,
     query_facts,
 )
-from pgbenchlab.server.settings import BASE_SETTINGS, POSTGRES_ENV, SETTINGS_FILE, settings_text
+from pgbenchlab.server.settings import BASE_SETTINGS, SETTINGS_FILE, postgres_env, settings_text
 
 SUPERUSER = "pgbenchlab"
 LOOPBACK = "127.0.0.1"
@@ -229,7 +229,11 @@ class ManagedServer:
         argv = pinned(argv, cpus, self.host)  # pg_ctl's postmaster inherits its CPUs
         # A new session keeps a terminal's Ctrl-C away from the postmaster: we stop it ourselves.
         return self.host.run(
-            argv, env=POSTGRES_ENV, timeout=300, as_user=self.account, new_session=True
+            argv,
+            env=postgres_env(self.install),
+            timeout=300,
+            as_user=self.account,
+            new_session=True,
         )
 
     def _half_made(self) -> bool:
@@ -278,7 +282,8 @@ class ManagedServer:
             "--locale=C",
             "-N",  # no fsync: --nosync before 10, --no-sync from 10
         ]
-        result = self.host.run(argv, env=POSTGRES_ENV, timeout=600, as_user=self.account)
+        env = postgres_env(self.install)
+        result = self.host.run(argv, env=env, timeout=600, as_user=self.account)
         if result.returncode != 0:
             raise ServerError(f"initdb failed: {result.stderr.strip()[-500:]}")
         conf = self.data_dir / "postgresql.conf"

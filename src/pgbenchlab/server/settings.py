@@ -32,6 +32,18 @@ PER_TRANSACTION = frozenset(
 )
 TEMP_PARENT = PurePosixPath("/tmp")
 POSTGRES_ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "PG_COLOR": "never"}
+
+
+def postgres_env(install: Installation) -> dict[str, str]:
+    """The environment an installation's programs run in. A build from source names its
+    library directory on this machine in its programs (RUNPATH: initdb needs its libpq); a
+    copy of it on another host finds its own through LD_LIBRARY_PATH (prebuilt binaries name
+    theirs relative to the program already)."""
+    if install.source != "build":
+        return dict(POSTGRES_ENV)
+    return {**POSTGRES_ENV, "LD_LIBRARY_PATH": str(install.bin_dir.parent / "lib")}
+
+
 _SETTING_NAME = re.compile(r"[A-Za-z0-9_.$]+")  # nothing a configuration line can be bent with
 _SERVER_SAYS = re.compile(r"\b(?:LOG|WARNING|ERROR|FATAL|DETAIL|HINT):\s+(.*)")
 _RANGE = re.compile(r'valid range for parameter "[^"]*" \((.*)\)')
@@ -115,7 +127,7 @@ def _check_conf(
     host.write_text(conf_dir / SETTINGS_FILE, settings_text(settings))
     # -C first: the one mode postgres allows root to run.
     argv = [str(install.binary("postgres")), "-C", "server_version_num", "-D", str(conf_dir)]
-    return host.run(argv, env=POSTGRES_ENV, timeout=60)
+    return host.run(argv, env=postgres_env(install), timeout=60)
 
 
 def _explained(install: Installation, name: str, why: str, host: Host) -> str:
