@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import zstandard
 
+from pgbenchlab.analysis.diagnosis import RULES_VERSION
 from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.records.telemetry import (
     LogEvent,
@@ -420,9 +421,11 @@ def add_events(db: Path, events: list[tuple[int, float, str, str]]) -> None:
 def add_diagnosis(
     db: Path, run_id: int, verdict: str, evidence: list[str], details: dict[str, Any] | None = None
 ) -> None:
-    """What limited a run, as telemetry's diagnosis stores it."""
+    """What limited a run, as telemetry's diagnosis stores it (with the version of the rules
+    that made it: today's, so the store keeps it as it is)."""
+    stored = {"rules_version": RULES_VERSION, **(details or {})}
     with sqlite3.connect(db) as connection:
         connection.execute(
             "INSERT INTO run_diagnosis VALUES (?, ?, ?, ?)",
-            (run_id, verdict, json.dumps(evidence), json.dumps(details or {})),
+            (run_id, verdict, json.dumps(evidence), json.dumps(stored)),
         )

@@ -118,11 +118,6 @@ def test_the_plan_names_binaries_once_each(tmp_path: Path) -> None:
             PLAN.format(install='{ binaries = "12" }') + '[pgbench]\ninstall = { binaries = "12" }',
             "pgbench.install: prebuilt binaries have no pgbench",
         ),
-        (
-            PLAN.format(install='{ binaries = "12" }\nhost = "db1"')
-            + '[[host]]\nname = "db1"\naddress = "127.0.0.1"',
-            "run on this machine only",
-        ),
     ],
 )
 def test_a_plan_with_binaries_it_cannot_have_is_refused_in_one_line(
