@@ -26,7 +26,7 @@ from pgbenchlab.diagnosing import Evidence
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.installs import Installation
 from pgbenchlab.invocation.command import Call, Completed
-from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan import DatasetOptions, Plan, RunSpec
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.records.version import parse_version
 from pgbenchlab.server import Endpoint, Server, ServerFacts
@@ -199,7 +199,14 @@ class ReplayExecutor:
         )
 
     def prepare_dataset(
-        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+        self,
+        server: Server,
+        scale: int,
+        *,
+        pgbench: Path,
+        work_dir: Path,
+        force: bool,
+        options: DatasetOptions = dataset.DEFAULTS,
     ) -> dataset.Prepared:
         if scale in self.fail_dataset:
             raise RuntimeError(f"pgbench -i -s {scale} failed (replayed)")

@@ -20,7 +20,7 @@ from pgbenchlab.campaign.rounds import Question, answer, open_cells, questions, 
 from pgbenchlab.campaign.runner import conduct
 from pgbenchlab.errors import PlanError, UserError
 from pgbenchlab.invocation.command import Call, Completed
-from pgbenchlab.plan import AutoRepeats
+from pgbenchlab.plan import AutoRepeats, DatasetOptions
 from pgbenchlab.server import Server
 from replay import Replay, ReplayExecutor, StandInServers, client, recorded
 from support import QuietReporter
@@ -172,7 +172,14 @@ class NoisyServers(ReplayExecutor):
         self.calls = 0
 
     def prepare_dataset(
-        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+        self,
+        server: Server,
+        scale: int,
+        *,
+        pgbench: Path,
+        work_dir: Path,
+        force: bool,
+        options: DatasetOptions = dataset.DEFAULTS,
     ) -> dataset.Prepared:
         return dataset.Prepared(server.endpoint.with_dbname(server.name), 0.5)
 

@@ -1,8 +1,9 @@
 """pgbench datasets: ``pgbench -i`` once per server × scale, reuse, and hygiene between runs.
 
-On a managed server each scale lives in its own database (``pgbench_s<scale>``), so scales
-alternate without re-initialising. On an external server pgbenchlab only uses the pgbench tables
-of the configured database, and initialises them only with the server's ``init = true``.
+On a managed server each scale lives in its own database (``pgbench_s<scale>``, and
+``pgbench_s<scale>_<identity>`` when the plan's `[dataset]` changes how pgbench -i makes it), so
+scales alternate without re-initialising. On an external server pgbenchlab only uses the pgbench
+tables of the configured database, and initialises them only with the server's ``init = true``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.invocation.command import Call, execute, version_of
 from pgbenchlab.pgbench.progress import error_summary
+from pgbenchlab.plan import DatasetOptions
 from pgbenchlab.records.version import parse_version
 from pgbenchlab.server import LOST_NETWORK_OPTIONS, Endpoint, Server, client_endpoint
 
 COMMENT_PREFIX = "pgbenchlab dataset"
+DEFAULTS = DatasetOptions()  # pgbench -i as it comes
 PGBENCH_TABLES = ("pgbench_branches", "pgbench_tellers", "pgbench_accounts", "pgbench_history")
 
 
@@ -31,8 +34,12 @@ class Prepared:
     init_seconds: float | None  # None when an existing dataset was reused
 
 
-def database_name(server: Server, scale: int) -> str:
-    return f"pgbench_s{scale}" if server.managed else server.endpoint.dbname
+def database_name(server: Server, scale: int, options: DatasetOptions = DEFAULTS) -> str:
+    """A managed server's database for a scale, named by how its dataset is made too."""
+    if not server.managed:
+        return server.endpoint.dbname
+    identity = options.identity
+    return f"pgbench_s{scale}_{identity}" if identity else f"pgbench_s{scale}"
 
 
 # A dataset is complete when its three keyed tables have their primary keys and the rows of
@@ -90,10 +97,11 @@ def ensure(
     work_dir: Path,
     force: bool,
     host: Host = LOCAL_HOST,
+    options: DatasetOptions = DEFAULTS,
 ) -> Prepared:
-    """A database holding pgbench tables of this scale: reused when valid, else initialised
-    (by the pgbench of host)."""
-    endpoint = server.endpoint.with_dbname(database_name(server, scale))
+    """A database holding pgbench tables of this scale, made with these options: reused when
+    valid, else initialised (by the pgbench of host) and its setup SQL run."""
+    endpoint = server.endpoint.with_dbname(database_name(server, scale, options))
     ready = f"scale {scale} ready"
     if server.managed:
         _create_database(server.endpoint, endpoint.dbname)
@@ -111,7 +119,8 @@ def ensure(
         _record_state(server.endpoint, endpoint.dbname, f"initialising scale {scale}")
     # pgbench's way in: over TCP when it runs on another host than the server's.
     client = client_endpoint(server, endpoint)
-    argv = [str(pgbench), "-i", "-q", "-s", str(scale), init_dbname(client, pgbench, host)]
+    argv = [str(pgbench), "-i", "-q", *options.init_arguments(), "-s", str(scale)]
+    argv.append(init_dbname(client, pgbench, host))
     done = execute(Call(tuple(argv), client.libpq_env(), work_dir), host=host)
     if done.interrupted:
         raise KeyboardInterrupt
@@ -121,9 +130,23 @@ def ensure(
         )
     if current_scale(endpoint, exact=True) != scale:
         raise ServerError(f"pgbench -i -s {scale} on {server.name} left an incomplete dataset")
+    if options.setup_text.strip():
+        _set_up(endpoint, options, server.name)
     if server.managed:
         _record_state(server.endpoint, endpoint.dbname, ready)
     return Prepared(endpoint, time.monotonic() - started)
+
+
+def _set_up(endpoint: Endpoint, options: DatasetOptions, server: str) -> None:
+    """The plan's setup SQL in the new dataset, in one transaction: all of it or none."""
+    try:
+        with endpoint.connect() as conn, conn.transaction():
+            conn.execute(options.setup_text.encode())
+    except psycopg.Error as exc:
+        reason = (str(exc).strip().splitlines() or ["no message"])[0]
+        raise ServerError(
+            f"setup_sql {options.setup_sql} failed in {endpoint.dbname} on {server}: {reason}"
+        ) from None
 
 
 def require_datasets(server: Server, scales: Iterable[int]) -> None:

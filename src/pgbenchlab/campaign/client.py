@@ -55,6 +55,13 @@ def require_client_features(
             f"{plan.path}: max_tries needs pgbench 15 or later; this campaign's pgbench is "
             f"{version_text.strip()}: remove max_tries or choose a newer [pgbench] install"
         )
+    needs = plan.dataset.needs_pgbench()
+    if needs is not None and version.major < needs[0]:
+        since = ".".join(str(n) for n in needs[0])
+        raise PlanError(
+            f"{plan.path}: dataset.{needs[1]} needs pgbench {since} or later; this campaign's "
+            f"pgbench is {version_text.strip()}: remove it or choose a newer [pgbench] install"
+        )
     if plan.uses_connection("tls") and binary and not command.supports_tls(binary, host):
         raise PlanError(
             f'{plan.path}: connection "tls" needs a pgbench whose libpq has TLS support; this '

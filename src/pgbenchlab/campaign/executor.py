@@ -22,6 +22,7 @@ from pgbenchlab.invocation import command
 from pgbenchlab.pgbench import log_reducer
 from pgbenchlab.pgbench.log_reduced import REDUCTION_SUFFIX
 from pgbenchlab.pgbench.log_reducer import Layout
+from pgbenchlab.plan import DatasetOptions
 from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.server import Endpoint, Server
@@ -86,7 +87,14 @@ class Executor(Protocol):
     def pgbench(self, call: command.Call) -> command.Completed: ...
 
     def prepare_dataset(
-        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+        self,
+        server: Server,
+        scale: int,
+        *,
+        pgbench: Path,
+        work_dir: Path,
+        force: bool,
+        options: DatasetOptions = dataset.DEFAULTS,
     ) -> dataset.Prepared: ...
 
     def vacuum(self, endpoint: Endpoint, mode: str) -> None: ...
@@ -112,11 +120,19 @@ class LocalExecutor:
         return command.execute(call, host=self.host, cpus=self.pgbench_cpus)
 
     def prepare_dataset(
-        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+        self,
+        server: Server,
+        scale: int,
+        *,
+        pgbench: Path,
+        work_dir: Path,
+        force: bool,
+        options: DatasetOptions = dataset.DEFAULTS,
     ) -> dataset.Prepared:
         return dataset.ensure(
-            server, scale, pgbench=pgbench, work_dir=work_dir, force=force, host=self.host
-        )
+            server, scale, pgbench=pgbench, work_dir=work_dir, force=force, host=self.host,
+            options=options,
+        )  # fmt: skip
 
     def vacuum(self, endpoint: Endpoint, mode: str) -> None:
         dataset.vacuum(endpoint, mode)
@@ -219,11 +235,19 @@ class GeneratorExecutor(LocalExecutor):
         return moved
 
     def prepare_dataset(
-        self, server: Server, scale: int, *, pgbench: Path, work_dir: Path, force: bool
+        self,
+        server: Server,
+        scale: int,
+        *,
+        pgbench: Path,
+        work_dir: Path,
+        force: bool,
+        options: DatasetOptions = dataset.DEFAULTS,
     ) -> dataset.Prepared:
         return super().prepare_dataset(
-            server, scale, pgbench=pgbench, work_dir=Path(self._state), force=force
-        )
+            server, scale, pgbench=pgbench, work_dir=Path(self._state), force=force,
+            options=options,
+        )  # fmt: skip
 
     @functools.cached_property
     def _state(self) -> PurePath:

@@ -284,6 +284,7 @@ class Session:
             pgbench=self.pgbench.client.binary,
             work_dir=self.results_dir,
             force=force,
+            options=self.plan.dataset,
         )
         if key not in self.initialised or prepared.init_seconds is not None:
             self.store.record_dataset(

@@ -24,6 +24,7 @@ the runner, the store or the reports.
 """
 
 from pgbenchlab.plan.auto import AutoRepeats
+from pgbenchlab.plan.dataset import DatasetOptions
 from pgbenchlab.plan.parsing import load, parse
 from pgbenchlab.plan.records import (
     GroupPlan,
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_MAX_TRIES",
     "MAX_RUNS",
     "AutoRepeats",
+    "DatasetOptions",
     "GroupPlan",
     "HostPlan",
     "Plan",

@@ -12,6 +12,7 @@ from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.installs import BINARIES_PREFIX
 from pgbenchlab.plan.auto import parse_repeats
 from pgbenchlab.plan.builds import install_spec, parse_builds
+from pgbenchlab.plan.dataset import parse_dataset
 from pgbenchlab.plan.groups import check_group_specs, parse_groups, units
 from pgbenchlab.plan.hosts import (
     check_builds_here,
@@ -112,6 +113,7 @@ def parse(
     keep_logs = pgbench.get("keep_logs", False)  # load generators' whole logs brought back
     if not isinstance(keep_logs, bool):
         raise ctx.fail("pgbench.keep_logs", f"must be true or false; got {keep_logs!r}")
+    dataset = parse_dataset(data.get("dataset"), ctx, base)
     defaults = table(data, "defaults", ctx)
     ctx.check_keys(defaults, OPTION_KEYS, "defaults")
     check_run_length(defaults, ctx, "defaults")
@@ -153,6 +155,7 @@ def parse(
         groups=groups,
         pgbench_keep_logs=keep_logs,
         auto_cpus=cpus,
+        dataset=dataset,
     )
 
 

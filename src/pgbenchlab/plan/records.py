@@ -12,6 +12,7 @@ from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan.auto import AutoRepeats
+from pgbenchlab.plan.dataset import DatasetOptions
 from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, PROFILED_EXTRA
 from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.redaction import redact_plan_text, redact_setting
@@ -235,6 +236,8 @@ class Plan:
     # threads = "auto": the CPUs pgbench may use on each load generator (this machine's, or
     # each [pgbench] host's as `plan.load` was told them)
     auto_cpus: tuple[int, ...] = ()
+    # [dataset]: how pgbench -i makes every dataset
+    dataset: DatasetOptions = field(default_factory=DatasetOptions)
 
     @property
     def counts_generator_cpus(self) -> bool:
@@ -300,6 +303,9 @@ class Plan:
             for script in spec.workload.scripts
             if script.kind == "file"
         }
+        setup = self.dataset.setup_sql
+        if setup is not None:
+            scripts[setup] = hashlib.sha256(self.dataset.setup_text.encode()).hexdigest()[:16]
         return scripts | self.patch_digests
 
     @property

@@ -24,7 +24,17 @@ RESERVED_SETTINGS = frozenset(
     | {"ssl", "ssl_cert_file", "ssl_key_file"}
 )
 
-TOP_KEYS = ("campaign", "defaults", "pgbench", "server", "server_group", "matrix", "build", "host")
+TOP_KEYS = (
+    "campaign",
+    "defaults",
+    "pgbench",
+    "dataset",
+    "server",
+    "server_group",
+    "matrix",
+    "build",
+    "host",
+)
 CAMPAIGN_KEYS = (
     "name",
     "repeats",
