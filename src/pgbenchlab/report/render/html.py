@@ -36,6 +36,7 @@ from pgbenchlab.report.render.chart_data import (
 from pgbenchlab.report.render.payload import common_facts, detail_payload, runs_payload
 from pgbenchlab.report.render.profiles import flame_payload, profiles_section
 from pgbenchlab.report.render.templating import script_json as script_json
+from pgbenchlab.report.views import answer
 from pgbenchlab.report.views.model import ReportView
 
 
@@ -196,6 +197,8 @@ def render(view: ReportView, *, source: str = "", index_link: str | None = None)
         view=view,
         index_link=index_link,
         style=_asset("report.css"),
+        findings=answer.findings(view),
+        limits_anchor=answer.LIMITS,
         advice=sections.advice_items(view.advice),
         campaign_facts=sections.campaign_facts(view),
         servers=sections.servers_table(view),

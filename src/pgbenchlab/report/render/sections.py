@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.report.render.chart_data import cell_link, run_link
 from pgbenchlab.report.render.tables import change_tables, connection_cost_tables, key_tables
+from pgbenchlab.report.views.answer import warning_anchor
 from pgbenchlab.report.views.model import Advice, ReportView, ServerView
 from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import step_table, summary, title
@@ -175,6 +176,7 @@ def machine_facts(view: ReportView) -> Facts:
 class AdviceItem:
     """A warning as the page lists it, with links to its evidence."""
 
+    anchor: str  # its id, where the report's findings link to it
     severity: str
     message: str
     remedy: str
@@ -186,6 +188,7 @@ class AdviceItem:
 def advice_items(advice: Sequence[Advice]) -> list[AdviceItem]:
     return [
         AdviceItem(
+            warning_anchor(i),
             a.severity,
             a.message,
             a.remedy,
@@ -193,7 +196,7 @@ def advice_items(advice: Sequence[Advice]) -> list[AdviceItem]:
             tuple((run_link(i), str(i)) for i in a.run_ids[:MAX_RUN_LINKS]),
             len(a.run_ids) - MAX_RUN_LINKS,
         )
-        for a in advice
+        for i, a in enumerate(advice)
     ]
 
 
