@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
+from pgbenchlab.durations import duration_text
 from pgbenchlab.report.render.chart_data import cell_link, run_link
 from pgbenchlab.report.render.tables import change_tables, connection_cost_tables, key_tables
 from pgbenchlab.report.views.answer import warning_anchor
@@ -28,15 +29,6 @@ def when(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(seconds))
-
-
-def duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 # -- overview ----------------------------------------------------------------------------------
@@ -58,8 +50,8 @@ def campaign_facts(view: ReportView) -> Facts:
         ("plan file", c.plan_path),
         ("started", when(c.started_at)),
         ("finished", when(c.finished_at)),
-        ("wall-clock time", duration(wall) if wall is not None else "-"),
-        ("measured time (sum of runs)", duration(measured)),
+        ("wall-clock time", duration_text(wall) if wall is not None else "-"),
+        ("measured time (sum of runs)", duration_text(measured)),
         ("runs", f"{len(runs)}: {ok} ok, {aborted} aborted, {len(runs) - ok - aborted} failed"),
         ("pgbench (the client for every run)", c.pgbench_version or "-"),
         ("baseline server for comparisons", view.baseline or "-"),
