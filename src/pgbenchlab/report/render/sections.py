@@ -1,4 +1,4 @@
-"""What the static parts of the HTML report show: overview, warnings, key tables, method.
+"""What the static parts of the HTML report show: configuration, warnings, key tables, method.
 
 Plain values for the page's template (templates/report.html and sections.html), which renders
 them readable without JavaScript (an e-mail preview, a printout) and escapes every one: server
@@ -31,7 +31,7 @@ def when(seconds: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(seconds))
 
 
-# -- overview ----------------------------------------------------------------------------------
+# -- configuration -----------------------------------------------------------------------------
 
 
 Facts = list[tuple[str, object]]
