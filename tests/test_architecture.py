@@ -31,6 +31,8 @@ LAYERS: dict[str, int] = {
     "findings": 0,
     "cpusets": 0,
     "stopsignals": 0,
+    "durations": 0,
+    "tomltext": 0,
     "records": 0,
     "analysis": 1,
     "results": 2,

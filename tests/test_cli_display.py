@@ -90,8 +90,8 @@ def test_live_display_shows_campaign_eta_and_the_current_run() -> None:
     console.print(live.render())
     drawn = console.export_text()
     assert "campaign shown: 2 runs to do" in drawn
-    assert "campaign shown" in drawn and "0/2 runs  elapsed 6s  ETA 21s" in drawn
-    assert "run 1/2 pg s=10 select-only c=1 prepared #1  measuring  6s/14s" in drawn
+    assert "campaign shown" in drawn and "0/2 runs  elapsed 6 s  ETA 21 s" in drawn
+    assert "run 1/2 pg s=10 select-only c=1 prepared #1  measuring  6 s/14 s" in drawn
     assert "12,346 tps  lat 0.250 ms" in drawn
 
     clock.now += 7  # the first run took 13 s of the 13.5 s expected
@@ -100,9 +100,9 @@ def test_live_display_shows_campaign_eta_and_the_current_run() -> None:
     live.phase(todo[1], "server")
     console.print(live.render())
     drawn = console.export_text()
-    assert "[1/2 ETA 13s] pg s=10 select-only c=1 prepared #1: 12,000 tps, p99 2.250 ms" in drawn
-    assert "1/2 runs  elapsed 13s  ETA 13s" in drawn
-    assert drawn.rstrip().endswith("run 2/2 pg s=10 select-only c=4 prepared #1  server  0s/14s")
+    assert "[1/2 ETA 13 s] pg s=10 select-only c=1 prepared #1: 12,000 tps, p99 2.250 ms" in drawn
+    assert "1/2 runs  elapsed 13 s  ETA 13 s" in drawn
+    assert drawn.rstrip().endswith("run 2/2 pg s=10 select-only c=4 prepared #1  server  0 s/14 s")
 
 
 def test_live_display_prints_failures_and_notes_as_plain_lines() -> None:
@@ -141,7 +141,7 @@ def test_plain_lines_are_unchanged_on_a_pipe() -> None:
     assert lines[0] == "campaign shown: 2 runs to do"
     assert lines[1].startswith("[1/2 ETA ")
     assert lines[1].endswith("] pg s=10 select-only c=1 prepared #1: 100 tps, p99 2.250 ms")
-    assert lines[2] == "[2/2 ETA 0s] pg s=10 select-only c=4 prepared #1: 200 tps, p99 2.250 ms"
+    assert lines[2] == "[2/2 ETA 0 s] pg s=10 select-only c=4 prepared #1: 200 tps, p99 2.250 ms"
     assert len(lines) == 3, "no live line on a pipe"
 
 

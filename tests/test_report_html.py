@@ -451,3 +451,13 @@ def test_real_campaign_telemetry_in_the_payload(real_campaign: Any, tmp_path: Pa
             seconds = page_seconds(data, run_id)
             first_telemetry = min(t for series in shown.values() for t in series)
             assert seconds[0] == first_telemetry == 1
+
+
+def test_a_capacity_search_of_a_hostile_server_stays_text(hostile_view: ReportView) -> None:
+    # The knee chart's element is named after its server: the name must not end the attribute.
+    slo = parse_slo("p99 <= 10ms")
+    point = KneePoint(1, "grow", 50, 4, 49.0, 1.0, 5.0, 5.0, 0.0, 0.0, True, "")
+    searched = CapacityView(HOSTILE, "s=1", "c", slo, 10.0, Answer(50.0, 50.0, None, ""), (point,))
+    page = html.render(replace(hostile_view, capacity=(searched,)))
+    assert HOSTILE not in page
+    assert 'id="chart-knee-&lt;script&gt;alert(1)&lt;/script&gt;-c"' in page

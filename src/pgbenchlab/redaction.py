@@ -21,6 +21,8 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from pgbenchlab import tomltext
+
 MASK = "********"
 # libpq marks passwords as secret ("*"); SCRAM keys stand in for the password but are marked
 # only as debug options. Named here too in case an older libpq lacks a keyword.
@@ -152,7 +154,7 @@ def _redact_token(match: re.Match[str], found: list[str]) -> str:
     except tomllib.TOMLDecodeError:  # not a string after all: the leak check has the last word
         return token
     redacted = _mask_values(value, found)
-    return token if redacted == value else _toml_string(redacted)
+    return token if redacted == value else tomltext.string(redacted)
 
 
 def _mask_values(value: str, found: list[str]) -> str:
@@ -176,21 +178,12 @@ def _masked(text: str, found: list[str]) -> str:
     return text
 
 
-def _toml_string(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", _unicode_escape, escaped) + '"'
-
-
-def _unicode_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
-
-
 def _spellings(secret: str) -> set[str]:
     """How a secret may be written in a plan: as is, escaped for TOML or for a connection
     string (or both), and percent-encoded as in a URI."""
     libpq = secret.replace("\\", "\\\\").replace("'", "\\'")
     forms = {secret, libpq, quote(secret, safe=""), quote(secret)}
-    return forms | {_toml_string(f)[1:-1] for f in forms} | {json.dumps(f)[1:-1] for f in forms}
+    return forms | {tomltext.string(f)[1:-1] for f in forms} | {json.dumps(f)[1:-1] for f in forms}
 
 
 def _mask_spellings(text: str, found: list[str]) -> str:

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
-from pgbenchlab import files, plan
+from pgbenchlab import files, plan, tomltext
 from pgbenchlab.errors import PlanError
 
 
@@ -43,7 +41,7 @@ class BisectPlan:
         for key in ("min_repeats", "max_repeats", "precision"):  # a step decides its rounds
             campaign.pop(key, None)
         campaign |= {"name": f"{self.name}.{step}", "repeats": repeats, "order": "interleaved"}
-        return tomli_w.dumps(data)
+        return tomltext.document(data)
 
     def step_plan(self, step: str, commits: dict[str, str], repeats: int) -> plan.Plan:
         text = self.step_text(step, commits, repeats)
@@ -70,7 +68,7 @@ def load(path: Path, source: str | None) -> BisectPlan:
         raise PlanError(f"not valid TOML: {exc}", where=str(path)) from None
     build = _the_build(data, path, source)
     server = _the_server(data, str(path), build)
-    parsed = plan.parse(tomli_w.dumps(data), str(path), base=path.resolve().parent)
+    parsed = plan.parse(tomltext.document(data), str(path), base=path.resolve().parent)
     if parsed.sysctl_names:
         raise PlanError(
             "a bisection plan sets no kernel tunables ([matrix.sysctl])", where=str(path)

@@ -18,9 +18,9 @@ from pgbenchlab.cli.common import (
     EXIT_OK,
     Subparsers,
     add_command,
-    format_duration,
     path_argument,
 )
+from pgbenchlab.durations import duration_text
 from pgbenchlab.installs import Installation
 
 
@@ -72,10 +72,10 @@ def build_plan(the_plan: plan.Plan, stream: TextIO | None) -> list[Installation]
 
     def progress(name: str, phase: str, elapsed: float) -> None:
         if stream is not None:
-            print(f"build {name}: {phase} ({format_duration(elapsed)})", file=stream, flush=True)
+            print(f"build {name}: {phase} ({duration_text(elapsed)})", file=stream, flush=True)
 
     made = builds.ensure_all(the_plan.needed_builds, progress)
     if stream is not None:
-        took = format_duration(time.monotonic() - started)
+        took = duration_text(time.monotonic() - started)
         print(f"builds ready: {', '.join(i.build for i in made)} ({took})", file=stream)
     return made

@@ -18,10 +18,10 @@ from pgbenchlab.cli.common import (
     add_command,
     add_json_option,
     add_results_option,
-    format_duration,
     open_store,
     print_table,
 )
+from pgbenchlab.durations import duration_text
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def run(options: BuildsOptions) -> int:
                 ", ".join(x["name"] for x in p.get("patches", [])) or "-",
                 " ".join(p.get("configure", [])) or "-",
                 f"{build.size / 1e6:.0f} MB",
-                format_duration(now - build.modified),
+                duration_text(now - build.modified),
             ]
         )
     print_table(table)

@@ -61,15 +61,6 @@ def open_store(results: Path) -> Store:
     return Store.existing(results / RESULTS_DB)
 
 
-def format_duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
 def fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pgbenchlab import jsontext, plan
-from pgbenchlab.cli.common import format_duration, print_table
+from pgbenchlab.cli.common import print_table
+from pgbenchlab.durations import duration_text
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.redaction import redact_setting
 
@@ -102,7 +103,7 @@ def print_table_of(the_plan: plan.Plan) -> None:
         )
     print(
         f"\n{len(the_plan.specs)} runs, order {the_plan.order}, "
-        f"estimated {format_duration(the_plan.estimated_seconds())} (runs, warmups and ~1.5 s "
+        f"estimated {duration_text(the_plan.estimated_seconds())} (runs, warmups and ~1.5 s "
         "per run around them; plus initialising datasets)"
     )
 

@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 
 from pgbenchlab import plan
-from pgbenchlab.cli.common import format_duration
 from pgbenchlab.cli.progress import (
     CampaignEta,
     Clock,
@@ -24,6 +23,7 @@ from pgbenchlab.cli.progress import (
     finished_text,
     run_seconds,
 )
+from pgbenchlab.durations import duration_text
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.results import RunResult
 
@@ -94,7 +94,7 @@ class LiveReporter:
     def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
         self.eta.run_done(spec)
         self.done += 1
-        left = format_duration(self.eta.remaining())
+        left = duration_text(self.eta.remaining())
         self.say(f"[{self.index}/{self.total} ETA {left}] {spec.label}: {finished_text(result)}")
         for warning in result.warnings:
             self.say(f"    warning: {warning.text}")
@@ -121,8 +121,8 @@ class LiveReporter:
         row.add_column(no_wrap=True)
         in_flight = self.in_flight()
         bar = ProgressBar(total=1.0, completed=self.eta.fraction_done(in_flight), width=30)
-        elapsed = format_duration(self.eta.elapsed())
-        left = format_duration(self.eta.remaining(in_flight))
+        elapsed = duration_text(self.eta.elapsed())
+        left = duration_text(self.eta.remaining(in_flight))
         row.add_row(
             Text(f"campaign {self.name}", style="bold"),
             bar,
@@ -151,5 +151,5 @@ class LiveReporter:
 
     def run_clock(self, spec: plan.RunSpec) -> str:
         """The run's time so far against what it should take."""
-        spent = format_duration(self.clock() - self.run_started_at)
-        return f"{spent}/{format_duration(run_seconds(spec))}"
+        spent = duration_text(self.clock() - self.run_started_at)
+        return f"{spent}/{duration_text(run_seconds(spec))}"

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from pgbenchlab import jsontext, plan
 from pgbenchlab.campaign.assemble import first_line
-from pgbenchlab.cli.common import format_duration
+from pgbenchlab.durations import duration_text
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.results import FAILED, RunResult, RunStatus
 
@@ -107,7 +107,7 @@ class TerminalReporter:
         self.total = max(self.total, total)  # a capacity search knows only its bound
 
     def prefix(self) -> str:
-        return f"[{self.index}/{self.total} ETA {format_duration(self.eta.remaining())}]"
+        return f"[{self.index}/{self.total} ETA {duration_text(self.eta.remaining())}]"
 
     def phase(self, spec: plan.RunSpec, text: str) -> None:
         self.live_line(f"{self.prefix()} {spec.label}: {text}")

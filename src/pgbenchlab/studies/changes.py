@@ -10,7 +10,8 @@ from pgbenchlab import builds
 from pgbenchlab.builds import BuildRecipe
 from pgbenchlab.errors import UserError
 from pgbenchlab.studies.common import Machine, branch_rows_needed, finish, profile, server
-from pgbenchlab.studies.toml import Text, Value, value
+from pgbenchlab.studies.toml import Text
+from pgbenchlab.tomltext import Value, value
 
 # A guess of in-memory tpcb-like throughput per CPU, for rates below saturation; the plan says
 # to set them from a measured peak.
@@ -192,7 +193,7 @@ def dirty_background(text: Text, m: Machine) -> None:
     if m.facts.root:
         text.blank().comment(*about)
         text.table("matrix.sysctl", "written before each run, put back at the end")
-        text.key('"vm.dirty_background_bytes"', [0, DIRTY_BACKGROUND_BYTES])
+        text.key("vm.dirty_background_bytes", [0, DIRTY_BACKGROUND_BYTES])
         return
     text.blank().comment(
         *about,

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgbenchlab import plan
+from pgbenchlab.durations import duration_text
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS
 from pgbenchlab.plan.schema import BUILTINS
 from pgbenchlab.studies import sizing
 from pgbenchlab.studies.facts import MachineFacts
 from pgbenchlab.studies.sizing import Scale
-from pgbenchlab.studies.toml import Text, Value
+from pgbenchlab.studies.toml import Text
+from pgbenchlab.tomltext import Value
 
 ESTIMATE = "@@ESTIMATE@@"
 MAX_REPEATS = 10  # of a full study's repeats = "auto"
@@ -213,9 +215,9 @@ def finish(text: Text, cpus: int) -> str:
     datasets = {(s.server, s.scale) for s in parsed.specs}
     init_bytes = sum(scale * sizing.BYTES_PER_SCALE for _, scale in datasets)
     line = (
-        f"# Estimated time: {sizing.duration_text(parsed.estimated_seconds())} for "
+        f"# Estimated time: {duration_text(parsed.estimated_seconds())} for "
         f"{len(parsed.specs)} runs (runs, warmups, ~1.5 s around each{_rounds(parsed)}), plus "
-        f"~{sizing.duration_text(sizing.init_seconds(init_bytes))} to initialise "
+        f"~{duration_text(sizing.init_seconds(init_bytes))} to initialise "
         f"{len(datasets)} dataset(s) of {sizing.size_text(init_bytes)}"
         + (
             f", plus {len(parsed.needed_builds)} build(s) from source unless cached "

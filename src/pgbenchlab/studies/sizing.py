@@ -102,12 +102,3 @@ def setting_size(size: int) -> str:
     if size % GIB == 0:
         return f"{size // GIB}GB"
     return f"{size // MIB}MB"
-
-
-def duration_text(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"

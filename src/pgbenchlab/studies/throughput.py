@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgbenchlab.studies import sizing
 from pgbenchlab.studies.common import Machine, finish, profile, server
-from pgbenchlab.studies.toml import Value
+from pgbenchlab.tomltext import Value
 
 ARCHAEOLOGY_MAJORS_QUICK = 2
 ARCHAEOLOGY_CLIENTS_PER_CPU = 8  # the classic write-ups go well past the CPUs

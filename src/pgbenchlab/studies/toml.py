@@ -1,26 +1,12 @@
-"""Plan text written line by line: TOML values, tables and the comments that explain them."""
+"""Plan text written line by line: tables, keys and the comments that explain them (the values
+are written by `tomltext`, the one TOML writer)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-# Covariant containers: a list[int] is a plan value as much as a list of anything.
-Value = str | int | float | bool | Sequence["Value"] | Mapping[str, "Value"]
-
-
-def value(item: Value) -> str:
-    """A TOML value: strings JSON-quoted (a subset of TOML's basic strings), inline tables."""
-    if isinstance(item, bool):
-        return "true" if item else "false"
-    if isinstance(item, int | float):
-        return repr(item)
-    if isinstance(item, str):
-        return json.dumps(item, ensure_ascii=False)
-    if isinstance(item, Mapping):
-        return "{ " + ", ".join(f"{k} = {value(v)}" for k, v in item.items()) + " }"
-    return "[" + ", ".join(value(v) for v in item) + "]"
+from pgbenchlab.tomltext import Value, key, value
 
 
 @dataclass
@@ -45,13 +31,13 @@ class Text:
         return self
 
     def key(self, name: str, item: Value, comment: str = "") -> Text:
-        line = f"{name} = {value(item)}"
+        line = f"{key(name)} = {value(item)}"
         self.lines.append(f"{line:<34}  # {comment}" if comment else line)
         return self
 
     def items(self, name: str, items: Sequence[Value]) -> Text:
         """An array written one item a line (inline tables are long)."""
-        self.lines += [f"{name} = [", *(f"    {value(item)}," for item in items), "]"]
+        self.lines += [f"{key(name)} = [", *(f"    {value(item)}," for item in items), "]"]
         return self
 
     def keys(self, items: Mapping[str, Value]) -> Text:

@@ -2,19 +2,18 @@
 
 The page opens from disk or an e-mail attachment with no network: the Vega bundle is inlined
 (see `bundle`), the data travel as one JSON block, and the page script draws the charts, the
-sortable run table and each run's detail from it. Embedded JSON escapes ``<``, ``>`` and ``&``
-so that no string (a server named ``</script>``) can end the block.
+sortable run table and each run's detail from it. The page is templates/report.html; embedded
+JSON escapes ``<``, ``>`` and ``&`` (`templating.script_json`) so that no string (a server
+named ``</script>``) can end the block.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from pgbenchlab import jsontext
 from pgbenchlab.report.render import (
     bundle,
     charts,
@@ -22,6 +21,7 @@ from pgbenchlab.report.render import (
     knee,
     runcharts,
     sections,
+    templating,
     timeline,
 )
 from pgbenchlab.report.render.chart_data import (
@@ -33,49 +33,11 @@ from pgbenchlab.report.render.chart_data import (
     series_choices,
     usl_rows,
 )
-from pgbenchlab.report.render.payload import detail_payload, runs_payload
+from pgbenchlab.report.render.payload import common_facts, detail_payload, runs_payload
 from pgbenchlab.report.render.profiles import flame_payload, profiles_section
-from pgbenchlab.report.render.sections import esc
+from pgbenchlab.report.render.templating import script_json as script_json
+from pgbenchlab.report.views import answer
 from pgbenchlab.report.views.model import ReportView
-
-_JSON_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
-
-
-def script_json(data: Any) -> str:
-    """JSON safe inside a <script> element: no "</script>", no "<!--", valid JavaScript."""
-    try:
-        text = _dumps(data)
-    except ValueError:  # a NaN or an infinity somewhere: rare, so cleaned only then
-        text = _dumps(_finite(data))
-    for raw, escaped in _JSON_ESCAPES.items():
-        text = text.replace(raw, escaped)
-    return text
-
-
-def _dumps(data: Any) -> str:
-    return jsontext.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-def _finite(data: Any) -> Any:
-    """NaN and infinities (not JSON) become null."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return None
-    if isinstance(data, dict):
-        return {k: _finite(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [_finite(v) for v in data]
-    return data
-
-
-def inline_script(code: str) -> str:
-    # "<\/script" means the same to JavaScript in strings and regular expressions.
-    return code.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
 
 
 def _asset(name: str) -> str:
@@ -223,90 +185,34 @@ CHART_TITLES = {
 }
 
 
-def render(view: ReportView, *, source: str = "") -> str:
+def render(view: ReportView, *, source: str = "", index_link: str | None = None) -> str:
+    """The report's page (templates/report.html); ``index_link`` leads back to a site's index."""
     data = payload(view)
-    title = f"pgbenchlab report: {view.campaign.name}"
     generated = time.strftime("%Y-%m-%d %H:%M %Z")
-    figures = "".join(
-        f'<figure class="chart" id="{c["id"]}" data-kind="{c["kind"]}">'
-        f"<noscript>This chart needs JavaScript.</noscript></figure>"
-        for c in data["charts"]
-    )
-    change_points = sections.change_points(view)
-    body = _BODY.format(
-        title=esc(title),
-        description=(
-            f'<p class="description">{esc(view.campaign.description)}</p>'
-            if view.campaign.description
-            else ""
-        ),
-        sub=esc(
-            f"Generated {generated} from {source or 'the results database'}; {len(view.runs)} runs."
-        ),
-        advice=sections.advice_list(view.advice),
-        campaign=sections.campaign_facts(view),
+    return templating.render(
+        "report.html",
+        title=f"pgbenchlab report: {view.campaign.name}",
+        sub=f"Generated {generated} from {source or 'the results database'}; "
+        f"{len(view.runs)} runs.",
+        view=view,
+        index_link=index_link,
+        style=_asset("report.css"),
+        findings=answer.findings(view),
+        limits_anchor=answer.LIMITS,
+        advice=sections.advice_items(view.advice),
+        campaign_facts=sections.campaign_facts(view),
         servers=sections.servers_table(view),
-        machine=sections.machine_table(view),
-        shared=sections.shared_run_facts(view),
-        diagnosis=sections.diagnosis_table(view),
-        plan=esc(view.campaign.plan_text),
+        diagnosis=sections.diagnosis_facts(view),
+        shared=common_facts(view),
+        machine=sections.machine_facts(view),
         tables=sections.summary_tables(view),
-        capacity=knee.capacity_section(view),
-        capacity_link='<a href="#capacity">Capacity</a>' if view.capacity else "",
-        change_points=change_points,
-        change_points_link='<a href="#change-points">Change points</a>' if change_points else "",
-        figures=figures,
+        capacity=knee.capacity_tables(view),
+        scans=sections.change_points(view),
+        charts=data["charts"],
         profiles=profiles_section(view),
-        profiles_link='<a href="#profiles">Profiles</a>' if view.profiles else "",
-        method=sections.method_note(),
+        method=sections.METHOD,
+        data=data,
+        vega=bundle.javascript(),
+        page_script=_asset("report.js"),
+        flame_script=_asset("flame.js") if view.profiles else None,
     )
-    flames = f"<script>{inline_script(_asset('flame.js'))}</script>" if view.profiles else ""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="generator" content="pgbenchlab {esc(view.campaign.pgbenchlab_version)}">'
-        f"<title>{esc(title)}</title><style>{_asset('report.css')}</style></head><body>"
-        f"{body}"
-        f'<script type="application/json" id="report-data">{script_json(data)}</script>'
-        f"<script>{inline_script(bundle.javascript())}</script>"
-        f"<script>{inline_script(_asset('report.js'))}</script>{flames}"
-        "</body></html>\n"
-    )
-
-
-_BODY = """
-<header><h1>{title}</h1>{description}<p class="sub">{sub}</p>
-<nav><a href="#warnings">Warnings</a><a href="#overview">Overview</a>
-<a href="#tables">Key tables</a>{capacity_link}{change_points_link}<a href="#charts">Charts</a>
-{profiles_link}<a href="#runs">All runs</a><a href="#method">Method</a></nav></header>
-<main>
-<section id="warnings"><h2>Warnings</h2>{advice}</section>
-<section id="overview"><h2>Overview</h2>{campaign}
-<h3>Servers side by side</h3>{servers}
-{diagnosis}{shared}
-<h3>Machine</h3>{machine}
-<details><summary>The plan file</summary><pre>{plan}</pre></details></section>
-<section id="tables"><h2>Key tables</h2>{tables}</section>
-{capacity}
-{change_points}
-<section id="charts"><h2>Charts</h2>
-<div class="controls"><label>One line per <select id="series-axis"></select></label>
-<span class="note">Hover for values, click a legend entry to show one series (shift-click for
-more), click a point for its runs.</span></div>
-{figures}</section>
-{profiles}
-<section id="run-detail" hidden></section>
-<section id="runs"><h2>All runs</h2>
-<div class="controls"><input id="run-filter" type="search" placeholder="Filter runs (any column)"
-aria-label="Filter runs"><span id="run-count"></span>
-<button id="show-all" type="button" hidden>Show every run</button>
-<span id="cell-filter" hidden>Showing one cell's runs. <button id="cell-filter-clear"
-type="button">Show all</button></span></div>
-<div id="run-table-wrap"><table id="run-table"></table></div>
-<noscript><p>The run table needs JavaScript; `pgbenchlab runs` prints it too.</p></noscript>
-</section>
-<section id="method"><h2>Method</h2>{method}</section>
-<footer>pgbenchlab report. Every number comes from pgbench or the server, stored in the results
-database; regenerate this file any time with <code>pgbenchlab report</code>.</footer>
-</main>
-"""

@@ -5,13 +5,14 @@ inline: drawn by the report's page among its charts, and to SVG and PNG by `repo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pgbenchlab.report.render.charts import CONFIG, PALETTE, SCHEMA, Spec, lines
-from pgbenchlab.report.render.sections import data_table, esc
 from pgbenchlab.report.views.capacity import CapacityView
 from pgbenchlab.report.views.capacity_tables import answers_table, probes_table
 from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.report.views.text import Table
 
 WIDTH, HEIGHT = 460, 170
 LATENCY = (("p50", "p50_ms"), ("p99", "p99_ms"), ("p99.9", "p999_ms"))
@@ -141,17 +142,22 @@ def _panel(panel: str, title: str, x: Spec, scale: Spec, fmt: str, view: Capacit
     return {"width": WIDTH, "height": HEIGHT, "layer": layers}
 
 
-def capacity_section(view: ReportView) -> str:
-    """The report's capacity section: the answers, then per search its probes (the knees are
-    among the charts)."""
+@dataclass(frozen=True)
+class CapacityTables:
+    """The report's capacity section (templates/capacity.html): the answers, then per search
+    its probes (the knees are among the charts)."""
+
+    answers: Table
+    probes: tuple[tuple[CapacityView, Table], ...]
+
+
+def capacity_tables(view: ReportView) -> CapacityTables | None:
     if not view.capacity:
-        return ""
-    parts = [data_table(answers_table(list(view.capacity)))]
-    parts.append('<p class="note">Each search\'s knee is under <a href="#charts">Charts</a>.</p>')
-    for search in view.capacity:
-        parts.append(f"<details><summary>Probes of {esc(search.server)} {esc(search.cell)}")
-        parts.append(f"</summary>{data_table(probes_table(search))}</details>")
-    return f'<section id="capacity"><h2>Capacity</h2>{"".join(parts)}</section>'
+        return None
+    return CapacityTables(
+        answers_table(list(view.capacity)),
+        tuple((search, probes_table(search)) for search in view.capacity),
+    )
 
 
 def knee_charts(view: ReportView) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The Markdown summary: the key tables, ready for a GitHub issue or an e-mail.
+"""The Markdown summary: the findings and the key tables, ready for a GitHub issue or an e-mail.
 
 Every string that came from the user or the server is escaped: Markdown punctuation is
 backslash-escaped and HTML is turned into entities, since GitHub renders inline HTML.
@@ -10,6 +10,7 @@ import re
 import time
 
 from pgbenchlab.report.render.tables import change_tables, connection_cost_tables, key_tables
+from pgbenchlab.report.views.answer import findings
 from pgbenchlab.report.views.capacity_tables import answers_table
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.report.views.scalability import scalability_table
@@ -44,7 +45,23 @@ def _when(seconds: float | None) -> str:
     return "-" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
 
 
+def title_lines(view: ReportView) -> list[str]:
+    c = view.campaign
+    about = [f"_{escape(c.description)}_", ""] if c.description else []
+    return [f"## pgbench campaign “{escape(c.name)}”", "", *about]
+
+
+def findings_lines(view: ReportView) -> list[str]:
+    """The report's findings (`views.answer`), each naming its evidence below."""
+    found = findings(view)
+    if not found:
+        return ["### Findings", "", "Nothing to conclude from these runs alone: see the tables."]
+    said = [f"- {escape(f.text)} (_{escape(f.evidence)}_)" for f in found]
+    return ["### Findings", "", *said]
+
+
 def header(view: ReportView) -> list[str]:
+    """The campaign's facts: servers, client, machine, when, how many runs."""
     c = view.campaign
     ok = sum(r.ok for r in view.runs)
     servers = ", ".join(f"{escape(s.label)} (PostgreSQL {escape(s.version)})" for s in view.servers)
@@ -54,11 +71,7 @@ def header(view: ReportView) -> list[str]:
         for v in (machine.get("cpu_model"), f"{machine.get('cpus', '?')} CPUs", machine.get("os"))
         if v
     )
-    about = [f"_{escape(c.description)}_", ""] if c.description else []
     return [
-        f"## pgbench campaign “{escape(c.name)}”",
-        "",
-        *about,
         f"- servers: {servers or '-'}",
         *described(view),
         *lacking(view),
@@ -84,10 +97,8 @@ def lacking(view: ReportView) -> list[str]:
 
 
 def render(view: ReportView) -> str:
-    parts = header(view)
-    if view.advice:
-        parts += ["", "### Warnings", ""]
-        parts += [f"- **{escape(a.message)}** — {escape(a.remedy)}" for a in view.advice]
+    """The findings first, then the results, the warnings, and the campaign's facts last."""
+    parts = [*title_lines(view), *findings_lines(view)]
     if view.capacity:
         answers = answers_table(list(view.capacity))
         parts += ["", f"### {answers.title}", "", table(answers), "", f"_{escape(answers.note)}_"]
@@ -112,5 +123,9 @@ def render(view: ReportView) -> str:
             if found.steps
             else [escape(summary(found))]
         )
+    if view.advice:
+        parts += ["", "### Warnings", ""]
+        parts += [f"- **{escape(a.message)}** — {escape(a.remedy)}" for a in view.advice]
+    parts += ["", "### Campaign", "", *header(view)]
     parts += ["", f"<sub>pgbenchlab {escape(view.campaign.pgbenchlab_version)}</sub>", ""]
     return "\n".join(parts)

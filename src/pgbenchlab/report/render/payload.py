@@ -183,7 +183,7 @@ def run_facts(r: RunView) -> list[tuple[str, str]]:
 
 
 def common_facts(view: ReportView) -> list[tuple[str, str]]:
-    """The facts every run shares (same pgbench, warmup, options): shown once, in the overview."""
+    """The facts every run shares (same pgbench, warmup, options): shown once, with the setup."""
     per_run = [set(run_facts(r)) for r in view.runs]
     if not per_run:
         return []

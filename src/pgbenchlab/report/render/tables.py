@@ -10,6 +10,7 @@ from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.analysis.connection_cost import ConnectionCost
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.render.charts import VERDICT_MARKS
+from pgbenchlab.report.views.answer import CHANGE_TABLES
 from pgbenchlab.report.views.connection_cost import CostGroup, cost_groups
 from pgbenchlab.report.views.labels import panel_label
 from pgbenchlab.report.views.model import CellView, ChangeView, ReportView
@@ -75,7 +76,7 @@ def change_tables(view: ReportView) -> list[Table]:
     cells = {c.cell_id: c for c in view.cells}
     candidates = list(dict.fromkeys(ch.candidate for ch in view.changes))
     tables = []
-    for metric, name in (("tps", "TPS"), ("p99", "p99 latency")):
+    for metric, (name, anchor) in CHANGE_TABLES.items():
         by_key: dict[tuple[str, int], dict[str, ChangeView]] = {}
         for ch in view.changes:
             if ch.metric == metric:
@@ -96,6 +97,7 @@ def change_tables(view: ReportView) -> list[Table]:
                     ("panel", "clients", *candidates),
                     rows,
                     _change_note(view),
+                    anchor=anchor,
                 )
             )
     return tables

@@ -30,6 +30,7 @@ from pgbenchlab.report.views.model import (
 from pgbenchlab.report.views.text import Table
 
 CURVE_POINTS = 40
+ANCHOR = "scalability"  # the table's id in the HTML report
 RATE_LIMITED = "rate-limited (-R): the schedule sets TPS, not the server's capacity"
 
 
@@ -113,7 +114,8 @@ def scalability_table(view: ReportView | Sequence[ScalabilityView]) -> Table | N
         return None
     header = ("series", "clients (runs)", "σ contention", "κ coherency", "N* peak", "what it says")
     rows = tuple(_usl_row(s) for s in found)
-    return Table("Scalability: the Universal Scalability Law per series", header, rows, USL_NOTE)
+    title = "Scalability: the Universal Scalability Law per series"
+    return Table(title, header, rows, USL_NOTE, anchor=ANCHOR)
 
 
 def _usl_row(s: ScalabilityView) -> tuple[str, ...]:

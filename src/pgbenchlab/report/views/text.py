@@ -20,6 +20,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
     note: str = ""
     link_ids: tuple[str, ...] = ()  # per row: the cell the row's first cell links to, or ""
+    anchor: str = ""  # its id in the HTML report, where a finding links to it (`answer`)
 
 
 def plain_table(t: Table) -> str:
