@@ -122,3 +122,17 @@ def test_a_finding_leads_to_its_evidence_in_the_browser(browser: Browser, page: 
     top, height, title, fragment, after = target
     assert title == "TPS: change against pg15" and fragment == "#change-tps"
     assert after > before and -1 < top < height  # scrolled to it: the table is in view
+
+
+def test_candidates_with_no_cell_decided_are_said_together(tmp_path: Path) -> None:
+    """One run per cell decides nothing: the candidates are named in one finding per metric,
+    not one line each."""
+    servers = tuple(FakeServer(f"pg{m}", f"{m}.1", 1.0 + m / 100) for m in (13, 14, 15, 16))
+    db = write_synthetic(tmp_path, SyntheticPlan(servers=servers, clients=(1, 2), repeats=1))
+    with Store(db) as store:
+        listed = [f for f in findings(load_view(store, 1)) if f.kind == "comparison"]
+    assert [f.text for f in listed] == [
+        "pg14, pg15, pg16 against pg13, TPS: not enough data in any cell (more repeats decide)",
+        "pg14, pg15, pg16 against pg13, p99 latency: not enough data in any cell "
+        "(more repeats decide)",
+    ]

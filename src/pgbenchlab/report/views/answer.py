@@ -66,18 +66,31 @@ def findings(view: ReportView) -> tuple[Finding, ...]:
 
 
 def _comparisons(view: ReportView) -> list[Finding]:
-    """Per candidate and metric: how many cells went which way, and by how much."""
+    """Per candidate and metric: how many cells went which way, and by how much; the
+    candidates with no cell decided said together, once per metric."""
     groups: dict[tuple[str, str], list[ChangeView]] = {}
     for change in view.changes:
         groups.setdefault((change.metric, change.candidate), []).append(change)
     found = []
+    undecided: dict[str, list[str]] = {}
     for (metric, candidate), changes in sorted(groups.items(), key=_by_metric):
         name, anchor = CHANGE_TABLES[metric]
         title = f"{name}: change against {changes[0].baseline}"
+        if all(c.verdict == ComparisonVerdict.NOT_ENOUGH_DATA for c in changes):
+            undecided.setdefault(metric, []).append(candidate)
+            continue
         parts = [_verdict_part(v, changes) for v in VERDICT_ORDER]
         said = "; ".join(p for p in parts if p)
         text = f"{candidate} against {changes[0].baseline}, {name}: {said}"
         found.append(Finding("comparison", text, anchor, title))
+    for metric, candidates in undecided.items():
+        name, anchor = CHANGE_TABLES[metric]
+        baseline = next(c.baseline for c in view.changes if c.metric == metric)
+        text = (
+            f"{', '.join(candidates)} against {baseline}, {name}: not enough data in any cell "
+            "(more repeats decide)"
+        )
+        found.append(Finding("comparison", text, anchor, f"{name}: change against {baseline}"))
     return found
 
 
