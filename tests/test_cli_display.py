@@ -13,7 +13,7 @@ from pgbenchlab import plan
 from pgbenchlab.cli.live import LiveReporter
 from pgbenchlab.cli.progress import CampaignEta, TerminalReporter, interactive
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.results import FAILED, LatencySummary, RunResult
+from pgbenchlab.results import FAILED, LatencySummary, RunResult, RunStatus
 
 PLAN = """
 [campaign]
@@ -43,7 +43,7 @@ def specs() -> tuple[plan.Plan, list[plan.RunSpec]]:
     return the_plan, list(the_plan.specs)
 
 
-def finished(spec: plan.RunSpec, tps: float | None, status: str = "ok") -> RunResult:
+def finished(spec: plan.RunSpec, tps: float | None, status: RunStatus = RunStatus.OK) -> RunResult:
     latency = LatencySummary(
         source="full log",
         samples=1000,

@@ -339,7 +339,7 @@ def diagnosed(
         seen = as_member(result, part, done, telemetry.get(part.server))
         verdict = name_saturated(diagnose(part.server, seen), seen)
         if verdict is not None:
-            part = replace(part, verdict=verdict.verdict.value, evidence=verdict.evidence)
+            part = replace(part, verdict=verdict.verdict, evidence=verdict.evidence)
         found.append(part)
     return tuple(found)
 

@@ -12,8 +12,8 @@ successful transactions only in 15+. Percentages are kept as printed (``nan``/``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pgbenchlab.errors import PgbenchParseError
@@ -118,6 +118,35 @@ class PgbenchReport:
     scripts: tuple[ScriptStats, ...] = ()
     statements: tuple[StatementStats, ...] = ()  # table outside any per-script block
     unknown_lines: tuple[str, ...] = ()
+
+    def stored(self) -> dict[str, Any]:
+        """The report as the store keeps it (``report_json``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> PgbenchReport | None:
+        """The report `stored` wrote; None for a run that had none (stored as ``{}``)."""
+        if not stored:
+            return None
+        values = _known(cls, stored)
+        values["scripts"] = tuple(
+            ScriptStats(**_known(ScriptStats, s) | {"statements": _statements(s)})
+            for s in stored.get("scripts", ())
+        )
+        values["statements"] = _statements(stored)
+        values["unknown_lines"] = tuple(stored.get("unknown_lines", ()))
+        return cls(**values)
+
+
+def _known(record: type, stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored values of a record's plain fields (a field a later version dropped is left)."""
+    nested = {"scripts", "statements", "unknown_lines"}
+    names = {f.name for f in fields(record)} - nested
+    return {k: v for k, v in stored.items() if k in names}
+
+
+def _statements(stored: Mapping[str, Any]) -> tuple[StatementStats, ...]:
+    return tuple(StatementStats(**_known(StatementStats, s)) for s in stored.get("statements", ()))
 
 
 def _int(text: str | None) -> int | None:

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.errors import UserError
 from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.results import (
@@ -351,7 +352,9 @@ class Reading:
                 chunk,
             ):
                 found[int(run_id)] = RunDiagnosis(
-                    str(verdict), tuple(str(e) for e in json.loads(evidence)), json.loads(details)
+                    Bottleneck(verdict),
+                    tuple(str(e) for e in json.loads(evidence)),
+                    json.loads(details),
                 )
         return found
 

@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab import files
+from pgbenchlab.analysis.diagnosis import Bottleneck
+from pgbenchlab.pgbench.report import PgbenchReport
+from pgbenchlab.records.cell import RunCell
+from pgbenchlab.results import RunStatus
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ class DatasetRecord:
 @dataclass(frozen=True)
 class RunRecord:
     """One stored run: every registry column by its key (``record["tps"]``; a JSON column
-    decoded, under its name without ``_json``: ``record["argv"]``)."""
+    decoded, under its name without ``_json``: ``record["argv"]``), the cell, pgbench's report
+    and the status as the records and enum the run's result held (`spec`, `report`, `status`)."""
 
     id: int
     campaign_id: int
@@ -104,8 +109,18 @@ class RunRecord:
         return int(self.values["repeat"])
 
     @property
-    def status(self) -> str:
-        return str(self.values["status"])
+    def status(self) -> RunStatus:
+        return RunStatus(self.values["status"])
+
+    @property
+    def spec(self) -> RunCell:
+        cell: RunCell = self.values["spec"]
+        return cell
+
+    @property
+    def report(self) -> PgbenchReport | None:
+        report: PgbenchReport | None = self.values["report"]
+        return report
 
 
 @dataclass(frozen=True)
@@ -134,7 +149,7 @@ class RunEvent:
 
 @dataclass(frozen=True)
 class RunDiagnosis:
-    verdict: str
+    verdict: Bottleneck
     evidence: tuple[str, ...]
     details: Mapping[str, Any]
 

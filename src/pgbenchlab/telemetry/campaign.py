@@ -213,8 +213,8 @@ class CampaignTelemetry:
             tps_series(result),
             fsync_per_s=fsync,
             fsync_method=method,
-            rate_limited=result.spec.get("rate") is not None,
-            clients=result.spec.get("clients"),
+            rate_limited=result.spec.rate is not None,
+            clients=result.spec.clients,
             pgbench_host=self._generator_name(),
         )
         return diagnosis.diagnose(figures)

@@ -198,24 +198,24 @@ VIEW_COLUMNS = tuple(
 def run_view(r: RunRecord, **extra: Any) -> RunView:
     options = tuple(
         (str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True))
-        for k, v in sorted(r["spec"].items())
+        for k, v in sorted(r.spec.stored().items())
         if k not in AXIS_SPEC_KEYS
     )
-    report = r["report"] or {}
+    report = r.report
     return RunView(
         id=r.id,
         **{key: r[key] for key in VIEW_COLUMNS},
-        server=server_label(str(r["server"]), run_variant(r)),
-        server_name=str(r["server"]),
-        connect=bool(r["connect"]),
+        server=server_label(r.spec.server, run_variant(r)),
+        server_name=r.spec.server,
+        connect=r.spec.connect,
         options=options,
-        late_share=_share(report.get("late_pct")),
-        skipped_share=_share(report.get("skipped_pct")),
-        retried=report.get("retried"),
-        retries=report.get("retries"),
+        late_share=_share(report.late_pct if report else None),
+        skipped_share=_share(report.skipped_pct if report else None),
+        retried=report.retried if report else None,
+        retries=report.retries if report else None,
         argv=tuple(r["argv"]),
         stored_warnings=findings.from_stored(r["warnings"]),
-        profiled=r["spec"].get("profile"),
+        profiled=r.spec.profile,
         pgbench_output=extra.pop("pgbench_output", None),
         **extra,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.analysis.scalability import UslFit
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.plan.schema import PROFILED_EXTRA
@@ -121,7 +122,7 @@ class RunView:
     cell_id: str
     sequence: int
     repeat: int
-    status: str
+    status: RunStatus
     error: str | None
     server: str  # the server label (name and variant: settings, kernel tunables)
     server_name: str
@@ -181,9 +182,7 @@ class RunView:
     histogram: HistogramView | None = None
     service_histogram: HistogramView | None = None
     events: tuple[EventView, ...] = ()
-    diagnosis: str | None = (
-        None  # what limited the run, from telemetry (`pgbenchlab.analysis.diagnosis`)
-    )
+    diagnosis: Bottleneck | None = None  # what limited the run, from telemetry
     diagnosis_evidence: tuple[str, ...] = ()
     other_load_share: float | None = None  # of the host's CPUs, used by other processes
     cpu_affinity: tuple[str, ...] = ()  # the CPUs its processes were allowed, as sentences
