@@ -7,7 +7,6 @@ each, so an interrupted bisection resumes from what is stored.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -275,17 +274,17 @@ class Bisection:
         """A step stored with another --max-rounds goes on with this one, its rounds kept; one
         stored from another plan is refused with what bisect accepts (it has no --fresh)."""
         with Store(self.database) as store:
-            stored = store.campaign(step_plan.name)
-            if stored is None or stored["plan_digest"] == step_plan.digest:
+            stored = store.find_campaign(step_plan.name)
+            if stored is None or stored.plan_digest == step_plan.digest:
                 return
-            old_files = json.loads(stored["files_json"] or "{}")
+            old_files = stored.files
             if old_files == step_plan.files and same_but_rounds(
-                str(stored["plan_text"]), step_plan.stored_text
+                stored.plan_text, step_plan.stored_text
             ):
-                store.replace_plan(int(stored["id"]), step_plan.stored_text, step_plan.digest)
+                store.replace_plan(stored.id, step_plan.stored_text, step_plan.digest)
                 return
             changed = plan_difference(
-                str(stored["plan_text"]), step_plan.stored_text, old_files, step_plan.files
+                stored.plan_text, step_plan.stored_text, old_files, step_plan.files
             )
         raise CampaignStopped(
             f'bisection step "{step_plan.name}" in this results database was measured with '

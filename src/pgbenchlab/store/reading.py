@@ -19,6 +19,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.results import (
     COMPLETE_STATUSES,
+    CampaignStatus,
     GeneratorFigures,
     RunHost,
     RunOrigin,
@@ -32,6 +33,7 @@ from pgbenchlab.store.generators import read_generators, read_server_parts
 from pgbenchlab.store.records import (
     BisectionRecord,
     CampaignRecord,
+    CampaignSummary,
     DatasetRecord,
     ProbeRecord,
     RunDiagnosis,
@@ -76,7 +78,7 @@ def campaign_record(row: sqlite3.Row) -> CampaignRecord:
     return CampaignRecord(
         id=int(row["id"]),
         name=str(row["name"]),
-        status=str(row["status"]),
+        status=CampaignStatus(row["status"]),
         plan_path=str(row["plan_path"]),
         plan_text=str(row["plan_text"]),
         plan_digest=str(row["plan_digest"]),
@@ -145,6 +147,10 @@ class Reading:
             "SELECT c.*, (SELECT count(*) FROM latest_runs r WHERE r.campaign_id = c.id) AS runs "
             "FROM campaigns c ORDER BY c.id"
         ).fetchall()
+
+    def campaign_summaries(self) -> tuple[CampaignSummary, ...]:
+        """Every campaign, oldest first, with its number of runs."""
+        return tuple(CampaignSummary(campaign_record(r), int(r["runs"])) for r in self.campaigns())
 
     def artifacts_dir(self, campaign: CampaignRecord) -> Path | None:
         """Where the campaign's raw files are kept (None: nowhere inside the results directory,

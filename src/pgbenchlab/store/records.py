@@ -15,14 +15,14 @@ from pgbenchlab import files
 from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.records.cell import RunCell
-from pgbenchlab.results import RunStatus
+from pgbenchlab.results import CampaignStatus, RunStatus
 
 
 @dataclass(frozen=True)
 class CampaignRecord:
     id: int
     name: str
-    status: str
+    status: CampaignStatus
     plan_path: str
     plan_text: str
     plan_digest: str
@@ -35,6 +35,14 @@ class CampaignRecord:
     files: Mapping[str, str]
     axis_orders: Mapping[str, tuple[str, ...]]  # servers and setting values in plan order
     missing_shards: tuple[str, ...] = ()  # a merge without them ("2/3"): status incomplete
+
+
+@dataclass(frozen=True)
+class CampaignSummary:
+    """A campaign as listings show it: its record and how many runs it has (latest attempts)."""
+
+    campaign: CampaignRecord
+    runs: int
 
 
 @dataclass(frozen=True)
