@@ -37,7 +37,7 @@ from pgbenchlab.hosts.detached import (
 )
 from pgbenchlab.hosts.host import Account, Exit, Finished, LineCallback
 from pgbenchlab.hosts.remote_files import RemoteLockedFile, RemoteTail
-from pgbenchlab.hosts.ssh import Target, sftp_error
+from pgbenchlab.hosts.ssh import SshTarget, sftp_error
 
 READ_CHUNK = 1 << 20
 LOCAL_ONLY_ENV = frozenset({"PATH", "HOME"})
@@ -61,7 +61,7 @@ def _env_lines(env: Mapping[str, str] | None) -> str:
 class RemoteHost:
     """A machine reached over SSH; one connection (re-opened after a loss) per host."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: SshTarget) -> None:
         self.target = target
         self.name = target.name
         self._connection: asyncssh.SSHClientConnection | None = None

@@ -338,7 +338,7 @@ class _ScriptDraft:
 
 
 @dataclass
-class _Builder:
+class _ReportBuilder:
     """Reads lines in order, remembering which block and statement table they belong to."""
 
     values: dict[str, Any] = field(default_factory=dict)
@@ -429,7 +429,7 @@ def parse_report(stdout: str) -> PgbenchReport:
     run) is accepted, with ``tps`` None. Raises PgbenchParseError when there is no report or it
     was cut before its tps line; never any other exception.
     """
-    builder = _Builder()
+    builder = _ReportBuilder()
     for line in stdout.split("\n"):
         builder.feed(line.removesuffix("\r"))
     return builder.freeze()
