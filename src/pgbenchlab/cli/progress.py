@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from pgbenchlab import jsontext, plan
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.campaign.assemble import first_line
 from pgbenchlab.cli.common import format_duration
 from pgbenchlab.pgbench.progress import ProgressLine
@@ -60,7 +61,7 @@ def finished_text(result: RunResult) -> str:
         return f"{result.status.upper()}: {first_line(result.error)}"
     p99 = result.latency.percentiles_ms.get("99") if result.latency else None
     text = f"{result.tps:,.0f} tps" + (f", p99 {p99:.3f} ms" if p99 is not None else "")
-    if result.diagnosis is not None and result.diagnosis.verdict != "unclear":
+    if result.diagnosis is not None and result.diagnosis.verdict != Bottleneck.UNCLEAR:
         text += f", {result.diagnosis.verdict.replace('_', ' ')}"
     if result.status != RunStatus.OK:
         text += f" ({result.status})"

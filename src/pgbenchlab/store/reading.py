@@ -20,6 +20,7 @@ from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.results import (
     COMPLETE_STATUSES,
     CampaignStatus,
+    RunStatus,
     GeneratorFigures,
     RunHost,
     RunOrigin,
@@ -228,9 +229,9 @@ class Reading:
     def run_values(self, campaign_id: int) -> tuple[RunValue, ...]:
         """Each run's cell, round, TPS (ok runs only) and wall time: the latest attempts."""
         rows = self.db.execute(
-            "SELECT cell_id, repeat, CASE WHEN status = 'ok' THEN tps END, "
+            "SELECT cell_id, repeat, CASE WHEN status = ? THEN tps END, "
             "finished_at - started_at FROM latest_runs WHERE campaign_id = ? ORDER BY sequence",
-            (campaign_id,),
+            (RunStatus.OK, campaign_id),
         ).fetchall()
         return tuple(RunValue(str(c), int(r), _float(t), float(s)) for c, r, t, s in rows)
 
@@ -243,9 +244,6 @@ class Reading:
         return self.db.execute(
             "SELECT * FROM latest_runs WHERE campaign_id = ? ORDER BY sequence", (campaign_id,)
         ).fetchall()
-
-    def run(self, run_id: int) -> sqlite3.Row | None:
-        return self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()  # type: ignore[no-any-return]
 
     def run_records(self, campaign_id: int) -> tuple[RunRecord, ...]:
         """The campaign's runs, the latest attempt of each run key, in run order."""
@@ -300,11 +298,6 @@ class Reading:
         """Each member server's part of a group's run (else none)."""
         return read_server_parts(self.db, run_id)
 
-    def seconds(self, run_id: int) -> list[sqlite3.Row]:
-        return self.db.execute(
-            "SELECT * FROM run_seconds WHERE run_id = ? ORDER BY t", (run_id,)
-        ).fetchall()
-
     def seconds_by_run(self, ids: Collection[int]) -> dict[int, tuple[Second, ...]]:
         found: dict[int, list[Second]] = defaultdict(list)
         for chunk in _chunks(ids):
@@ -314,13 +307,6 @@ class Reading:
             ):
                 found[run_id].append(Second(*values))
         return {run_id: tuple(seconds) for run_id, seconds in found.items()}
-
-    def histogram(self, run_id: int, kind: str = "latency") -> str | None:
-        row = self.db.execute(
-            "SELECT histogram_json FROM run_histograms WHERE run_id = ? AND kind = ?",
-            (run_id, kind),
-        ).fetchone()
-        return str(row[0]) if row else None
 
     def histograms_by_run(self, ids: Collection[int]) -> dict[tuple[int, str], str]:
         """Each run's stored histograms by (run id, kind: "latency" | "service")."""
