@@ -20,10 +20,10 @@ from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.results import (
     COMPLETE_STATUSES,
     CampaignStatus,
-    RunStatus,
     GeneratorFigures,
     RunHost,
     RunOrigin,
+    RunStatus,
     Second,
     ServerPart,
 )
