@@ -71,7 +71,7 @@ def test_a_stored_run_reads_back_as_the_records_it_was(tmp_path: Path) -> None:
 
 
 def test_the_stored_json_is_the_cell_s_and_the_report_s_own(tmp_path: Path) -> None:
-    store, run_id, result = stored_run(tmp_path)
+    store, run_id, _ = stored_run(tmp_path)
     with store:
         spec, report, status = store.db.execute(
             "SELECT spec_json, report_json, status FROM runs WHERE id = ?", (run_id,)
