@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgbenchlab.analysis.comparison import ComparisonVerdict
 from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.analysis.scalability import UslFit
 from pgbenchlab.findings import RunWarning
@@ -254,7 +255,7 @@ class ChangeView:
     relative_change: float
     ci_low: float | None
     ci_high: float | None
-    verdict: str
+    verdict: ComparisonVerdict
     reason: str
 
 
@@ -279,7 +280,7 @@ class Step:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str
+    verdict: ComparisonVerdict
 
 
 @dataclass(frozen=True)
