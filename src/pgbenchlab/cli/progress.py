@@ -157,7 +157,9 @@ class JsonReporter:
         )
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
-        self.emit("run_started", run=spec.run_key, index=index, total=total, cell=spec.cell)
+        self.emit(
+            "run_started", run=spec.run_key, index=index, total=total, cell=spec.cell.stored()
+        )
 
     def phase(self, spec: plan.RunSpec, text: str) -> None:
         self.emit("phase", run=spec.run_key, phase=text)
