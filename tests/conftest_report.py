@@ -21,6 +21,8 @@ import zstandard
 
 from pgbenchlab.analysis.diagnosis import RULES_VERSION
 from pgbenchlab.analysis.histogram import LatencyHistogram
+from pgbenchlab.pgbench.report import parse_report
+from pgbenchlab.records.cell import RunCell
 from pgbenchlab.records.telemetry import (
     LogEvent,
     Point,
@@ -29,7 +31,7 @@ from pgbenchlab.records.telemetry import (
     Total,
     WaitCount,
 )
-from pgbenchlab.results import LatencySummary, RunResult, Second
+from pgbenchlab.results import LatencySummary, RunResult, RunStatus, Second
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.store import Store
 
@@ -139,8 +141,8 @@ def make_result(
         cell_id=cell_id,
         sequence=sequence,
         repeat=repeat,
-        status="failed" if failed else "ok",
-        spec=spec,
+        status=RunStatus.FAILED if failed else RunStatus.OK,
+        spec=RunCell.from_stored(spec),
         argv=("pgbench", "-c", str(spec["clients"]), "-T", str(plan.duration_s), "bench"),
         started_at=started,
         finished_at=started + plan.duration_s + 6,
@@ -196,7 +198,7 @@ def measured(
         result = replace(result, telemetry=synthetic_telemetry(spec, version, tps, plan, rng))
     return replace(
         result,
-        status="aborted" if aborted else "ok",
+        status=RunStatus.ABORTED if aborted else RunStatus.OK,
         error="client 1 aborted in command 4: ERROR: deadlock detected" if aborted else None,
         tps=tps,
         transactions=transactions,
@@ -210,7 +212,11 @@ def measured(
         client_cpu_s=plan.duration_s * 0.3,
         latency=latency,
         seconds=seconds,
-        report={"late_pct": late_pct, "skipped_pct": skipped_pct},
+        report=replace(
+            parse_report(pgbench_stdout(spec, tps, transactions, lat)),
+            late_pct=late_pct,
+            skipped_pct=skipped_pct,
+        ),
         artifacts=("stdout.txt.zst",),
     )
 
@@ -401,7 +407,7 @@ def _keep_output(results_dir: Path, name: str, campaign: int, r: RunResult) -> N
         return
     folder = results_dir / "artifacts" / f"{name}-{campaign}" / f"{r.sequence:04d}-{r.run_key}"
     folder.mkdir(parents=True, exist_ok=True)
-    text = pgbench_stdout(r.spec, r.tps, r.transactions, r.latency_avg_ms)
+    text = pgbench_stdout(r.spec.stored(), r.tps, r.transactions, r.latency_avg_ms)
     (folder / "stdout.txt.zst").write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
 
 

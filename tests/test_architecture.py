@@ -1,5 +1,5 @@
-"""The shape docs/architecture.md describes, checked: layers, no cycles, short modules, and the
-results database reached only through the store package.
+"""The shape docs/architecture.md describes, checked: layers, no cycles, short modules, the
+results database reached only through the store package, and one class per class name.
 
 Static checks over the source tree (ast), no imports executed. A module's layer is given by the
 longest prefix in LAYERS; a module may import from its own layer or any layer below, never from
@@ -210,6 +210,18 @@ def test_the_results_database_is_reached_only_through_the_store() -> None:
         and not m.startswith(f"{PACKAGE}.store")
     )
     assert not outside, f"sqlite3 used outside the store package: {outside}"
+
+
+def test_each_class_name_names_one_concept() -> None:
+    """A class name is defined once in the package: the same name for two things misleads a
+    reader of either (private names included)."""
+    where: dict[str, list[str]] = {}
+    for module, path in modules().items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(module)
+    repeated = {name: found for name, found in where.items() if len(found) > 1}
+    assert not repeated, f"class names defined more than once: {repeated}"
 
 
 def stdlib_imports(path: Path) -> set[str]:

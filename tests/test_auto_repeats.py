@@ -92,14 +92,14 @@ def test_auto_mistakes_are_refused_with_the_key(tmp_path: Path, lines: str, key:
 
 
 def test_budget_needs_auto_repeats(tmp_path: Path) -> None:
-    from pgbenchlab.cli.run import RunOptions, parse_budget, run
+    from pgbenchlab.cli.run import RunCommandOptions, parse_budget, run
 
     assert parse_budget("2h") == 7200 and parse_budget("90min") == 5400
     with pytest.raises(UserError, match="--budget"):
         parse_budget("soon")
     fixed = tmp_path / "fixed.toml"
     fixed.write_text(PLAN.format(auto="").replace('repeats = "auto"', "repeats = 2"))
-    options = RunOptions(fixed, tmp_path / "r", True, False, True, False, budget_s=60.0)
+    options = RunCommandOptions(fixed, tmp_path / "r", True, False, True, False, budget_s=60.0)
     with pytest.raises(UserError, match='repeats = "auto"'):
         run(options)
     assert not (tmp_path / "r").exists()

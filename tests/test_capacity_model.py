@@ -20,7 +20,7 @@ import math
 import random
 import statistics
 
-from pgbenchlab.analysis.capacity import Answer, Next, Probe, SearchSettings, decide
+from pgbenchlab.analysis.capacity import CapacityAnswer, CapacityProbe, Next, SearchSettings, decide
 from pgbenchlab.analysis.slo import RunFigures, judge, parse_slo
 
 CEILING = 98.0  # transactions per second: the real test's lock serves about this many
@@ -72,13 +72,13 @@ def simulated_run(rate: float, rng: random.Random) -> bool:
     return judge(SLO, figures).passed
 
 
-def simulated_search(rng: random.Random) -> tuple[Answer, int]:
-    probes: list[Probe] = []
+def simulated_search(rng: random.Random) -> tuple[CapacityAnswer, int]:
+    probes: list[CapacityProbe] = []
     while isinstance(step := decide(probes, SETTINGS), Next):
         if step.rate is None:  # the closed-loop start: the lock's own throughput
-            probes.append(Probe(step.role, None, True, CEILING))
+            probes.append(CapacityProbe(step.role, None, True, CEILING))
         else:
-            probes.append(Probe(step.role, step.rate, simulated_run(step.rate, rng)))
+            probes.append(CapacityProbe(step.role, step.rate, simulated_run(step.rate, rng)))
     return step, len(probes)
 
 

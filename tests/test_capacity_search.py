@@ -15,8 +15,8 @@ from pgbenchlab.analysis.capacity import (
     GROW,
     START,
     VERDICT_RULES,
-    Answer,
-    Probe,
+    CapacityAnswer,
+    CapacityProbe,
     SearchIdentity,
     SearchSettings,
     decide,
@@ -30,19 +30,19 @@ Oracle = Callable[[float, bool], bool]  # (rate, full length) → passed
 
 def search(
     start_tps: float, oracle: Oracle, settings: SearchSettings
-) -> tuple[Answer, list[Probe]]:
-    probes: list[Probe] = []
+) -> tuple[CapacityAnswer, list[CapacityProbe]]:
+    probes: list[CapacityProbe] = []
     while True:
         step = decide(probes, settings)
-        if isinstance(step, Answer):
+        if isinstance(step, CapacityAnswer):
             return step, probes
         assert len(probes) < settings.max_probes, probes
         if step.role == START:
-            probes.append(Probe(START, None, True, start_tps))
+            probes.append(CapacityProbe(START, None, True, start_tps))
         else:
             assert step.rate is not None
             assert step.full_length == (step.role == CONFIRM)
-            probes.append(Probe(step.role, step.rate, oracle(step.rate, step.full_length)))
+            probes.append(CapacityProbe(step.role, step.rate, oracle(step.rate, step.full_length)))
 
 
 def threshold(truth: float) -> Oracle:
@@ -122,7 +122,7 @@ def test_resuming_is_deciding_again() -> None:
     _, probes = search(400.0, threshold(180.0), settings)
     for cut in range(len(probes)):
         step = decide(probes[:cut], settings)
-        assert not isinstance(step, Answer)
+        assert not isinstance(step, CapacityAnswer)
         assert (step.role, step.rate) == (probes[cut].role, probes[cut].rate)
 
 

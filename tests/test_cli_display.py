@@ -4,6 +4,7 @@ one drawn on rich's recording console at a fixed width, the plain one line for l
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,9 @@ from rich.console import Console
 
 from pgbenchlab import plan
 from pgbenchlab.cli.live import LiveReporter
-from pgbenchlab.cli.progress import CampaignEta, TerminalReporter, interactive
+from pgbenchlab.cli.progress import CampaignEta, JsonReporter, TerminalReporter, interactive
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.results import FAILED, LatencySummary, RunResult
+from pgbenchlab.results import FAILED, LatencySummary, RunResult, RunStatus
 
 PLAN = """
 [campaign]
@@ -43,7 +44,7 @@ def specs() -> tuple[plan.Plan, list[plan.RunSpec]]:
     return the_plan, list(the_plan.specs)
 
 
-def finished(spec: plan.RunSpec, tps: float | None, status: str = "ok") -> RunResult:
+def finished(spec: plan.RunSpec, tps: float | None, status: RunStatus = RunStatus.OK) -> RunResult:
     latency = LatencySummary(
         source="full log",
         samples=1000,
@@ -186,3 +187,14 @@ def test_live_only_for_a_person_at_a_terminal(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert interactive(Stream(tty)) is live
+
+
+def test_json_events_carry_the_cell_and_status_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --json`: a run's cell is its stored JSON, its status the status's name."""
+    _, (spec, *_) = specs()
+    reporter = JsonReporter()
+    reporter.run_started(spec, 1, 1)
+    reporter.run_finished(spec, finished(spec, None, RunStatus.FAILED))
+    started, done = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert started["cell"] == spec.cell.stored() and started["cell"]["server"] == spec.server
+    assert done["status"] == "failed"

@@ -12,7 +12,7 @@ from pgbenchlab.cli import build_parser, main
 from pgbenchlab.cli.common import DEFAULT_RESULTS
 from pgbenchlab.cli.compare import CompareOptions
 from pgbenchlab.cli.export import ExportOptions
-from pgbenchlab.cli.run import RunOptions, quickstart_plan_path
+from pgbenchlab.cli.run import RunCommandOptions, quickstart_plan_path
 from pgbenchlab.cli.show import ShowOptions
 from pgbenchlab.errors import UserError
 
@@ -24,7 +24,7 @@ def options(*argv: str) -> object:
 
 def test_run_options() -> None:
     built = options("run", "plan.toml", "--dry-run", "-q", "--results", "r")
-    assert built == RunOptions(
+    assert built == RunCommandOptions(
         plan=Path("plan.toml"),
         results=Path("r"),
         dry_run=True,
@@ -38,7 +38,7 @@ def test_run_options() -> None:
 
 def test_quickstart_runs_the_packaged_plan() -> None:
     built = options("quickstart", "--json")
-    assert isinstance(built, RunOptions)
+    assert isinstance(built, RunCommandOptions)
     assert built.plan == quickstart_plan_path() and built.plan.is_file()
     assert built.json and built.results == DEFAULT_RESULTS
 

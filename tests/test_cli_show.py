@@ -91,7 +91,7 @@ def test_show_on_real_runs(
             assert f"{wait['type']}:{wait['event']}" in text
         assert "server events" in text
         assert len(text.splitlines()) < 60, "one screen"
-        rebuilt = runview.rebuilt_report(detail["report"]).splitlines()
+        rebuilt = runview.rebuilt_report(runview.stored_report(detail)).splitlines()
         assert set(rebuilt) <= set(stdout.splitlines()), "the fallback says what pgbench said"
         assert len(rebuilt) >= 12
 
@@ -107,7 +107,7 @@ def test_the_rebuilt_report_says_what_pgbench_printed(stdout: Path) -> None:
     """Every line rebuilt from the stored fields is one pgbench printed, in every version."""
     printed = stdout.read_text()
     stored = json.loads(jsontext.dumps(asdict(parse_report(printed))))  # as the store keeps it
-    rebuilt = runview.rebuilt_report(stored).splitlines()
+    rebuilt = runview.rebuilt_report(runview.stored_report({"report": stored})).splitlines()
     assert set(rebuilt) <= set(printed.splitlines())
     assert any(line.startswith("transaction type: ") for line in rebuilt)
     assert any(line.startswith("tps = ") for line in rebuilt) == (stored["tps"] is not None)

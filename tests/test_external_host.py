@@ -22,7 +22,7 @@ from pgbenchlab import installs, plan
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.findings import WarningCode
-from pgbenchlab.hosts import RemoteHost, Target
+from pgbenchlab.hosts import RemoteHost, SshTarget
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry.external import locate
@@ -39,7 +39,9 @@ class ExternalServer:
     def __init__(self, hosts: TestHosts, name: str) -> None:
         self.hosts, self.address = hosts, hosts.hosts[name].address
         self.host = RemoteHost(
-            Target(name, hosts.ssh_target(name), None, str(hosts.identity), str(hosts.known_hosts))
+            SshTarget(
+                name, hosts.ssh_target(name), None, str(hosts.identity), str(hosts.known_hosts)
+            )
         )
         install = next(i for i in installs.discover_on(self.host) if i.has_server)
         self.pg_ctl = str(install.binary("pg_ctl"))

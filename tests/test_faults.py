@@ -224,7 +224,7 @@ clients = [12, 1]
 """
     the_plan = plan.parse(text, "p.toml", base=tmp_path)
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    by_cell = {(r.spec["workload"], r.spec["clients"]): r for r in outcome.results}
+    by_cell = {(r.spec.workload, r.spec.clients): r for r in outcome.results}
     refused = by_cell[("select-only", 12)]
     assert refused.status == "failed"
     assert refused.error and "too many clients" in refused.error
@@ -263,7 +263,7 @@ clients = [1]
 
 
 def assert_only_small_failed(outcome: Outcome) -> None:
-    by_server = {r.spec["server"]: r for r in outcome.results}
+    by_server = {r.spec.server: r for r in outcome.results}
     assert by_server["small"].status == RunStatus.FAILED
     assert "No space left" in (by_server["small"].error or ""), by_server["small"].error
     assert by_server["roomy"].status == RunStatus.OK, by_server["roomy"].error

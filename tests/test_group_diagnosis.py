@@ -10,7 +10,7 @@ from pathlib import Path
 from pgbenchlab import plan
 from pgbenchlab.analysis import telemetry_figures
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, diagnose
-from pgbenchlab.campaign.assemble import generator_figures, progress_seconds, stored_spec
+from pgbenchlab.campaign.assemble import generator_figures, progress_seconds
 from pgbenchlab.campaign.together import diagnosed, server_parts
 from pgbenchlab.invocation.command import Completed, Share
 from pgbenchlab.plan import RunSpec
@@ -81,7 +81,7 @@ def group_run(spec: RunSpec, shares: tuple[Share, ...]) -> tuple[RunResult, Comp
         sequence=1,
         repeat=1,
         status=OK,
-        spec=stored_spec(spec),
+        spec=spec.stored_cell,
         argv=("pgbench",),
         started_at=1.0,
         finished_at=8.0,

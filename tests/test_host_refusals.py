@@ -14,7 +14,7 @@ import pytest
 
 from netns_hosts import TestHosts
 from pgbenchlab.cli import main
-from pgbenchlab.hosts import RemoteHost, Target
+from pgbenchlab.hosts import RemoteHost, SshTarget
 from support import require_installs
 
 pytestmark = pytest.mark.server
@@ -174,7 +174,7 @@ def test_a_missing_file_is_a_plan_mistake_found_before_connecting(
 def only_there(hosts: TestHosts, name: str) -> str:
     """A bin directory that exists on the host only (in its private home): symbolic links to
     its PostgreSQL 15's programs, which find their files through them."""
-    host = RemoteHost(Target(name, hosts.ssh_target(name), None, str(hosts.identity),
+    host = RemoteHost(SshTarget(name, hosts.ssh_target(name), None, str(hosts.identity),
                              str(hosts.known_hosts)))  # fmt: skip
     try:
         script = "mkdir -p ~/pg/bin && ln -sf /usr/lib/postgresql/15/bin/* ~/pg/bin/ && echo ~/pg"

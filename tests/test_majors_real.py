@@ -81,7 +81,7 @@ def test_a_managed_server_of_every_major_runs_and_reports(
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
     [result] = outcome.results
     assert result.status is RunStatus.OK, result.error
-    assert result.spec["connection"] == "tcp"  # with the password pg_hba.conf asks for
+    assert result.spec.connection == "tcp"  # with the password pg_hba.conf asks for
     tel = result.telemetry
     assert tel is not None and tel.server_version_num is not None
     assert floor <= tel.server_version_num < floor + 10000

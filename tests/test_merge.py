@@ -93,8 +93,8 @@ def write_part(
 def shards(tmp_path: Path) -> tuple[Path, Path]:
     """The runs of clients 1 on machine m1 (shard 1/2), the others on m2 (shard 2/2)."""
     results = all_results()
-    first = [r for r in results if r.spec["clients"] == 1]
-    second = [r for r in results if r.spec["clients"] != 1]
+    first = [r for r in results if r.spec.clients == 1]
+    second = [r for r in results if r.spec.clients != 1]
     return (
         write_part(tmp_path / "a", first, RunOrigin("m1", "1/2")),
         write_part(tmp_path / "b", second, RunOrigin("m2", "2/2"), machine="m2"),

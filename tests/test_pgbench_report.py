@@ -305,3 +305,19 @@ def test_random_mixes_of_report_lines_parse_or_are_refused(lines: list[str]) -> 
 @given(st.sampled_from(CASES).flatmap(lambda p: st.permutations(p.read_text().splitlines())))
 def test_shuffled_reports_parse_or_are_refused(lines: list[str]) -> None:
     parse_or_refuse("\n".join(lines))
+
+
+@pytest.mark.parametrize("stdout", CASES, ids=case_id)
+def test_a_stored_report_reads_back_as_the_same_record(stdout: Path) -> None:
+    """The store keeps a report as JSON and its readers give back the record it was."""
+    try:
+        report = parse_report(stdout.read_text())
+    except PgbenchParseError:
+        return
+    stored = json.loads(json.dumps(report.stored(), sort_keys=True))
+    read = PgbenchReport.from_stored(stored)
+    assert read is not None and plain(read.stored()) == plain(report.stored())
+    nested = [*read.statements, *(r for s in read.scripts for r in s.statements)]
+    assert all(isinstance(s, ScriptStats) for s in read.scripts)
+    assert all(isinstance(r, report_module.StatementStats) for r in nested)
+    assert PgbenchReport.from_stored({}) is None  # a run without a report stores {}

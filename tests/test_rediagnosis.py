@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pgbenchlab.analysis.diagnosis import RULES_VERSION, Bottleneck, Diagnosis
 from pgbenchlab.diagnosing import Evidence, diagnose_run
+from pgbenchlab.records.cell import RunCell
 from pgbenchlab.records.telemetry import Affinity, RunTelemetry
 from pgbenchlab.results import OK, RunResult, Second
 from pgbenchlab.store import Store
@@ -27,7 +28,7 @@ def a_run(diagnosis: Diagnosis | None, telemetry: bool = True) -> RunResult:
         sequence=1,
         repeat=1,
         status=OK,
-        spec=SPEC,
+        spec=RunCell.from_stored(SPEC),
         argv=("pgbench",),
         started_at=1.0,
         finished_at=2.0,
@@ -68,7 +69,7 @@ def test_a_verdict_of_older_rules_is_made_again_from_what_was_stored(tmp_path: P
     store, run_id = stored(tmp_path, a_run(old))
     with store:
         again = store.diagnoses_by_run([run_id])[run_id]
-    assert (again.verdict, again.evidence) == (today.verdict.value, today.evidence)
+    assert (again.verdict, again.evidence) == (today.verdict, today.evidence)
     assert again.details == today.details and again.details["rules_version"] == RULES_VERSION
 
 
@@ -77,7 +78,7 @@ def test_a_verdict_of_todays_rules_is_read_as_stored(tmp_path: Path) -> None:
     store, run_id = stored(tmp_path, a_run(current))
     with store:
         found = store.diagnoses_by_run([run_id])[run_id]
-    assert (found.verdict, found.evidence) == ("lock_bound", ("as stored",))
+    assert (found.verdict, found.evidence) == (Bottleneck.LOCK_BOUND, ("as stored",))
 
 
 def test_an_old_verdict_with_nothing_left_to_judge_is_dropped(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from pgbenchlab.campaign.layout import AUTHORITY_FILE
 from pgbenchlab.cli import main
 from pgbenchlab.errors import InstallError
 from pgbenchlab.findings import WarningCode
-from pgbenchlab.hosts import RemoteHost, Target
+from pgbenchlab.hosts import RemoteHost, SshTarget
 from pgbenchlab.hosts.remote import RETRY_AFTER_S
 from pgbenchlab.pgbench.logs import read_log_bytes
 from pgbenchlab.pgbench.report import parse_report
@@ -447,7 +447,7 @@ clients = [1]
 """
     the_plan = plan.parse(text, str(tmp_path / "shipped.toml"), base=tmp_path)
     host = RemoteHost(
-        Target("db1", db_host.ssh_target("db1"), None, str(db_host.identity),
+        SshTarget("db1", db_host.ssh_target("db1"), None, str(db_host.identity),
                str(db_host.known_hosts))
     )  # fmt: skip
     try:

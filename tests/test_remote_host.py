@@ -12,7 +12,7 @@ import pytest
 from netns_hosts import TestHosts
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.errors import HostError
-from pgbenchlab.hosts import RemoteHost, Target
+from pgbenchlab.hosts import RemoteHost, SshTarget
 from pgbenchlab.hosts.detached import OWNER_FILE
 from pgbenchlab.profiles import PGBENCH
 from pgbenchlab.telemetry.profiler import Profiler, check_perf_for_pgbench
@@ -26,14 +26,14 @@ def remote(test_hosts: TestHosts) -> RemoteHost:
     host.close()
 
 
-def target(hosts: TestHosts, name: str, **changes: str) -> Target:
+def target(hosts: TestHosts, name: str, **changes: str) -> SshTarget:
     fields = {
         "name": name,
         "ssh": hosts.ssh_target(name),
         "identity": str(hosts.identity),
         "known_hosts": str(hosts.known_hosts),
     } | changes
-    return Target(**fields)
+    return SshTarget(**fields)
 
 
 def test_commands_files_and_facts(remote: RemoteHost) -> None:

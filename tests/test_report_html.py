@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab.analysis.capacity import Answer
+from pgbenchlab.analysis.capacity import CapacityAnswer
 from pgbenchlab.analysis.slo import parse_slo
 from pgbenchlab.report import write_report
 from pgbenchlab.report.render import html, images, markdown
@@ -248,7 +248,7 @@ def test_image_names_from_stored_text_stay_in_their_directory(tmp_path: Path) ->
             (3, "grow", 100, 30.0),
         )
     )
-    answer = Answer(50.0, 50.0, 100.0, "confirmed")
+    answer = CapacityAnswer(50.0, 50.0, 100.0, "confirmed")
     searched = CapacityView("../../../escaped", "s=1", "c", slo, 10.0, answer, points)
     files = images.export(replace(view, capacity=(searched,)), tmp_path / "img", per_run=False)
     knees = [f for f in files if "escaped" in f.name]
@@ -457,7 +457,8 @@ def test_a_capacity_search_of_a_hostile_server_stays_text(hostile_view: ReportVi
     # The knee chart's element is named after its server: the name must not end the attribute.
     slo = parse_slo("p99 <= 10ms")
     point = KneePoint(1, "grow", 50, 4, 49.0, 1.0, 5.0, 5.0, 0.0, 0.0, True, "")
-    searched = CapacityView(HOSTILE, "s=1", "c", slo, 10.0, Answer(50.0, 50.0, None, ""), (point,))
+    answer = CapacityAnswer(50.0, 50.0, None, "")
+    searched = CapacityView(HOSTILE, "s=1", "c", slo, 10.0, answer, (point,))
     page = html.render(replace(hostile_view, capacity=(searched,)))
     assert HOSTILE not in page
     assert 'id="chart-knee-&lt;script&gt;alert(1)&lt;/script&gt;-c"' in page

@@ -174,7 +174,7 @@ def test_two_servers_driven_together_are_one_run(
         thread.join()
     assert (outcome.ran, outcome.failed) == (1, 0), [r.error for r in outcome.results]
     result = outcome.results[0]
-    assert result.status == RunStatus.OK and result.spec["server"] == "ab"
+    assert result.status == RunStatus.OK and result.spec.server == "ab"
     # Each member got the whole cell: 2 clients each, its own pgbench against its own server.
     a, b = result.servers
     assert (a.server, a.clients, b.server, b.clients) == ("a", 2, "b", 2)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pgbenchlab import store as store_module
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis
+from pgbenchlab.records.cell import RunCell
 from pgbenchlab.records.telemetry import (
     LogEvent,
     Point,
@@ -93,7 +94,7 @@ def test_a_run_with_telemetry_and_diagnosis(tmp_path: Path) -> None:
         sequence=1,
         repeat=1,
         status=OK,
-        spec=SPEC,
+        spec=RunCell.from_stored(SPEC),
         argv=("pgbench",),
         started_at=1.0,
         finished_at=2.0,

@@ -92,7 +92,9 @@ def test_the_axis_makes_one_cell_per_value_and_leaves_other_cells_alone(tmp_path
     assert tuned.sysctl_names == ("vm.dirty_background_bytes",)
     assert "vm.dirty_background_bytes=67108864" in tuned.specs[1].label
     plain = parse(tmp_path, "")
-    assert "sysctl" not in plain.specs[0].cell  # cell ids of plans without the axis unchanged
+    assert (
+        "sysctl" not in plain.specs[0].cell.stored()
+    )  # cell ids of plans without the axis unchanged
     assert plain.specs[0].cell_id != tuned.specs[0].cell_id
 
 
@@ -284,6 +286,7 @@ def test_a_tunable_is_an_axis_of_the_results_as_a_setting_is(tmp_path: Path) -> 
         view = load_view(store, 1)
         changes = within_campaign(store, None, LABELS[1], LABELS[2], DEFAULT_THRESHOLD)
         rows = exporting.run_rows(store, 1)
+        records = store.run_records(1)
     # The report: the server axis carries the variant, no "options" axis; servers per variant.
     assert [(c.dim("server"), c.dim("options")) for c in view.cells] == [(x, "") for x in LABELS]
     assert [a.key for a in view.axes] == ["server"]
@@ -297,7 +300,7 @@ def test_a_tunable_is_an_axis_of_the_results_as_a_setting_is(tmp_path: Path) -> 
     assert [s.axis for s in view.scans] == ["vm.dirty_background_bytes"]
     # compare --baseline/--candidate names the variants; runs and export show them.
     assert {c.cell for c in changes} == {"all"} and {c.metric for c in changes} >= {"tps"}
-    assert [table_row(r)[1] for r in rows] == LABELS
+    assert [table_row(r)[1] for r in records] == LABELS
     assert [r["sysctl"] for r in rows] == [{"vm.dirty_background_bytes": v} for v in
         ("67108864", "0", "33554432")]  # fmt: skip
     header = exporting.encode(rows, "csv").decode().splitlines()[0].split(",")

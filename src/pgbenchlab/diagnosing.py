@@ -49,8 +49,8 @@ class ObservedRun:
         return cls(
             result.tps,
             tuple((s.t, s.tps) for s in result.seconds),
-            result.spec.get("rate") is not None,
-            result.spec.get("clients"),
+            result.spec.rate is not None,
+            result.spec.clients,
             tuple((g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators),
             result.telemetry,
         )

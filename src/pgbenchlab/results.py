@@ -7,11 +7,14 @@ produce is None, never zero.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.findings import RunWarning
+from pgbenchlab.pgbench.report import PgbenchReport
+from pgbenchlab.records.cell import RunCell
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
@@ -153,7 +156,7 @@ class ServerPart:
     latency_avg_ms: float | None
     server_commits: int | None  # its database's commits over the run (None: not sampled)
     commits_unexplained: int | None  # commits neither its pgbench nor the sampler made
-    verdict: str | None = None  # a `diagnosis.Bottleneck` (None: not sampled, or no report)
+    verdict: Bottleneck | None = None  # None: not sampled, or no report
     evidence: tuple[str, ...] = ()  # the verdict's evidence, one line each
 
 
@@ -165,8 +168,8 @@ class RunResult:
     cell_id: str
     sequence: int
     repeat: int
-    status: str
-    spec: dict[str, Any]
+    status: RunStatus
+    spec: RunCell  # the run's cell, and whether it was profiled
     argv: tuple[str, ...]
     started_at: float
     finished_at: float
@@ -186,7 +189,7 @@ class RunResult:
     client_cpu_s: float | None = None
     latency: LatencySummary | None = None
     seconds: tuple[Second, ...] = ()
-    report: dict[str, Any] = field(default_factory=dict)
+    report: PgbenchReport | None = None  # pgbench's report, parsed (None: it printed none)
     warnings: tuple[RunWarning, ...] = ()  # what the run's checks found (`findings`)
     artifacts: tuple[str, ...] = ()
     schema_version: int = RESULT_SCHEMA_VERSION

@@ -39,7 +39,7 @@ class Judged(Protocol):
     def ci_high(self) -> float | None: ...
 
 
-class Outcome(StrEnum):
+class CommitOutcome(StrEnum):
     """What a measured commit turned out to be."""
 
     GOOD = "like good"
@@ -50,7 +50,7 @@ class Outcome(StrEnum):
 
 
 @dataclass(frozen=True)
-class Probe:
+class CommitProbe:
     """One measured (or skipped) commit: its position and what it was like.
 
     ``position`` places its figure on the line from good (0) to bad (1), on the log scale; it
@@ -58,7 +58,7 @@ class Probe:
     """
 
     index: int
-    outcome: Outcome
+    outcome: CommitOutcome
     position: float | None = None
 
 
@@ -71,7 +71,7 @@ class Bracket:
 
 
 @dataclass(frozen=True)
-class Answer:
+class BisectionAnswer:
     """The search's end: the first bad commit when the bracket closed to one step, otherwise
     the positions that could not be split because every commit inside was skipped."""
 
@@ -86,20 +86,20 @@ class Answer:
 _CHANGED = (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED)
 
 
-def classify(against_good: Judged, against_bad: Judged) -> Probe:
+def classify(against_good: Judged, against_bad: Judged) -> CommitProbe:
     """What a commit is like, from its comparisons with both ends (index left 0: the caller's)."""
     span = math.log1p(against_good.relative_change) - math.log1p(against_bad.relative_change)
     if span == 0:
-        return Probe(0, Outcome.UNDECIDED)
+        return CommitProbe(0, CommitOutcome.UNDECIDED)
     position = math.log1p(against_good.relative_change) / span
     sides = {_side(against_good, span, 0.0), _side(against_bad, span, 1.0)}
     if against_good.verdict in _CHANGED and against_bad.verdict in _CHANGED:
-        return Probe(0, Outcome.NEITHER, position)
+        return CommitProbe(0, CommitOutcome.NEITHER, position)
     if sides == {"good"}:
-        return Probe(0, Outcome.GOOD, position)
+        return CommitProbe(0, CommitOutcome.GOOD, position)
     if sides == {"bad"}:
-        return Probe(0, Outcome.BAD, position)
-    return Probe(0, Outcome.UNDECIDED, position)
+        return CommitProbe(0, CommitOutcome.BAD, position)
+    return CommitProbe(0, CommitOutcome.UNDECIDED, position)
 
 
 def _side(judged: Judged, span: float, origin: float) -> str | None:
@@ -121,18 +121,21 @@ def _log_ratio(relative: float) -> float:
     return math.log1p(relative) if relative > -1 else -math.inf
 
 
-def leans_bad(probe: Probe) -> bool:
+def leans_bad(probe: CommitProbe) -> bool:
     """Whether a probe moves the bracket's bad end (True) or its good end (False)."""
-    if probe.outcome == Outcome.NEITHER:
+    if probe.outcome == CommitOutcome.NEITHER:
         return probe.position is not None and probe.position >= 0.5
-    return probe.outcome == Outcome.BAD
+    return probe.outcome == CommitOutcome.BAD
 
 
-def bracket(count: int, probes: Sequence[Probe]) -> Bracket:
+def bracket(count: int, probes: Sequence[CommitProbe]) -> Bracket:
     """The bracket after the probes, taken in the order they were made."""
     good, bad = 0, count - 1
     for probe in probes:
-        if probe.outcome in (Outcome.SKIPPED, Outcome.UNDECIDED) or not good < probe.index < bad:
+        if (
+            probe.outcome in (CommitOutcome.SKIPPED, CommitOutcome.UNDECIDED)
+            or not good < probe.index < bad
+        ):
             continue
         if leans_bad(probe):
             bad = probe.index
@@ -141,16 +144,16 @@ def bracket(count: int, probes: Sequence[Probe]) -> Bracket:
     return Bracket(good, bad)
 
 
-def next_probe(count: int, probes: Sequence[Probe]) -> int | Answer:
+def next_probe(count: int, probes: Sequence[CommitProbe]) -> int | BisectionAnswer:
     """The next position to measure, or the answer when none is left."""
     if count < 2:
         raise ValueError("a bisection needs two ends")
     edges = bracket(count, probes)
-    skipped = {p.index for p in probes if p.outcome == Outcome.SKIPPED}
+    skipped = {p.index for p in probes if p.outcome == CommitOutcome.SKIPPED}
     inside = [i for i in range(edges.good + 1, edges.bad) if i not in skipped]
     if not inside:
         unsplit = tuple(range(edges.good + 1, edges.bad + 1)) if edges.bad > edges.good + 1 else ()
-        return Answer(edges, unsplit)
+        return BisectionAnswer(edges, unsplit)
     middle = (edges.good + edges.bad) / 2
     return min(inside, key=lambda i: (abs(i - middle), i))
 

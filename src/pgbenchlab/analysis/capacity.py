@@ -97,7 +97,7 @@ class SearchIdentity:
 
 
 @dataclass(frozen=True)
-class Probe:
+class CapacityProbe:
     """One stored probe: its role, its offered rate (None for the closed-loop start), whether
     it met the SLO, and the start run's TPS."""
 
@@ -115,7 +115,7 @@ class Next:
 
 
 @dataclass(frozen=True)
-class Answer:
+class CapacityAnswer:
     """The search's result: the confirmed rate (None when none was), its bracket."""
 
     rate: float | None
@@ -124,13 +124,13 @@ class Answer:
     reason: str
 
 
-def decide(probes: Sequence[Probe], settings: SearchSettings) -> Next | Answer:
+def decide(probes: Sequence[CapacityProbe], settings: SearchSettings) -> Next | CapacityAnswer:
     """What to run next given every probe so far (in order), or the answer."""
     if not probes:
         return Next(START, None, full_length=False)
     start_tps = probes[0].tps
     if not start_tps or start_tps <= 0:
-        return Answer(None, None, None, "the closed-loop start run gave no throughput")
+        return CapacityAnswer(None, None, None, "the closed-loop start run gave no throughput")
     trials = [p for p in probes[1:] if p.role != CONFIRM]
     passes, fails = rate_verdicts(probes, settings)
     high = min(fails, default=None)
@@ -150,35 +150,35 @@ def decide(probes: Sequence[Probe], settings: SearchSettings) -> Next | Answer:
 def _after_confirmation(
     rate: float,
     outcome: bool | None,
-    probes: Sequence[Probe],
+    probes: Sequence[CapacityProbe],
     high: float | None,
     settings: SearchSettings,
-) -> Next | Answer:
+) -> Next | CapacityAnswer:
     if outcome is None:
         return Next(CONFIRM, rate, full_length=True)
     if outcome:
         done = f"{settings.required} of {settings.confirmations} full-length runs passed"
-        return Answer(rate, rate, high, done)
+        return CapacityAnswer(rate, rate, high, done)
     lower = _round(rate * settings.step_down)
     if len(_confirmations(probes)) >= settings.attempts or lower < settings.min_rate:
         tries = len(_confirmations(probes))
-        return Answer(None, None, high, f"no rate passed its confirmation in {tries} tries")
+        return CapacityAnswer(None, None, high, f"no rate passed its confirmation in {tries} tries")
     return Next(CONFIRM, lower, full_length=True)
 
 
 def _grow(
-    trials: list[Probe],
+    trials: list[CapacityProbe],
     low: float | None,
     high: float | None,
     start_tps: float,
     grows: int,
     settings: SearchSettings,
-) -> Next | Answer:
+) -> Next | CapacityAnswer:
     if low is None and high is not None and high / settings.growth < settings.min_rate:
-        return Answer(None, None, high, f"no rate from {settings.min_rate:g}/s met the SLO")
+        return CapacityAnswer(None, None, high, f"no rate from {settings.min_rate:g}/s met the SLO")
     if grows >= settings.max_grow:
         if low is None:
-            return Answer(None, None, high, "no rate tried met the SLO")
+            return CapacityAnswer(None, None, high, "no rate tried met the SLO")
         return Next(CONFIRM, low, full_length=True)  # above every rate tried: confirm the top
     if not trials:
         return Next(GROW, _round(settings.start_fraction * start_tps), full_length=False)
@@ -187,7 +187,7 @@ def _grow(
 
 
 def rate_verdicts(
-    probes: Sequence[Probe], settings: SearchSettings
+    probes: Sequence[CapacityProbe], settings: SearchSettings
 ) -> tuple[set[float], set[float]]:
     """The rates that passed and failed: a rate's confirmations, once decided, overrule its
     trials; a trial fail overrules a trial pass at the same rate."""
@@ -206,7 +206,7 @@ def rate_verdicts(
     return passes, fails
 
 
-def _confirmations(probes: Sequence[Probe]) -> dict[float, list[bool]]:
+def _confirmations(probes: Sequence[CapacityProbe]) -> dict[float, list[bool]]:
     """Each confirmed rate's results, in the order of the confirmation attempts."""
     runs: dict[float, list[bool]] = {}
     for probe in probes:
@@ -226,7 +226,7 @@ def _outcome(results: list[bool], settings: SearchSettings) -> bool | None:
 
 
 def _last_confirmation(
-    probes: Sequence[Probe], settings: SearchSettings
+    probes: Sequence[CapacityProbe], settings: SearchSettings
 ) -> tuple[float, bool | None] | None:
     """The rate of the latest confirmation attempt and its outcome so far."""
     runs = _confirmations(probes)

@@ -76,7 +76,7 @@ class Rounds:
         figures = {label: dict(by_round) for label, by_round in self.figures.items()}
         failures = dict(self.failures)
         for result in results:
-            _take(figures, failures, result.spec["server"], result.repeat, result.status,
+            _take(figures, failures, result.spec.server, result.repeat, result.status,
                   COLUMN[metric.column].read(result), result.error)  # fmt: skip
         return Rounds(figures, failures)
 
@@ -91,7 +91,7 @@ def stored_rounds(database: Path, campaign: str, metric: Metric) -> Rounds:
         found = store.find_campaign(campaign)
         records = () if found is None else store.run_records(found.id)
     for record in records:
-        _take(figures, failures, record["server"], record.repeat, record.status,
+        _take(figures, failures, record.spec.server, record.repeat, record.status,
               record[metric.column], record["error"])  # fmt: skip
     return Rounds(figures, failures)
 
@@ -101,7 +101,7 @@ def _take(
     failures: dict[str, str],
     label: str,
     repeat: int,
-    status: str,
+    status: RunStatus,
     value: Any,
     error: str | None,
 ) -> None:

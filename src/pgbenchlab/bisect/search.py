@@ -7,7 +7,6 @@ each, so an interrupted bisection resumes from what is stored.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -16,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab import builds
-from pgbenchlab.analysis.bisection import Answer, Outcome, Probe, bracket, classify, next_probe
+from pgbenchlab.analysis.bisection import (
+    BisectionAnswer,
+    CommitOutcome,
+    CommitProbe,
+    bracket,
+    classify,
+    next_probe,
+)
 from pgbenchlab.bisect.plans import BisectPlan, same_but_rounds
 from pgbenchlab.bisect.plans import load as load_plan
 from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
@@ -129,7 +135,9 @@ class Bisection:
         )
         try:
             self._confirm_ends()
-            while not isinstance(found := next_probe(len(self.commits), self._probes()), Answer):
+            while not isinstance(
+                found := next_probe(len(self.commits), self._probes()), BisectionAnswer
+            ):
                 if self._budget_spent():
                     return self._stop_on_budget(None)
                 self._step(found)
@@ -197,12 +205,16 @@ class Bisection:
         except BuildError as exc:
             detail = str(exc).splitlines()[0].removesuffix("; its last lines:")
             self.say(f"  skipped: does not build ({detail})")
-            self._add_step(self._found(label, index, Probe(index, Outcome.SKIPPED), None, detail))
+            self._add_step(
+                self._found(label, index, CommitProbe(index, CommitOutcome.SKIPPED), None, detail)
+            )
             return
         if rounds.failed(label):
             detail = f"does not run: {rounds.failed(label)}"
             self.say(f"  skipped: {detail}")
-            self._add_step(self._found(label, index, Probe(index, Outcome.SKIPPED), None, detail))
+            self._add_step(
+                self._found(label, index, CommitProbe(index, CommitOutcome.SKIPPED), None, detail)
+            )
             return
         against_good, against_bad = (
             judge(rounds, "good", label, self),
@@ -210,8 +222,10 @@ class Bisection:
         )
         probe = replace(classify(against_good, against_bad), index=index)
         detail = f"against good {against_good.reason}; against bad {against_bad.reason}"
-        if probe.outcome == Outcome.UNDECIDED:  # its rounds are spent: measuring it again
-            probe = Probe(index, Outcome.SKIPPED)  # would only repeat them, so it is skipped
+        if probe.outcome == CommitOutcome.UNDECIDED:  # its rounds are spent: measuring it again
+            probe = CommitProbe(
+                index, CommitOutcome.SKIPPED
+            )  # would only repeat them, so it is skipped
             detail = f"undecided after {rounds.complete} rounds ({detail})"
         self.say(f"  {probe.outcome}: {detail}")
         found = self._found(label, index, probe, rounds.figure(label), detail)
@@ -221,9 +235,9 @@ class Bisection:
         if rounds.failed(label):
             return True
         probe = classify(judge(rounds, "good", label, self), judge(rounds, "bad", label, self))
-        return probe.outcome != Outcome.UNDECIDED
+        return probe.outcome != CommitOutcome.UNDECIDED
 
-    def _answer(self, found: Answer) -> dict[str, Any]:
+    def _answer(self, found: BisectionAnswer) -> dict[str, Any]:
         answer = self._answer_so_far(found)
         if found.first_bad is None:
             return answer
@@ -243,8 +257,8 @@ class Bisection:
         }  # fmt: skip
         return answer
 
-    def _answer_so_far(self, found: Answer | None = None) -> dict[str, Any]:
-        found = found or Answer(bracket(len(self.commits), self._probes()), ())
+    def _answer_so_far(self, found: BisectionAnswer | None = None) -> dict[str, Any]:
+        found = found or BisectionAnswer(bracket(len(self.commits), self._probes()), ())
         first = found.first_bad
         return {
             "first_bad": None if first is None else {**asdict(self.commits[first]), "index": first},
@@ -277,17 +291,17 @@ class Bisection:
         """A step stored with another --max-rounds goes on with this one, its rounds kept; one
         stored from another plan is refused with what bisect accepts (it has no --fresh)."""
         with Store(self.database) as store:
-            stored = store.campaign(step_plan.name)
-            if stored is None or stored["plan_digest"] == step_plan.digest:
+            stored = store.find_campaign(step_plan.name)
+            if stored is None or stored.plan_digest == step_plan.digest:
                 return
-            old_files = json.loads(stored["files_json"] or "{}")
+            old_files = stored.files
             if old_files == step_plan.files and same_but_rounds(
-                str(stored["plan_text"]), step_plan.stored_text
+                stored.plan_text, step_plan.stored_text
             ):
-                store.replace_plan(int(stored["id"]), step_plan.stored_text, step_plan.digest)
+                store.replace_plan(stored.id, step_plan.stored_text, step_plan.digest)
                 return
             changed = plan_difference(
-                str(stored["plan_text"]), step_plan.stored_text, old_files, step_plan.files
+                stored.plan_text, step_plan.stored_text, old_files, step_plan.files
             )
         raise CampaignStopped(
             f'bisection step "{step_plan.name}" in this results database was measured with '
@@ -342,15 +356,15 @@ class Bisection:
 
     # -- the record ---------------------------------------------------------------------------
 
-    def _probes(self) -> list[Probe]:
+    def _probes(self) -> list[CommitProbe]:
         return [
-            Probe(int(s["index"]), Outcome(s["outcome"]), s.get("position"))
+            CommitProbe(int(s["index"]), CommitOutcome(s["outcome"]), s.get("position"))
             for s in self.record.steps
             if s.get("index") is not None and s.get("step") != "confirm"
         ]
 
     def _found(
-        self, label: str, index: int, probe: Probe, figure: float | None, detail: str
+        self, label: str, index: int, probe: CommitProbe, figure: float | None, detail: str
     ) -> dict[str, Any]:
         return {
             "step": label, "index": index, "commit": self.commits[index].hash,

@@ -10,8 +10,7 @@ series from the -P 1 lines. The run's checks become warnings (`findings`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from pgbenchlab import findings
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
@@ -94,7 +93,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
         sequence=spec.sequence,
         repeat=spec.repeat,
         status=RunStatus.ABORTED if aborted else RunStatus.OK,
-        spec=stored_spec(spec),
+        spec=spec.stored_cell,
         argv=run.argv,
         started_at=run.started_at,
         finished_at=run.finished_at,
@@ -116,7 +115,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
         client_cpu_s=done.cpu_s,
         latency=latency,
         seconds=log_seconds or progress_seconds(done),
-        report=asdict(report),
+        report=report,
         warnings=tuple(warnings),
         artifacts=run.artifacts,
         telemetry=run.telemetry,
@@ -175,13 +174,6 @@ def generator_warnings(
     return [w for w in found if w is not None]
 
 
-def stored_spec(spec: RunSpec) -> dict[str, Any]:
-    """The cell, and whether the run was profiled ("on", or "extra": the repeat `auto` adds,
-    kept out of the statistics); an unprofiled run's is the cell alone."""
-    profiled = {"profile": spec.options.profile} if spec.profiled else {}
-    return spec.cell | profiled
-
-
 def failure(
     spec: RunSpec,
     pgbench_version: str,
@@ -200,7 +192,7 @@ def failure(
         sequence=spec.sequence,
         repeat=spec.repeat,
         status=status,
-        spec=stored_spec(spec),
+        spec=spec.stored_cell,
         argv=run.argv if run else (),
         started_at=run.started_at if run else started_at or 0.0,
         finished_at=run.finished_at if run else finished_at or 0.0,

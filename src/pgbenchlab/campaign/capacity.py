@@ -22,9 +22,9 @@ from pathlib import Path
 from pgbenchlab import installs
 from pgbenchlab.analysis.capacity import (
     START,
-    Answer,
+    CapacityAnswer,
+    CapacityProbe,
     Next,
-    Probe,
     SearchIdentity,
     SearchSettings,
     decide,
@@ -69,7 +69,7 @@ class SearchResult:
 
     cell: RunSpec
     limit_ms: float
-    answer: Answer | None
+    answer: CapacityAnswer | None
     probes: tuple[ProbeRecord, ...]
 
 
@@ -193,8 +193,8 @@ def verdict(step: Next, spec: RunSpec, result: RunResult, slo: Slo) -> Verdict:
     return judge(slo, figures(spec, result))
 
 
-def as_probe(record: ProbeRecord) -> Probe:
-    return Probe(record.role, record.rate, record.passed, record.tps)
+def as_probe(record: ProbeRecord) -> CapacityProbe:
+    return CapacityProbe(record.role, record.rate, record.passed, record.tps)
 
 
 def search_capacity(
@@ -251,7 +251,7 @@ def search_one(
     limit = latency_limit_ms(cell, options.slo)
     while True:
         step = decide([as_probe(p) for p in probes], options.settings)
-        if isinstance(step, Answer):
+        if isinstance(step, CapacityAnswer):
             return SearchResult(cell, limit, step, tuple(probes))
         spec = probe_spec(cell, step, limit, options, len(probes) + 1, campaign.plan.auto_cpus)
         spec = replace(spec, sequence=next(sequence))
@@ -259,7 +259,7 @@ def search_one(
             spec, len(probes) + 1, options.settings.max_probes, outcome
         )
         if result.status == RunStatus.FAILED:  # nothing measured: no verdict, no more probes
-            answer = Answer(None, None, None, f"a probe failed: {result.error}")
+            answer = CapacityAnswer(None, None, None, f"a probe failed: {result.error}")
             return SearchResult(cell, limit, answer, tuple(probes))
         judged = verdict(step, spec, result, options.slo)
         record = ProbeRecord(

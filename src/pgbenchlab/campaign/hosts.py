@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pgbenchlab import installs
 from pgbenchlab.errors import HostError
-from pgbenchlab.hosts import LOCAL_HOST, Host, RemoteHost, Target
+from pgbenchlab.hosts import LOCAL_HOST, Host, RemoteHost, SshTarget
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.plan import HostPlan, Plan, RunSpec, load
@@ -21,7 +21,7 @@ LOCAL = "local"  # the machine that runs the campaign, in stored run hosts
 
 
 def remote_host(plan: HostPlan) -> RemoteHost:
-    return RemoteHost(Target(plan.name, plan.ssh, plan.port, plan.identity, plan.known_hosts))
+    return RemoteHost(SshTarget(plan.name, plan.ssh, plan.port, plan.identity, plan.known_hosts))
 
 
 def load_plan(path: Path) -> Plan:

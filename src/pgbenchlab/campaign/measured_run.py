@@ -37,7 +37,7 @@ from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
 
 
-class Session(Protocol):
+class RunSession(Protocol):
     """What a measured run uses of its campaign's session (`session.Session`)."""
 
     plan: Plan
@@ -65,7 +65,7 @@ class Member:
 
 
 def measured_run(
-    session: Session, spec: RunSpec, members: Sequence[Member], artifacts: Path, started: float
+    session: RunSession, spec: RunSpec, members: Sequence[Member], artifacts: Path, started: float
 ) -> RunResult:
     """The run on its prepared servers: telemetry from before the hygiene, and perf too when
     the run is profiled, so it follows the measured run's backends from their fork."""
@@ -88,7 +88,9 @@ def measured_run(
         profiler.close()
 
 
-def _profiler(session: Session, spec: RunSpec, server: Server, artifacts: Path) -> Profiling | None:
+def _profiler(
+    session: RunSession, spec: RunSpec, server: Server, artifacts: Path
+) -> Profiling | None:
     if not spec.profiled:
         return None
     pgbench = session.pgbench.client.install if session.plan.pgbench_profile else None
@@ -96,7 +98,7 @@ def _profiler(session: Session, spec: RunSpec, server: Server, artifacts: Path) 
 
 
 def _measured(
-    session: Session,
+    session: RunSession,
     spec: RunSpec,
     members: Sequence[Member],
     artifacts: Path,
@@ -151,7 +153,7 @@ def _measured(
 
 
 def _pgbench(
-    session: Session,
+    session: RunSession,
     members: Sequence[Member],
     grouped: bool,
     starts: Sequence[Callable[[int], None]] | None = None,
@@ -193,7 +195,7 @@ def _pgbench_cpu_s(done: Completed | None, member: str, grouped: bool) -> float 
 
 
 def _with_parts(
-    session: Session,
+    session: RunSession,
     spec: RunSpec,
     result: RunResult,
     done: Completed,

@@ -4,7 +4,7 @@ runs are kept and skipped); the same name with another plan is refused, saying w
 from __future__ import annotations
 
 import difflib
-import json
+from collections.abc import Mapping
 
 from pgbenchlab import __version__
 from pgbenchlab.analysis.capacity import SearchIdentity, rules_since
@@ -20,19 +20,19 @@ def open_campaign(
 ) -> tuple[int, set[str]]:
     """Continue the campaign of the same name (same plan), or start a new one: its id and the
     run keys already complete."""
-    existing = store.campaign(plan.name)
+    existing = store.find_campaign(plan.name)
     redacted = plan.stored_text
     if existing is not None and not fresh:
-        if existing["plan_digest"] != plan.digest:
-            old_files = json.loads(existing["files_json"] or "{}")
+        if existing.plan_digest != plan.digest:
+            old_files = existing.files
             raise StoreError(
                 f'campaign "{plan.name}" in this results database was run with a different plan '
-                f"({plan_difference(str(existing['plan_text']), redacted, old_files, plan.files)})"
+                f"({plan_difference(existing.plan_text, redacted, old_files, plan.files)})"
                 "; run with --fresh to start it anew (earlier results are kept) or rename the "
                 "campaign",
             )
-        store.reopen_campaign(int(existing["id"]))
-        return int(existing["id"]), store.done_run_keys(int(existing["id"]))
+        store.reopen_campaign(existing.id)
+        return existing.id, store.done_run_keys(existing.id)
     versions = {"pgbenchlab": __version__, "pgbench": pgbench.version_text}
     campaign_id = store.start_campaign(
         plan.name,
@@ -49,7 +49,7 @@ def open_campaign(
 
 
 def plan_difference(
-    old: str, new: str, old_files: dict[str, str], new_files: dict[str, str]
+    old: str, new: str, old_files: Mapping[str, str], new_files: Mapping[str, str]
 ) -> str:
     """What changed: the plan's lines, or the content of the files it refers to."""
     changed = [

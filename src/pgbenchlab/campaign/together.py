@@ -179,7 +179,7 @@ def diagnosed(
         seen = as_member(result, part, done, telemetry.get(part.server))
         verdict = diagnose_run(seen, rules.evidence(part.server))
         if verdict is not None:
-            part = replace(part, verdict=verdict.verdict.value, evidence=verdict.evidence)
+            part = replace(part, verdict=verdict.verdict, evidence=verdict.evidence)
         found.append(part)
     return tuple(found)
 

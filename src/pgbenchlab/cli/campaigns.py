@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ from pgbenchlab.cli.common import (
     open_store,
     print_table,
 )
+from pgbenchlab.store import CampaignRecord, CampaignSummary
 
 # The plan's whole text and the machine facts are for `show`-like readers, not a listing.
-JSON_SKIP = ("plan_text", "machine_json")
+JSON_SKIP = ("plan_text", "machine")
 
 
 @dataclass(frozen=True)
@@ -48,33 +48,28 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 def run(options: CampaignsOptions) -> int:
     with open_store(options.results) as store:
-        campaigns = [dict(c) for c in store.campaigns()]
+        summaries = store.campaign_summaries()
     if options.json:
-        print(jsontext.dumps([as_json(c) for c in campaigns], indent=2))
+        print(jsontext.dumps([as_json(s) for s in summaries], indent=2))
         return EXIT_OK
     table = [["id", "name", "status", "runs", "started", "description"]]
-    for c in campaigns:
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c["started_at"]))
-        about = " ".join(str(c["description"]).split())  # one line per campaign
-        table.append([str(c["id"]), c["name"], status_text(c), str(c["runs"]), started, about])
+    for s in summaries:
+        c = s.campaign
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.started_at))
+        about = " ".join(c.description.split())  # one line per campaign
+        table.append([str(c.id), c.name, status_text(c), str(s.runs), started, about])
     print_table(table)
     return EXIT_OK
 
 
-def status_text(campaign: dict[str, Any]) -> str:
+def status_text(campaign: CampaignRecord) -> str:
     """The status, and the shards an incomplete merge lacks: "incomplete (2/3 missing)"."""
-    missing = json.loads(campaign["missing_shards_json"])
-    return f"{campaign['status']} ({', '.join(missing)} missing)" if missing else campaign["status"]
+    missing = campaign.missing_shards
+    return f"{campaign.status} ({', '.join(missing)} missing)" if missing else campaign.status
 
 
-def as_json(campaign: dict[str, Any]) -> dict[str, Any]:
-    """The campaign's columns, JSON ones decoded (`files_json` becomes `files`)."""
-    row = {}
-    for key, value in campaign.items():
-        if key in JSON_SKIP:
-            continue
-        if key.endswith("_json"):
-            row[key.removesuffix("_json")] = json.loads(value)
-        else:
-            row[key] = value
-    return row
+def as_json(summary: CampaignSummary) -> dict[str, Any]:
+    """The campaign's stored fields (its plan's text and the machine's facts left out) and
+    its number of runs."""
+    found = {k: v for k, v in asdict(summary.campaign).items() if k not in JSON_SKIP}
+    return found | {"runs": summary.runs}

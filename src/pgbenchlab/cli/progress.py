@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from pgbenchlab import jsontext, plan
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.campaign.assemble import first_line
 from pgbenchlab.durations import duration_text
 from pgbenchlab.pgbench.progress import ProgressLine
@@ -60,7 +61,7 @@ def finished_text(result: RunResult) -> str:
         return f"{result.status.upper()}: {first_line(result.error)}"
     p99 = result.latency.percentiles_ms.get("99") if result.latency else None
     text = f"{result.tps:,.0f} tps" + (f", p99 {p99:.3f} ms" if p99 is not None else "")
-    if result.diagnosis is not None and result.diagnosis.verdict != "unclear":
+    if result.diagnosis is not None and result.diagnosis.verdict != Bottleneck.UNCLEAR:
         text += f", {result.diagnosis.verdict.replace('_', ' ')}"
     if result.status != RunStatus.OK:
         text += f" ({result.status})"
@@ -156,7 +157,9 @@ class JsonReporter:
         )
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
-        self.emit("run_started", run=spec.run_key, index=index, total=total, cell=spec.cell)
+        self.emit(
+            "run_started", run=spec.run_key, index=index, total=total, cell=spec.cell.stored()
+        )
 
     def phase(self, spec: plan.RunSpec, text: str) -> None:
         self.emit("phase", run=spec.run_key, phase=text)

@@ -38,7 +38,7 @@ from pgbenchlab.store import Store
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class RunCommandOptions:
     plan: Path
     results: Path
     dry_run: bool
@@ -49,7 +49,7 @@ class RunOptions:
     shard: Shard | None = None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> RunOptions:
+    def from_args(cls, args: argparse.Namespace) -> RunCommandOptions:
         return cls(
             plan=args.plan if "plan" in args else quickstart_plan_path(),
             results=args.results,
@@ -79,7 +79,7 @@ def add_arguments(subparsers: Subparsers) -> None:
         ("run", "run every cell of a plan file and store the results"),
         ("quickstart", "a small campaign on the embedded PostgreSQL, in minutes"),
     ):
-        parser = add_command(subparsers, name, help_text, RunOptions.from_args, run)
+        parser = add_command(subparsers, name, help_text, RunCommandOptions.from_args, run)
         if name == "run":
             parser.add_argument("plan", type=path_argument, help="the plan file (TOML)")
         add_results_option(parser)
@@ -109,7 +109,7 @@ def add_arguments(subparsers: Subparsers) -> None:
         parser.add_argument("--json", action="store_true", help="JSON lines of events on stdout")
 
 
-def run(options: RunOptions) -> int:
+def run(options: RunCommandOptions) -> int:
     # A dry run reaches no host: threads = "auto" shows this machine's CPUs there.
     the_plan = plan.load(options.plan) if options.dry_run else load_plan(options.plan)
     if options.shard is not None:
@@ -147,7 +147,7 @@ def run(options: RunOptions) -> int:
     return EXIT_RUNS_FAILED if outcome.failed else EXIT_OK
 
 
-def summarise(options: RunOptions, database: Path, campaign: int, name: str) -> None:
+def summarise(options: RunCommandOptions, database: Path, campaign: int, name: str) -> None:
     """The summary table and the HTML report of a campaign that ran."""
     with Store(database) as store:
         summary = report.summary_text(store, campaign)

@@ -6,9 +6,9 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from pgbenchlab import exporting, jsontext
+from pgbenchlab import jsontext
 from pgbenchlab.cli.common import (
     EXIT_OK,
     Subparsers,
@@ -21,7 +21,7 @@ from pgbenchlab.cli.common import (
 )
 from pgbenchlab.report.views.variants import run_variant, server_label
 from pgbenchlab.results import missing_shards_text
-from pgbenchlab.store import CampaignRecord
+from pgbenchlab.store import CampaignRecord, RunRecord, run_as_dict
 
 HEADER = [
     "id",
@@ -66,22 +66,29 @@ def run(options: RunsOptions) -> int:
     with open_store(options.results) as store:
         campaign = store.campaign_record(store.campaign_id(options.campaign))
         assert campaign is not None  # campaign_id found it
-        rows = exporting.run_rows(store, campaign.id)
-        origins = store.origins_by_run([r["id"] for r in rows])
-    for row in rows:  # where it was made: runs stored before schema 13 have no record
-        origin = origins.get(row["id"])
-        row.update(machine=origin and origin.machine, shard=origin and origin.shard)
+        records = store.run_records(campaign.id)
+        origins = store.origins_by_run([r.id for r in records])
+    # Where each run was made: runs stored before schema 13 have no record.
+    made = [origins.get(r.id) for r in records]
+    places = [(o.machine, o.shard) if o else (None, None) for o in made]
     if options.json:
+        rows = [
+            run_as_dict(r) | {"machine": machine, "shard": shard}
+            for r, (machine, shard) in zip(records, places, strict=True)
+        ]
         print(jsontext.dumps(rows, indent=2))
         print_incomplete(campaign, sys.stderr)
         return EXIT_OK
     # A campaign made on several machines or in shards (`merge`) says where each run was made.
-    several = len({(r["machine"], r["shard"]) for r in rows}) > 1
+    several = len(set(places)) > 1
     extra = ["machine", "shard"] if several else []
     print_table(
         [
             HEADER + extra,
-            *(table_row(r) + [str(r[k] or "-") for k in extra] for r in rows),
+            *(
+                table_row(r) + ([str(m or "-"), str(s or "-")] if several else [])
+                for r, (m, s) in zip(records, places, strict=True)
+            ),
         ]
     )
     print_incomplete(campaign, sys.stdout)
@@ -96,15 +103,15 @@ def print_incomplete(campaign: CampaignRecord, stream: TextIO) -> None:
         print(note, file=stream)
 
 
-def table_row(r: dict[str, Any]) -> list[str]:
+def table_row(r: RunRecord) -> list[str]:
     return [
-        str(r["id"]),
-        server_label(r["server"], run_variant(r)),  # as the report's "server" axis
-        str(r["scale"]),
-        r["workload"],
-        str(r["clients"]),
-        str(r["repeat"]),
-        r["status"],
+        str(r.id),
+        server_label(r.spec.server, run_variant(r)),  # as the report's "server" axis
+        str(r.spec.scale),
+        r.spec.workload,
+        str(r.spec.clients),
+        str(r.repeat),
+        r.status,
         fmt(r["tps"], ",.0f"),
         fmt(r["latency_avg_ms"], ".3f"),
         fmt(r["p99_ms"], ".3f"),

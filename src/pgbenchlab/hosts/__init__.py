@@ -22,7 +22,7 @@ from pgbenchlab.hosts.host import (
 )
 from pgbenchlab.hosts.local import LOCAL_HOST, LocalHost
 from pgbenchlab.hosts.remote import RemoteHost
-from pgbenchlab.hosts.ssh import Target
+from pgbenchlab.hosts.ssh import SshTarget
 
 __all__ = [
     "LOCAL_HOST",
@@ -34,7 +34,7 @@ __all__ = [
     "LockedFile",
     "Process",
     "RemoteHost",
+    "SshTarget",
     "Tail",
-    "Target",
     "pinned",
 ]

@@ -184,7 +184,7 @@ def monitor_command(directory: PurePosixPath, cwd: str, argv: list[str]) -> str:
     return shlex.join(["python3", "-c", MONITOR, str(directory), cwd, *argv])
 
 
-class Owner(Protocol):
+class DetachedHost(Protocol):
     """What a detached process needs of its host (`remote.RemoteHost`)."""
 
     name: str
@@ -204,7 +204,7 @@ class RemoteProcess:
 
     def __init__(
         self,
-        host: Owner,
+        host: DetachedHost,
         directory: PurePosixPath,
         pids: tuple[int, int],  # the command's and its monitor's
         callbacks: tuple[LineCallback | None, LineCallback | None],

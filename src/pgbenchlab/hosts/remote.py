@@ -37,7 +37,7 @@ from pgbenchlab.hosts.detached import (
 )
 from pgbenchlab.hosts.host import Account, Exit, Finished, LineCallback
 from pgbenchlab.hosts.remote_files import RemoteLockedFile, RemoteTail
-from pgbenchlab.hosts.ssh import ENV_READER, LOCAL_ONLY_ENV, Target, env_lines, sftp_error
+from pgbenchlab.hosts.ssh import ENV_READER, LOCAL_ONLY_ENV, SshTarget, env_lines, sftp_error
 
 READ_CHUNK = 1 << 20
 # After a failed reconnection every call fails at once for this long, with the same reason:
@@ -48,7 +48,7 @@ RETRY_AFTER_S = 5
 class RemoteHost:
     """A machine reached over SSH; one connection (re-opened after a loss) per host."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: SshTarget) -> None:
         self.target = target
         self.name = target.name
         self._connection: asyncssh.SSHClientConnection | None = None

@@ -14,7 +14,7 @@ from pgbenchlab.hosts import ssh
 from pgbenchlab.hosts.detached import LOCK_HOLDER, heartbeat
 
 
-class Owner(Protocol):
+class FileHost(Protocol):
     """What these files need of their host (`remote.RemoteHost`)."""
 
     name: str
@@ -29,7 +29,7 @@ class Owner(Protocol):
 class RemoteTail:
     """A remote file followed from its end when opened; only whole lines are returned."""
 
-    def __init__(self, host: Owner, path: PurePosixPath) -> None:
+    def __init__(self, host: FileHost, path: PurePosixPath) -> None:
         self.host = host
         self.path = path
         self.offset = self._size()
@@ -61,7 +61,7 @@ class RemoteLockedFile:
 
     BUSY = 75
 
-    def __init__(self, host: Owner, path: PurePosixPath) -> None:
+    def __init__(self, host: FileHost, path: PurePosixPath) -> None:
         self.host = host
         self.path = path
         self._beat: asyncio.Task[None] | None = None

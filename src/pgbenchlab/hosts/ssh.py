@@ -56,7 +56,7 @@ def call(coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
 
 
 @dataclass(frozen=True)
-class Target:
+class SshTarget:
     """Where a host is reached: the plan's `ssh = "user@address"` and its options."""
 
     name: str
@@ -79,7 +79,7 @@ class Target:
         return f"ssh-keyscan {port}{self.address} >> {where} (after checking the key)"
 
 
-async def open_connection(target: Target) -> asyncssh.SSHClientConnection:
+async def open_connection(target: SshTarget) -> asyncssh.SSHClientConnection:
     """A verified, logged-in connection; HostError with the reason and the fix otherwise."""
     options: dict[str, Any] = {
         "connect_timeout": CONNECT_TIMEOUT_S,
@@ -124,7 +124,7 @@ async def open_connection(target: Target) -> asyncssh.SSHClientConnection:
         ) from None
 
 
-def check_identity(target: Target) -> str:
+def check_identity(target: SshTarget) -> str:
     """The plan's identity file, expanded, once it reads as a private key asyncssh can use
     without a passphrase; HostError naming the file and the fix otherwise."""
     assert target.identity is not None
@@ -156,7 +156,7 @@ def _is_public_key(path: str) -> bool:
     return True
 
 
-def check_known_hosts(target: Target) -> str:
+def check_known_hosts(target: SshTarget) -> str:
     """The plan's known_hosts file, expanded, once it reads as one; HostError naming the file
     and the fix otherwise."""
     assert target.known_hosts is not None
@@ -176,7 +176,7 @@ def check_known_hosts(target: Target) -> str:
     return path
 
 
-def _file_error(target: Target, key: str, path: str, exc: OSError) -> HostError:
+def _file_error(target: SshTarget, key: str, path: str, exc: OSError) -> HostError:
     return HostError(
         f"cannot read {key} {path}: {exc.strerror or exc}; fix the plan's {key}",
         where=f"host {target.name}",

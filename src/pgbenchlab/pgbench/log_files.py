@@ -33,7 +33,7 @@ def thread_log_files(prefix: Path | str, pid: int | None = None) -> tuple[Path, 
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedLog:
     path: Path  # readable plain-text file
     complete_lines: int | None  # None: the file ends with a newline (read it all)
     shift_us: int = 0  # subtracted from its completion times: its clock's offset to ours
@@ -41,7 +41,7 @@ class Prepared:
 
 def prepare(
     paths: Sequence[Path], scratch: Path, shifts_s: Mapping[Path, float] | None = None
-) -> tuple[list[Prepared], int]:
+) -> tuple[list[PreparedLog], int]:
     """Plain-text copies of .zst files, where each file's last complete line ends, and the
     offset of the clock that wrote it (shifts_s; none: ours)."""
     prepared, truncated = [], 0
@@ -51,12 +51,12 @@ def prepare(
         if plain.stat().st_size == 0:
             continue
         if _ends_with_newline(plain):
-            prepared.append(Prepared(plain, None, shift))
+            prepared.append(PreparedLog(plain, None, shift))
             continue
         truncated += 1
         complete = _count_newlines(plain)
         if complete:
-            prepared.append(Prepared(plain, complete, shift))
+            prepared.append(PreparedLog(plain, complete, shift))
     return prepared, truncated
 
 

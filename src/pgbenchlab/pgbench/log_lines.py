@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from pgbenchlab.errors import PgbenchParseError
-from pgbenchlab.pgbench.log_files import Prepared
+from pgbenchlab.pgbench.log_files import PreparedLog
 
 # Key layout of the one-pass query: kind << 56 | value for values, negative codes for the rest.
 KIND_BITS = 56
@@ -42,7 +42,7 @@ def _schema(rate_limited: bool, has_retries: bool) -> dict[str, pl.DataType]:
 
 
 def count_keys(
-    prepared: Sequence[Prepared],
+    prepared: Sequence[PreparedLog],
     rate_limited: bool,
     has_retries: bool,
     window: tuple[float, float] | None,
@@ -67,7 +67,7 @@ def count_keys(
         raise PgbenchParseError(f"unreadable pgbench log line in {names}: {error}") from None
 
 
-def _scan(p: Prepared, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
+def _scan(p: PreparedLog, schema: dict[str, pl.DataType]) -> pl.LazyFrame:
     """One file's lines, their completion times on our clock when its clock was offset."""
     scan = pl.scan_csv(
         p.path,

@@ -117,7 +117,7 @@ def parse_progress(stderr: str) -> tuple[ProgressLine, ...]:
 
 
 @dataclass
-class _Builder:
+class _ProgressBuilder:
     progress: list[ProgressLine] = field(default_factory=list)
     aborted: bool = False
     client_aborts: list[str] = field(default_factory=list)
@@ -174,7 +174,7 @@ class _Builder:
 
 def parse_stderr(stderr: str) -> PgbenchStderr:
     """Parse a whole stderr text of a benchmark run (any version 9.6-18). Never raises."""
-    builder = _Builder()
+    builder = _ProgressBuilder()
     for line in stderr.split("\n"):
         builder.feed(line.removesuffix("\r"))
     return builder.freeze()

@@ -12,11 +12,11 @@ successful transactions only in 15+. Percentages are kept as printed (``nan``/``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from typing import Any
 
-from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.errors import PgbenchParseError, StoreError
 
 # int() refuses digit strings longer than 4300 characters, so integer groups are bounded.
 _INT = r"[0-9]{1,20}"
@@ -118,6 +118,45 @@ class PgbenchReport:
     scripts: tuple[ScriptStats, ...] = ()
     statements: tuple[StatementStats, ...] = ()  # table outside any per-script block
     unknown_lines: tuple[str, ...] = ()
+
+    def stored(self) -> dict[str, Any]:
+        """The report as the store keeps it (``report_json``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> PgbenchReport | None:
+        """The report `stored` wrote; None for a run that had none (stored as ``{}``)."""
+        if not stored:
+            return None
+        values = _known(cls, stored)
+        values["scripts"] = tuple(
+            ScriptStats(**_known(ScriptStats, s) | {"statements": _statements(s)})
+            for s in stored.get("scripts", ())
+        )
+        values["statements"] = _statements(stored)
+        values["unknown_lines"] = tuple(stored.get("unknown_lines", ()))
+        missing = [f.name for f in fields(cls) if f.name not in values and _required(f)]
+        if missing:
+            raise StoreError(
+                f"a stored pgbench report lacks {', '.join(missing)}: the results database was "
+                "damaged or not written by pgbenchlab"
+            )
+        return cls(**values)
+
+
+def _required(field: Field[Any]) -> bool:
+    return field.default is MISSING and field.default_factory is MISSING
+
+
+def _known(record: type, stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored values of a record's plain fields (a field a later version dropped is left)."""
+    nested = {"scripts", "statements", "unknown_lines"}
+    names = {f.name for f in fields(record)} - nested
+    return {k: v for k, v in stored.items() if k in names}
+
+
+def _statements(stored: Mapping[str, Any]) -> tuple[StatementStats, ...]:
+    return tuple(StatementStats(**_known(StatementStats, s)) for s in stored.get("statements", ()))
 
 
 def _int(text: str | None) -> int | None:
@@ -309,7 +348,7 @@ class _ScriptDraft:
 
 
 @dataclass
-class _Builder:
+class _ReportBuilder:
     """Reads lines in order, remembering which block and statement table they belong to."""
 
     values: dict[str, Any] = field(default_factory=dict)
@@ -400,7 +439,7 @@ def parse_report(stdout: str) -> PgbenchReport:
     run) is accepted, with ``tps`` None. Raises PgbenchParseError when there is no report or it
     was cut before its tps line; never any other exception.
     """
-    builder = _Builder()
+    builder = _ReportBuilder()
     for line in stdout.split("\n"):
         builder.feed(line.removesuffix("\r"))
     return builder.freeze()

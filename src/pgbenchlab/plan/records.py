@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +13,9 @@ from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan.auto import AutoRepeats
 from pgbenchlab.plan.dataset import DatasetOptions
-from pgbenchlab.plan.schema import DEFAULT_MAX_TRIES, PROFILED_EXTRA
+from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.plan.values import planned_axis_orders
+from pgbenchlab.records.cell import RunCell
 from pgbenchlab.redaction import redact_plan_text, redact_setting
 
 
@@ -106,15 +107,6 @@ class RunOptions:
     threads_auto: bool = False  # threads = "auto" made `threads` (which the cell keeps)
 
 
-def _in_cell(option: str, value: Any) -> bool:
-    """Options that tell cells apart; one left at pgbench's default keeps the cell ids of
-    plans written before it existed."""
-    return option not in ("reinit", "profile", "threads_auto") and not (
-        (option == "max_tries" and value == DEFAULT_MAX_TRIES)
-        or (option == "connection" and value == "socket")
-    )
-
-
 @dataclass(frozen=True)
 class RunSpec:
     """One run of the campaign: a matrix cell and which repeat of it."""
@@ -131,17 +123,35 @@ class RunSpec:
     sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables set for the run
 
     @property
-    def cell(self) -> dict[str, Any]:
-        tunables = {"sysctl": dict(self.sysctl)} if self.sysctl else {}  # old cell ids kept
-        return {
-            "server": self.server,
-            "server_settings": dict(self.server_settings),
-            "scale": self.scale,
-            "workload": self.workload.name,
-            "clients": self.clients,
-            **{k: v for k, v in asdict(self.options).items() if _in_cell(k, v)},
-            **tunables,
-        }
+    def cell(self) -> RunCell:
+        o = self.options
+        return RunCell(
+            server=self.server,
+            server_settings=tuple(sorted(self.server_settings)),  # as the store reads it back
+            scale=self.scale,
+            workload=self.workload.name,
+            clients=self.clients,
+            duration_s=o.duration_s,
+            transactions=o.transactions,
+            warmup_s=o.warmup_s,
+            protocol=o.protocol,
+            threads=o.threads,
+            rate=o.rate,
+            latency_limit_ms=o.latency_limit_ms,
+            connect=o.connect,
+            vacuum=o.vacuum,
+            checkpoint=o.checkpoint,
+            latency_log=o.latency_log,
+            max_tries=o.max_tries,
+            connection=o.connection,
+            sysctl=tuple(sorted(self.sysctl)),
+        )
+
+    @property
+    def stored_cell(self) -> RunCell:
+        """The cell as the run's result stores it: with whether the run was profiled ("on",
+        or "extra": the repeat `auto` adds, kept out of the statistics)."""
+        return replace(self.cell, profile=self.options.profile if self.profiled else None)
 
     @property
     def variant(self) -> tuple[tuple[str, str], ...]:
@@ -154,11 +164,11 @@ class RunSpec:
         """The cell without its configuration (server, server settings, kernel tunables): the
         cells sharing a point are the ones a comparison of configurations sets side by side."""
         config = ("server", "server_settings", "sysctl")
-        return self._identity({k: v for k, v in self.cell.items() if k not in config})
+        return self._identity({k: v for k, v in self.cell.stored().items() if k not in config})
 
     @property
     def cell_id(self) -> str:
-        return hashlib.sha256(self._identity(self.cell).encode()).hexdigest()[:16]
+        return hashlib.sha256(self._identity(self.cell.stored()).encode()).hexdigest()[:16]
 
     def _identity(self, cell: dict[str, Any]) -> str:
         """The cell's values with its workload's scripts and variables, as canonical JSON."""

@@ -2,6 +2,9 @@
 
 import re
 
+from pgbenchlab.records.cell import DEFAULT_MAX_TRIES as DEFAULT_MAX_TRIES
+from pgbenchlab.records.cell import PROFILED_EXTRA as PROFILED_EXTRA
+
 BUILTINS = {
     "tpcb-like": "tpcb-like",
     "read-write": "tpcb-like",
@@ -18,7 +21,6 @@ REINIT_MODES = ("never", "per-scale", "per-run")
 LATENCY_LOG_MODES = ("auto", "full", "off")
 # CPU profiles: none, one extra repeat per cell kept out of the statistics, or every run.
 PROFILE_MODES = ("off", "auto", "on")
-PROFILED_EXTRA = "extra"  # a spec's profile: the extra repeat `auto` adds
 RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
     | {"ssl", "ssl_cert_file", "ssl_key_file"}
@@ -107,8 +109,6 @@ WORKLOAD_KEYS = (
 PGBENCH_KEYS = ("install", "cpus", "hosts", "profile", "keep_logs")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "build_system", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
-
-DEFAULT_MAX_TRIES = 1  # pgbench's own default: failed transactions are not retried
 
 # A kernel tunable's name as sysctl writes it: vm.dirty_bytes, net.ipv4.tcp_fin_timeout, ...
 SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)+")

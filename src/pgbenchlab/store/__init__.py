@@ -16,6 +16,7 @@ from pgbenchlab.store.database import Store
 from pgbenchlab.store.records import (
     BisectionRecord,
     CampaignRecord,
+    CampaignSummary,
     DatasetRecord,
     ProbeRecord,
     RunDiagnosis,
@@ -38,6 +39,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "BisectionRecord",
     "CampaignRecord",
+    "CampaignSummary",
     "DatasetRecord",
     "ProbeRecord",
     "RunColumn",

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from pgbenchlab.pgbench.report import PgbenchReport
+from pgbenchlab.records.cell import Pairs, RunCell
 from pgbenchlab.redaction import redact_settings
-from pgbenchlab.results import LatencySummary, RunResult
+from pgbenchlab.results import LatencySummary, RunResult, RunStatus
 from pgbenchlab.store.records import RunRecord
 
 # The store's own columns of `runs`, not the run's: (name, SQL type, NOT NULL).
 KEY_COLUMNS = (("id", "INTEGER", False), ("campaign_id", "INTEGER", True))
+
+
+@dataclass(frozen=True)
+class Codec:
+    """A column whose value is a record or an enum: its stored form (JSON, text) and back."""
+
+    plain: Callable[[Any], Any]
+    typed: Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,7 @@ class RunColumn:
     json: bool = False  # stored as JSON text, read back decoded
     exported: bool = True  # in `pgbenchlab export` rows (the detail of one run has them all)
     since: int = 1  # the schema version that added it
+    record: Codec | None = None  # read back as a record (a cell, a report) or an enum
 
     @property
     def key(self) -> str:
@@ -41,11 +52,18 @@ class RunColumn:
         return self.name.removesuffix("_json") if self.json else self.name
 
     def encode(self, result: RunResult) -> Any:
-        value = self.read(result)
+        value = self.plain(self.read(result))
         return json.dumps(value, sort_keys=True) if self.json else value
 
     def decode(self, stored: Any) -> Any:
-        return json.loads(stored) if self.json and stored is not None else stored
+        if stored is None:
+            return None
+        value = json.loads(stored) if self.json else stored
+        return self.record.typed(value) if self.record else value
+
+    def plain(self, value: Any) -> Any:
+        """A value as stored (a record as its JSON), from what `read` or `decode` gives."""
+        return self.record.plain(value) if self.record else value
 
     @property
     def ddl(self) -> str:
@@ -54,7 +72,7 @@ class RunColumn:
 
 
 def _spec(name: str) -> Callable[[RunResult], Any]:
-    return lambda r: r.spec[name]
+    return lambda r: getattr(r.spec, name)
 
 
 def _latency(read: Callable[[LatencySummary], Any]) -> Callable[[RunResult], Any]:
@@ -73,9 +91,18 @@ def _lag(p: str) -> Callable[[RunResult], Any]:
     return _latency(lambda lat: (lat.lag_percentiles_ms or {}).get(p))
 
 
-def stored_spec(r: RunResult) -> dict[str, Any]:
+def stored_cell(r: RunResult) -> RunCell:
     """The run's cell as stored: its server settings masked."""
-    return r.spec | {"server_settings": redact_settings(r.spec["server_settings"])}
+    return replace(r.spec, server_settings=_masked(r.spec.server_settings))
+
+
+def _masked(settings: Pairs) -> Pairs:
+    return tuple(redact_settings(dict(settings)).items())
+
+
+CELL = Codec(RunCell.stored, RunCell.from_stored)
+REPORT = Codec(lambda r: r.stored() if r else {}, PgbenchReport.from_stored)
+STATUS = Codec(str, RunStatus)
 
 
 def _c(
@@ -112,7 +139,15 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
     ),
     _c("sequence", INT, "", "position in the run order, from 0", _attr("sequence"), **NN),
     _c("repeat", INT, "", "which repeat of the cell, from 1", _attr("repeat"), **NN),
-    _c("status", TEXT, "", "ok | aborted | failed | interrupted", _attr("status"), **NN),
+    _c(
+        "status",
+        TEXT,
+        "",
+        "ok | aborted | failed | interrupted",
+        _attr("status"),
+        record=STATUS,
+        **NN,
+    ),
     _c("error", TEXT, "", "why the run did not complete", _attr("error")),
     _c("server", TEXT, "", "the server's name in the plan", _spec("server"), **NN),
     _c(
@@ -120,7 +155,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         TEXT,
         "",
         "the setting variant of the server (secrets masked)",
-        lambda r: redact_settings(r.spec["server_settings"]),
+        lambda r: dict(_masked(r.spec.server_settings)),
         json=True,
         **NN,
     ),
@@ -145,7 +180,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         INT,
         "",
         "new connection per transaction (-C), 0 or 1",
-        lambda r: int(r.spec["connect"]),
+        lambda r: int(r.spec.connect),
         **NN,
     ),
     _c("vacuum", TEXT, "", "what was vacuumed before the run", _spec("vacuum"), **NN),
@@ -154,9 +189,10 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         TEXT,
         "",
         "every option of the run's cell",
-        stored_spec,
+        stored_cell,
         json=True,
         exported=False,
+        record=CELL,
         **NN,
     ),
     _c("argv_json", TEXT, "", "pgbench's command line", lambda r: list(r.argv), json=True, **NN),
@@ -232,6 +268,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         _attr("report"),
         json=True,
         exported=False,
+        record=REPORT,
         **NN,
     ),
     _c(
@@ -265,7 +302,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         TEXT,
         "",
         "how pgbench reached the server: socket, tcp or tls",
-        lambda r: r.spec.get("connection", "socket"),
+        lambda r: r.spec.connection,
         since=10,
     ),
     _c(
@@ -277,7 +314,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         TEXT,
         "",
         "the kernel tunables of the run's cell ([matrix.sysctl])",
-        lambda r: r.spec.get("sysctl", {}),
+        lambda r: dict(r.spec.sysctl),
         json=True,
         since=13,
     ),
@@ -326,5 +363,5 @@ def run_as_dict(run: RunRecord, *, every_column: bool = False) -> dict[str, Any]
     record: dict[str, Any] = {"id": run.id, "campaign_id": run.campaign_id}
     wanted = [c for c in RUN_COLUMNS if c.exported or every_column]
     for column in sorted(wanted, key=lambda c: c.json):  # the JSON ones last
-        record[column.key] = run[column.key]
+        record[column.key] = column.plain(run[column.key])
     return record

@@ -210,8 +210,8 @@ class Store(Reading):
     def reopen_campaign(self, campaign_id: int) -> None:
         with self.transaction():
             self.db.execute(
-                "UPDATE campaigns SET status = 'running', finished_at = NULL WHERE id = ?",
-                (campaign_id,),
+                "UPDATE campaigns SET status = ?, finished_at = NULL WHERE id = ?",
+                (CampaignStatus.RUNNING, campaign_id),
             )
         self.db.campaign_running = True
 

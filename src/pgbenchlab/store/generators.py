@@ -8,6 +8,7 @@ import json
 import sqlite3
 from dataclasses import astuple, fields
 
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.results import GeneratorFigures, ServerPart
 
 COLUMNS = tuple(f.name for f in fields(GeneratorFigures))
@@ -59,4 +60,6 @@ def _part_row(part: ServerPart) -> tuple[object, ...]:
 def _part(row: tuple[object, ...]) -> ServerPart:
     values = dict(zip(PART_FIELDS, row, strict=True))
     values["evidence"] = tuple(json.loads(str(values["evidence"])))
+    if values["verdict"] is not None:
+        values["verdict"] = Bottleneck(str(values["verdict"]))
     return ServerPart(**values)  # type: ignore[arg-type]

@@ -14,14 +14,17 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.diagnosing import stale
 from pgbenchlab.errors import UserError
 from pgbenchlab.records.telemetry import Affinity
 from pgbenchlab.results import (
     COMPLETE_STATUSES,
+    CampaignStatus,
     GeneratorFigures,
     RunHost,
     RunOrigin,
+    RunStatus,
     Second,
     ServerPart,
 )
@@ -32,6 +35,7 @@ from pgbenchlab.store.generators import read_generators, read_server_parts
 from pgbenchlab.store.records import (
     BisectionRecord,
     CampaignRecord,
+    CampaignSummary,
     DatasetRecord,
     ProbeRecord,
     RunDiagnosis,
@@ -77,7 +81,7 @@ def campaign_record(row: sqlite3.Row) -> CampaignRecord:
     return CampaignRecord(
         id=int(row["id"]),
         name=str(row["name"]),
-        status=str(row["status"]),
+        status=CampaignStatus(row["status"]),
         plan_path=str(row["plan_path"]),
         plan_text=str(row["plan_text"]),
         plan_digest=str(row["plan_digest"]),
@@ -146,6 +150,10 @@ class Reading:
             "SELECT c.*, (SELECT count(*) FROM latest_runs r WHERE r.campaign_id = c.id) AS runs "
             "FROM campaigns c ORDER BY c.id"
         ).fetchall()
+
+    def campaign_summaries(self) -> tuple[CampaignSummary, ...]:
+        """Every campaign, oldest first, with its number of runs."""
+        return tuple(CampaignSummary(campaign_record(r), int(r["runs"])) for r in self.campaigns())
 
     def artifacts_dir(self, campaign: CampaignRecord) -> Path | None:
         """Where the campaign's raw files are kept (None: nowhere inside the results directory,
@@ -223,9 +231,9 @@ class Reading:
     def run_values(self, campaign_id: int) -> tuple[RunValue, ...]:
         """Each run's cell, round, TPS (ok runs only) and wall time: the latest attempts."""
         rows = self.db.execute(
-            "SELECT cell_id, repeat, CASE WHEN status = 'ok' THEN tps END, "
+            "SELECT cell_id, repeat, CASE WHEN status = ? THEN tps END, "
             "finished_at - started_at FROM latest_runs WHERE campaign_id = ? ORDER BY sequence",
-            (campaign_id,),
+            (RunStatus.OK, campaign_id),
         ).fetchall()
         return tuple(RunValue(str(c), int(r), _float(t), float(s)) for c, r, t, s in rows)
 
@@ -238,9 +246,6 @@ class Reading:
         return self.db.execute(
             "SELECT * FROM latest_runs WHERE campaign_id = ? ORDER BY sequence", (campaign_id,)
         ).fetchall()
-
-    def run(self, run_id: int) -> sqlite3.Row | None:
-        return self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()  # type: ignore[no-any-return]
 
     def run_records(self, campaign_id: int) -> tuple[RunRecord, ...]:
         """The campaign's runs, the latest attempt of each run key, in run order."""
@@ -295,11 +300,6 @@ class Reading:
         """Each member server's part of a group's run (else none)."""
         return read_server_parts(self.db, run_id)
 
-    def seconds(self, run_id: int) -> list[sqlite3.Row]:
-        return self.db.execute(
-            "SELECT * FROM run_seconds WHERE run_id = ? ORDER BY t", (run_id,)
-        ).fetchall()
-
     def seconds_by_run(self, ids: Collection[int]) -> dict[int, tuple[Second, ...]]:
         found: dict[int, list[Second]] = defaultdict(list)
         for chunk in _chunks(ids):
@@ -309,13 +309,6 @@ class Reading:
             ):
                 found[run_id].append(Second(*values))
         return {run_id: tuple(seconds) for run_id, seconds in found.items()}
-
-    def histogram(self, run_id: int, kind: str = "latency") -> str | None:
-        row = self.db.execute(
-            "SELECT histogram_json FROM run_histograms WHERE run_id = ? AND kind = ?",
-            (run_id, kind),
-        ).fetchone()
-        return str(row[0]) if row else None
 
     def histograms_by_run(self, ids: Collection[int]) -> dict[tuple[int, str], str]:
         """Each run's stored histograms by (run id, kind: "latency" | "service")."""
@@ -353,14 +346,16 @@ class Reading:
                 chunk,
             ):
                 found[int(run_id)] = RunDiagnosis(
-                    str(verdict), tuple(str(e) for e in json.loads(evidence)), json.loads(details)
+                    Bottleneck(verdict),
+                    tuple(str(e) for e in json.loads(evidence)),
+                    json.loads(details),
                 )
         for run_id in [r for r, d in found.items() if stale(d.details)]:
             again = rediagnose(self.db, run_id)  # by today's rules, from what was stored
             if again is None:
                 del found[run_id]
             else:
-                found[run_id] = RunDiagnosis(again.verdict.value, again.evidence, again.details)
+                found[run_id] = RunDiagnosis(again.verdict, again.evidence, again.details)
         return found
 
     def telemetry_facts_by_run(self, ids: Collection[int]) -> dict[int, RunTelemetryFacts]:

@@ -12,13 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab import files
+from pgbenchlab.analysis.diagnosis import Bottleneck
+from pgbenchlab.pgbench.report import PgbenchReport
+from pgbenchlab.records.cell import RunCell
+from pgbenchlab.results import CampaignStatus, RunStatus
 
 
 @dataclass(frozen=True)
 class CampaignRecord:
     id: int
     name: str
-    status: str
+    status: CampaignStatus
     plan_path: str
     plan_text: str
     plan_digest: str
@@ -31,6 +35,14 @@ class CampaignRecord:
     files: Mapping[str, str]
     axis_orders: Mapping[str, tuple[str, ...]]  # servers and setting values in plan order
     missing_shards: tuple[str, ...] = ()  # a merge without them ("2/3"): status incomplete
+
+
+@dataclass(frozen=True)
+class CampaignSummary:
+    """A campaign as listings show it: its record and how many runs it has (latest attempts)."""
+
+    campaign: CampaignRecord
+    runs: int
 
 
 @dataclass(frozen=True)
@@ -82,7 +94,8 @@ class DatasetRecord:
 @dataclass(frozen=True)
 class RunRecord:
     """One stored run: every registry column by its key (``record["tps"]``; a JSON column
-    decoded, under its name without ``_json``: ``record["argv"]``)."""
+    decoded, under its name without ``_json``: ``record["argv"]``), the cell, pgbench's report
+    and the status as the records and enum the run's result held (`spec`, `report`, `status`)."""
 
     id: int
     campaign_id: int
@@ -104,8 +117,18 @@ class RunRecord:
         return int(self.values["repeat"])
 
     @property
-    def status(self) -> str:
-        return str(self.values["status"])
+    def status(self) -> RunStatus:
+        return RunStatus(self.values["status"])
+
+    @property
+    def spec(self) -> RunCell:
+        cell: RunCell = self.values["spec"]
+        return cell
+
+    @property
+    def report(self) -> PgbenchReport | None:
+        report: PgbenchReport | None = self.values["report"]
+        return report
 
 
 @dataclass(frozen=True)
@@ -134,7 +157,7 @@ class RunEvent:
 
 @dataclass(frozen=True)
 class RunDiagnosis:
-    verdict: str
+    verdict: Bottleneck
     evidence: tuple[str, ...]
     details: Mapping[str, Any]
 

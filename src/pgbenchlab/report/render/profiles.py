@@ -31,7 +31,7 @@ class ProfiledCell:
 
 
 @dataclass(frozen=True)
-class CellChange:
+class ProfileCellChange:
     title: str
     whose: str
     rows: tuple[ProfileDiff, ...]
@@ -43,7 +43,7 @@ class CellChange:
 @dataclass(frozen=True)
 class ProfilesSection:
     cells: tuple[ProfiledCell, ...]
-    changes: tuple[CellChange, ...]
+    changes: tuple[ProfileCellChange, ...]
 
 
 def profiles_section(view: ReportView) -> ProfilesSection | None:
@@ -81,10 +81,10 @@ def _cell(cell: CellProfile) -> ProfiledCell:
     return ProfiledCell(_title(cell), p.process, "; ".join(facts), tuple(notes), top)
 
 
-def _change(change: ProfileChange) -> CellChange:
+def _change(change: ProfileChange) -> ProfileCellChange:
     peak = max((abs(r.self_change_us) for r in change.rows), default=0.0) or 1.0
     title = f"{_title(change.candidate)} against {change.baseline.label} (µs per transaction)"
-    return CellChange(
+    return ProfileCellChange(
         title,
         _whose(change.candidate),
         change.rows,

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from pgbenchlab import findings
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT, high_variation_warning
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, WarningCode
 from pgbenchlab.report.views.labels import cell_title
@@ -73,7 +74,7 @@ def collect(
         runs,
         "checkpoint",
         "warning",
-        lambda r: r.diagnosis == "checkpoint_disturbed",
+        lambda r: r.diagnosis == Bottleneck.CHECKPOINT_DISTURBED,
         "run(s) lost throughput to a checkpoint inside the run",
     )
     found += _variation(runs, cells, axes)
@@ -144,7 +145,7 @@ def _scale_text(runs: Sequence[RunView]) -> str:
 
 def _load_generator_busy(r: RunView) -> bool:
     saturated = (WarningCode.PGBENCH_SATURATED, WarningCode.GENERATOR_SATURATED)
-    if any(_stored(r, code) for code in saturated) or r.diagnosis == "client_bound":
+    if any(_stored(r, code) for code in saturated) or r.diagnosis == Bottleneck.CLIENT_BOUND:
         return True
     if r.status == RunStatus.FAILED:
         return False

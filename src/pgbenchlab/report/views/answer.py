@@ -42,7 +42,7 @@ VERDICT_ORDER = (
 
 
 @dataclass(frozen=True)
-class Finding:
+class ReportFinding:
     kind: str  # comparison | capacity | scaling | steps | limits | warning
     text: str
     anchor: str  # the id of its evidence in the HTML report
@@ -54,7 +54,7 @@ def warning_anchor(index: int) -> str:
     return f"warning-{index + 1}"
 
 
-def findings(view: ReportView) -> tuple[Finding, ...]:
+def findings(view: ReportView) -> tuple[ReportFinding, ...]:
     return (
         *_comparisons(view),
         *_capacity(view),
@@ -65,7 +65,7 @@ def findings(view: ReportView) -> tuple[Finding, ...]:
     )
 
 
-def _comparisons(view: ReportView) -> list[Finding]:
+def _comparisons(view: ReportView) -> list[ReportFinding]:
     """Per candidate and metric: how many cells went which way, and by how much; the
     candidates with no cell decided said together, once per metric."""
     groups: dict[tuple[str, str], list[ChangeView]] = {}
@@ -82,7 +82,7 @@ def _comparisons(view: ReportView) -> list[Finding]:
         parts = [_verdict_part(v, changes) for v in VERDICT_ORDER]
         said = "; ".join(p for p in parts if p)
         text = f"{candidate} against {changes[0].baseline}, {name}: {said}"
-        found.append(Finding("comparison", text, anchor, title))
+        found.append(ReportFinding("comparison", text, anchor, title))
     for metric, candidates in undecided.items():
         name, anchor = CHANGE_TABLES[metric]
         baseline = next(c.baseline for c in view.changes if c.metric == metric)
@@ -90,7 +90,9 @@ def _comparisons(view: ReportView) -> list[Finding]:
             f"{', '.join(candidates)} against {baseline}, {name}: not enough data in any cell "
             "(more repeats decide)"
         )
-        found.append(Finding("comparison", text, anchor, f"{name}: change against {baseline}"))
+        found.append(
+            ReportFinding("comparison", text, anchor, f"{name}: change against {baseline}")
+        )
     return found
 
 
@@ -109,7 +111,7 @@ def _verdict_part(verdict: ComparisonVerdict, changes: Sequence[ChangeView]) -> 
     return text
 
 
-def _capacity(view: ReportView) -> list[Finding]:
+def _capacity(view: ReportView) -> list[ReportFinding]:
     found = []
     for search in view.capacity:
         answer = search.answer
@@ -121,11 +123,11 @@ def _capacity(view: ReportView) -> list[Finding]:
             else f"{answer.rate:g} tx/s"
         )
         text = f"Capacity of {search.server} ({search.cell}) within {search.slo.text}: {said}"
-        found.append(Finding("capacity", text, CAPACITY, "Capacity"))
+        found.append(ReportFinding("capacity", text, CAPACITY, "Capacity"))
     return found
 
 
-def _scaling(view: ReportView) -> list[Finding]:
+def _scaling(view: ReportView) -> list[ReportFinding]:
     """Where each series of TPS against clients stops scaling, with its best measured TPS."""
     series = [s for s in view.scalability if s.fit.refused != RATE_LIMITED]
     found = []
@@ -137,10 +139,10 @@ def _scaling(view: ReportView) -> list[Finding]:
         most = max(c.clients for c in cells)
         highest = f"{best.tps.mean:,.0f} TPS at {best.clients} clients" if best.tps else "-"
         text = f"{s.label}: highest {highest}; {_where_it_stops(s, most)}"
-        found.append(Finding("scaling", text, SCALABILITY, "Scalability"))
+        found.append(ReportFinding("scaling", text, SCALABILITY, "Scalability"))
     if len(series) > MAX_SERIES:
         more = f"{len(series) - MAX_SERIES} more series: their scaling is in the table"
-        found.append(Finding("scaling", more, SCALABILITY, "Scalability"))
+        found.append(ReportFinding("scaling", more, SCALABILITY, "Scalability"))
     return found
 
 
@@ -157,15 +159,17 @@ def _where_it_stops(s: ScalabilityView, most: int) -> str:
     return f"{near_linear}; {fitted}" if fitted else near_linear
 
 
-def _steps(view: ReportView) -> list[Finding]:
+def _steps(view: ReportView) -> list[ReportFinding]:
     return [
-        Finding("steps", f"Along {scan.axis}: {summary(scan)}", CHANGE_POINTS, "Change points")
+        ReportFinding(
+            "steps", f"Along {scan.axis}: {summary(scan)}", CHANGE_POINTS, "Change points"
+        )
         for scan in view.scans
         if scan.steps
     ]
 
 
-def _limits(view: ReportView) -> list[Finding]:
+def _limits(view: ReportView) -> list[ReportFinding]:
     """What held the runs back, where their telemetry could tell."""
     counts = Counter(r.diagnosis for r in view.runs if r.diagnosis)
     if not counts:
@@ -176,12 +180,12 @@ def _limits(view: ReportView) -> list[Finding]:
     if rest:
         said += f", other limits in {rest}"
     text = f"What limited the runs: {said} of {len(view.runs)} run(s)"
-    return [Finding("limits", text, LIMITS, "What limited the runs")]
+    return [ReportFinding("limits", text, LIMITS, "What limited the runs")]
 
 
-def _warnings(view: ReportView) -> list[Finding]:
+def _warnings(view: ReportView) -> list[ReportFinding]:
     return [
-        Finding("warning", a.message, warning_anchor(i), "Warnings")
+        ReportFinding("warning", a.message, warning_anchor(i), "Warnings")
         for i, a in enumerate(view.advice)
         if a.severity == "error" or a.kind in DECISIVE
     ]

@@ -331,6 +331,6 @@ def _change(
         relative_change=result.relative_change,
         ci_low=result.ci_low,
         ci_high=result.ci_high,
-        verdict=str(result.verdict),
+        verdict=result.verdict,
         reason=result.reason,
     )

@@ -11,8 +11,8 @@ from pgbenchlab.analysis.capacity import (
     CONFIRM,
     START,
     VERDICT_RULES,
-    Answer,
-    Probe,
+    CapacityAnswer,
+    CapacityProbe,
     SearchIdentity,
     decide,
 )
@@ -48,7 +48,7 @@ class CapacityView:
     search: str  # the cell's id
     slo: Slo
     limit_ms: float | None
-    answer: Answer | None  # None: the search did not end yet
+    answer: CapacityAnswer | None  # None: the search did not end yet
     points: tuple[KneePoint, ...]  # in the order they ran
     verdict_rules: int = VERDICT_RULES  # how its probes were judged (analysis.capacity)
 
@@ -108,7 +108,9 @@ def capacity_views(store: Store, campaign_id: int) -> list[CapacityView]:
 def _view(
     identity: SearchIdentity, probes: list[ProbeRecord], runs: dict[int, RunRecord], slo: Slo
 ) -> CapacityView:
-    step = decide([Probe(p.role, p.rate, p.passed, p.tps) for p in probes], identity.settings)
+    step = decide(
+        [CapacityProbe(p.role, p.rate, p.passed, p.tps) for p in probes], identity.settings
+    )
     first = runs.get(probes[0].run_id) or _missing(probes[0])
     limits = [runs[p.run_id]["latency_limit_ms"] for p in probes if p.run_id in runs]
     return CapacityView(
@@ -117,7 +119,7 @@ def _view(
         search=probes[0].search,
         slo=slo,
         limit_ms=next((x for x in limits if x is not None), None),
-        answer=step if isinstance(step, Answer) else None,
+        answer=step if isinstance(step, CapacityAnswer) else None,
         points=tuple(_point(p, runs.get(p.run_id)) for p in probes),
         verdict_rules=identity.verdict_rules,
     )
@@ -184,8 +186,8 @@ def compare_capacities(
 
 
 def _comparison(base: CapacityView, cand: CapacityView) -> CapacityComparison:
-    b = base.answer or Answer(None, None, None, "")
-    c = cand.answer or Answer(None, None, None, "")
+    b = base.answer or CapacityAnswer(None, None, None, "")
+    c = cand.answer or CapacityAnswer(None, None, None, "")
 
     def ratio(top: float | None, bottom: float | None) -> float | None:
         return None if top is None or not bottom else top / bottom

@@ -3,7 +3,7 @@ Markdown summary print."""
 
 from __future__ import annotations
 
-from pgbenchlab.analysis.capacity import VERDICT_RULES, Answer
+from pgbenchlab.analysis.capacity import VERDICT_RULES, CapacityAnswer
 from pgbenchlab.report.views.capacity import CapacityComparison, CapacityView
 from pgbenchlab.report.views.text import Table
 
@@ -72,7 +72,7 @@ def answers_table(views: list[CapacityView]) -> Table:
     )
 
 
-def _bracket(answer: Answer | None) -> str:
+def _bracket(answer: CapacityAnswer | None) -> str:
     if answer is None or answer.highest_pass is None:
         return "-"
     high = "∞" if answer.lowest_fail is None else f"{answer.lowest_fail:g}"
@@ -161,5 +161,5 @@ def comparison_dict(c: CapacityComparison) -> dict[str, object]:
     }
 
 
-def _rate(answer: Answer | None) -> str:
+def _rate(answer: CapacityAnswer | None) -> str:
     return "-" if answer is None or answer.rate is None else f"{answer.rate:g}"

@@ -36,7 +36,7 @@ class CellChange:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    verdict: str
+    verdict: ComparisonVerdict
     repeats_needed: int | None
     reason: str
     warnings: tuple[str, ...] = ()  # high variation between repeats, with its likely cause
@@ -124,7 +124,7 @@ def cell_change(
         ci_low=result.ci_low,
         ci_high=result.ci_high,
         p_value=result.p_value,
-        verdict=str(result.verdict),
+        verdict=result.verdict,
         repeats_needed=result.repeats_needed,
         reason=result.reason,
         warnings=_variation(label, (base_values, base, base_runs), (cand_values, cand, cand_runs))

@@ -144,10 +144,7 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
         for run_id, found in store.wait_events_by_run(ids).items()
     }
     if not detail:
-        return tuple(
-            run_view(r, waits=waits.get(r.id, ()), **_diagnosis(diagnoses.get(r.id)))
-            for r in records
-        )
+        return tuple(run_view(r, diagnoses.get(r.id), waits=waits.get(r.id, ())) for r in records)
     seconds = store.seconds_by_run(ids)
     histograms = store.histograms_by_run(ids)
     events = store.events_by_run(ids)
@@ -157,6 +154,7 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
     return tuple(
         run_view(
             r,
+            diagnoses.get(r.id),
             seconds=tuple(
                 SecondView(
                     s.t, s.tps, s.latency_mean_ms, s.latency_min_ms, s.latency_max_ms, s.lag_ms
@@ -171,21 +169,15 @@ def load_runs(store: Store, campaign_id: int, *, detail: bool = True) -> tuple[R
             pgbench_output=_raw_output(store.path.parent, campaign, r) if campaign else None,
             cpu_affinity=tuple(affinity_text(a) for a in affinity.get(r.id, ())),
             waits=waits.get(r.id, ()),
-            **_diagnosis(diagnoses.get(r.id)),
         )
         for r in records
     )
 
 
-def _diagnosis(found: RunDiagnosis | None) -> dict[str, Any]:
-    if found is None:
-        return {"diagnosis": None, "diagnosis_evidence": (), "other_load_share": None}
-    other_load = found.details.get("other_load_share")
-    return {
-        "diagnosis": found.verdict,
-        "diagnosis_evidence": found.evidence,
-        "other_load_share": None if other_load is None else float(other_load),
-    }
+def _other_load(found: RunDiagnosis | None) -> float | None:
+    """The share of the host's CPUs other processes used, as the diagnosis recorded it."""
+    other_load = None if found is None else found.details.get("other_load_share")
+    return None if other_load is None else float(other_load)
 
 
 # The registry's columns a RunView holds as stored; it derives these three from theirs.
@@ -195,27 +187,30 @@ VIEW_COLUMNS = tuple(
 )
 
 
-def run_view(r: RunRecord, **extra: Any) -> RunView:
+def run_view(r: RunRecord, diagnosis: RunDiagnosis | None = None, **extra: Any) -> RunView:
     options = tuple(
         (str(k), v if isinstance(v, str) else json.dumps(v, sort_keys=True))
-        for k, v in sorted(r["spec"].items())
+        for k, v in sorted(r.spec.stored().items())
         if k not in AXIS_SPEC_KEYS
     )
-    report = r["report"] or {}
+    report = r.report
     return RunView(
         id=r.id,
         **{key: r[key] for key in VIEW_COLUMNS},
-        server=server_label(str(r["server"]), run_variant(r)),
-        server_name=str(r["server"]),
-        connect=bool(r["connect"]),
+        server=server_label(r.spec.server, run_variant(r)),
+        server_name=r.spec.server,
+        connect=r.spec.connect,
         options=options,
-        late_share=_share(report.get("late_pct")),
-        skipped_share=_share(report.get("skipped_pct")),
-        retried=report.get("retried"),
-        retries=report.get("retries"),
+        late_share=_share(report.late_pct if report else None),
+        skipped_share=_share(report.skipped_pct if report else None),
+        retried=report.retried if report else None,
+        retries=report.retries if report else None,
         argv=tuple(r["argv"]),
         stored_warnings=findings.from_stored(r["warnings"]),
-        profiled=r["spec"].get("profile"),
+        profiled=r.spec.profile,
+        diagnosis=diagnosis.verdict if diagnosis else None,
+        diagnosis_evidence=diagnosis.evidence if diagnosis else (),
+        other_load_share=_other_load(diagnosis),
         pgbench_output=extra.pop("pgbench_output", None),
         **extra,
     )

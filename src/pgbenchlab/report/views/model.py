@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgbenchlab.analysis.comparison import ComparisonVerdict
+from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.analysis.scalability import UslFit
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.plan.schema import PROFILED_EXTRA
@@ -121,7 +123,7 @@ class RunView:
     cell_id: str
     sequence: int
     repeat: int
-    status: str
+    status: RunStatus
     error: str | None
     server: str  # the server label (name and variant: settings, kernel tunables)
     server_name: str
@@ -181,9 +183,7 @@ class RunView:
     histogram: HistogramView | None = None
     service_histogram: HistogramView | None = None
     events: tuple[EventView, ...] = ()
-    diagnosis: str | None = (
-        None  # what limited the run, from telemetry (`pgbenchlab.analysis.diagnosis`)
-    )
+    diagnosis: Bottleneck | None = None  # what limited the run, from telemetry
     diagnosis_evidence: tuple[str, ...] = ()
     other_load_share: float | None = None  # of the host's CPUs, used by other processes
     cpu_affinity: tuple[str, ...] = ()  # the CPUs its processes were allowed, as sentences
@@ -255,7 +255,7 @@ class ChangeView:
     relative_change: float
     ci_low: float | None
     ci_high: float | None
-    verdict: str
+    verdict: ComparisonVerdict
     reason: str
 
 
@@ -280,7 +280,7 @@ class Step:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str
+    verdict: ComparisonVerdict
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ results directory's artifacts/, or rebuilt from the stored report when that file
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import zstandard
 
 from pgbenchlab.errors import UserError
+from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.profiles import PGBENCH
 from pgbenchlab.report.views.text import affinity_text
 from pgbenchlab.store import Store, run_artifacts, run_as_dict
@@ -21,20 +23,30 @@ TOP_WAIT_EVENTS = 10
 
 
 @dataclass(frozen=True)
-class RunView:
+class RunDetail:
+    """One stored run for a person to read (`show`)."""
+
     campaign: str
     detail: dict[str, Any]  # run_detail: the stored run, its seconds and its telemetry
     pgbench_output: str  # pgbench's report as it printed it, or rebuilt from the stored fields
     output_kept: bool  # True: pgbench_output is the stored stdout itself
 
 
-def load(store: Store, run_id: int) -> RunView:
+RunView = RunDetail  # the name report/render/run_text.py still imports
+
+
+def load(store: Store, run_id: int) -> RunDetail:
     detail = run_detail(store, run_id)
     campaign = campaign_name(store, int(detail["campaign_id"]))
     stdout = stored_stdout(store.path.parent, campaign, detail)
     if stdout is not None:
-        return RunView(campaign, detail, stdout, output_kept=True)
-    return RunView(campaign, detail, rebuilt_report(detail["report"]), output_kept=False)
+        return RunDetail(campaign, detail, stdout, output_kept=True)
+    return RunDetail(campaign, detail, rebuilt_report(stored_report(detail)), output_kept=False)
+
+
+def stored_report(detail: Mapping[str, Any]) -> PgbenchReport | None:
+    """pgbench's report as the run's detail holds it (JSON, as `show --json` prints it)."""
+    return PgbenchReport.from_stored(detail["report"])
 
 
 def run_detail(store: Store, run_id: int) -> dict[str, Any]:
@@ -130,111 +142,110 @@ def stored_stdout(results_dir: Path, campaign: str, detail: dict[str, Any]) -> s
     return text if text.strip() else None
 
 
-def rebuilt_report(report: dict[str, Any]) -> str:
+def rebuilt_report(report: PgbenchReport | None) -> str:
     """The main lines of pgbench's report, in its wording, from the parsed fields (the
     per-script and per-statement tables are left out)."""
-    if not report:
+    if report is None:
         return ""
+    r = report
     lines = [
-        header_line(report),
-        f"transaction type: {report.get('transaction_type')}",
-        f"scaling factor: {report.get('scale')}",
-        f"query mode: {report.get('query_mode')}",
-        f"number of clients: {report.get('clients')}",
-        f"number of threads: {report.get('threads')}",
-        optional(report, "max_tries", "maximum number of tries: {}"),
-        optional(report, "duration_s", "duration: {} s"),
-        optional(report, "transactions_per_client", "number of transactions per client: {}"),
-        processed_line(report),
-        counted_line(report, "failed", "number of failed transactions"),
-        counted_line(report, "skipped", "number of transactions skipped"),
-        late_line(report),
-        latency_line(report),
-        optional(report, "latency_stddev_ms", "latency stddev = {:.3f} ms"),
-        lag_line(report),
-        optional(report, "initial_connection_time_ms", "initial connection time = {:.3f} ms"),
-        optional(report, "average_connection_time_ms", "average connection time = {:.3f} ms"),
-        *tps_lines(report),
+        header_line(r),
+        f"transaction type: {r.transaction_type}",
+        f"scaling factor: {r.scale}",
+        f"query mode: {r.query_mode}",
+        f"number of clients: {r.clients}",
+        f"number of threads: {r.threads}",
+        optional(r.max_tries, "maximum number of tries: {}"),
+        optional(r.duration_s, "duration: {} s"),
+        optional(r.transactions_per_client, "number of transactions per client: {}"),
+        processed_line(r),
+        counted_line(r, r.failed, r.failed_pct, "number of failed transactions"),
+        counted_line(r, r.skipped, r.skipped_pct, "number of transactions skipped"),
+        late_line(r),
+        latency_line(r),
+        optional(r.latency_stddev_ms, "latency stddev = {:.3f} ms"),
+        lag_line(r),
+        optional(r.initial_connection_time_ms, "initial connection time = {:.3f} ms"),
+        optional(r.average_connection_time_ms, "average connection time = {:.3f} ms"),
+        *tps_lines(r),
     ]
     return "\n".join(line for line in lines if line is not None) + "\n"
 
 
-def major_version(report: dict[str, Any]) -> int | None:
+def major_version(report: PgbenchReport) -> int | None:
     """pgbench's major version from its header (printed from 14 on; None before)."""
-    client = str(report.get("client_version") or "")
-    digits = client.split(".", 1)[0]
+    digits = (report.client_version or "").split(".", 1)[0]
     return int(digits) if digits.isdigit() else None
 
 
-def before_14(report: dict[str, Any]) -> bool:
+def before_14(report: PgbenchReport) -> bool:
     """pgbench 13 and older: no header and two tps lines."""
     return major_version(report) is None
 
 
-def share(report: dict[str, Any], key: str) -> str:
-    value = report.get(key)
+def share(report: PgbenchReport, value: float | None) -> str:
     text = "NaN" if value is None else f"{value:.3f}"  # NaN: stored as null
     major = major_version(report)
     spaced = major is None or major <= 14  # "(2.116 %)" up to 14, "(2.116%)" from 15
     return f" ({text} %)" if spaced else f" ({text}%)"
 
 
-def header_line(report: dict[str, Any]) -> str | None:
-    client, server = report.get("client_version"), report.get("server_version")
+def header_line(report: PgbenchReport) -> str | None:
+    client, server = report.client_version, report.server_version
     if client is None:  # pgbench before 14 prints no header
         return None
     return f"pgbench ({client}, server {server})" if server else f"pgbench ({client})"
 
 
-def optional(report: dict[str, Any], key: str, template: str) -> str | None:
-    value = report.get(key)
+def optional(value: object, template: str) -> str | None:
     return None if value is None else template.format(value)
 
 
-def processed_line(report: dict[str, Any]) -> str:
-    planned = report.get("transactions_planned")
+def processed_line(report: PgbenchReport) -> str:
+    planned = report.transactions_planned
     of = f"/{planned}" if planned is not None else ""
-    return f"number of transactions actually processed: {report.get('transactions')}{of}"
+    return f"number of transactions actually processed: {report.transactions}{of}"
 
 
-def counted_line(report: dict[str, Any], key: str, label: str) -> str | None:
-    count = report.get(key)
-    return None if count is None else f"{label}: {count}{share(report, f'{key}_pct')}"
+def counted_line(
+    report: PgbenchReport, count: int | None, percent: float | None, label: str
+) -> str | None:
+    return None if count is None else f"{label}: {count}{share(report, percent)}"
 
 
-def late_line(report: dict[str, Any]) -> str | None:
-    late, limit = report.get("late"), report.get("latency_limit_ms")
+def late_line(report: PgbenchReport) -> str | None:
+    late, limit = report.late, report.latency_limit_ms
     if late is None or limit is None:
         return None
-    of = f"/{report['late_of']}" if report.get("late_of") is not None else ""
+    of = f"/{report.late_of}" if report.late_of is not None else ""
     above = f"number of transactions above the {limit:.1f} ms latency limit"
-    return f"{above}: {late}{of}{share(report, 'late_pct')}"
+    return f"{above}: {late}{of}{share(report, report.late_pct)}"
 
 
-def latency_line(report: dict[str, Any]) -> str | None:
-    value = report.get("latency_avg_ms")
+def latency_line(report: PgbenchReport) -> str | None:
+    value = report.latency_avg_ms
     if value is None:
         return None
-    failures = " (including failures)" if report.get("includes_failures") else ""
+    failures = " (including failures)" if report.includes_failures else ""
     return f"latency average = {value:.3f} ms{failures}"
 
 
-def lag_line(report: dict[str, Any]) -> str | None:
-    avg, peak = report.get("lag_avg_ms"), report.get("lag_max_ms")
+def lag_line(report: PgbenchReport) -> str | None:
+    avg, peak = report.lag_avg_ms, report.lag_max_ms
     if avg is None:
         return None
     return f"rate limit schedule lag: avg {avg:.3f} (max {peak or 0:.3f}) ms"
 
 
-def tps_lines(report: dict[str, Any]) -> list[str | None]:
-    tps = report.get("tps")
+def tps_lines(report: PgbenchReport) -> list[str | None]:
+    tps = report.tps
     if tps is None:
         return []
     if before_14(report):
         including = optional(
-            report, "tps_including_connections", "tps = {:f} (including connections establishing)"
+            report.tps_including_connections, "tps = {:f} (including connections establishing)"
         )
         return [including, f"tps = {tps:f} (excluding connections establishing)"]
-    if report.get("reconnect_each_transaction"):
+    if report.reconnect_each_transaction:
         return [f"tps = {tps:f} (including reconnection times)"]
     return [f"tps = {tps:f} (without initial connection time)"]

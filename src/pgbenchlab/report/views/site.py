@@ -11,6 +11,7 @@ from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.compare import CellChange, match
 from pgbenchlab.report.views.metrics import one_server_each
 from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.results import CampaignStatus
 from pgbenchlab.store import Store
 
 DEFAULT_THRESHOLD = 0.02  # as `pgbenchlab compare`
@@ -37,7 +38,7 @@ class EmptyCampaign:
     name: str
     description: str
     started_at: float
-    status: str
+    status: CampaignStatus
 
 
 @dataclass(frozen=True)
@@ -51,21 +52,14 @@ class SiteView:
 def load_site(store: Store, threshold: float = DEFAULT_THRESHOLD) -> SiteView:
     """Every campaign with runs, every pair of them that shares a cell, and the campaigns
     that have no run yet."""
-    rows = store.campaigns()
-    if not rows:
+    listed = store.campaign_summaries()
+    if not listed:
         raise UserError(f"no campaign in {store.path}: nothing to put on a site")
     empty = tuple(
-        EmptyCampaign(
-            int(r["id"]),
-            str(r["name"]),
-            str(r["description"]),
-            float(r["started_at"]),
-            str(r["status"]),
-        )
-        for r in rows
-        if int(r["runs"]) == 0
+        EmptyCampaign(c.id, c.name, c.description, c.started_at, c.status)
+        for c in (s.campaign for s in listed if s.runs == 0)
     )
-    views = tuple(load_view(store, int(r["id"])) for r in rows if int(r["runs"]) > 0)
+    views = tuple(load_view(store, s.campaign.id) for s in listed if s.runs > 0)
     comparisons = [
         found
         for index, first in enumerate(views)

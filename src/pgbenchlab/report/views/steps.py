@@ -236,7 +236,7 @@ def _steps(
             ci_low=point.ci_low,
             ci_high=point.ci_high,
             p_value=point.p_value,
-            verdict=str(point.verdict),
+            verdict=point.verdict,
         )
         for point in change_points(series, higher_is_better=higher_is_better, threshold=threshold)
     ]

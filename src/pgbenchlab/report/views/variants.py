@@ -15,7 +15,7 @@ def server_label(name: str, variant: Mapping[str, Any]) -> str:
     return name + "".join(f" {k}={v}" for k, v in sorted(variant.items()))
 
 
-def run_variant(run: RunRecord | Mapping[str, Any]) -> dict[str, str]:
+def run_variant(run: RunRecord) -> dict[str, str]:
     """What a stored run's cell set around its server, its settings and kernel tunables, masked
     as the servers table masks the variants it records (`RunSpec.variant`)."""
-    return redact_settings({**(run["server_settings"] or {}), **(run["sysctl"] or {})})
+    return redact_settings(dict(run.spec.server_settings + run.spec.sysctl))
