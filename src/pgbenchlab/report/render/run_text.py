@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from pgbenchlab import builds, findings
-from pgbenchlab.report.views.run import RunView
+from pgbenchlab.report.views.run import RunDetail
 
 PERCENTILES = (("p50", "p50_ms"), ("p90", "p90_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
 MORE_PERCENTILES = (("p99.9", "p999_ms"), ("min", "min_ms"), ("max", "max_ms"))
@@ -18,7 +18,7 @@ LAG_PERCENTILES = (("p50", "lag_p50_ms"), ("p99", "lag_p99_ms"), ("p99.9", "lag_
 INDENT = "  "
 
 
-def as_text(view: RunView) -> str:
+def as_text(view: RunDetail) -> str:
     d = view.detail
     sections = [
         run_lines(view.campaign, d),
@@ -97,7 +97,7 @@ def tps_text(d: dict[str, Any]) -> str:
     return text
 
 
-def pgbench_lines(view: RunView) -> list[str]:
+def pgbench_lines(view: RunDetail) -> list[str]:
     if not view.pgbench_output.strip():
         return []
     title = (

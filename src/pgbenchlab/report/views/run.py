@@ -32,9 +32,6 @@ class RunDetail:
     output_kept: bool  # True: pgbench_output is the stored stdout itself
 
 
-RunView = RunDetail  # the name report/render/run_text.py still imports
-
-
 def load(store: Store, run_id: int) -> RunDetail:
     detail = run_detail(store, run_id)
     campaign = campaign_name(store, int(detail["campaign_id"]))
