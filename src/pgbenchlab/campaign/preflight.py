@@ -48,6 +48,9 @@ class Status(StrEnum):
     LATER = "checked when the campaign starts"  # every item needs what only the campaign has
 
 
+WHICH = {Status.FAILED: "failed", Status.SKIPPED: "was skipped"}
+
+
 @dataclass
 class Readiness:
     """What the checks look at: the plan (and the capacity search's SLO), and in the second
@@ -389,7 +392,7 @@ def run_checks(
     }
     outcomes = []
     for check in checks:
-        broken = [f"{n}, which {unmet[n].value}" for n in check.needs if n in unmet]
+        broken = [f"{n}, which {WHICH[unmet[n]]}" for n in check.needs if n in unmet]
         if broken:
             reason = f"needs {' and '.join(broken)}"
             outcomes.append(Outcome(check, Status.SKIPPED, reason=reason))
