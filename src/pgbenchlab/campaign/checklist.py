@@ -106,7 +106,8 @@ class Findings:
         try:
             call()
         except UserError as exc:
-            self.problems.append(f"{about}: {exc}" if about else str(exc))
+            said = str(exc)
+            self.problems.append(f"{about}: {said}" if about not in said else said)
 
     def add(self, problems: list[str]) -> None:
         self.checked += 1
