@@ -158,9 +158,12 @@ class TestHosts:
         return host
 
     def start_sshd(self, name: str) -> None:
-        """Start (or restart) the host's sshd in its private mount namespace, which a
-        `sleep` holds from the first start on (its home and /tmp outlive an sshd)."""
+        """Start the host's sshd (again, once killed) unless it runs, in its private mount
+        namespace, which a `sleep` holds from the first start on (its home and /tmp outlive an
+        sshd)."""
         host = self.hosts[name]
+        if host.sshd is not None and host.sshd.poll() is None:
+            return  # running: a second one could not bind, and the first would be lost
         directory = self.state / name
         if host.holder is None:
             host.holder = subprocess.Popen(
