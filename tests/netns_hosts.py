@@ -20,6 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")
@@ -157,9 +158,12 @@ class TestHosts:
         return host
 
     def start_sshd(self, name: str) -> None:
-        """Start (or restart) the host's sshd in its private mount namespace, which a
-        `sleep` holds from the first start on (its home and /tmp outlive an sshd)."""
+        """Start the host's sshd (again, once killed) unless it runs, in its private mount
+        namespace, which a `sleep` holds from the first start on (its home and /tmp outlive an
+        sshd)."""
         host = self.hosts[name]
+        if host.sshd is not None and host.sshd.poll() is None:
+            return  # running: a second one could not bind, and the first would be lost
         directory = self.state / name
         if host.holder is None:
             host.holder = subprocess.Popen(
@@ -180,9 +184,16 @@ class TestHosts:
                 stdout=subprocess.PIPE,
             )
             assert host.holder.stdout is not None
-            if host.holder.stdout.readline() != b"ready\n":
-                raise RuntimeError(f"the private mounts of {host.name} failed")
-        host.sshd = subprocess.Popen(
+            with host.holder.stdout as said:  # it says nothing more: `sleep` holds the mounts
+                if said.readline() != b"ready\n":
+                    raise RuntimeError(f"the private mounts of {host.name} failed")
+        with open(directory / "sshd.log", "ab") as log:  # the child keeps its own descriptor
+            host.sshd = self._sshd(host, directory, log)
+        self._wait_listening(host)
+
+    def _sshd(self, host: TestHost, directory: Path, log: IO[bytes]) -> subprocess.Popen[bytes]:
+        assert host.holder is not None
+        return subprocess.Popen(
             [
                 "ip",
                 "netns",
@@ -198,9 +209,8 @@ class TestHosts:
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=open(directory / "sshd.log", "ab"),  # noqa: SIM115 - the child keeps it
+            stderr=log,
         )
-        self._wait_listening(host)
 
     def _private_mounts(self, host: TestHost) -> str:
         uid, gid = self._ids()

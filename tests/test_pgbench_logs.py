@@ -579,8 +579,9 @@ def test_compressed_aggregate_logs(case: Case, tmp_path: Path) -> None:
     packed = []
     for path in case.files:
         target = tmp_path / (path.name + ".zst")
-        with target.open("wb") as sink:  # streamed: no content size in the frame header
-            zstandard.ZstdCompressor().copy_stream(path.open("rb"), sink)
+        # streamed: no content size in the frame header
+        with path.open("rb") as source, target.open("wb") as sink:
+            zstandard.ZstdCompressor().copy_stream(source, sink)
         packed.append(target)
     plain = analyse_aggregate_logs(case.files, pg_major=18)
     assert analyse_aggregate_logs(packed, pg_major=18).intervals == plain.intervals

@@ -58,3 +58,17 @@ class PgbenchParseError(Exception):
 
 class ProfilerError(UserError):
     """perf cannot profile the server here: missing, or refused by the kernel."""
+
+
+class NotReady(UserError):
+    """The checks made before a campaign starts found problems: the message holds every one,
+    a line each with its fix (one problem: that line alone). Nothing was started or changed."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        if len(problems) == 1:
+            message = problems[0]
+        else:
+            lines = "\n".join(f"  - {p}" for p in problems)
+            message = f"{len(problems)} problems, found before anything started; fix each:\n{lines}"
+        super().__init__(message)

@@ -146,7 +146,8 @@ def resolve(
         if install is None or (need_server and not install.has_server):
             there = "" if host is LOCAL_HOST else f" on host {host.name}"
             raise InstallError(
-                f"no PostgreSQL {'server' if need_server else 'binaries'} in {path}{there}"
+                f"no PostgreSQL {'server' if need_server else 'binaries'} in {path}{there}: "
+                "give a bin directory (or its parent) that holds one"
             )
         return install
     matches = [i for i in usable if spec in (i.version.major_text, i.source, i.name)]

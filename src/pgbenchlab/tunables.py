@@ -84,19 +84,26 @@ class KernelTunables:
         return normal(self.host.read_text(self.path(name)))
 
     def check(self, euid: int | None = None) -> None:
-        """Refuse, before anything starts, tunables this process cannot set."""
+        """Refuse, before anything starts, the first tunable this process cannot set."""
+        for problem in self.problems(euid):
+            raise TunableError(problem)
+
+    def problems(self, euid: int | None = None) -> list[str]:
+        """Why this process cannot set these tunables, one line each with its fix: not root
+        (one line for all), or a name this kernel has no tunable for."""
         if not self.names:
-            return
+            return []
         if (os.geteuid() if euid is None else euid) != 0:
-            raise TunableError(
+            return [
                 f"[matrix.sysctl] ({', '.join(self.names)}): kernel tunables are set as root; "
                 "run pgbenchlab as root or remove them from the plan"
-            )
-        for name in self.names:
-            if not self.host.exists(self.path(name)):
-                raise TunableError(
-                    f"[matrix.sysctl] {name}: no such kernel tunable here ({self.path(name)})"
-                )
+            ]
+        return [
+            f"[matrix.sysctl] {name}: no such kernel tunable here ({self.path(name)}): "
+            "remove it from the plan or correct its name"
+            for name in self.names
+            if not self.host.exists(self.path(name))
+        ]
 
     def repair(self) -> dict[str, str]:
         """Restore what a campaign killed while it had tunables changed left in the journal;

@@ -34,14 +34,19 @@ def check(recipe: BuildRecipe, host: Host = LOCAL_HOST) -> None:
     kind, path = recipe.kind, Path(recipe.location)
     if kind == "debian":
         return
+    problem = None
     if not path.exists():
-        raise BuildError(f"source {recipe.source}: {path} does not exist")
-    if kind == "git":
+        problem = "does not exist"
+    elif kind == "git":
         resolve_ref(path, recipe.ref or "HEAD", host)
     elif kind == "tar" and not path.is_file():
-        raise BuildError(f"source {recipe.source}: {path} is not a file")
+        problem = "is not a file"
     elif kind == "dir" and not any((path / n).is_file() for n in ("configure", "meson.build")):
-        raise BuildError(f"source {recipe.source}: {path} holds no PostgreSQL source tree")
+        problem = "holds no PostgreSQL source tree"
+    if problem:
+        raise BuildError(
+            f"source {recipe.source}: {path} {problem}: correct the source of [build.{recipe.name}]"
+        )
 
 
 def identify(recipe: BuildRecipe, root: Path, host: Host = LOCAL_HOST) -> SourceIdentity:

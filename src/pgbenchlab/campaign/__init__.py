@@ -7,11 +7,13 @@ the executor seam (`executor`), what it tells a display (`events`), the pure ass
 run's result (`assemble`), with repeats = "auto" which cells the next round runs (`rounds`),
 the capacity search executed probe by probe (`capacity`), and where a run was made and
 the results of a plan's shards joined (`fleet`), and what is refused before anything starts
-(`preflight`, which `run --dry-run` calls too). It may import everything below
+(`preflight`: one ordered list of checks, every problem reported at once; `run --dry-run`
+shows their outcomes). It may import everything below
 it: plan, installs, hosts, server, dataset, pgbench, telemetry, analysis, results, findings,
 store; nothing from report or cli.
 """
 
+from pgbenchlab.campaign import preflight
 from pgbenchlab.campaign.clean import remove_clusters
 from pgbenchlab.campaign.events import NullReporter, Reporter
 from pgbenchlab.campaign.layout import RESULTS_DB
@@ -25,6 +27,7 @@ __all__ = [
     "Outcome",
     "Reporter",
     "check_before_start",
+    "preflight",
     "remove_clusters",
     "run_campaign",
 ]

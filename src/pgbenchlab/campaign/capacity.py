@@ -34,8 +34,9 @@ from pgbenchlab.analysis.slo import RunFigures, Slo, Verdict, judge
 from pgbenchlab.campaign.equipment import prepared
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
+from pgbenchlab.campaign.preflight import searchable_problems
 from pgbenchlab.campaign.session import Outcome, Session, drive
-from pgbenchlab.errors import PlanError
+from pgbenchlab.errors import NotReady
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.plan.hosts import auto_threads
 from pgbenchlab.results import RunResult, RunStatus
@@ -45,10 +46,6 @@ CAMPAIGN_SUFFIX = "-capacity"
 HEADROOM = 2.0
 MAX_CLIENTS = 64
 DEFAULT_TRIAL_S = 10
-
-
-class CapacityError(PlanError):
-    """The plan or the SLO cannot be searched for a capacity."""
 
 
 @dataclass(frozen=True)
@@ -81,23 +78,11 @@ class CapacityOutcome:
 
 
 def capacity_plan(plan: Plan, options: CapacityOptions) -> Plan:
-    """The capacity campaign's plan, refused (exit 2, one line) when it cannot be searched."""
-    for spec in plan.specs:
-        if spec.options.rate is not None:
-            raise CapacityError(
-                f"the plan gives a rate (-R {spec.options.rate:g}, cell {spec.label}): capacity "
-                "searches the rate itself; remove the rate axis"
-            )
-        if spec.options.duration_s is None:
-            raise CapacityError(
-                f"workload {spec.workload.name} runs a fixed count of transactions "
-                "(transactions = N) and cannot be rate-limited for a time: give it a duration"
-            )
-        if spec.options.latency_limit_ms is None and options.slo.latency_bound_ms is None:
-            raise CapacityError(
-                "the SLO bounds no latency and the plan gives no latency_limit: -L needs one "
-                "of them for late and skipped transactions"
-            )
+    """The capacity campaign's plan, refused (exit 2, every reason) when it cannot be
+    searched (`preflight.searchable_problems`)."""
+    problems = searchable_problems(plan, options.slo)
+    if problems:
+        raise NotReady(problems)
     name = plan.name + CAMPAIGN_SUFFIX
     return replace(plan, name=name, text=f"{plan.text.rstrip()}\n{options.identity}\n")
 

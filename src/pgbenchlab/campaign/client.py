@@ -1,5 +1,6 @@
-"""Which pgbench a campaign runs: the plan's [pgbench] install, its version, and the options
-that version lacks (refused before anything starts)."""
+"""Which pgbench a campaign runs: the plan's [pgbench] install (here, on its load generator
+host, or the same one on each of several), its version, and the options that version lacks
+(refused before anything starts)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgbenchlab import installs
+from pgbenchlab.campaign.generators import SEEDS_SINCE
+from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.invocation import command
 from pgbenchlab.plan import Plan
 from pgbenchlab.records.version import PgVersion, parse_version
+from pgbenchlab.telemetry.profiler import check_perf_for_pgbench
 
 RETRIES_SINCE = (15,)  # pgbench --max-tries
 
@@ -26,6 +30,47 @@ class PgbenchClient:
     @property
     def binary(self) -> Path:
         return self.install.binary("pgbench")
+
+
+def campaign_pgbench(
+    plan: Plan, hosts: CampaignHosts | None, found: list[Installation]
+) -> PgbenchClient:
+    """The campaign's pgbench: among found (this machine's installations), or on its load
+    generator host (reached: hosts) with perf there when it is profiled, or the same on each
+    of several."""
+    if not plan.pgbench_hosts:
+        return choose_pgbench(plan, found)
+    assert hosts is not None, "load generator hosts are reached first"
+    if len(plan.pgbench_hosts) > 1:
+        return fleet_pgbench(plan, hosts)
+    generator = hosts.get(plan.pgbench_hosts[0])
+    chosen = choose_pgbench(plan, hosts.installations(plan.pgbench_hosts[0]), generator)
+    if plan.profiles_pgbench:
+        check_perf_for_pgbench(generator)
+    return chosen
+
+
+def fleet_pgbench(plan: Plan, hosts: CampaignHosts) -> PgbenchClient:
+    """The pgbench every load generator runs: the same version at the same path on each (one
+    argv for all), 11 or later (--random-seed)."""
+    chosen = {
+        name: choose_pgbench(plan, hosts.installations(name), hosts.get(name))
+        for name in plan.pgbench_hosts
+    }
+    first = next(iter(chosen.values()))
+    for name, client in chosen.items():
+        if (client.binary, client.version) != (first.binary, first.version):
+            raise PlanError(
+                f"{plan.path}: the load generators need the same pgbench at the same path; "
+                f"{plan.pgbench_hosts[0]} has {first.binary} ({first.version_text.strip()}), "
+                f"{name} has {client.binary} ({client.version_text.strip()})"
+            )
+    if first.version.major < SEEDS_SINCE:
+        raise PlanError(
+            f"{plan.path}: several load generators need pgbench 11 or later (--random-seed); "
+            f"theirs is {first.version_text.strip()}: choose a newer [pgbench] install"
+        )
+    return first
 
 
 def choose_pgbench(plan: Plan, found: list[Installation], host: Host = LOCAL_HOST) -> PgbenchClient:

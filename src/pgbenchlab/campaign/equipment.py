@@ -1,89 +1,88 @@
 """What a campaign runs with: the plan's pgbench, its servers and the executor that starts
-pgbench (here or on a load generator host), checked before anything starts, with the
+pgbench (here or on a load generator host), made once `preflight`'s checks pass, with the
 connections to the plan's hosts open for as long as the campaign runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from pgbenchlab import builds, installs
 from pgbenchlab.builds import prebuilt
-from pgbenchlab.campaign.client import PgbenchClient, choose_pgbench
+from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor, GeneratorExecutor, LocalExecutor
-from pgbenchlab.campaign.generators import SEEDS_SINCE, FleetExecutor
+from pgbenchlab.campaign.generators import FleetExecutor
 from pgbenchlab.campaign.hosts import CampaignHosts
-from pgbenchlab.campaign.preflight import check_before_start
+from pgbenchlab.campaign.preflight import (
+    CheckOutcome,
+    Readiness,
+    check_before_start,
+    check_equipment,
+)
 from pgbenchlab.campaign.servers import Servers
-from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import Plan
-from pgbenchlab.telemetry.profiler import check_perf_for_pgbench
 from pgbenchlab.tunables import KernelTunables
 
 
 @contextmanager
 def equipped(
-    plan: Plan, results_dir: Path, built: list[installs.Installation] | None
+    plan: Plan,
+    results_dir: Path,
+    built: list[installs.Installation] | None,
+    first: list[CheckOutcome] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[PgbenchClient, Servers, Executor]]:
-    """The plan's pgbench, servers and executor, checked (its builds made unless the caller
-    made them, and held in use until the block ends, so no prune deletes them); the
-    connections to its hosts stay open until the block ends."""
+    """The plan's pgbench, servers and executor, once the checks the first pass (first) left
+    pass (without first: every check): its builds made unless the caller made them (and held
+    in use until the block ends, so no prune deletes them), its binaries fetched and its hosts
+    reached (a download's progress told to `say`); the connections to its hosts stay open
+    until the block ends."""
     with builds.using():
         if built is None:
             built = builds.ensure_all(plan.needed_builds)
-        with _equipped(plan, results_dir, built) as kit:
-            yield kit
+        fetched = [prebuilt.ensure(b, say=say) for b in plan.needed_binaries]
+        found = installs.discover() + built + fetched
+        hosts = CampaignHosts(plan)
+        try:
+            servers = Servers(plan, results_dir, found, hosts)
+            ready = Readiness(plan, servers=servers)
+            check_equipment(ready, first)
+            hosts.stop_leftovers()
+            yield ready.pgbench(), servers, executor_for(plan, hosts)
+        finally:
+            hosts.close()
 
 
-@contextmanager
-def _equipped(
-    plan: Plan, results_dir: Path, built: list[installs.Installation]
-) -> Iterator[tuple[PgbenchClient, Servers, Executor]]:
-    found = installs.discover() + built + [prebuilt.ensure(b) for b in plan.needed_binaries]
-    hosts = CampaignHosts(plan)
-    try:
-        hosts.check()
-        executor: Executor
-        if len(plan.pgbench_hosts) > 1:
-            pgbench = fleet_pgbench(plan, hosts)
-            generators = [(name, hosts.get(name)) for name in plan.pgbench_hosts]
-            executor = FleetExecutor(
-                generators, pgbench_cpus=plan.pgbench_cpus, keep_logs=plan.pgbench_keep_logs
-            )
-        elif plan.pgbench_hosts:
-            generator = plan.pgbench_hosts[0]
-            pgbench = choose_pgbench(plan, hosts.installations(generator), hosts.get(generator))
-            executor = GeneratorExecutor(
-                hosts.get(generator),
-                pgbench_cpus=plan.pgbench_cpus,
-                keep_logs=plan.pgbench_keep_logs,
-            )
-            if plan.profiles_pgbench:
-                check_perf_for_pgbench(hosts.get(generator))
-        else:
-            pgbench = choose_pgbench(plan, found)
-            executor = LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
-        servers = Servers(plan, results_dir, found, hosts)
-        servers.validate()
-        yield pgbench, servers, executor
-    finally:
-        hosts.close()
+def executor_for(plan: Plan, hosts: CampaignHosts) -> Executor:
+    """What starts pgbench: here, on the load generator host, or split across several."""
+    if len(plan.pgbench_hosts) > 1:
+        generators = [(name, hosts.get(name)) for name in plan.pgbench_hosts]
+        return FleetExecutor(
+            generators, pgbench_cpus=plan.pgbench_cpus, keep_logs=plan.pgbench_keep_logs
+        )
+    if plan.pgbench_hosts:
+        return GeneratorExecutor(
+            hosts.get(plan.pgbench_hosts[0]),
+            pgbench_cpus=plan.pgbench_cpus,
+            keep_logs=plan.pgbench_keep_logs,
+        )
+    return LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
 
 
 @contextmanager
 def prepared(
     plan: Plan, results_dir: Path, built: list[installs.Installation] | None, reporter: Reporter
 ) -> Iterator[tuple[PgbenchClient, Servers, Executor, KernelTunables]]:
-    """What a campaign (`run`, `capacity`) starts with, checked before any run: what
-    `check_before_start` refuses (sources, compilers, perf, the kernel tunables); the plan's
-    pgbench, servers and executor (`equipped`); then the tunables a killed campaign left
-    changed put back, the journal held for this campaign's, and every planned value tried
-    (`try_values`)."""
-    check_before_start(plan)
+    """What a campaign (`run`, `capacity`) starts with, checked before any run: `preflight`'s
+    checks (every problem at once; what needs the builds, binaries or hosts once they are
+    there), the plan's pgbench, servers and executor (`equipped`); then the tunables a killed
+    campaign left changed put back, the journal held for this campaign's, and every planned
+    value tried (`try_values`)."""
+    first = check_before_start(plan)
     tunables = KernelTunables(plan.sysctl_names)
-    with equipped(plan, results_dir, built) as (pgbench, servers, executor):
+    with equipped(plan, results_dir, built, first, reporter.note) as (pgbench, servers, executor):
         repaired = tunables.repair()
         if repaired:
             put_back = ", ".join(f"{k} = {v}" for k, v in sorted(repaired.items()))
@@ -93,26 +92,3 @@ def prepared(
             yield pgbench, servers, executor, tunables
         finally:
             tunables.restore()
-
-
-def fleet_pgbench(plan: Plan, hosts: CampaignHosts) -> PgbenchClient:
-    """The pgbench every load generator runs: the same version at the same path on each (one
-    argv for all), 11 or later (--random-seed)."""
-    chosen = {
-        name: choose_pgbench(plan, hosts.installations(name), hosts.get(name))
-        for name in plan.pgbench_hosts
-    }
-    first = next(iter(chosen.values()))
-    for name, client in chosen.items():
-        if (client.binary, client.version) != (first.binary, first.version):
-            raise PlanError(
-                f"{plan.path}: the load generators need the same pgbench at the same path; "
-                f"{plan.pgbench_hosts[0]} has {first.binary} ({first.version_text.strip()}), "
-                f"{name} has {client.binary} ({client.version_text.strip()})"
-            )
-    if first.version.major < SEEDS_SINCE:
-        raise PlanError(
-            f"{plan.path}: several load generators need pgbench 11 or later (--random-seed); "
-            f"theirs is {first.version_text.strip()}: choose a newer [pgbench] install"
-        )
-    return first

@@ -1,7 +1,7 @@
 """The campaign's [[host]]s: each reached over SSH once, checked before anything starts (an
-unknown host key, a refused login, an unreachable address: exit 2 with the fix), the
-detached processes a killed campaign left there stopped, their installations and login account
-found, and every connection closed at the end."""
+unknown host key, a refused login, an unreachable address: exit 2 with the fix; one of
+`preflight`'s checks), then the detached processes a killed campaign left there stopped,
+their installations and login account found, and every connection closed at the end."""
 
 from __future__ import annotations
 
@@ -46,6 +46,12 @@ def generator_cpus(loaded: Plan) -> tuple[int, ...]:
     return tuple(counts)
 
 
+def used_hosts(plan: Plan) -> list[str]:
+    """The hosts some server or load generator runs on, in plan order."""
+    named = {s.host for s in plan.servers} | set(plan.pgbench_hosts)
+    return [h.name for h in plan.hosts if h.name in named]
+
+
 class CampaignHosts:
     """The plan's hosts by name; None names this machine."""
 
@@ -57,20 +63,21 @@ class CampaignHosts:
 
     @property
     def used(self) -> list[str]:
-        """The hosts some server or load generator runs on, in plan order."""
-        named = {s.host for s in self.plan.servers} | set(self.plan.pgbench_hosts)
-        return [h.name for h in self.plan.hosts if h.name in named]
+        return used_hosts(self.plan)
 
     def get(self, name: str | None) -> Host:
         return LOCAL_HOST if name is None else self.remote[name]
 
-    def check(self) -> None:
-        """Connect to every used host (HostError otherwise), refuse a root login where a
-        managed server would run, and stop what a killed campaign left running there."""
+    def check(self, name: str) -> None:
+        """Connect to a used host (HostError otherwise) and refuse a root login where a
+        managed server would run."""
+        self.remote[name].check()
+        if managed_servers(self.plan, name):
+            check_login(self.plan, name, self.account(name))
+
+    def stop_leftovers(self) -> None:
+        """Stop what a killed campaign left running on the used hosts (once they are checked)."""
         for name in self.used:
-            self.remote[name].check()
-            if managed_servers(self.plan, name):
-                check_login(self.plan, name, self.account(name))
             self.remote[name].stop_leftovers()
 
     def installations(self, name: str) -> list[Installation]:

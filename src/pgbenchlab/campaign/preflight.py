@@ -1,21 +1,284 @@
-"""What a campaign refuses before anything starts, from this machine alone: nothing is built,
-fetched, started or connected to. `run` and `run --dry-run` both call `check_before_start`, so
-a dry run refuses what the run would."""
+"""What is checked before a campaign starts, as one ordered list (`CHECKS`): each a named check
+with what it checks and its remedy. They run in order and every problem is collected (a check
+that needs an earlier one which failed is skipped, and says so); the problems are raised
+together (`NotReady`: a line each with its fix, exit 2) before anything is started or changed.
+
+Two passes over the same list. First what this machine alone can tell, with nothing built,
+fetched, started or connected to (`check_before_start`: `run --dry-run` shows its outcomes;
+`run` and `capacity` call it before they build). The items that need more (a build made,
+prebuilt binaries fetched, a host reached, an external server connected to) are left to the
+second pass (`check_equipment`, from `equipment.prepared`), which runs the checks that left some.
+"""
 
 from __future__ import annotations
 
+from functools import partial
+
 from pgbenchlab import builds
-from pgbenchlab.plan import Plan
+from pgbenchlab.analysis.slo import Slo
+from pgbenchlab.campaign.checklist import (
+    Check,
+    CheckOutcome,
+    Findings,
+    Readiness,
+    Status,
+    refuse,
+    run_checks,
+)
+from pgbenchlab.campaign.hosts import used_hosts
+from pgbenchlab.campaign.pinning import check_cpu_list, cpu_lists
+from pgbenchlab.campaign.servers import (
+    check_external,
+    check_settings,
+    check_tls,
+    data_dir_clashes,
+)
+from pgbenchlab.hosts import Host
+from pgbenchlab.installs import BUILD_PREFIX
+from pgbenchlab.plan import Plan, ServerPlan
 from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
 
+__all__ = [
+    "CHECKS",
+    "Check",
+    "CheckOutcome",
+    "Findings",
+    "Readiness",
+    "Status",
+    "check_before_start",
+    "check_equipment",
+    "first_pass",
+    "refuse",
+    "run_checks",
+    "searchable_problems",
+]
 
-def check_before_start(plan: Plan) -> None:
-    """UserError naming the fix for the first of: a build's compiler, build system, patches or
-    source (a missing file, repository or ref), perf for profiled runs, the kernel tunables of
-    [matrix.sysctl] (root, and each one existing here)."""
-    for recipe in plan.needed_builds:
-        builds.check(recipe)
-    if any(spec.profiled for spec in plan.specs):
-        check_perf()
-    KernelTunables(plan.sysctl_names).check()
+
+def capacity_search(ready: Readiness, found: Findings) -> None:
+    if ready.slo is not None:
+        found.add(searchable_problems(ready.plan, ready.slo))
+
+
+def searchable_problems(plan: Plan, slo: Slo) -> list[str]:
+    """Why the plan's cells cannot be searched for a capacity under slo, a line each."""
+    problems = []
+    if rated := next((s for s in plan.specs if s.options.rate is not None), None):
+        problems.append(
+            f"the plan gives a rate (-R {rated.options.rate:g}, cell {rated.label}): capacity "
+            "searches the rate itself; remove the rate axis"
+        )
+    if counted := next((s for s in plan.specs if s.options.duration_s is None), None):
+        problems.append(
+            f"workload {counted.workload.name} runs a fixed count of transactions "
+            "(transactions = N) and cannot be rate-limited for a time: give it a duration"
+        )
+    if slo.latency_bound_ms is None and any(s.options.latency_limit_ms is None for s in plan.specs):
+        problems.append(
+            "the SLO bounds no latency and the plan gives no latency_limit: -L needs one "
+            "of them for late and skipped transactions"
+        )
+    return problems
+
+
+def build_sources(ready: Readiness, found: Findings) -> None:
+    for recipe in ready.plan.needed_builds:
+        found.attempt(partial(builds.check, recipe))
+
+
+def perf(ready: Readiness, found: Findings) -> None:
+    if any(spec.profiled for spec in ready.plan.specs):
+        found.attempt(check_perf)
+
+
+def kernel_tunables(ready: Readiness, found: Findings) -> None:
+    if ready.plan.sysctl_names:
+        found.add(KernelTunables(ready.plan.sysctl_names).problems())
+
+
+def shared_data_dirs(ready: Readiness, found: Findings) -> None:
+    if any(s.managed and s.data_dir for s in ready.plan.servers):
+        found.add(data_dir_clashes(ready.plan))
+
+
+def hosts(ready: Readiness, found: Findings) -> None:
+    reached = ready.hosts
+    for name in used_hosts(ready.plan):
+        if reached is None:
+            found.leave(f"host {name} is reached")
+        else:
+            found.attempt(partial(reached.check, name))
+
+
+def cpus(ready: Readiness, found: Findings) -> None:
+    for listed in cpu_lists(ready.plan):
+        host = ready.host(listed[2])
+        if host is None:
+            found.leave(f"{listed[0]}: checked on host {listed[2]}")
+        else:
+            found.attempt(partial(check_cpu_list, ready.plan, listed, host))
+
+
+def managed(ready: Readiness) -> list[ServerPlan]:
+    return [s for s in ready.plan.servers if s.managed]
+
+
+def installations(ready: Readiness, found: Findings) -> None:
+    for server in managed(ready):
+        if waits := ready.waits_for(server):
+            found.leave(f"server {server.name}: its installation ({waits}) is checked")
+        else:
+            found.attempt(partial(ready.install, server), f"server {server.name}")
+
+
+def pgbench(ready: Readiness, found: Findings) -> None:
+    plan = ready.plan
+    if ready.servers is None and plan.pgbench_hosts:
+        found.leave(f"pgbench is chosen on {', '.join(plan.pgbench_hosts)}")
+    elif ready.servers is None and plan.pgbench_install.startswith(BUILD_PREFIX):
+        build = plan.pgbench_install.removeprefix(BUILD_PREFIX)
+        found.leave(f"pgbench (build {build}) is checked")
+    else:
+        found.attempt(ready.pgbench)
+
+
+def settings(ready: Readiness, found: Findings) -> None:
+    """Every combination of settings each managed server starts with, judged by its own
+    postgres; and TLS where the plan connects with it."""
+    for server in managed(ready):
+        host = ready.host(server.host)
+        if (waits := ready.waits_for(server)) or host is None:
+            found.leave(f"server {server.name}: its settings ({waits}) are judged")
+        else:
+            found.attempt(partial(judge_settings, ready, server, host))
+
+
+def judge_settings(ready: Readiness, server: ServerPlan, host: Host) -> None:
+    install = ready.install(server)
+    check_settings(server, ready.plan, install, host)
+    if ready.plan.uses_connection("tls", server.name):
+        check_tls(server, ready.plan, install, host)
+
+
+def data_dirs(ready: Readiness, found: Findings) -> None:
+    for server in (s for s in managed(ready) if s.data_dir):
+        if ready.servers is None:  # as the server account, known (or made) when it starts
+            found.leave(f"server {server.name}: its data_dir is checked")
+        else:
+            found.attempt(partial(ready.servers.check_data_dir, server))
+
+
+def external_servers(ready: Readiness, found: Findings) -> None:
+    for server in (s for s in ready.plan.servers if not s.managed):
+        if ready.servers is None:
+            found.leave(f"server {server.name} is connected to")
+        else:
+            found.attempt(partial(check_external, server, ready.plan))
+
+
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "capacity search",
+        "capacity only: no rate axis, a duration for every workload, a latency bound for -L",
+        capacity_search,
+        "remove the rate axis, give durations, and a latency bound in the SLO or latency_limit",
+    ),
+    Check(
+        "builds",
+        "each [build.NAME] used: its compiler, build system, patch files and source (a file, "
+        "a repository and its ref, a source tree)",
+        build_sources,
+        "correct the [build.NAME] table (source, ref, compiler, patches) or install what it needs",
+    ),
+    Check(
+        "perf",
+        "profiled runs: perf installed here and allowed to profile other users' processes",
+        perf,
+        "install linux-perf and run as root (or lower kernel.perf_event_paranoid)",
+    ),
+    Check(
+        "kernel tunables",
+        "[matrix.sysctl]: pgbenchlab runs as root, and each tunable exists here",
+        kernel_tunables,
+        "run as root, and name tunables this kernel has (or remove [matrix.sysctl])",
+    ),
+    Check(
+        "data directories apart",
+        "no two managed servers share a data_dir",
+        shared_data_dirs,
+        "give each server a data_dir of its own",
+    ),
+    Check(
+        "hosts",
+        "each [[host]] a server or load generator runs on: reached over SSH, its host key "
+        "known, and a login other than root where a managed server runs",
+        hosts,
+        "correct the [[host]] (ssh, identity, known_hosts) or the host itself",
+    ),
+    Check(
+        "cpus",
+        "every CPU list names CPUs its host has, and the host can pin (taskset or numactl)",
+        cpus,
+        "name CPUs the host has, install taskset or numactl, or remove cpus",
+        needs=("hosts",),
+    ),
+    Check(
+        "installations",
+        "each managed server's installation found (a version, a source, a bin directory, a "
+        "made build or fetched binaries)",
+        installations,
+        "name an installation that exists (`pgbenchlab installs` lists them)",
+        needs=("hosts",),
+    ),
+    Check(
+        "pgbench",
+        "the [pgbench] install: found, the options its version lacks (max_tries, tls), the "
+        "same one on every load generator, perf where pgbench is profiled",
+        pgbench,
+        "choose another [pgbench] install or remove the option it lacks",
+        needs=("hosts",),
+    ),
+    Check(
+        "server settings",
+        "each managed server's settings (every variant), and TLS where it is used, as its own "
+        "postgres judges them",
+        settings,
+        "correct or remove the setting (or build with --with-openssl for TLS)",
+        needs=("installations",),
+    ),
+    Check(
+        "server data directories",
+        "each data_dir named: not inside another cluster, creatable by the server account",
+        data_dirs,
+        "choose another data_dir, or make its parent writable for the server account",
+        needs=("hosts",),
+    ),
+    Check(
+        "external servers",
+        "each external server reached with its dsn, its pgbench tables there unless init = true",
+        external_servers,
+        "correct the dsn, start the server, or set init = true",
+    ),
+)
+
+
+def first_pass(plan: Plan, slo: Slo | None = None) -> list[CheckOutcome]:
+    """The checks from this machine alone; what needs more is left for the campaign."""
+    return run_checks(Readiness(plan, slo), CHECKS)
+
+
+def check_before_start(plan: Plan, slo: Slo | None = None) -> list[CheckOutcome]:
+    """The first pass (`first_pass`), NotReady when it found a problem."""
+    outcomes = first_pass(plan, slo)
+    refuse(outcomes)
+    return outcomes
+
+
+def check_equipment(ready: Readiness, first: list[CheckOutcome] | None) -> list[CheckOutcome]:
+    """The second pass: the checks that left items for it (without a first pass: every
+    check), now that the campaign has its builds, binaries and hosts; NotReady when it found
+    a problem."""
+    left = CHECKS if first is None else tuple(o.check for o in first if o.later)
+    outcomes = run_checks(ready, left, first)
+    refuse(outcomes)
+    return outcomes

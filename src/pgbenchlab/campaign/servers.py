@@ -1,5 +1,6 @@
-"""The campaign's servers: checked before anything starts, each managed one's data directory
-claimed for the campaign, started on first use and restarted for another setting variant."""
+"""The campaign's servers: what `preflight` checks of them before anything starts (installations,
+settings, data directories, external servers), each managed one's data directory claimed for
+the campaign, started on first use and restarted for another setting variant."""
 
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ from pgbenchlab import server as server_module
 from pgbenchlab.builds.shipping import shipped
 from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.layout import cluster_root
-from pgbenchlab.campaign.pinning import check_cpus
 from pgbenchlab.claims import Claim
-from pgbenchlab.errors import PlanError, ServerError, UserError
+from pgbenchlab.errors import ServerError, UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan, RunSpec, ServerPlan
@@ -53,33 +53,6 @@ class Servers:
         self.variants: dict[str, tuple[tuple[str, str], ...]] = {}
         self.claims: dict[str, Claim] = {}
 
-    def validate(self) -> None:
-        """Everything a user can get wrong about servers, checked before anything starts:
-        installations, setting names, data directories, external servers' reachability and,
-        without init = true, their pgbench tables."""
-        self.check_distinct_data_dirs()
-        check_cpus(self.plan, self.hosts.get)
-        for server in self.plan.servers:
-            if server.managed:
-                install = self.install(server)
-                check_settings(server, self.plan, install, self.hosts.get(server.host))
-                if self.plan.uses_connection("tls", server.name):
-                    check_tls(server, self.plan, install, self.hosts.get(server.host))
-                if server.data_dir and server.host is None:
-                    self.check_data_dir(Path(server.data_dir))
-                elif server.data_dir:
-                    server_module.check_data_dir(Path(server.data_dir), self.hosts.get(server.host))
-            else:
-                assert server.dsn is not None
-                external = ExternalServer(server.name, server.dsn, init_allowed=server.init)
-                external.prepare()
-                if not server.init:
-                    runs = (
-                        s for s in self.plan.specs if server.name in self.plan.members(s.server)
-                    )
-                    scales = (s.scale for s in runs)
-                    dataset.require_datasets(external, scales)
-
     def install(self, server: ServerPlan) -> Installation:
         """The server's installation, found on its host."""
         spec = server.install or ("embedded" if server.host is None else "newest")
@@ -100,19 +73,6 @@ class Servers:
         if spec == "newest":
             return next(i for i in found if i.has_server)
         return installs.resolve(spec, found, host=host)
-
-    def check_distinct_data_dirs(self) -> None:
-        seen: dict[tuple[str | None, Path], str] = {}
-        for server in self.plan.servers:
-            if server.managed and server.data_dir:
-                path = (server.host, Path(server.data_dir).resolve())
-                if path in seen:
-                    raise PlanError(
-                        f"servers {seen[path]} and {server.name} both use data_dir {path[1]}: "
-                        "give each server a directory of its own",
-                        where=self.plan.path,
-                    )
-                seen[path] = server.name
 
     def claim(self) -> None:
         """Hold every managed server's data directory for this campaign (see claims.py)."""
@@ -138,7 +98,15 @@ class Servers:
         root = cluster_root(self.results_dir, self.account)
         return files.inside(root, self.plan.name, plan.name, "data")
 
-    def check_data_dir(self, data_dir: Path) -> None:
+    def check_data_dir(self, server: ServerPlan) -> None:
+        """The data_dir a managed server names: not inside another cluster, and one the
+        server account can create (here; on a host, where its login can)."""
+        if not server.data_dir:
+            return
+        data_dir = Path(server.data_dir)
+        if server.host is not None:
+            server_module.check_data_dir(data_dir, self.hosts.get(server.host))
+            return
         server_module.check_data_dir(data_dir)
         assert self.account is not None
         if not data_dir.exists() and not self.account.can_create(data_dir):
@@ -219,6 +187,33 @@ class Servers:
                 unstopped.append(f"server {server.name} could not be stopped: {exc}")
         self.live.clear()
         return unstopped
+
+
+def data_dir_clashes(plan: Plan) -> list[str]:
+    """Managed servers that would share a data directory, one line per pair."""
+    seen: dict[tuple[str | None, Path], str] = {}
+    clashes = []
+    for server in plan.servers:
+        if server.managed and server.data_dir:
+            path = (server.host, Path(server.data_dir).resolve())
+            if path in seen:
+                clashes.append(
+                    f"{plan.path}: servers {seen[path]} and {server.name} both use data_dir "
+                    f"{path[1]}: give each server a directory of its own"
+                )
+            seen.setdefault(path, server.name)
+    return clashes
+
+
+def check_external(server: ServerPlan, plan: Plan) -> None:
+    """An external server reached (as pgbench will), and without init = true, its pgbench
+    tables there at every scale the plan runs on it."""
+    assert server.dsn is not None
+    external = ExternalServer(server.name, server.dsn, init_allowed=server.init)
+    external.prepare()
+    if not server.init:
+        runs = (s for s in plan.specs if server.name in plan.members(s.server))
+        dataset.require_datasets(external, (s.scale for s in runs))
 
 
 def check_settings(

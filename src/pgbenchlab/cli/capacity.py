@@ -15,10 +15,10 @@ from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.campaign.capacity import (
     DEFAULT_TRIAL_S,
     CapacityOptions,
-    capacity_plan,
     search_capacity,
 )
 from pgbenchlab.campaign.hosts import load_plan
+from pgbenchlab.campaign.preflight import check_before_start
 from pgbenchlab.cli.build import build_plan
 from pgbenchlab.cli.common import (
     EXIT_INTERRUPTED,
@@ -117,7 +117,7 @@ def run(options: Options) -> int:
     search = CapacityOptions(
         options.slo, SearchSettings(tolerance=options.tolerance), options.trial_s
     )
-    capacity_plan(the_plan, search)  # refused before anything is built or written
+    check_before_start(the_plan, options.slo)  # every problem, before anything is built
     built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
     with reporter_for(False, options.quiet or options.json) as reporter:
         found = search_capacity(

@@ -1,13 +1,18 @@
 """`run --dry-run`: the expanded matrix, its order and estimated time, as a table with a column
-for every axis the plan varies, or (--json) as JSON."""
+for every axis the plan varies, or (--json) as JSON; then the checks made before a campaign
+starts, each with its outcome (refused, exit 2, when one found a problem)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from pgbenchlab import jsontext, plan
-from pgbenchlab.cli.common import print_table
+from pgbenchlab.campaign import preflight
+from pgbenchlab.campaign.preflight import CheckOutcome, Status
+from pgbenchlab.cli.common import EXIT_OK, print_table
+from pgbenchlab.cli.progress import print_plan_warnings
 from pgbenchlab.durations import duration_text
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.redaction import redact_setting
@@ -79,6 +84,36 @@ DEFAULTS = {
 }
 
 
+def show(the_plan: plan.Plan, checked: list[CheckOutcome], *, json: bool, quiet: bool) -> int:
+    """The dry run's output: the plan's warnings (unless quiet), its matrix and the checks'
+    outcomes; only the checks when one found a problem, then refused as `run` is."""
+    passed = not any(o.status == Status.FAILED for o in checked)
+    if not quiet and passed:
+        print_plan_warnings(the_plan, sys.stderr)
+    if json:
+        print_json_of(the_plan, checked, with_runs=passed)
+    else:
+        if passed:
+            print_table_of(the_plan)
+            print()
+        print_checks(checked)
+    preflight.refuse(checked)
+    return EXIT_OK
+
+
+def print_checks(checked: list[CheckOutcome]) -> None:
+    """Each check, in order, with its outcome, its problems and what it leaves for the
+    campaign to check."""
+    print("checks before the campaign starts:")
+    width = max(len(o.check.name) for o in checked)
+    for outcome in checked:
+        print(f"  {outcome.check.name:<{width}}  {outcome.text}")
+        for problem in outcome.problems:
+            print(f"  {'':<{width}}  - {problem}")
+        for item in outcome.later:
+            print(f"  {'':<{width}}  · {item}")
+
+
 def print_table_of(the_plan: plan.Plan) -> None:
     """The runs, one a line: the usual columns and each other axis whose value is not the
     same default for every run (so that no two cells read alike)."""
@@ -108,22 +143,21 @@ def print_table_of(the_plan: plan.Plan) -> None:
     )
 
 
-def print_json_of(the_plan: plan.Plan) -> None:
-    """The expanded matrix as one JSON object: the campaign, its estimate and every run."""
+def print_json_of(the_plan: plan.Plan, checked: list[CheckOutcome], *, with_runs: bool) -> None:
+    """The expanded matrix as one JSON object: the campaign, its estimate, every run (unless
+    a check found a problem) and the checks' outcomes."""
     auto = the_plan.auto
-    print(
-        jsontext.dumps(
-            {
-                "campaign": the_plan.name,
-                "order": the_plan.order,
-                "repeats": "auto" if auto else the_plan.repeats,
-                "estimated_seconds": round(the_plan.estimated_seconds(), 1),
-                "warnings": list(the_plan.warnings),
-                "runs": [run_json(the_plan, spec) for spec in the_plan.specs],
-            },
-            indent=2,
-        )
-    )
+    found: dict[str, Any] = {"campaign": the_plan.name}
+    if with_runs:
+        found |= {
+            "order": the_plan.order,
+            "repeats": "auto" if auto else the_plan.repeats,
+            "estimated_seconds": round(the_plan.estimated_seconds(), 1),
+            "warnings": list(the_plan.warnings),
+            "runs": [run_json(the_plan, spec) for spec in the_plan.specs],
+        }
+    found["checks"] = [o.as_dict() for o in checked]
+    print(jsontext.dumps(found, indent=2))
 
 
 def run_json(the_plan: plan.Plan, spec: RunSpec) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from pgbenchlab import plan, report
-from pgbenchlab.campaign import RESULTS_DB, Reporter, check_before_start, run_campaign
+from pgbenchlab.campaign import RESULTS_DB, Reporter, preflight, run_campaign
 from pgbenchlab.campaign.hosts import load_plan
 from pgbenchlab.cli import dry_run
 from pgbenchlab.cli.build import build_plan
@@ -26,12 +26,7 @@ from pgbenchlab.cli.common import (
     add_results_option,
     path_argument,
 )
-from pgbenchlab.cli.progress import (
-    JsonReporter,
-    TerminalReporter,
-    interactive,
-    print_plan_warnings,
-)
+from pgbenchlab.cli.progress import JsonReporter, TerminalReporter, interactive
 from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.plan import Shard
 from pgbenchlab.store import Store
@@ -116,12 +111,10 @@ def run(options: RunCommandOptions) -> int:
         the_plan = plan.sharded(the_plan, options.shard)
     if options.budget_s is not None and the_plan.auto is None:
         raise UserError('--budget needs a plan with repeats = "auto" (in [campaign])')
-    check_before_start(the_plan)  # what the run refuses, the dry run refuses alike
+    checked = preflight.first_pass(the_plan)  # what the run refuses, the dry run refuses alike
     if options.dry_run:
-        if not options.quiet:
-            print_plan_warnings(the_plan, sys.stderr)
-        (dry_run.print_json_of if options.json else dry_run.print_table_of)(the_plan)
-        return EXIT_OK
+        return dry_run.show(the_plan, checked, json=options.json, quiet=options.quiet)
+    preflight.refuse(checked)
     built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
     with reporter_for(options.json, options.quiet) as reporter:
         outcome = run_campaign(
