@@ -414,6 +414,25 @@ def test_tls_to_a_server_on_another_host_from_a_load_generator(
     assert db_host.leftovers() == []
 
 
+def installed_there(hosts: TestHosts, campaign: str, server: str, install: str) -> str:
+    """A one-run plan of a server on db1 from an installation made here."""
+    return f"""
+[campaign]
+name = "{campaign}"
+[defaults]
+duration = "1s"
+warmup = "0s"
+{hosts_toml(hosts, "db1")}
+[[server]]
+name = "{server}"
+host = "db1"
+install = {install}
+settings = {{ shared_buffers = "32MB" }}
+[matrix]
+clients = [1]
+"""
+
+
 def test_prebuilt_binaries_on_another_host_are_copied_there_once(
     db_host: TestHosts, build_cache: Path, tmp_path: Path
 ) -> None:
@@ -427,24 +446,7 @@ def test_prebuilt_binaries_on_another_host_are_copied_there_once(
             raise
         pytest.skip(f"prebuilt 12 cannot be had here ({exc}): real-server test NOT run")
     key = str(read_provenance(local.bin_dir.parent)["key"])
-    text = f"""
-[campaign]
-name = "shipped"
-
-[defaults]
-duration = "1s"
-warmup = "0s"
-
-{hosts_toml(db_host, "db1")}
-[[server]]
-name = "pg12"
-host = "db1"
-install = {{ binaries = "12" }}
-settings = {{ shared_buffers = "32MB" }}
-
-[matrix]
-clients = [1]
-"""
+    text = installed_there(db_host, "shipped", "pg12", '{ binaries = "12" }')
     the_plan = plan.parse(text, str(tmp_path / "shipped.toml"), base=tmp_path)
     host = RemoteHost(
         SshTarget("db1", db_host.ssh_target("db1"), None, str(db_host.identity),
@@ -473,24 +475,7 @@ def test_a_build_made_here_runs_on_another_host(
 ) -> None:
     """A server on a [[host]] from a build made here (from source): copied there, its
     programs finding their own libraries in the copy."""
-    text = f"""{pg18_build.recipe}
-[campaign]
-name = "built-there"
-
-[defaults]
-duration = "1s"
-warmup = "0s"
-
-{hosts_toml(db_host, "db1")}
-[[server]]
-name = "pg18"
-host = "db1"
-install = {{ build = "pg18" }}
-settings = {{ shared_buffers = "32MB" }}
-
-[matrix]
-clients = [1]
-"""
+    text = pg18_build.recipe + installed_there(db_host, "built-there", "pg18", '{ build = "pg18" }')
     the_plan = plan.parse(text, str(tmp_path / "built.toml"), base=tmp_path)
     outcome = run_campaign(
         the_plan, tmp_path / "results", QuietReporter(), built=[pg18_build.install]
