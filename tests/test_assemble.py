@@ -12,7 +12,7 @@ import pytest
 
 from pgbenchlab import plan
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
-from pgbenchlab.campaign.assemble import LogReading, MeasuredRun, assemble
+from pgbenchlab.campaign.assemble import Hygiene, LogReading, MeasuredRun, assemble
 from pgbenchlab.campaign.executor import LocalExecutor
 from pgbenchlab.campaign.measure import Pgbench
 from pgbenchlab.findings import RunWarning, WarningCode
@@ -162,7 +162,7 @@ def test_an_unreadable_log_leaves_the_reports_figures_and_says_so(tmp_path: Path
 def test_the_runs_checks_become_coded_warnings_with_their_numbers() -> None:
     the_spec = spec(scale=1, clients=4, threads=4)
     done = recorded("16", "tpcb-progress", wall_s=9.0, cpu_s=7.6)  # pgbench ran 2 threads
-    hygiene = (RunWarning(WarningCode.CHECKPOINT_REFUSED),)
+    hygiene = Hygiene((RunWarning(WarningCode.CHECKPOINT_REFUSED),), 0.2, 0.1)
     result = assemble(
         the_spec, "16", MeasuredRun(done, done.argv, STARTED, FINISHED, hygiene=hygiene)
     )
@@ -175,6 +175,7 @@ def test_the_runs_checks_become_coded_warnings_with_their_numbers() -> None:
         WarningCode.RUN_STALLED,
         WarningCode.PGBENCH_SATURATED,
     ]
+    assert (result.vacuum_s, result.checkpoint_s) == (0.2, 0.1)  # the hygiene's timings kept
     assert by_code[WarningCode.SCALE_BELOW_CLIENTS].evidence == {"scale": 1, "clients": 4}
     assert by_code[WarningCode.THREADS_REDUCED].evidence == {"used": 2, "asked": 4}
     assert by_code[WarningCode.PGBENCH_SATURATED].evidence["busy"] == pytest.approx(0.95)

@@ -45,6 +45,8 @@ def test_every_run_finished_and_is_stored(real_campaign: Campaign) -> None:
     cells = {(r["server"], r["scale"], r["workload"], r["clients"]) for r in runs}
     assert len(cells) == 16
     assert {r["repeat"] for r in runs} == {1, 2}
+    # the hygiene before each run, timed: pgbench's own VACUUM, then a CHECKPOINT waited for
+    assert all(r["vacuum_s"] >= 0 and r["checkpoint_s"] > 0 for r in runs)
 
 
 def test_every_run_agrees_with_the_servers_commit_count(real_campaign: Campaign) -> None:

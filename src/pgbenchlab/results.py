@@ -186,6 +186,8 @@ class RunResult:
     lag_max_ms: float | None = None
     connection_time_ms: float | None = None
     warmup_tps: float | None = None
+    vacuum_s: float | None = None  # the hygiene before the run: its VACUUM (None: none) ...
+    checkpoint_s: float | None = None  # ... and its CHECKPOINT, each waited for
     client_cpu_s: float | None = None
     latency: LatencySummary | None = None
     seconds: tuple[Second, ...] = ()

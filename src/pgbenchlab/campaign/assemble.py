@@ -39,6 +39,27 @@ class LogReading:
 
 
 @dataclass(frozen=True)
+class Hygiene:
+    """What the hygiene before a run found (a refused CHECKPOINT) and took: the seconds of its
+    VACUUM and of its CHECKPOINT (None: not done). A group's run adds its members'."""
+
+    warnings: tuple[RunWarning, ...] = ()
+    vacuum_s: float | None = None
+    checkpoint_s: float | None = None
+
+    def __add__(self, other: Hygiene) -> Hygiene:
+        return Hygiene(
+            self.warnings + other.warnings,
+            _sum(self.vacuum_s, other.vacuum_s),
+            _sum(self.checkpoint_s, other.checkpoint_s),
+        )
+
+
+def _sum(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else a + b
+
+
+@dataclass(frozen=True)
 class MeasuredRun:
     """Everything the measured pgbench left behind, and what the caller saw around it."""
 
@@ -50,7 +71,7 @@ class MeasuredRun:
     warmup_tps: float | None = None
     telemetry: RunTelemetry | None = None
     artifacts: tuple[str, ...] = ()
-    hygiene: tuple[RunWarning, ...] = field(default=())  # found before the run (CHECKPOINT)
+    hygiene: Hygiene = field(default_factory=Hygiene)  # before the run
 
 
 def _no_report(done: Completed) -> str:
@@ -80,7 +101,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     stderr = parse_stderr(done.stderr)
     aborted = done.returncode != 0 or stderr.aborted
     latency, log_seconds = _from_log(run.log)
-    warnings = [*run.hygiene, *_commit_warnings(spec, report, run.telemetry)]
+    warnings = [*run.hygiene.warnings, *_commit_warnings(spec, report, run.telemetry)]
     warnings += run_warnings(spec, report, done)
     generators = generator_figures(done.shares, spec.options.duration_s)
     warnings += generator_warnings(generators, done.shares, run.log)
@@ -112,6 +133,8 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
         if report.initial_connection_time_ms is not None
         else report.average_connection_time_ms,
         warmup_tps=run.warmup_tps,
+        vacuum_s=run.hygiene.vacuum_s,
+        checkpoint_s=run.hygiene.checkpoint_s,
         client_cpu_s=done.cpu_s,
         latency=latency,
         seconds=log_seconds or progress_seconds(done),
@@ -198,7 +221,7 @@ def failure(
         finished_at=run.finished_at if run else finished_at or 0.0,
         pgbench_version=pgbench_version,
         error=error,
-        warnings=run.hygiene if run else (),
+        warnings=run.hygiene.warnings if run else (),
         artifacts=run.artifacts if run else (),
     )
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from pgbenchlab.campaign.assemble import Hygiene
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Capturing, Executor, Profiling, Telemetry
 from pgbenchlab.campaign.generators import Target
@@ -27,7 +28,6 @@ from pgbenchlab.campaign.measure import (
 )
 from pgbenchlab.campaign.together import GroupExecutor, diagnosed, generators_of, server_parts
 from pgbenchlab.diagnosing import diagnose_run
-from pgbenchlab.findings import RunWarning
 from pgbenchlab.invocation.command import Completed
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
@@ -50,7 +50,7 @@ class RunSession(Protocol):
     @property
     def version(self) -> str: ...
 
-    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> tuple[RunWarning, ...]: ...
+    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> Hygiene: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _measured(
         session.reporter.progress(spec, line)
 
     grouped = session.plan.is_group(spec.server)
-    hygiene = tuple(w for m in members for w in session.hygiene(spec, m.endpoint))
+    hygiene = sum((session.hygiene(spec, m.endpoint) for m in members), Hygiene())
     warmup_tps = _pgbench(session, members, grouped).warmup(
         spec, members[0].client, artifacts, progress, phase
     )

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, failure
+from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, Hygiene, failure
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
@@ -29,7 +29,6 @@ from pgbenchlab.campaign.measured_run import Member, measured_run
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
-from pgbenchlab.findings import RunWarning
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, Server
@@ -297,11 +296,15 @@ class Session:
         self.initialised.add(key)
         return prepared.endpoint
 
-    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> tuple[RunWarning, ...]:
+    def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> Hygiene:
+        """The run's VACUUM and CHECKPOINT (as the cell asks), each timed."""
         self.reporter.phase(spec, "vacuum")
+        started = time.monotonic()
         self.executor.vacuum(endpoint, spec.options.vacuum)
+        vacuum_s = None if spec.options.vacuum == "none" else time.monotonic() - started
         if not spec.options.checkpoint:
-            return ()
+            return Hygiene((), vacuum_s)
         self.reporter.phase(spec, "checkpoint")
+        started = time.monotonic()
         refused = self.executor.checkpoint(endpoint)
-        return (refused,) if refused else ()
+        return Hygiene((refused,) if refused else (), vacuum_s, time.monotonic() - started)

@@ -332,6 +332,8 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         _lag("99.9"),
         since=19,
     ),
+    _c("vacuum_s", REAL, "s", "the VACUUM before the run", _attr("vacuum_s"), since=22),
+    _c("checkpoint_s", REAL, "s", "the CHECKPOINT before the run", _attr("checkpoint_s"), since=22),
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}
 BY_KEY = {c.key: c for c in RUN_COLUMNS}

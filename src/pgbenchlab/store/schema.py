@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -400,4 +400,6 @@ MIGRATIONS: dict[int, str] = {
     21: """
     ALTER TABLE campaigns ADD COLUMN missing_shards_json TEXT NOT NULL DEFAULT '[]';
     """,
+    # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
+    22: added_columns_sql(22),
 }

@@ -88,6 +88,8 @@ COLUMNS: tuple[Column, ...] = (
     _run("tls_cipher", "TLS cipher", "text"),
     _run("client_cpu_us_per_tx", "client µs/tx", "num"),
     _run("warmup_tps", "warmup TPS", "tps"),
+    _run("vacuum_s", "vacuum s", "num"),
+    _run("checkpoint_s", "checkpoint s", "num"),
     _run("latency_source", "latency from", "text"),
     Column(
         "diagnosis",

@@ -94,6 +94,13 @@ def tps_text(d: dict[str, Any]) -> str:
     text = f"{d['tps']:,.0f} tps"
     if d["warmup_tps"] is not None:
         text += f" (warmup {d['warmup_tps']:,.0f} tps)"
+    took = [
+        f"{name} {d[key]:.2f} s"
+        for name, key in (("VACUUM", "vacuum_s"), ("CHECKPOINT", "checkpoint_s"))
+        if d.get(key) is not None
+    ]
+    if took:
+        text += f"; before it {', '.join(took)}"
     return text
 
 

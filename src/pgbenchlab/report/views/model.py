@@ -170,6 +170,8 @@ class RunView:
     lag_p99_ms: float | None
     lag_p999_ms: float | None
     warmup_tps: float | None
+    vacuum_s: float | None
+    checkpoint_s: float | None
     client_cpu_s: float | None
     client_cpu_us_per_tx: float | None
     argv: tuple[str, ...]
