@@ -20,6 +20,7 @@ import pg_builds
 import report_browser
 from pgbenchlab import plan
 from pgbenchlab.campaign import remove_clusters, run_campaign
+from pgbenchlab.stopsignals import restore_interrupt
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
 from support import TINY_TWO_VERSIONS, Campaign, QuietReporter, require_installs
 
@@ -36,6 +37,9 @@ if ci_guard.under_ci():
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ci_guard, "ci_guard")
+    # A suite started in the background has SIGINT ignored, and every process a test starts
+    # would inherit that: the tests that interrupt their processes would wait forever.
+    restore_interrupt()
 
 
 @pytest.fixture

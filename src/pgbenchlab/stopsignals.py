@@ -40,3 +40,11 @@ class StopSignals:
         self.received = True
         if first and not self.shield:
             raise KeyboardInterrupt
+
+
+def restore_interrupt() -> None:
+    """SIGINT handled again when this process started with it ignored (a background job of a
+    non-interactive shell, nohup): every child would inherit the ignored SIGINT, and pgbenchlab
+    asks its children (pgbench, a build's make) to stop with SIGINT."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -169,42 +169,44 @@ class Session:
     def run_one(self, spec: RunSpec) -> RunResult:
         started = time.time()
         artifacts = artifact_dir(self.results_dir, self.plan.name, self.campaign_id, spec)
-        members: list[Member] = []
+        servers: list[Server] = []  # each as soon as it is started: a failure names its log
         self.applied = ()
         try:
             self.applied = tuple(self.tunables.apply(spec.sysctl).items())
             grouped = self.plan.is_group(spec.server)
-            for name in self.plan.members(spec.server) if grouped else [spec.server]:
-                members.append(self.member(spec, name, artifacts, grouped))
+            members = [
+                self.member(spec, name, artifacts, grouped, servers)
+                for name in (self.plan.members(spec.server) if grouped else [spec.server])
+            ]
             if grouped:
-                self.record_group(spec, [m.server for m in members])
+                self.record_group(spec, servers)
             result = measured_run(self, spec, members, artifacts, started)
             if result.status in (RunStatus.FAILED, RunStatus.ABORTED) and result.error:
-                result = replace(result, error=self.describe(result.error, members))
+                result = replace(result, error=self.describe(result.error, servers))
             return result
         except StoreError:
             raise  # the results, not the run, failed: the campaign stops
         except KeyboardInterrupt:
             return self.failure(spec, started, RunStatus.INTERRUPTED, INTERRUPTED_TEXT)
         except RunAborted as exc:
-            return self.failure(spec, started, RunStatus.ABORTED, self.describe(exc, members))
+            return self.failure(spec, started, RunStatus.ABORTED, self.describe(exc, servers))
         except (UserError, PgbenchParseError, OSError, RuntimeError) as exc:
-            return self.failure(spec, started, RunStatus.FAILED, self.describe(exc, members))
+            return self.failure(spec, started, RunStatus.FAILED, self.describe(exc, servers))
         except Exception as exc:  # a run's failure must never lose the campaign's other runs
             detail = "".join(traceback.format_exception_only(exc)).strip()
-            return self.failure(spec, started, RunStatus.FAILED, self.describe(detail, members))
+            return self.failure(spec, started, RunStatus.FAILED, self.describe(detail, servers))
 
     def failure(self, spec: RunSpec, started: float, status: RunStatus, error: str) -> RunResult:
         return failure(
             spec, self.version, status, error, started_at=started, finished_at=time.time()
         )
 
-    def describe(self, error: object, members: list[Member]) -> str:
+    def describe(self, error: object, servers: list[Server]) -> str:
         """The error, with the log of each server of the run that went down (each restarted
         for the next run), or why its host could not be reached."""
         text = str(error)
-        for member in members:
-            text = self._down(text, member.server)
+        for server in servers:
+            text = self._down(text, server)
         return text
 
     def _down(self, text: str, server: Server) -> str:
@@ -224,12 +226,15 @@ class Session:
         self.reporter.note(f"restarted server {server.name} after a failed run")
         return text + down
 
-    def member(self, spec: RunSpec, name: str, artifacts: Path, grouped: bool) -> Member:
-        """A server of the run started (its variant) with its dataset ready, and the way
-        pgbench connects to it (the run's connection; TLS verified against an authority
-        written into the run's artifacts)."""
+    def member(
+        self, spec: RunSpec, name: str, artifacts: Path, grouped: bool, started: list[Server]
+    ) -> Member:
+        """A server of the run started (its variant, noted in `started` at once) with its
+        dataset ready, and the way pgbench connects to it (the run's connection; TLS verified
+        against an authority written into the run's artifacts)."""
         own = replace(spec, server=name)
         server = self.prepare_server(own)
+        started.append(server)
         endpoint = self.prepare_dataset(server, own)
         client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
         client = place_authority(client, artifacts, name if grouped else "")

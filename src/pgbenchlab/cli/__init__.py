@@ -43,6 +43,7 @@ from pgbenchlab.cli.common import EXIT_INTERRUPTED, EXIT_OK
 from pgbenchlab.cli.progress import run_seconds
 from pgbenchlab.cli.run import quickstart_plan_path
 from pgbenchlab.errors import UserError
+from pgbenchlab.stopsignals import restore_interrupt
 
 __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 
@@ -69,6 +70,7 @@ COMMANDS = (
 
 
 def main(argv: list[str] | None = None) -> int:
+    restore_interrupt()  # started in the background: its children still stop when asked
     args = build_parser().parse_args(argv)
     try:
         with using_builds():  # the builds a command uses are never pruned while it runs
