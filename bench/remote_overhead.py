@@ -225,7 +225,9 @@ def generator(hosts: TestHosts, seconds: int, clients: int) -> Iterator[Generato
     campaign_hosts = CampaignHosts(the_plan)
     servers = Servers(the_plan, work, installs.discover(), campaign_hosts)
     try:
-        campaign_hosts.check()
+        for name in sorted(campaign_hosts.used):
+            campaign_hosts.check(name)
+        campaign_hosts.stop_leftovers()
         servers.claim()
         spec = the_plan.specs[0]
         server, _ = servers.get(spec)
