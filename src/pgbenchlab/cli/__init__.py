@@ -39,11 +39,10 @@ from pgbenchlab.cli import (
     runs,
     show,
 )
-from pgbenchlab.cli.common import EXIT_INTERRUPTED, EXIT_OK
+from pgbenchlab.cli.common import EXIT_INTERRUPTED, EXIT_OK, restore_interrupt
 from pgbenchlab.cli.progress import run_seconds
 from pgbenchlab.cli.run import quickstart_plan_path
 from pgbenchlab.errors import UserError
-from pgbenchlab.stopsignals import restore_interrupt
 
 __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
 

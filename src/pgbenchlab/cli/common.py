@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pgbenchlab.campaign import RESULTS_DB
+from pgbenchlab.stopsignals import restore_interrupt as restore_interrupt  # for main
 from pgbenchlab.store import Store
 
 DEFAULT_RESULTS = Path("pgbenchlab-results")
