@@ -312,10 +312,12 @@ RUN_APART = {"patch", "latency"}
 
 
 @pytest.mark.server
-def test_each_quick_study_runs_end_to_end_on_this_machine(tmp_path: Path) -> None:
+def test_each_quick_study_runs_end_to_end_on_this_machine(
+    tmp_path: Path, results_dir: Path
+) -> None:
     """`new STUDY --quick` for this machine, then `run`: every run ok (the patch study builds
     PostgreSQL twice, minutes: its plan is checked above instead; latency runs below)."""
-    results = tmp_path / "results"
+    results = results_dir  # its clusters removed afterwards
     started = time.monotonic()
     for study in sorted(set(STUDIES) - RUN_APART):
         made = run_cli("new", study, "--quick", "--results", results, cwd=tmp_path)
@@ -342,11 +344,13 @@ def test_each_quick_study_runs_end_to_end_on_this_machine(tmp_path: Path) -> Non
 
 
 @pytest.mark.server
-def test_quick_latency_connects_over_tls_here_and_reports_its_cost(tmp_path: Path) -> None:
+def test_quick_latency_connects_over_tls_here_and_reports_its_cost(
+    tmp_path: Path, results_dir: Path
+) -> None:
     """This machine's Debian 15 serves TLS: the quick latency plan runs -C over the socket,
     TCP and TLS, and its report gives what TLS costs on top of a new TCP connection."""
     require_installs("15")
-    results = tmp_path / "results"
+    results = results_dir  # its clusters removed afterwards
     started = time.monotonic()
     made = run_cli("new", "latency", "--quick", "--results", results, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
