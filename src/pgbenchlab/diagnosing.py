@@ -51,9 +51,14 @@ class ObservedRun:
             tuple((s.t, s.tps) for s in result.seconds),
             result.spec.rate is not None,
             result.spec.clients,
-            tuple((g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators),
+            tuple((g.host, g.busy, usable_cpus(g.threads, g.cpus)) for g in result.generators),
             result.telemetry,
         )
+
+
+def usable_cpus(threads: int, cpus: int | None) -> int:
+    """The CPUs a load generator's pgbench could use: its threads, or fewer CPUs."""
+    return min(threads, cpus or threads)
 
 
 def diagnose_run(result: RunResult, evidence: Evidence) -> Diagnosis | None:

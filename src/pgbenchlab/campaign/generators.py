@@ -38,7 +38,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from pgbenchlab import cpusets
-from pgbenchlab.analysis.diagnosis import Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor, log_layout
 from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.hosts import clock_offset
@@ -46,7 +45,6 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.invocation.command import LOG_PREFIX, Call, Completed, Share
 from pgbenchlab.plan.hosts import split_evenly
-from pgbenchlab.results import RunResult
 
 SEEDS_SINCE = (11,)  # pgbench --random-seed
 START_LEAD_S = 1.0  # ahead of now: every generator's SSH start comes well within it
@@ -419,9 +417,3 @@ def clock_offsets(shares: Sequence[Share], logs: Sequence[Path]) -> dict[Path, f
         for prefix, offset in offsets.items()
         if log.name.startswith(prefix)
     }
-
-
-def name_saturated(found: Diagnosis | None, result: RunResult) -> Diagnosis | None:
-    """The run's diagnosis, naming a load generator that wanted nearly all its usable CPUs."""
-    used = [(g.host, g.busy, min(g.threads, g.cpus or g.threads)) for g in result.generators]
-    return with_saturated_generators(found, used)

@@ -15,7 +15,7 @@ import json
 import sqlite3
 
 from pgbenchlab.analysis.diagnosis import Diagnosis
-from pgbenchlab.diagnosing import Evidence, ObservedRun, diagnose
+from pgbenchlab.diagnosing import Evidence, ObservedRun, diagnose, usable_cpus
 from pgbenchlab.store.telemetry import read_telemetry
 
 LOCAL = "local"  # the name run_hosts gives this machine
@@ -41,7 +41,7 @@ def rediagnose(db: sqlite3.Connection, run_id: int) -> Diagnosis | None:
         tuple((int(t), float(v)) for t, v in seconds),
         spec.get("rate") is not None,
         spec.get("clients"),
-        tuple((h, busy, min(threads, cpus or threads)) for h, busy, threads, cpus in generators),
+        tuple((h, busy, usable_cpus(threads, cpus)) for h, busy, threads, cpus in generators),
         read_telemetry(db, run_id),
     )
     return diagnose(observed, _evidence(db, run_id, campaign_id, server))
