@@ -20,52 +20,13 @@ import sys
 
 from pgbenchlab import __version__
 from pgbenchlab.builds import using as using_builds
-from pgbenchlab.cli import (
-    bisect,
-    build,
-    builds,
-    campaigns,
-    capacity,
-    clean,
-    compare,
-    export,
-    hosts,
-    installs,
-    merge,
-    new,
-    profile,
-    report,
-    run,
-    runs,
-    show,
-)
+from pgbenchlab.cli.commands import COMMANDS
 from pgbenchlab.cli.common import EXIT_INTERRUPTED, EXIT_OK, restore_interrupt
 from pgbenchlab.cli.progress import run_seconds
 from pgbenchlab.cli.run import quickstart_plan_path
 from pgbenchlab.errors import UserError
 
 __all__ = ["build_parser", "main", "quickstart_plan_path", "run_seconds"]
-
-# In the order `pgbenchlab --help` lists them.
-COMMANDS = (
-    installs,
-    new,
-    hosts,
-    build,
-    builds,
-    run,
-    merge,
-    capacity,
-    runs,
-    show,
-    profile,
-    export,
-    report,
-    compare,
-    bisect,
-    campaigns,
-    clean,
-)
 
 
 def main(argv: list[str] | None = None) -> int:
