@@ -17,6 +17,7 @@ record, the campaign and the CLI call `ensure`.
 
 from pgbenchlab.builds.builder import (
     BuildsProgress,
+    cached,
     check,
     describe,
     ensure,
@@ -56,6 +57,7 @@ __all__ = [
     "Progress",
     "Pruned",
     "cache_root",
+    "cached",
     "cached_builds",
     "check",
     "describe",

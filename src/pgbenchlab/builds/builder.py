@@ -53,14 +53,8 @@ def ensure(
     """The installation the recipe gives, built now unless the cache holds it (incremental: in
     the persistent tree of its source and options, see `incremental`)."""
     root = root or cache.cache_root()
-    compiler, patches = check(recipe, host)
-    cache.prepare_root(root)
+    compiler, patches, source, key = identified(recipe, root, host)
     cache.remove_abandoned_staging(root, host)
-    source = sources.identify(recipe, root, host)
-    key = cache_key(
-        source, patches, recipe.configure, compiler, recipe.build_system,
-        profiling=recipe.profiling,
-    )  # fmt: skip
     final = cache.build_dir(root, key)
     with cache.in_use(root, key):  # held on while the caller's `cache.using` block lasts
         if not cache.is_complete(final):
@@ -68,6 +62,29 @@ def ensure(
                 if not cache.is_complete(final):
                     build(recipe, source, patches, compiler, key, root, progress, host, incremental)
         return installation(recipe.name, final)
+
+
+def cached(recipe: BuildRecipe, *, root: Path | None = None) -> Installation | None:
+    """The recipe's installation when the cache holds it made; None: making it is left to
+    whatever needs it (`ensure`)."""
+    root = root or cache.cache_root()
+    final = cache.build_dir(root, identified(recipe, root, LOCAL_HOST)[3])
+    return installation(recipe.name, final) if cache.is_complete(final) else None
+
+
+def identified(
+    recipe: BuildRecipe, root: Path, host: Host
+) -> tuple[Compiler, tuple[PatchFile, ...], SourceIdentity, str]:
+    """The recipe's compiler, patches and source pinned down, and its build's cache key (a
+    Debian source package is fetched into the cache to be identified)."""
+    compiler, patches = check(recipe, host)
+    cache.prepare_root(root)
+    source = sources.identify(recipe, root, host)
+    key = cache_key(
+        source, patches, recipe.configure, compiler, recipe.build_system,
+        profiling=recipe.profiling,
+    )  # fmt: skip
+    return compiler, patches, source, key
 
 
 BuildsProgress = Callable[[str, str, float], None]  # (build name, phase, elapsed seconds)

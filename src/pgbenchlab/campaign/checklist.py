@@ -43,6 +43,10 @@ class Readiness:
     plan: Plan
     slo: Slo | None = None
     servers: Servers | None = None  # None in the first pass
+    # `run --check`'s second pass, which makes no build: install specs it could not have yet
+    # (a build not made: what it waits for) or not at all (binaries not fetched: why)
+    waiting: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
     _here: list[Installation] | None = None
     _pgbench: PgbenchClient | None = None
 
@@ -67,9 +71,9 @@ class Readiness:
     def waits_for(self, server: ServerPlan) -> str | None:
         """What a managed server's installation waits for in the first pass (its build, its
         binaries, its host), or None: known now."""
-        if self.servers is not None:
-            return None
         spec = server.install or ""
+        if self.servers is not None:
+            return self.waiting.get(spec)
         if server.host is not None:
             return f"on host {server.host}"
         if spec.startswith(BUILD_PREFIX):
@@ -78,7 +82,21 @@ class Readiness:
             return f"binaries {spec.removeprefix(BINARIES_PREFIX)}"
         return None
 
+    def pgbench_waits_for(self) -> str | None:
+        """What the choice of the campaign's pgbench waits for (its load generator hosts,
+        its build), or None: it can be chosen now."""
+        plan = self.plan
+        if self.servers is None and plan.pgbench_hosts:
+            return f"pgbench is chosen on {', '.join(plan.pgbench_hosts)}"
+        if plan.pgbench_install.startswith(BUILD_PREFIX):
+            build = plan.pgbench_install.removeprefix(BUILD_PREFIX)
+            if self.servers is None or plan.pgbench_install in self.waiting:
+                return f"pgbench (build {build}) is checked"
+        return None
+
     def install(self, server: ServerPlan) -> Installation:
+        if (server.install or "") in self.unavailable:
+            raise UserError(self.unavailable[server.install or ""])
         if self.servers is not None:
             return self.servers.install(server)
         return installs.resolve(server.install or "embedded", self.found())

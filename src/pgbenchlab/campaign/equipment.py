@@ -20,8 +20,12 @@ from pgbenchlab.campaign.preflight import (
     Readiness,
     check_before_start,
     check_equipment,
+    completed,
+    first_pass,
 )
 from pgbenchlab.campaign.servers import Servers
+from pgbenchlab.errors import UserError
+from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan import Plan
 from pgbenchlab.tunables import KernelTunables
 
@@ -51,6 +55,37 @@ def equipped(
             check_equipment(ready, first)
             hosts.stop_leftovers()
             yield ready.pgbench(), servers, executor_for(plan, hosts)
+        finally:
+            hosts.close()
+
+
+def checked(
+    plan: Plan, results_dir: Path, say: Callable[[str], None] | None = None
+) -> list[CheckOutcome]:
+    """`run --check`: every check as far as it goes with nothing built, started or changed:
+    the plan's hosts reached, its prebuilt binaries fetched (the campaign needs them; a fetch
+    that fails is that server's problem), its builds taken from the cache when made (those
+    not made are left, with what needs them)."""
+    first = first_pass(plan)
+    with builds.using():
+        made, waiting = [], {}
+        for recipe in plan.needed_builds:
+            found = builds.cached(recipe)
+            if found is None:
+                waiting[f"{BUILD_PREFIX}{recipe.name}"] = f"build {recipe.name} (not made yet)"
+            else:
+                made.append(found)
+        fetched, unavailable = [], {}
+        for spec in plan.needed_binaries:
+            try:
+                fetched.append(prebuilt.ensure(spec, say=say))
+            except UserError as exc:
+                unavailable[f"{BINARIES_PREFIX}{spec}"] = str(exc)
+        hosts = CampaignHosts(plan)
+        try:
+            servers = Servers(plan, results_dir, installs.discover() + made + fetched, hosts)
+            ready = Readiness(plan, servers=servers, waiting=waiting, unavailable=unavailable)
+            return completed(ready, first)
         finally:
             hosts.close()
 

@@ -34,7 +34,7 @@ from pgbenchlab.campaign.servers import (
     data_dir_clashes,
 )
 from pgbenchlab.hosts import Host
-from pgbenchlab.installs import BUILD_PREFIX
+from pgbenchlab.invocation.scripts import check_script
 from pgbenchlab.plan import Plan, ServerPlan
 from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
@@ -48,6 +48,7 @@ __all__ = [
     "Status",
     "check_before_start",
     "check_equipment",
+    "completed",
     "first_pass",
     "refuse",
     "run_checks",
@@ -132,14 +133,28 @@ def installations(ready: Readiness, found: Findings) -> None:
 
 
 def pgbench(ready: Readiness, found: Findings) -> None:
-    plan = ready.plan
-    if ready.servers is None and plan.pgbench_hosts:
-        found.leave(f"pgbench is chosen on {', '.join(plan.pgbench_hosts)}")
-    elif ready.servers is None and plan.pgbench_install.startswith(BUILD_PREFIX):
-        build = plan.pgbench_install.removeprefix(BUILD_PREFIX)
-        found.leave(f"pgbench (build {build}) is checked")
+    if waits := ready.pgbench_waits_for():
+        found.leave(waits)
     else:
         found.attempt(ready.pgbench)
+
+
+def scripts(ready: Readiness, found: Findings) -> None:
+    """Each custom script parsed by the campaign's pgbench, where it runs."""
+    plan = ready.plan
+    files = {
+        s.name: s.text for spec in plan.specs for s in spec.workload.scripts if s.kind == "file"
+    }
+    if not files:
+        return
+    if ready.pgbench_waits_for():
+        found.leave(f"{len(files)} script(s) are parsed by pgbench")
+        return
+    host = ready.host(plan.pgbench_hosts[0] if plan.pgbench_hosts else None)
+    assert host is not None, "the pgbench choice waited for its host"
+    binary = ready.pgbench().binary
+    for name, text in sorted(files.items()):
+        found.attempt(partial(check_script, host, binary, name, text))
 
 
 def settings(ready: Readiness, found: Findings) -> None:
@@ -239,6 +254,14 @@ CHECKS: tuple[Check, ...] = (
         needs=("hosts",),
     ),
     Check(
+        "scripts",
+        "each custom script parsed by the campaign's pgbench (its meta-commands; the SQL is "
+        "the server's to judge)",
+        scripts,
+        "correct the script where pgbench points (pgbench-reference: script syntax)",
+        needs=("pgbench",),
+    ),
+    Check(
         "server settings",
         "each managed server's settings (every variant), and TLS where it is used, as its own "
         "postgres judges them",
@@ -282,3 +305,11 @@ def check_equipment(ready: Readiness, first: list[CheckOutcome] | None) -> list[
     outcomes = run_checks(ready, left, first)
     refuse(outcomes)
     return outcomes
+
+
+def completed(ready: Readiness, first: list[CheckOutcome]) -> list[CheckOutcome]:
+    """Every check's outcome once those that left items in the first pass ran again with what
+    ready has now (`run --check`), in the list's order; nothing raised."""
+    again = run_checks(ready, tuple(o.check for o in first if o.later), first)
+    by_name = {o.check.name: o for o in again}
+    return [by_name.get(o.check.name, o) for o in first]

@@ -101,6 +101,17 @@ def show(the_plan: plan.Plan, checked: list[CheckOutcome], *, json: bool, quiet:
     return EXIT_OK
 
 
+def show_checks(checked: list[CheckOutcome], *, json: bool) -> int:
+    """`run --check`'s output: every check's outcome (refused, exit 2, when one found a
+    problem)."""
+    if json:
+        print(jsontext.dumps({"checks": [o.as_dict() for o in checked]}, indent=2))
+    else:
+        print_checks(checked)
+    preflight.refuse(checked)
+    return EXIT_OK
+
+
 def print_checks(checked: list[CheckOutcome]) -> None:
     """Each check, in order, with its outcome, its problems and what it leaves for the
     campaign to check."""

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from pgbenchlab import plan, report
-from pgbenchlab.campaign import RESULTS_DB, Reporter, preflight, run_campaign
+from pgbenchlab.campaign import RESULTS_DB, Reporter, equipment, preflight, run_campaign
 from pgbenchlab.campaign.hosts import load_plan
 from pgbenchlab.cli import dry_run
 from pgbenchlab.cli.build import build_plan
@@ -40,11 +40,14 @@ class RunCommandOptions:
     fresh: bool
     quiet: bool
     json: bool
+    check: bool = False
     budget_s: float | None = None
     shard: Shard | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunCommandOptions:
+        if getattr(args, "check", False) and args.dry_run:
+            raise UserError("--check and --dry-run: give one (--check verifies more, runs nothing)")
         return cls(
             plan=args.plan if "plan" in args else quickstart_plan_path(),
             results=args.results,
@@ -52,6 +55,7 @@ class RunCommandOptions:
             fresh=args.fresh,
             quiet=args.quiet,
             json=args.json,
+            check=getattr(args, "check", False),
             budget_s=parse_budget(args.budget) if args.budget else None,
             shard=plan.parse_shard(args.shard) if args.shard is not None else None,
         )
@@ -77,6 +81,14 @@ def add_arguments(subparsers: Subparsers) -> None:
         parser = add_command(subparsers, name, help_text, RunCommandOptions.from_args, run)
         if name == "run":
             parser.add_argument("plan", type=path_argument, help="the plan file (TOML)")
+            parser.add_argument(
+                "--check",
+                action="store_true",
+                help="verify everything the plan needs without running it: hosts reached, "
+                "installations and binaries resolved (binaries fetched), cached builds' "
+                "settings judged by their postgres, scripts parsed by pgbench; every problem "
+                "listed at once (exit 2), nothing built or started",
+            )
         add_results_option(parser)
         parser.add_argument(
             "--dry-run",
@@ -111,6 +123,8 @@ def run(options: RunCommandOptions) -> int:
         the_plan = plan.sharded(the_plan, options.shard)
     if options.budget_s is not None and the_plan.auto is None:
         raise UserError('--budget needs a plan with repeats = "auto" (in [campaign])')
+    if options.check:
+        return dry_run.show_checks(equipment.checked(the_plan, options.results), json=options.json)
     checked = preflight.first_pass(the_plan)  # what the run refuses, the dry run refuses alike
     if options.dry_run:
         return dry_run.show(the_plan, checked, json=options.json, quiet=options.quiet)

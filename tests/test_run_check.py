@@ -1,0 +1,98 @@
+"""`run --check`: everything a plan needs verified without running it, every problem at once;
+and custom scripts parsed by the campaign's pgbench before anything starts (by `run`, its dry
+run and the check alike)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab.cli import main
+from pgbenchlab.invocation.scripts import parse_problem
+
+BROKEN = "\\set aid random(1, \nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+FINE = "\\set aid random(1, 100000 * :scale)\nSELECT :aid;\n"
+PLAN = """
+[build.b]
+source = "dir:{tree}"
+[[server]]
+name = "pg"
+install = "15"
+settings = {{ shared_buffers = "{buffers}" }}
+[[server]]
+name = "built"
+install = {{ build = "b" }}
+[matrix]
+clients = [1]
+workload = [{{ script = "{script}" }}, "select-only"]
+"""
+
+
+def plan_file(tmp_path: Path, script: str, buffers: str = "32MB") -> Path:
+    tree = tmp_path / "src"
+    tree.mkdir(exist_ok=True)
+    (tree / "configure").write_text("PACKAGE_VERSION='15.99'\n")  # a tree never built here
+    (tmp_path / "script.sql").write_text(script)
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN.format(tree=tree, buffers=buffers, script=tmp_path / "script.sql"))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def own_build_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PGBENCHLAB_BUILD_CACHE", str(cache))
+    return cache
+
+
+@pytest.mark.parametrize("command", [["run"], ["run", "--dry-run"], ["run", "--check"]])
+def test_a_script_pgbench_cannot_parse_is_refused_before_anything_starts(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results"
+    plan = plan_file(tmp_path, BROKEN)
+    assert main([command[0], str(plan), *command[1:], "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert f"script {tmp_path / 'script.sql'}: pgbench cannot parse it: line 1: syntax error" in err
+    assert 'in command "set"' in err and "connect" not in err
+    assert not results.exists()
+
+
+def test_the_check_judges_what_it_can_and_leaves_the_unmade_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], own_build_cache: Path
+) -> None:
+    results = tmp_path / "results"
+    plan = plan_file(tmp_path, FINE, buffers="32 bananas")
+    assert main(["run", str(plan), "--check", "--results", str(results)]) == 2
+    captured = capsys.readouterr()
+    assert "server pg: setting shared_buffers = '32 bananas': invalid value" in captured.err
+    out = captured.out
+    assert out.startswith("checks before the campaign starts:")
+    assert "build b (not made yet)" in out
+    assert "scripts" in out and "passed" in out.split("scripts", 1)[1].splitlines()[0]
+    assert not results.exists()
+    assert not any(own_build_cache.glob("builds/*")), "the check builds nothing"
+
+    plan = plan_file(tmp_path, FINE)
+    assert main(["run", str(plan), "--check", "--json", "--results", str(results)]) == 0
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["server settings"]["outcome"] == "passed"  # judged by the real postgres 15
+    assert checks["server settings"]["later"] == [
+        "server built: its settings (build b (not made yet)) are judged when the campaign starts"
+    ]
+    assert checks["scripts"]["outcome"] == "passed"
+    assert not results.exists()
+
+
+def test_only_what_pgbench_says_before_connecting_is_a_problem() -> None:
+    said = (
+        'pgbench: error: /x/script.sql:1: syntax error in command "set"\n\\set a random(1,\n'
+        "                 ^ error found here\n"
+    )
+    assert parse_problem(said).startswith('/x/script.sql:1: syntax error in command "set"')
+    refused = 'pgbench: error: connection to server on socket "/x/.s.PGSQL.1" failed: No such'
+    assert parse_problem(refused + "\npgbench: error: could not create connection") == ""
+    old = 'connection to database "x" failed:\ncould not connect to server: No such file'
+    assert parse_problem(old) == ""
