@@ -1,5 +1,10 @@
-"""Kernel tunables (`[matrix.sysctl]`) a campaign sets: as root, through a Host, verified by
+"""Kernel tunables a campaign sets: `[matrix.sysctl]` (named as sysctl names them) and
+`[matrix.sysfs]` (block-device and memory knobs that are files under /sys, named by their path:
+the I/O scheduler, read_ahead_kb, transparent huge pages); as root, through a Host, verified by
 reading them back, and always put back.
+
+A sysfs file that offers choices reads as all of them with the one in force in brackets
+("none [mq-deadline] kyber"): its value is the bracketed one.
 
 Before anything changes, the values found are written to a journal (a small file held under an
 exclusive lock while the campaign runs; the kernel drops the lock if pgbenchlab dies). The
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
 
@@ -31,6 +37,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host, LockedFile
 
 PROC_SYS = PurePosixPath("/proc/sys")
+SYS = "/sys/"  # a [matrix.sysfs] tunable's name: its path
 JOURNAL = PurePosixPath("/run/pgbenchlab/sysctl-journal.json")
 
 
@@ -57,8 +64,19 @@ class NotTaken(RuntimeError):
 
 
 def normal(text: str) -> str:
-    """A tunable's value as compared: words separated by one space (the kernel uses tabs)."""
-    return " ".join(text.split())
+    """A tunable's value as compared: words separated by one space (the kernel uses tabs); of a
+    file offering choices, the one in force."""
+    chosen = re.search(r"\[([^\]]+)\]", text)
+    return chosen[1] if chosen else " ".join(text.split())
+
+
+def section(name: str) -> str:
+    """The plan's table a tunable comes from, as its messages name it."""
+    return (
+        f"[matrix.sysfs] {name.removeprefix(SYS)}"
+        if name.startswith(SYS)
+        else f"[matrix.sysctl] {name}"
+    )
 
 
 class KernelTunables:
@@ -78,6 +96,8 @@ class KernelTunables:
         self.journal: LockedFile | None = None
 
     def path(self, name: str) -> PurePosixPath:
+        if name.startswith(SYS):
+            return PurePosixPath(name)
         return self.root / name.replace(".", "/")
 
     def read(self, name: str) -> str:
@@ -95,11 +115,11 @@ class KernelTunables:
             return []
         if (os.geteuid() if euid is None else euid) != 0:
             return [
-                f"[matrix.sysctl] ({', '.join(self.names)}): kernel tunables are set as root; "
-                "run pgbenchlab as root or remove them from the plan"
+                f"[matrix.sysctl]/[matrix.sysfs] ({', '.join(self.names)}): kernel tunables "
+                "are set as root; run pgbenchlab as root or remove them from the plan"
             ]
         return [
-            f"[matrix.sysctl] {name}: no such kernel tunable here ({self.path(name)}): "
+            f"{section(name)}: no such kernel tunable here ({self.path(name)}): "
             "remove it from the plan or correct its name"
             for name in self.names
             if not self.host.exists(self.path(name))
@@ -174,17 +194,17 @@ class KernelTunables:
             self.apply([(name, value)])
         except PermissionError as error:
             raise TunableError(
-                f"[matrix.sysctl] {name}: cannot be written here ({error.strerror}); remove it "
+                f"{section(name)}: cannot be written here ({error.strerror}); remove it "
                 "from the plan"
             ) from None
         except OSError as error:
             raise TunableError(
-                f"[matrix.sysctl] {name} = {value}: the kernel refuses it "
+                f"{section(name)} = {value}: the kernel refuses it "
                 f"({error.strerror or error}); give a value it takes"
             ) from None
         except NotTaken:
             raise TunableError(
-                f"[matrix.sysctl] {name} = {value}: the kernel keeps {self.read(name)} instead; "
+                f"{section(name)} = {value}: the kernel keeps {self.read(name)} instead; "
                 "give a value it takes as it is"
             ) from None
 

@@ -27,6 +27,7 @@ from pgbenchlab.plan.schema import (
     RESERVED_SETTINGS,
     RUN_LENGTH,
     SYSCTL_NAME,
+    SYSFS_NAME,
     VACUUM_MODES,
 )
 from pgbenchlab.plan.servers import external_connection
@@ -70,7 +71,7 @@ def expand_cells(
     if "workload" not in matrix and not any("workload" in a for a in server_axes.values()):
         matrix = {**matrix, "workload": ["select-only"]}
     cells: list[_Cell] = []
-    tunables = sysctl_variants(matrix.get("sysctl", {}), ctx)
+    tunables = tunable_variants(matrix, ctx)
     for name, members in units.items():
         axes = {**matrix, **server_axes[name]}
         workloads = [
@@ -117,7 +118,11 @@ def count_cells(
     total = 0
     for name in units:
         axes = {**matrix, **server_axes[name]}
-        variants = _combinations(axes.get("setting", {})) * _combinations(matrix.get("sysctl", {}))
+        variants = (
+            _combinations(axes.get("setting", {}))
+            * _combinations(matrix.get("sysctl", {}))
+            * _combinations(matrix.get("sysfs", {}))
+        )
         for workload in as_list(axes.get("workload", [])):
             own = workload if isinstance(workload, dict) else {}
             layer = {**defaults, **axes, **own}
@@ -239,24 +244,40 @@ def setting_variants(value: Any, ctx: Context) -> list[tuple[tuple[str, str], ..
     return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
 
 
-def sysctl_variants(value: Any, ctx: Context) -> list[tuple[tuple[str, str], ...]]:
-    """Kernel-tunable axes: {"vm.dirty_bytes" = [0, 67108864]} → one variant per combination
-    (whether they exist and may be set is checked before the campaign starts)."""
+def tunable_variants(matrix: dict[str, Any], ctx: Context) -> list[tuple[tuple[str, str], ...]]:
+    """Kernel-tunable axes, [matrix.sysctl] ({"vm.dirty_bytes" = [0, 67108864]}) and
+    [matrix.sysfs] ({"block/vda/queue/read_ahead_kb" = [128, 4096]}, named by their path,
+    "/sys/block/vda/queue/read_ahead_kb") → one variant per combination (whether they exist
+    and may be set is checked before the campaign starts)."""
+    axes = {**kernel_axes(matrix.get("sysctl", {}), "sysctl", ctx)}
+    axes |= {f"/sys/{n}": v for n, v in kernel_axes(matrix.get("sysfs", {}), "sysfs", ctx).items()}
+    names = sorted(axes)
+    lists = [[str(v) for v in axes[n]] for n in names]
+    return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
+
+
+KERNEL_NAMES = {
+    "sysctl": (SYSCTL_NAME, 'is not a sysctl name such as "vm.dirty_bytes"'),
+    "sysfs": (SYSFS_NAME, 'is not a path under /sys such as "block/sda/queue/scheduler"'),
+}
+
+
+def kernel_axes(value: Any, kind: str, ctx: Context) -> dict[str, list[Any]]:
+    """[matrix.KIND]'s tunables and their values, each name and value checked."""
     if not isinstance(value, dict):
-        raise ctx.fail("matrix.sysctl", 'must be a table of "name" = [values]')
-    names = sorted(value)
-    for name in names:
-        if not SYSCTL_NAME.fullmatch(name):
-            raise ctx.fail(f"matrix.sysctl.{name}", 'is not a sysctl name such as "vm.dirty_bytes"')
+        raise ctx.fail(f"matrix.{kind}", 'must be a table of "name" = [values]')
+    pattern, wrong_name = KERNEL_NAMES[kind]
+    for name in value:
+        if not pattern.fullmatch(name) or ".." in name.split("/"):
+            raise ctx.fail(f"matrix.{kind}.{name}", wrong_name)
         values = as_list(value[name])
         if not values:
-            raise ctx.fail(f"matrix.sysctl.{name}", "must not be an empty list")
+            raise ctx.fail(f"matrix.{kind}.{name}", "must not be an empty list")
         if not all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values):
             raise ctx.fail(
-                f"matrix.sysctl.{name}", f"values must be numbers or text; got {values!r}"
+                f"matrix.{kind}.{name}", f"values must be numbers or text; got {values!r}"
             )
-    lists = [[str(v) for v in as_list(value[n])] for n in names]
-    return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*lists)]
+    return {name: as_list(listed) for name, listed in value.items()}
 
 
 def order_runs(

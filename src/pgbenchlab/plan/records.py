@@ -335,7 +335,8 @@ class Plan:
 
     @property
     def sysctl_names(self) -> tuple[str, ...]:
-        """The kernel tunables the campaign sets ([matrix.sysctl])."""
+        """The kernel tunables the campaign sets ([matrix.sysctl]; [matrix.sysfs] by their
+        path under /sys)."""
         return tuple(sorted({name for spec in self.specs for name, _ in spec.sysctl}))
 
     def server(self, name: str) -> ServerPlan:

@@ -108,7 +108,9 @@ WORKLOAD_KEYS = (
 )
 PGBENCH_KEYS = ("install", "cpus", "hosts", "profile", "keep_logs")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "build_system", "patches", "from")
-MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl")
+MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl", "sysfs")
 
 # A kernel tunable's name as sysctl writes it: vm.dirty_bytes, net.ipv4.tcp_fin_timeout, ...
 SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)+")
+# A file under /sys, relative to it: block/sda/queue/scheduler, kernel/mm/transparent_hugepage/...
+SYSFS_NAME = re.compile(r"[A-Za-z0-9_:.-]+(/[A-Za-z0-9_:.-]+)+")

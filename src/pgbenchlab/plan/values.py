@@ -162,8 +162,10 @@ def planned_axis_orders(text: str) -> dict[str, list[str]]:
     groups = [g for g in document.get("server_group", []) if isinstance(g, dict)]
     orders = {"server": [str(s.get("name")) for s in servers + groups]}  # groups after
     for layer in (document.get("matrix", {}), *servers):
-        for kind in ("setting", "sysctl"):
-            _add_orders(orders, layer.get(kind, {}) if isinstance(layer, dict) else {})
+        for kind, prefix in (("setting", ""), ("sysctl", ""), ("sysfs", "/sys/")):
+            axes = layer.get(kind, {}) if isinstance(layer, dict) else {}
+            named = axes.items() if isinstance(axes, dict) else ()
+            _add_orders(orders, {f"{prefix}{name}": listed for name, listed in named})
     return orders
 
 

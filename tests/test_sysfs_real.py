@@ -1,0 +1,123 @@
+"""Block-device and memory knobs that are files under /sys (`[matrix.sysfs]`) on the real
+kernel: the read-ahead of the disk holding the test's files and the transparent huge pages
+mode set for real runs, read back, recorded, and put back — after a campaign, after SIGTERM,
+and after a kill -9 at the next start (they share the sysctls' journal)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pgbenchlab import plan
+from pgbenchlab.campaign import RESULTS_DB, run_campaign
+from pgbenchlab.store import Store
+from pgbenchlab.tunables import normal
+from support import QuietReporter, require_installs
+from test_tunables_real import start
+
+pytestmark = pytest.mark.server
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def read_ahead_of(path: Path) -> Path:
+    """The read_ahead_kb of the disk holding path (a partition's is its disk's)."""
+    device = os.stat(path).st_dev
+    found = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}").resolve()
+    for candidate in (found, found.parent):
+        if (candidate / "queue" / "read_ahead_kb").exists():
+            return candidate / "queue" / "read_ahead_kb"
+    pytest.fail(f"no read_ahead_kb for the disk of {path} ({found})")
+
+
+def knobs_plan(name: str, read_ahead: Path, values: str, thp: str, duration: str = "1s") -> str:
+    return f"""
+[campaign]
+name = "{name}"
+[defaults]
+duration = "{duration}"
+warmup = "0s"
+checkpoint = false
+[[server]]
+name = "pg"
+install = "embedded"
+[matrix]
+scale = [1]
+workload = ["select-only"]
+clients = [1]
+[matrix.sysfs]
+"{read_ahead.relative_to("/sys")}" = [{values}]
+"kernel/mm/transparent_hugepage/enabled" = ["{thp}"]
+"""
+
+
+@pytest.fixture
+def knobs(tmp_path: Path) -> Iterator[tuple[Path, dict[Path, str]]]:
+    """The read-ahead file of the test's disk and the values of both knobs before the test,
+    put back whatever happens."""
+    if os.geteuid() != 0:
+        pytest.skip("sysfs knobs are set as root: test NOT run")
+    read_ahead = read_ahead_of(tmp_path)
+    before = {path: normal(path.read_text()) for path in (read_ahead, THP)}
+    yield read_ahead, before
+    for path, value in before.items():
+        path.write_text(value)
+
+
+def other(value: str, choices: tuple[str, ...]) -> str:
+    return next(c for c in choices if c != value)
+
+
+def test_applied_read_back_recorded_and_restored(
+    tmp_path: Path, results_dir: Path, knobs: tuple[Path, dict[Path, str]]
+) -> None:
+    require_installs("embedded")
+    read_ahead, before = knobs
+    ahead = other(before[read_ahead], ("256", "512"))
+    thp = other(before[THP], ("never", "madvise"))
+    text = knobs_plan("knobs", read_ahead, f"{ahead}, {before[read_ahead]}", thp)
+    outcome = run_campaign(plan.parse(text, "p.toml", base=tmp_path), results_dir, QuietReporter())
+    assert outcome.failed == 0
+    with Store(results_dir / RESULTS_DB) as store:
+        recorded = [store.run_sysctl(r.id) for r in store.run_records(outcome.campaign_id)]
+    assert sorted(r[str(read_ahead)] for r in recorded) == sorted([ahead, before[read_ahead]])
+    assert all(r[str(THP)] == thp for r in recorded)
+    assert {path: normal(path.read_text()) for path in before} == before
+
+
+def test_put_back_after_sigterm_and_after_kill_9_at_the_next_start(
+    tmp_path: Path, results_dir: Path, knobs: tuple[Path, dict[Path, str]]
+) -> None:
+    require_installs("embedded")
+    read_ahead, before = knobs
+    ahead = other(before[read_ahead], ("256", "512"))
+    thp = other(before[THP], ("never", "madvise"))
+    env = {**os.environ, "PGBENCHLAB_SYSCTL_JOURNAL": str(tmp_path / "run" / "journal.json")}
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(knobs_plan("cut", read_ahead, ahead, thp, duration="3s"))
+    for how in (signal.SIGTERM, signal.SIGKILL):
+        proc = start(plan_path, results_dir, env)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if json.loads(line).get("phase") == "measuring":
+                during = (normal(read_ahead.read_text()), normal(THP.read_text()))
+                proc.send_signal(how)
+                break
+        proc.communicate(timeout=120)
+        assert during == (ahead, thp)
+        now = {path: normal(path.read_text()) for path in before}
+        assert (now == before) == (how == signal.SIGTERM), (how, now)
+    left = json.loads(Path(env["PGBENCHLAB_SYSCTL_JOURNAL"]).read_text())
+    assert left == {str(path): value for path, value in before.items()}
+    # The next campaign, one that sets no knob, puts back what the killed one left.
+    plain = tmp_path / "plain.toml"
+    plain.write_text(knobs_plan("plain", read_ahead, "1", "x").split("[matrix.sysfs]")[0])
+    proc = start(plain, results_dir, env)
+    proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    assert {path: normal(path.read_text()) for path in before} == before
