@@ -1,6 +1,7 @@
-"""CPU pinning: CPU lists in the plan, checked against the machine, applied with taskset and
-verified on the kernel's view (/proc/PID/status) during real runs on this 2-CPU machine: the
-server on CPU 0, pgbench on CPU 1; and the diagnosis naming the pinned CPUs that limited a run.
+"""CPU pinning and NUMA placement: CPU lists and NUMA policies in the plan, checked against the
+machine, applied with taskset and numactl and verified on the kernel's view (/proc/PID/status,
+numa_maps) during real runs on this 2-CPU, one-node machine: the server on CPU 0 bound to node
+0, pgbench on CPU 1 interleaved; and the diagnosis naming the pinned CPUs that limited a run.
 
 The real campaign (module fixture, about 25 s) also gives the client ladder the scalability
 model is fitted to (`test_scalability.py` reads the same kind of data synthetically).
@@ -19,13 +20,13 @@ import pytest
 
 from pgbenchlab import cpusets, findings, plan
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
-from pgbenchlab.campaign.pinning import check_cpus
+from pgbenchlab.campaign.pinning import check_cpus, check_numa, numa_places
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LOCAL_HOST, pinned
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.store import Store
-from pgbenchlab.telemetry.affinity import allowed_list
+from pgbenchlab.telemetry.affinity import allowed_lists
 from pgbenchlab.telemetry.osstats import child_pids
 from support import QuietReporter, require_installs
 
@@ -116,11 +117,13 @@ latency_log = "off"
 
 [pgbench]
 cpus = "1"
+numa = "interleave"
 
 [[server]]
 name = "pg18"
 install = "embedded"
 cpus = "0"
+numa = { cpunodebind = "0", membind = "0" }
 workload = [
   "select-only",
   { name = "heavy-client", script = "heavy.sql", clients = 16, threads = 4, duration = "4s" },
@@ -176,6 +179,53 @@ def test_the_kernel_ran_the_server_on_cpu_0_and_pgbench_on_cpu_1(
         "SELECT DISTINCT threads FROM runs WHERE workload = 'select-only'"
     ).fetchall()
     assert [t[0] for t in threads] == [1]  # auto: one per pinned CPU
+
+
+@pytest.mark.server
+def test_the_kernel_placed_the_server_on_node_0_and_interleaved_pgbench(
+    pinned_results: Path,
+) -> None:
+    with Store(pinned_results / RESULTS_DB) as store:
+        found = store.affinity_by_run([r.id for r in store.run_records(1)])
+        view = load_view(store, 1)
+    placed = {
+        (a.role, a.numa_requested, a.memory_nodes, a.numa_policies)
+        for run in found.values()
+        for a in run
+    }
+    assert placed == {
+        ("server", "cpunodebind=0 membind=0", ("0",), ("bind:0",)),
+        ("pgbench", "interleave=all", ("0",), ("interleave:0",)),
+    }
+    shown = {line for run in view.runs for line in run.cpu_affinity}
+    assert any("memory node 0 (numa cpunodebind=0 membind=0: policy bind:0)" in s for s in shown)
+
+
+def test_numa_policies_are_read_and_checked_before_anything_starts() -> None:
+    the_plan = parse(
+        pgbench='[pgbench]\nnuma = { preferred = "0" }',
+        server='numa = { cpunodebind = "0-1", interleave = "all" }',
+    )
+    assert the_plan.pgbench_numa == cpusets.NumaPolicy(preferred="0")
+    numa = the_plan.servers[0].numa
+    assert numa is not None and numa.options() == ["--cpunodebind=0-1", "--interleave=all"]
+    for server, said in (
+        ('numa = { membind = "0", interleave = "all" }', "a memory policy is one of them"),
+        ('numa = { nodes = "0" }', "is not one of cpunodebind, membind"),
+        ('numa = "spread"', 'must be "interleave" or a table'),
+        ('numa = { membind = "x" }', "is not a CPU list"),
+    ):
+        with pytest.raises(PlanError, match=said):
+            parse(server=server)
+    lacking = parse(server='numa = { membind = "7" }')
+    with pytest.raises(PlanError, match="names node 7, which this machine lacks: it has node"):
+        check_numa(lacking, numa_places(lacking)[0], LOCAL_HOST)
+    assert pinned(["true"], "1", LOCAL_HOST, cpusets.NumaPolicy(membind="0"))[1:] == [
+        "--membind=0",
+        "--",
+        *(LOCAL_HOST.pin_prefix("1") or []),
+        "true",
+    ]
 
 
 @pytest.mark.server
@@ -251,10 +301,9 @@ def test_a_process_started_pinned_runs_where_the_kernel_says() -> None:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         for pid in (proc.pid, *children):
-            assert allowed_list(Path("/proc"), pid, LOCAL_HOST) == "0"
+            assert allowed_lists(Path("/proc"), pid, LOCAL_HOST) == ("0", "0")
     finally:
         proc.kill()
         proc.wait()
-    assert allowed_list(Path("/proc"), os.getpid(), LOCAL_HOST) == cpusets.text(
-        LOCAL_HOST.allowed_cpus()
-    )
+    cpus, _ = allowed_lists(Path("/proc"), os.getpid(), LOCAL_HOST) or ("", "")
+    assert cpus == cpusets.text(LOCAL_HOST.allowed_cpus())

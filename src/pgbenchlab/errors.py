@@ -72,3 +72,8 @@ class NotReady(UserError):
             lines = "\n".join(f"  - {p}" for p in problems)
             message = f"{len(problems)} problems, found before anything started; fix each:\n{lines}"
         super().__init__(message)
+
+
+def first_line(error: object) -> str:
+    """An error's first line: what a one-line message or a table cell has room for."""
+    return str(error).strip().split("\n", 1)[0]

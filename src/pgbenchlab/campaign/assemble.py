@@ -279,10 +279,6 @@ def _from_log(log: LogReading) -> tuple[LatencySummary | None, tuple[Second, ...
     return latency_summary(log.summary, log.sampling), log_series(log.summary, log.sampling)
 
 
-def first_line(error: object) -> str:
-    return str(error).strip().split("\n", 1)[0]
-
-
 def progress_seconds(done: Completed) -> tuple[Second, ...]:
     """The -P 1 series; a run split across load generators: theirs summed second by second,
     over the seconds all of them reported (latency and lag weighted by each one's TPS)."""

@@ -95,15 +95,19 @@ def executor_for(plan: Plan, hosts: CampaignHosts) -> Executor:
     if len(plan.pgbench_hosts) > 1:
         generators = [(name, hosts.get(name)) for name in plan.pgbench_hosts]
         return FleetExecutor(
-            generators, pgbench_cpus=plan.pgbench_cpus, keep_logs=plan.pgbench_keep_logs
+            generators,
+            pgbench_cpus=plan.pgbench_cpus,
+            keep_logs=plan.pgbench_keep_logs,
+            pgbench_numa=plan.pgbench_numa,
         )
     if plan.pgbench_hosts:
         return GeneratorExecutor(
             hosts.get(plan.pgbench_hosts[0]),
             pgbench_cpus=plan.pgbench_cpus,
             keep_logs=plan.pgbench_keep_logs,
+            pgbench_numa=plan.pgbench_numa,
         )
-    return LocalExecutor(pgbench_cpus=plan.pgbench_cpus)
+    return LocalExecutor(pgbench_cpus=plan.pgbench_cpus, pgbench_numa=plan.pgbench_numa)
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
 
 from pgbenchlab import dataset, findings
+from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.diagnosing import Evidence
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -112,12 +113,18 @@ class LocalExecutor:
 
     single_pgbench = True  # a run's pgbench is one process (its pid watched by the telemetry)
 
-    def __init__(self, host: Host = LOCAL_HOST, pgbench_cpus: str | None = None) -> None:
+    def __init__(
+        self,
+        host: Host = LOCAL_HOST,
+        pgbench_cpus: str | None = None,
+        pgbench_numa: NumaPolicy | None = None,
+    ) -> None:
         self.host = host
         self.pgbench_cpus = pgbench_cpus  # the plan's [pgbench] cpus
+        self.pgbench_numa = pgbench_numa  # and numa
 
     def pgbench(self, call: command.Call) -> command.Completed:
-        return command.execute(call, host=self.host, cpus=self.pgbench_cpus)
+        return command.execute(call, host=self.host, cpus=self.pgbench_cpus, numa=self.pgbench_numa)
 
     def prepare_dataset(
         self,
@@ -148,6 +155,7 @@ class LocalExecutor:
             host=self.host,
             pgbench_cpus=self.pgbench_cpus,
             watch_pgbench=self.single_pgbench,
+            pgbench_numa=None if self.pgbench_numa is None else self.pgbench_numa.text,
         )
 
 
@@ -157,9 +165,14 @@ class GeneratorExecutor(LocalExecutor):
     (with the whole log files too when the plan keeps them), the directory removed."""
 
     def __init__(
-        self, host: Host, pgbench_cpus: str | None = None, *, keep_logs: bool = False
+        self,
+        host: Host,
+        pgbench_cpus: str | None = None,
+        *,
+        keep_logs: bool = False,
+        pgbench_numa: NumaPolicy | None = None,
     ) -> None:
-        super().__init__(host, pgbench_cpus)
+        super().__init__(host, pgbench_cpus, pgbench_numa)
         self.keep_logs = keep_logs  # [pgbench] keep_logs
 
     def pgbench(self, call: command.Call) -> command.Completed:

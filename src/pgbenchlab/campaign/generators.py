@@ -41,6 +41,7 @@ from pgbenchlab import cpusets
 from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor, log_layout
 from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.hosts import clock_offset
+from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.invocation.command import LOG_PREFIX, Call, Completed, Share
@@ -196,10 +197,15 @@ class FleetExecutor(GeneratorExecutor):
         pgbench_cpus: str | None,
         *,
         keep_logs: bool = False,
+        pgbench_numa: NumaPolicy | None = None,
     ) -> None:
-        super().__init__(generators[0][1], pgbench_cpus=pgbench_cpus)
+        numa = pgbench_numa
+        super().__init__(generators[0][1], pgbench_cpus=pgbench_cpus, pgbench_numa=numa)
         self.generators = [
-            Generator(n, GeneratorExecutor(h, pgbench_cpus, keep_logs=keep_logs))
+            Generator(
+                n,
+                GeneratorExecutor(h, pgbench_cpus, keep_logs=keep_logs, pgbench_numa=pgbench_numa),
+            )
             for n, h in generators
         ]
 

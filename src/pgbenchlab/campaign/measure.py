@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgbenchlab.campaign.assemble import Hygiene, LogReading, MeasuredRun, assemble, first_line
+from pgbenchlab.campaign.assemble import Hygiene, LogReading, MeasuredRun, assemble
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.generators import clock_offsets, common_window
 from pgbenchlab.campaign.layout import archive, log_files, sanitize_argv
-from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.errors import PgbenchParseError, first_line
 from pgbenchlab.invocation import command
 from pgbenchlab.invocation.shares import total_report
 from pgbenchlab.pgbench.log_reduced import (

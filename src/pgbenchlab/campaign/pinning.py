@@ -1,13 +1,15 @@
-"""CPU pinning checked before a campaign starts: the plan's CPU lists against the host (CPUs it
-lacks, no tool to pin with). The server and pgbench are started pinned (`hosts.pinned`); what
-the kernel then allowed each process is read back during every run by the telemetry
-(`telemetry.affinity`) and stored with it."""
+"""CPU pinning and NUMA placement checked before a campaign starts: the plan's CPU lists and
+NUMA policies against the host (CPUs or nodes it lacks, no tool to pin or place with). The
+server and pgbench are started pinned and placed (`hosts.pinned`); what the kernel then allowed
+each process is read back during every run by the telemetry (`telemetry.affinity`) and stored
+with it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from pgbenchlab import cpusets
+from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import Host
 from pgbenchlab.plan import Plan
@@ -47,5 +49,36 @@ def check_cpu_list(plan: Plan, listed: CpuList, host: Host) -> None:
         raise PlanError(
             f"{what}: pinning needs taskset (util-linux) or numactl on {machine}; "
             "install one or remove cpus",
+            where=plan.path,
+        )
+
+
+NumaPlace = tuple[str, NumaPolicy, str | None]  # what names it, the policy, its host
+
+
+def numa_places(plan: Plan) -> list[NumaPlace]:
+    """Every NUMA policy of the plan: each server's, and pgbench's."""
+    generator = plan.pgbench_hosts[0] if plan.pgbench_hosts else None
+    listed = [(f"server {s.name} numa", s.numa, s.host) for s in plan.servers if s.numa]
+    if plan.pgbench_numa:
+        listed.append(("[pgbench] numa", plan.pgbench_numa, generator))
+    return listed
+
+
+def check_numa(plan: Plan, place: NumaPlace, host: Host) -> None:
+    """One NUMA policy against its host: numactl there, and the nodes it names."""
+    what, policy, where = place
+    machine = "this machine" if where is None else f"host {where}"
+    if host.numactl() is None:
+        raise PlanError(
+            f"{what} ({policy.text}) needs numactl on {machine}; install it (Debian: numactl) "
+            "or remove numa",
+            where=plan.path,
+        )
+    nodes = host.numa_nodes()
+    if missing := policy.nodes() - nodes:
+        raise PlanError(
+            f"{what} names node {cpusets.text(missing)}, which {machine} lacks: it has node "
+            f"{cpusets.text(nodes)}",
             where=plan.path,
         )

@@ -26,7 +26,7 @@ from pgbenchlab.campaign.checklist import (
     run_checks,
 )
 from pgbenchlab.campaign.hosts import used_hosts
-from pgbenchlab.campaign.pinning import check_cpu_list, cpu_lists
+from pgbenchlab.campaign.pinning import check_cpu_list, check_numa, cpu_lists, numa_places
 from pgbenchlab.campaign.servers import (
     check_external,
     check_settings,
@@ -118,6 +118,12 @@ def cpus(ready: Readiness, found: Findings) -> None:
             found.leave(f"{listed[0]}: checked on host {listed[2]}")
         else:
             found.attempt(partial(check_cpu_list, ready.plan, listed, host))
+    for place in numa_places(ready.plan):
+        host = ready.host(place[2])
+        if host is None:
+            found.leave(f"{place[0]}: checked on host {place[2]}")
+        else:
+            found.attempt(partial(check_numa, ready.plan, place, host))
 
 
 def managed(ready: Readiness) -> list[ServerPlan]:
@@ -232,9 +238,10 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "cpus",
-        "every CPU list names CPUs its host has, and the host can pin (taskset or numactl)",
+        "every CPU list names CPUs its host has, and the host can pin (taskset or numactl); "
+        "every NUMA policy names nodes its host has, and the host has numactl",
         cpus,
-        "name CPUs the host has, install taskset or numactl, or remove cpus",
+        "name CPUs and nodes the host has, install taskset or numactl, or remove cpus or numa",
         needs=("hosts",),
     ),
     Check(

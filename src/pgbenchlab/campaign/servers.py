@@ -170,6 +170,7 @@ class Servers:
             owner_tag=str(self.results_dir),  # in its marker: `clean` removes only its own
             host=host,
             cpus=plan.cpus,
+            numa=plan.numa,
             tls=self.plan.uses_connection("tls", plan.name),
             address=host.address,
             # from another host, pgbench's address is not the server's: any, by password

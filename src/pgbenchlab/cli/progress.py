@@ -10,8 +10,8 @@ from typing import Any, TextIO
 
 from pgbenchlab import jsontext, plan
 from pgbenchlab.analysis.diagnosis import Bottleneck
-from pgbenchlab.campaign.assemble import first_line
 from pgbenchlab.durations import duration_text
+from pgbenchlab.errors import first_line
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.results import FAILED, RunResult, RunStatus
 

@@ -7,10 +7,12 @@ file operations raise `OSError` as pathlib does; a command that outlives its tim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Protocol
+
+from pgbenchlab.cpusets import NumaPolicy
 
 LineCallback = Callable[[str], None]
 
@@ -177,6 +179,12 @@ class Host(Protocol):
         numactl --physcpubind where taskset is missing); its children inherit the pinning.
         None when this host has neither."""
 
+    def numactl(self) -> str | None:
+        """numactl's path there (None: not installed)."""
+
+    def numa_nodes(self) -> frozenset[int]:
+        """The NUMA nodes this host has (a machine without NUMA: node 0)."""
+
     def clock_ticks_per_s(self) -> int:
         """The unit of the CPU times in /proc/<pid>/stat."""
 
@@ -208,8 +216,25 @@ class Host(Protocol):
         host and port (the socket itself here; a forward over SSH to it on another host)."""
 
 
-def pinned(argv: list[str], cpus: str | None, host: Host) -> list[str]:
-    """argv, started pinned to the CPU list cpus when given (its children inherit it)."""
+NODES_DIR = "/sys/devices/system/node"
+
+
+def nodes_in(paths: Iterable[PurePath]) -> frozenset[int]:
+    """The node numbers among a node directory's entries ("node0", "node1"; none: node 0)."""
+    found = {int(p.name[4:]) for p in paths if p.name.startswith("node") and p.name[4:].isdigit()}
+    return frozenset(found or {0})
+
+
+def pinned(
+    argv: list[str], cpus: str | None, host: Host, numa: NumaPolicy | None = None
+) -> list[str]:
+    """argv, started pinned to the CPU list cpus and placed by the NUMA policy numa when
+    given (its children inherit both)."""
+    if numa is not None:
+        tool = host.numactl()
+        if tool is None:
+            raise OSError(f"cannot place by NUMA policy {numa.text} on {host.name}: no numactl")
+        return [tool, *numa.options(), "--", *pinned(argv, cpus, host)]
     if not cpus:
         return argv
     prefix = host.pin_prefix(cpus)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import IO, Any
 
-from pgbenchlab.hosts.host import Account, Exit, Finished, Host, LineCallback
+from pgbenchlab.hosts.host import NODES_DIR, Account, Exit, Finished, Host, LineCallback, nodes_in
 
 
 def _switch(account: Account | None) -> bool:
@@ -310,6 +310,12 @@ class LocalHost:
         if numactl := shutil.which("numactl"):
             return [numactl, f"--physcpubind={cpus}"]
         return None
+
+    def numactl(self) -> str | None:
+        return shutil.which("numactl")
+
+    def numa_nodes(self) -> frozenset[int]:
+        return nodes_in(Path(NODES_DIR).glob("node*"))
 
     def clock_ticks_per_s(self) -> int:
         return os.sysconf("SC_CLK_TCK")

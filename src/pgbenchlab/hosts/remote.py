@@ -35,7 +35,7 @@ from pgbenchlab.hosts.detached import (
     parse_exit,
     read_files,
 )
-from pgbenchlab.hosts.host import Account, Exit, Finished, LineCallback
+from pgbenchlab.hosts.host import NODES_DIR, Account, Exit, Finished, LineCallback, nodes_in
 from pgbenchlab.hosts.remote_files import RemoteLockedFile, RemoteTail
 from pgbenchlab.hosts.ssh import ENV_READER, LOCAL_ONLY_ENV, SshTarget, env_lines, sftp_error
 
@@ -399,6 +399,13 @@ class RemoteHost:
         return (
             [found, "-c", cpus] if found.endswith("taskset") else [found, f"--physcpubind={cpus}"]
         )
+
+    def numactl(self) -> str | None:
+        return self._fact("numactl", "command -v numactl || true").strip() or None
+
+    def numa_nodes(self) -> frozenset[int]:
+        listed = self._fact("nodes", f"ls {NODES_DIR} 2>/dev/null || true").split()
+        return nodes_in(PurePosixPath(name) for name in listed)
 
     def clock_ticks_per_s(self) -> int:
         return int(self._fact("ticks", "getconf CLK_TCK"))

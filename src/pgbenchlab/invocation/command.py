@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
+from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.hosts import LOCAL_HOST, Host, Process, pinned
 from pgbenchlab.plan import RunOptions, Workload
 from pgbenchlab.records.version import PgVersion
@@ -120,8 +121,11 @@ def build_argv(binary: Path, version: PgVersion, run: Invocation, dbname: str) -
     return argv
 
 
-def execute(call: Call, *, host: Host = LOCAL_HOST, cpus: str | None = None) -> Completed:
-    """Run the call's pgbench on host (pinned to the CPU list cpus when given), streaming its
+def execute(
+    call: Call, *, host: Host = LOCAL_HOST, cpus: str | None = None, numa: NumaPolicy | None = None
+) -> Completed:
+    """Run the call's pgbench on host (pinned to the CPU list cpus, placed by the NUMA policy
+    numa, when given), streaming its
     stderr lines to the call's callback; measure its CPU time. The pinning tool execs pgbench:
     same pid, and argv stays pgbench's own. The call's `on_start` receives pgbench's pid as
     soon as it is started (a sampler watches it)."""
@@ -135,7 +139,7 @@ def execute(call: Call, *, host: Host = LOCAL_HOST, cpus: str | None = None) -> 
             call.on_stderr_line(line)
 
     proc = host.start(
-        pinned(list(call.argv), cpus, host),
+        pinned(list(call.argv), cpus, host, numa),
         env={**_base_env(), **call.env, "PG_COLOR": "never"},
         cwd=call.cwd,
         on_stdout_line=stdout_lines.append,

@@ -38,6 +38,7 @@ from pgbenchlab.plan.values import (
     check_run_length,
     choice,
     cpu_list,
+    numa_policy,
     plan_path,
     table,
 )
@@ -107,6 +108,7 @@ def parse(
     if pgbench_install.startswith(BINARIES_PREFIX):
         raise ctx.fail("pgbench.install", "prebuilt binaries have no pgbench; name another")
     pgbench_cpus = cpu_list(pgbench["cpus"], ctx, "pgbench.cpus") if "cpus" in pgbench else None
+    pgbench_numa = numa_policy(pgbench["numa"], ctx, "pgbench.numa") if "numa" in pgbench else None
     pgbench_profile = pgbench.get("profile", True)  # profiled runs profile pgbench too
     if not isinstance(pgbench_profile, bool):
         raise ctx.fail("pgbench.profile", f"must be true or false; got {pgbench_profile!r}")
@@ -149,6 +151,7 @@ def parse(
         builds=tuple(builds.values()),
         auto=auto,
         pgbench_cpus=pgbench_cpus,
+        pgbench_numa=pgbench_numa,
         pgbench_profile=pgbench_profile,
         hosts=hosts,
         pgbench_hosts=pgbench_hosts,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab.builds.recipe import BuildRecipe
+from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan.auto import AutoRepeats
@@ -67,6 +68,7 @@ class ServerPlan:
     data_dir: str | None = None
     init: bool = False  # external only: may pgbenchlab run pgbench -i there?
     cpus: str | None = None  # managed only: the CPU list its processes are pinned to
+    numa: NumaPolicy | None = None  # managed only: numactl's placement of its processes
     host: str | None = None  # the [[host]] it runs on; None: this machine
     description: str = ""  # what this server is (a tuning test set: what changed), reported
 
@@ -234,6 +236,7 @@ class Plan:
     builds: tuple[BuildRecipe, ...] = ()  # the [build.NAME] tables, `from` resolved
     auto: AutoRepeats | None = None  # repeats = "auto": specs hold its first rounds
     pgbench_cpus: str | None = None  # [pgbench] cpus: the CPU list pgbench is pinned to
+    pgbench_numa: NumaPolicy | None = None  # [pgbench] numa: numactl's placement of pgbench
     hosts: tuple[HostPlan, ...] = ()  # the [[host]] tables
     pgbench_hosts: tuple[str, ...] = ()  # where pgbench runs; () is this machine
     shard: Shard | None = None  # sharded: specs hold only this part of the runs

@@ -89,6 +89,7 @@ SERVER_KEYS = (
     "data_dir",
     "init",
     "cpus",
+    "numa",
     "host",
     *AXIS_KEYS,
     "setting",
@@ -106,7 +107,7 @@ WORKLOAD_KEYS = (
     *OPTION_KEYS,
     "clients",
 )
-PGBENCH_KEYS = ("install", "cpus", "hosts", "profile", "keep_logs")
+PGBENCH_KEYS = ("install", "cpus", "numa", "hosts", "profile", "keep_logs")
 BUILD_KEYS = ("source", "ref", "configure", "compiler", "build_system", "patches", "from")
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl", "sysfs")
 

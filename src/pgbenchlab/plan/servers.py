@@ -25,6 +25,7 @@ from pgbenchlab.plan.values import (
     as_list,
     check_name,
     cpu_list,
+    numa_policy,
     plan_path,
     setting_text,
 )
@@ -74,7 +75,7 @@ def parse_server(
             raise ctx.fail(f"{key}.settings.{setting}", "is managed by pgbenchlab; remove it")
     if "dsn" in item:
         check_dsn(item["dsn"], ctx, f"{key}.dsn")
-        for field_name in ("settings", "data_dir", "cpus"):
+        for field_name in ("settings", "data_dir", "cpus", "numa"):
             if field_name in item:
                 raise ctx.fail(f"{key}.{field_name}", "applies to managed servers only, not a dsn")
     init = item.get("init", False)
@@ -104,6 +105,7 @@ def parse_server(
         data_dir=data_dir,
         init=init,
         cpus=cpu_list(item["cpus"], ctx, f"{key}.cpus") if "cpus" in item else None,
+        numa=numa_policy(item["numa"], ctx, f"{key}.numa") if "numa" in item else None,
         host=host,
         description=description,
     )

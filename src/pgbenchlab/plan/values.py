@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab import cpusets, files
+from pgbenchlab.cpusets import NUMA_POLICIES, NumaPolicy
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.schema import LATENCY_LOG_MODES, RUN_LENGTH
 
@@ -43,6 +44,29 @@ def cpu_list(value: Any, ctx: Context, key: str) -> str:
         return cpusets.text(cpusets.parse(value))
     except cpusets.BadCpuList as exc:
         raise ctx.fail(key, str(exc)) from None
+
+
+def numa_policy(value: Any, ctx: Context, key: str) -> NumaPolicy:
+    """numa = { cpunodebind = "0", membind = "0" } (or interleave, preferred), or "interleave"
+    for interleave = "all": numactl's placement, each a node list ("all" for interleave)."""
+    if value == "interleave":
+        return NumaPolicy(interleave="all")
+    if not isinstance(value, dict) or not value:
+        raise ctx.fail(
+            key, 'must be "interleave" or a table such as { cpunodebind = "0", membind = "0" }'
+        )
+    nodes = {}
+    for name, listed in value.items():
+        if name not in NUMA_POLICIES:
+            raise ctx.fail(f"{key}.{name}", f"is not one of {', '.join(NUMA_POLICIES)}")
+        if name == "interleave" and listed == "all":
+            nodes[name] = "all"
+            continue
+        nodes[name] = cpu_list(listed, ctx, f"{key}.{name}")  # node lists are written alike
+    memory = [n for n in ("membind", "interleave", "preferred") if n in nodes]
+    if len(memory) > 1:
+        raise ctx.fail(key, f"gives {' and '.join(memory)}: a memory policy is one of them")
+    return NumaPolicy(**nodes)
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|m|min|h)?\s*$")

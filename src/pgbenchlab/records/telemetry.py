@@ -86,12 +86,17 @@ class Statement:
 
 @dataclass(frozen=True)
 class Affinity:
-    """The CPUs the kernel allowed a role's processes during the run (Cpus_allowed_list)."""
+    """The CPUs the kernel allowed a role's processes during the run (Cpus_allowed_list), the
+    memory nodes (Mems_allowed_list) and, where the plan placed them, their NUMA policy as the
+    kernel states it (numa_maps: "bind:0", "interleave:0-1")."""
 
     role: str  # server (the postmaster and its children) | pgbench
     requested: str | None  # the plan's CPU list (canonical), None when not pinned
     observed: tuple[str, ...]  # the distinct lists the processes had
     processes: int  # how many processes were checked
+    numa_requested: str | None = None  # the plan's NUMA policy ("membind=0"), None: none
+    memory_nodes: tuple[str, ...] = ()  # the distinct Mems_allowed_list the processes had
+    numa_policies: tuple[str, ...] = ()  # the policy numa_maps shows (read where placed)
 
     @property
     def verified(self) -> bool | None:

@@ -12,6 +12,7 @@ from psycopg import sql
 
 from pgbenchlab import builds
 from pgbenchlab.claims import CREATING, READY, Claim
+from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Finished, Host, pinned
 from pgbenchlab.installs import Installation
@@ -72,6 +73,7 @@ class ManagedServer:
         claim: Claim | None = None,
         host: Host = LOCAL_HOST,
         cpus: str | None = None,
+        numa: NumaPolicy | None = None,
         tls: bool = False,
         address: str = LOOPBACK,
         client_network: str | None = None,
@@ -85,6 +87,7 @@ class ManagedServer:
         self.claim = claim  # records initdb's progress, so a cut-short one is made again
         self.host = host
         self.cpus = cpus  # the CPU list the postmaster is started on; its children inherit it
+        self.numa = numa  # its NUMA placement, inherited alike
         # On another host pgbenchlab's own SQL goes over an SSH forward to the socket, and
         # pgbench over TCP to the host's address (a socket there is out of its reach).
         self.remote = host.state_dir() is not None
@@ -160,7 +163,7 @@ class ManagedServer:
             self.port = self.host.free_port()
             self._write_settings()
             result = self._pg_ctl(
-                "start", "-w", "-t", "120", "-l", str(self.log_path), cpus=self.cpus
+                "start", "-w", "-t", "120", "-l", str(self.log_path), cpus=self.cpus, numa=self.numa
             )
             if result.returncode == 0:
                 self._check_settings()
@@ -224,9 +227,11 @@ class ManagedServer:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _pg_ctl(self, *args: str, cpus: str | None = None) -> Finished:
+    def _pg_ctl(
+        self, *args: str, cpus: str | None = None, numa: NumaPolicy | None = None
+    ) -> Finished:
         argv = [str(self.install.binary("pg_ctl")), "-D", str(self.data_dir), *args]
-        argv = pinned(argv, cpus, self.host)  # pg_ctl's postmaster inherits its CPUs
+        argv = pinned(argv, cpus, self.host, numa)  # pg_ctl's postmaster inherits its place
         # A new session keeps a terminal's Ctrl-C away from the postmaster: we stop it ourselves.
         return self.host.run(
             argv,

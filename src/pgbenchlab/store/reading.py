@@ -50,7 +50,7 @@ from pgbenchlab.store.records import (
     campaign_artifacts,
 )
 from pgbenchlab.store.rediagnosis import rediagnose
-from pgbenchlab.store.telemetry import read_affinity
+from pgbenchlab.store.telemetry import AFFINITY_COLUMNS, read_affinity
 
 CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
 RUN_SELECT = "SELECT id, campaign_id, " + ", ".join(c.name for c in RUN_COLUMNS)
@@ -436,7 +436,7 @@ class Reading:
         found: dict[int, list[Affinity]] = defaultdict(list)
         for chunk in _chunks(ids):
             for run_id, *row in self._tuples(
-                "SELECT run_id, role, requested, observed, processes FROM run_affinity "
+                f"SELECT run_id, {AFFINITY_COLUMNS} FROM run_affinity "
                 f"WHERE run_id IN ({_marks(chunk)}) ORDER BY run_id, role",
                 chunk,
             ):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,4 +402,11 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
+    # 23: where the plan placed a run's processes by NUMA policy, and the memory nodes and
+    # policy the kernel showed; NULL before.
+    23: """
+    ALTER TABLE run_affinity ADD COLUMN numa_requested TEXT;
+    ALTER TABLE run_affinity ADD COLUMN memory_nodes TEXT;
+    ALTER TABLE run_affinity ADD COLUMN numa_policies TEXT;
+    """,
 }

@@ -69,7 +69,8 @@ def write_telemetry(db: sqlite3.Connection, run_id: int, tel: RunTelemetry) -> N
         ],
     )
     db.executemany(
-        "INSERT INTO run_affinity VALUES (?,?,?,?,?,?)",
+        "INSERT INTO run_affinity (run_id, role, requested, observed, processes, verified, "
+        "numa_requested, memory_nodes, numa_policies) VALUES (?,?,?,?,?,?,?,?,?)",
         [
             (
                 run_id,
@@ -78,6 +79,9 @@ def write_telemetry(db: sqlite3.Connection, run_id: int, tel: RunTelemetry) -> N
                 OBSERVED_SEPARATOR.join(a.observed),
                 a.processes,
                 None if a.verified is None else int(a.verified),
+                a.numa_requested,
+                OBSERVED_SEPARATOR.join(a.memory_nodes) or None,
+                OBSERVED_SEPARATOR.join(a.numa_policies) or None,
             )
             for a in tel.affinity
         ],
@@ -106,14 +110,22 @@ def write_telemetry(db: sqlite3.Connection, run_id: int, tel: RunTelemetry) -> N
 OBSERVED_SEPARATOR = " | "  # between distinct CPU lists, when a role's processes disagreed
 
 
+AFFINITY_COLUMNS = (
+    "role, requested, observed, processes, numa_requested, memory_nodes, numa_policies"
+)
+
+
 def read_affinity(row: sqlite3.Row | tuple[object, ...]) -> Affinity:
-    """A run_affinity row (role, requested, observed, processes) as its record."""
-    role, requested, observed, processes = row[0], row[1], row[2], row[3]
+    """A run_affinity row (`AFFINITY_COLUMNS`) as its record."""
+    role, requested, observed, processes, numa, memory, policies = row[:7]
     return Affinity(
         str(role),
         None if requested is None else str(requested),
         tuple(str(observed).split(OBSERVED_SEPARATOR)),
         int(str(processes)),
+        numa_requested=None if numa is None else str(numa),
+        memory_nodes=() if memory is None else tuple(str(memory).split(OBSERVED_SEPARATOR)),
+        numa_policies=() if policies is None else tuple(str(policies).split(OBSERVED_SEPARATOR)),
     )
 
 
@@ -236,8 +248,6 @@ def read_telemetry(db: sqlite3.Connection, run_id: int) -> RunTelemetry | None:
         ),
         affinity=tuple(
             read_affinity(r)
-            for r in rows(
-                "SELECT role, requested, observed, processes FROM run_affinity WHERE run_id = ?"
-            )
+            for r in rows(f"SELECT {AFFINITY_COLUMNS} FROM run_affinity WHERE run_id = ?")
         ),
     )

@@ -86,11 +86,13 @@ class CampaignTelemetry:
         host: Host = LOCAL_HOST,
         pgbench_cpus: str | None = None,
         watch_pgbench: bool = True,
+        pgbench_numa: str | None = None,
     ) -> None:
         self.store = store
         self.campaign_id = campaign_id
         self.host = host  # where pgbench runs; a managed server's samplers run on its own
         self.pgbench_cpus = pgbench_cpus  # the CPU list pgbench is pinned to
+        self.pgbench_numa = pgbench_numa  # its NUMA policy ("membind=0")
         # False: a run's pgbench is several processes on several load generator hosts, each
         # watched by its own figures (`campaign.generators`), not by the run's samplers
         self.watch_pgbench = watch_pgbench
@@ -123,7 +125,6 @@ class CampaignTelemetry:
                     endpoint,
                     pgbench_threads=threads,
                     host_cpus=self.host.cpu_count(),
-                    pgbench_cpus=self.pgbench_cpus,
                     **self._pgbench_watched(),
                 )
             )
@@ -137,14 +138,20 @@ class CampaignTelemetry:
                 host_cpus=server.host.cpu_count(),
                 host=server.host,
                 server_cpus=server.cpus,
-                pgbench_cpus=self.pgbench_cpus,
+                server_numa=None if server.numa is None else server.numa.text,
                 **self._pgbench_watched(),
             )
         )
 
     def _pgbench_watched(self) -> dict[str, Any]:
-        """Where a capture watches pgbench's process (its pid is this host's), if at all."""
-        return {"pgbench_host": self.host, "watch_pgbench": self.watch_pgbench}
+        """Where a capture watches pgbench's process (its pid is this host's), if at all, and
+        where the plan placed it."""
+        return {
+            "pgbench_host": self.host,
+            "watch_pgbench": self.watch_pgbench,
+            "pgbench_cpus": self.pgbench_cpus,
+            "pgbench_numa": self.pgbench_numa,
+        }
 
     def _external_capture(
         self, host: Host, place: ExternalPlace, name: str, endpoint: Endpoint, threads: int | None
@@ -160,7 +167,6 @@ class CampaignTelemetry:
                 pgbench_threads=threads,
                 host_cpus=host.cpu_count(),
                 host=host,
-                pgbench_cpus=self.pgbench_cpus,
                 **self._pgbench_watched(),
                 log_problem=place.log_problem,
                 processes_problem=place.postmaster_problem,

@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from pgbenchlab.errors import first_line
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.records.telemetry import (
     NO_LOG_ACCESS,
@@ -72,6 +73,8 @@ class CaptureConfig:
     host: Host = LOCAL_HOST  # the server's: its log, its /proc
     server_cpus: str | None = None  # the CPU lists the plan pinned them to
     pgbench_cpus: str | None = None
+    server_numa: str | None = None  # the NUMA policies the plan placed them by
+    pgbench_numa: str | None = None
     pgbench_host: Host | None = None  # where pgbench runs, its pid watched there (None: host)
     watch_pgbench: bool = True  # False: pgbench's pid names none of several (load generators)
     log_problem: str | None = None  # why the server's log is not read (an external server's)
@@ -107,6 +110,7 @@ class Capture:
             config.host,
             {SERVER: config.server_cpus, PGBENCH: config.pgbench_cpus},
             pgbench_host=config.pgbench_host,
+            numa={SERVER: config.server_numa, PGBENCH: config.pgbench_numa},
         )
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
@@ -218,7 +222,7 @@ class Capture:
             self.activity_sql = pgstats.ActivityQueries.build(self.settings.version_num)
             self.conn = conn
         except psycopg.Error as exc:
-            self._connect_error = _first_line(exc)
+            self._connect_error = first_line(exc)
             self._error(f"telemetry connection: {self._connect_error}")
 
     def _loop(self) -> None:
@@ -298,7 +302,7 @@ class Capture:
         return values
 
     def _sql_failed(self, exc: psycopg.Error) -> None:
-        self._error(f"telemetry query: {_first_line(exc)}")
+        self._error(f"telemetry query: {first_line(exc)}")
         if self.conn is not None and self.conn.closed:
             self.conn = None  # the connection is gone: keep sampling the OS
 
@@ -405,10 +409,6 @@ class Capture:
             unknown = self.config.processes_problem or "server processes unknown (remote server)"
             return f"{unknown}: pgbench only"
         return "" if source in seen else f"could not read {source} from {self.config.proc}"
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().split("\n", 1)[0]
 
 
 def _by_count(item: tuple[tuple[str, str], int]) -> tuple[int, str, str]:

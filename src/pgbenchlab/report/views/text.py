@@ -58,6 +58,20 @@ def affinity_text(a: Affinity) -> str:
     seen = " | ".join(a.observed)
     processes = f"{a.processes} process{'' if a.processes == 1 else 'es'} checked"
     if a.requested is None:
-        return f"{who}: CPU {seen} (not pinned; {processes})"
-    state = "verified" if a.verified else "NOT as asked"
-    return f"{who}: CPU {seen} (pinned to {a.requested}: {state}, {processes})"
+        text = f"{who}: CPU {seen} (not pinned; {processes})"
+    else:
+        state = "verified" if a.verified else "NOT as asked"
+        text = f"{who}: CPU {seen} (pinned to {a.requested}: {state}, {processes})"
+    return text + numa_text(a)
+
+
+def numa_text(a: Affinity) -> str:
+    """ "; memory node 0 (numa membind=0: policy bind:0)" where the plan placed the role, the
+    memory nodes alone otherwise (nothing from a database older than their record)."""
+    if not a.memory_nodes:
+        return ""
+    nodes = f"; memory node {' | '.join(a.memory_nodes)}"
+    if a.numa_requested is None:
+        return nodes
+    shown = " | ".join(a.numa_policies) or "not read"
+    return f"{nodes} (numa {a.numa_requested}: policy {shown})"
