@@ -140,6 +140,11 @@ def test_real_campaign_report_in_the_browser(
             "chart-dist",
             "chart-heat-tps",
             "chart-heat-p99",
+            # pg15 and pg18: the majors differ, so TPS and p99 along the versions; two scales
+            "chart-version-tps",
+            "chart-version-p99",
+            "chart-scale-tps",
+            "chart-scale-p99",
         },
     )
     with Store(db) as store:

@@ -25,6 +25,7 @@ from pgbenchlab.analysis.histogram import LatencyHistogram
 from pgbenchlab.analysis.stats import student_t_quantile
 from pgbenchlab.errors import UserError
 from pgbenchlab.report import summary_rows, summary_text
+from pgbenchlab.report.render.along import along_charts
 from pgbenchlab.report.views.build import load_view, mean_interval
 from pgbenchlab.report.views.display_bins import display_bin, display_histogram
 from pgbenchlab.report.views.model import ReportView
@@ -309,3 +310,37 @@ def test_telemetrys_diagnosis_becomes_advice_and_a_column(tmp_path: Path) -> Non
     assert run.diagnosis_evidence == ("Lock/transactionid 45 % of samples",)
     assert "short-run" not in kinds
     assert "warning: 1 run(s) saturated pgbench" in summary
+
+
+def test_versions_are_an_axis_of_their_own_oldest_first(tmp_path: Path) -> None:
+    """Servers listed newest first: the oldest major is the default baseline and the charts
+    along the versions read oldest first; one major alone gives no such chart."""
+    newest_first = SyntheticPlan(
+        servers=(
+            FakeServer("pg18", "18.1", 1.2),
+            FakeServer("pg96", "9.6", 0.7),
+            FakeServer("pg13", "13.16", 1.0),
+        ),
+        scales=(1, 10),
+        repeats=1,
+    )
+    with Store(write_synthetic(tmp_path / "versions", newest_first)) as store:
+        view = load_view(store, 1)
+    assert view.baseline == "pg96"
+    charts = {c["id"]: c["specs"]["all"] for c in along_charts(view)}
+    assert set(charts) == {
+        "chart-version-tps",
+        "chart-version-p99",
+        "chart-scale-tps",
+        "chart-scale-p99",
+    }
+    x = charts["chart-version-tps"]["spec"]["layer"][0]["encoding"]["x"]
+    assert x["sort"] == ["pg96", "pg13", "pg18"]
+    assert charts["chart-scale-p99"]["spec"]["layer"][1]["encoding"]["x"]["sort"] == ["1", "10"]
+
+    one_major = SyntheticPlan(
+        servers=(FakeServer("a", "15.18"), FakeServer("b", "15.17")), repeats=1
+    )
+    with Store(write_synthetic(tmp_path / "one", one_major)) as store:
+        view = load_view(store, 1)
+    assert view.baseline == "a" and along_charts(view) == []

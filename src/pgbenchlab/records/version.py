@@ -94,3 +94,10 @@ def parse_version(output: str) -> PgVersion:
         raise PgbenchParseError(f"not a PostgreSQL version number: {line[:200]!r}")
     version = line[len(match["program"]) + len(" (PostgreSQL) ") :] if match["program"] else line
     return PgVersion(major=major, minor=minor, stage=stage, program=match["program"], text=version)
+
+
+def major_text(version_num: int) -> str:
+    """server_version_num's major as it is spelled: 90624 → "9.6", 150010 → "15"."""
+    if version_num >= 100000:
+        return str(version_num // 10000)
+    return f"{version_num // 10000}.{version_num // 100 % 100}"

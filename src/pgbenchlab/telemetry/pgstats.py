@@ -15,6 +15,8 @@ from typing import Any
 
 import psycopg
 
+from pgbenchlab.records.version import major_text
+
 VersionRange = tuple[int, int | None]  # server_version_num: from (inclusive), until (exclusive)
 
 DATABASE_COLUMNS: dict[VersionRange, tuple[str, ...]] = {
@@ -209,12 +211,6 @@ SELECT userid, queryid, {toplevel}, calls, {total_time}, rows, shared_blks_hit,
 FROM {schema}.pg_stat_statements(%s)
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 """
-
-
-def major_text(version: int) -> str:
-    return (
-        str(version // 10000) if version >= 100000 else f"{version // 10000}.{version // 100 % 100}"
-    )
 
 
 def absence(source: str, version: int) -> str:

@@ -24,6 +24,7 @@ from pgbenchlab.report.render import (
     templating,
     timeline,
 )
+from pgbenchlab.report.render.along import along_charts
 from pgbenchlab.report.render.chart_data import (
     cell_rows,
     change_limit,
@@ -66,7 +67,7 @@ def main_charts(view: ReportView) -> list[dict[str, Any]]:
             spec = compare_charts.heatmap_chart(metric, view.baseline or "", limit, view.confidence)
             specs = {"all": charts.with_order(spec, orders)}
             found.append({"id": f"chart-heat-{metric}", "kind": "heatmap", "specs": specs})
-    return found + knee.knee_charts(view)
+    return found + along_charts(view) + knee.knee_charts(view)
 
 
 def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:

@@ -36,6 +36,7 @@ from pgbenchlab.report.views.model import (
 from pgbenchlab.report.views.profiles import cell_profiles, profile_changes
 from pgbenchlab.report.views.scalability import scalability
 from pgbenchlab.report.views.steps import report_scans
+from pgbenchlab.report.views.variants import versions_order
 from pgbenchlab.store import Store
 
 CONFIDENCE = 0.95
@@ -265,9 +266,13 @@ def _server_labels(servers: Sequence[ServerView], runs: Sequence[RunView]) -> li
 def choose_baseline(
     labels: Sequence[str], servers: Sequence[ServerView], wanted: str | None
 ) -> str | None:
-    """The baseline server label: as asked (label or unique name), else the first server; none
-    with a single server. A baseline that names no server is a mistake, with one server too."""
-    chosen = labels[0] if wanted is None and labels else wanted
+    """The baseline server label: as asked (label or unique name), else the oldest major when
+    the servers differ by major (an archaeology reads forward from it), else the first server;
+    none with a single server. A baseline that names no server is a mistake, with one server
+    too."""
+    versions = versions_order([(s.label, s.version_num) for s in servers])
+    oldest = [label for label in versions if label in labels][:1]
+    chosen = (oldest or labels)[0] if wanted is None and labels else wanted
     if wanted is not None and wanted not in labels:
         named = [s.label for s in servers if s.name == wanted]
         if len(named) != 1:
