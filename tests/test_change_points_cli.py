@@ -182,8 +182,9 @@ def test_campaigns_in_the_order_given(tmp_path: Path) -> None:
 
 
 def test_servers_follow_the_plan_not_the_run_order(tmp_path: Path) -> None:
+    # One major: builds of a release (servers of several majors read oldest first instead)
     servers = tuple(
-        FakeServer(f"pg{v}", f"{v}.1", speed) for v, speed in ((14, 1.0), (15, 1.0), (16, 0.6))
+        FakeServer(f"pg{v}", f"15.{v}", speed) for v, speed in ((14, 1.0), (15, 1.0), (16, 0.6))
     )
     db = write_synthetic(
         tmp_path, SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(2,), repeats=4)
@@ -241,8 +242,9 @@ def test_a_series_too_short_to_show_a_step_says_so(tmp_path: Path) -> None:
 
 
 def test_the_view_holds_the_reports_scans_and_the_renderers_print_them(tmp_path: Path) -> None:
+    # One major: builds of a release (servers of several majors read oldest first instead)
     servers = tuple(
-        FakeServer(f"pg{v}", f"{v}.1", speed) for v, speed in ((14, 1.0), (15, 1.0), (16, 0.6))
+        FakeServer(f"pg{v}", f"15.{v}", speed) for v, speed in ((14, 1.0), (15, 1.0), (16, 0.6))
     )
     db = write_synthetic(
         tmp_path, SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(2,), repeats=4)

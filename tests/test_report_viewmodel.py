@@ -29,6 +29,7 @@ from pgbenchlab.report.render.along import along_charts
 from pgbenchlab.report.views.build import load_view, mean_interval
 from pgbenchlab.report.views.display_bins import display_bin, display_histogram
 from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.report.views.steps import axis_orders
 from pgbenchlab.store import Store
 
 PLAN = SyntheticPlan(failures=(3,), aborted=(5,), duration_s=30)
@@ -344,3 +345,12 @@ def test_versions_are_an_axis_of_their_own_oldest_first(tmp_path: Path) -> None:
     with Store(write_synthetic(tmp_path / "one", one_major)) as store:
         view = load_view(store, 1)
     assert view.baseline == "a" and along_charts(view) == []
+
+
+def test_a_series_along_servers_of_several_majors_reads_oldest_first(tmp_path: Path) -> None:
+    newest_first = SyntheticPlan(
+        servers=(FakeServer("pg18", "18.1", 1.2), FakeServer("pg13", "13.16", 1.0)), repeats=1
+    )
+    with Store(write_synthetic(tmp_path / "versions", newest_first)) as store:
+        view = load_view(store, 1)
+    assert axis_orders(view)["server"] == ["pg13", "pg18"]

@@ -27,6 +27,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.metrics import METRICS, format_value, one_server_each, run_values
 from pgbenchlab.report.views.model import CellView, Pairs, ReportView, RunView, Scan, Step
 from pgbenchlab.report.views.text import Table
+from pgbenchlab.report.views.variants import versions_order
 
 MIN_POINTS = 3  # two points are a comparison: `compare --baseline/--candidate`
 CAMPAIGN = "campaign"
@@ -128,7 +129,10 @@ def axis_orders(view: ReportView) -> dict[str, list[str]]:
             if axis in NUMERIC_AXES:
                 numbers[(axis, value)] = NUMERIC_AXES[axis](first)
     planned = dict(view.campaign.axis_orders)  # stored with the campaign, from its plan
-    orders = {"server": _preferring(seen.get("server", []), planned.get("server", ()))}
+    # servers of several majors read oldest first (the archaeology of versions); else as planned
+    by_version = versions_order([(s.name, s.version_num) for s in view.servers])
+    servers = list(dict.fromkeys(by_version)) or planned.get("server", ())
+    orders = {"server": _preferring(seen.get("server", []), servers)}
     for name in setting_axes(view):
         orders[name] = _preferring(seen.get(name, []), planned.get(name, ()))
     for axis in NUMERIC_AXES:
