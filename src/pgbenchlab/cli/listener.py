@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any, TextIO
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
@@ -68,23 +69,19 @@ class _Quiet(WSGIRequestHandler):
         """Scrapes are not logged: the campaign's display is the terminal's."""
 
 
-Wsgi = Any  # a WSGI application: (environ, start_response) -> body
-
-
-def openmetrics_first(app: Wsgi) -> Wsgi:
+def openmetrics_first(app: WSGIApplication) -> WSGIApplication:
     """The app, serving OpenMetrics to a client that names neither format (curl's */*)."""
 
-    def serve(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def serve(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         accept = environ.get("HTTP_ACCEPT", "")
         if not any(kind in accept for kind in ASKED_FORMATS):
             environ["HTTP_ACCEPT"] = OPENMETRICS
-        body: Iterable[bytes] = app(environ, start_response)
-        return body
+        return app(environ, start_response)
 
     return serve
 
 
-def listen(address: Address, app: Wsgi) -> WSGIServer:
+def listen(address: Address, app: WSGIApplication) -> WSGIServer:
     """A server bound to address (not serving yet); one line says why it cannot be."""
     try:
         found = socket.getaddrinfo(

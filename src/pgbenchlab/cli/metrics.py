@@ -131,7 +131,9 @@ class CampaignMetrics:
     # -- the Reporter events ---------------------------------------------------------------------
 
     def campaign_started(self, the_plan: plan.Plan, todo: list[plan.RunSpec], done: int) -> None:
-        self.eta.start(todo)
+        eta = CampaignEta(self.clock)  # from now: the listener was up before the builds
+        eta.start(todo)
+        self.eta = eta
         self.change(lambda p: replace(p, campaign=the_plan.name, done_before=done, todo=len(todo)))
 
     def run_started(self, spec: plan.RunSpec, index: int, total: int) -> None:
@@ -185,21 +187,20 @@ class CampaignMetrics:
         done = picture.done_before + sum(picture.finished.values())
         by_campaign = [picture.campaign] if picture.campaign else None
         yield info("campaign", "The campaign served", ["campaign"], by_campaign)
+        eta = self.eta
         for name, text, value, unit in (
             ("campaign_runs_done", "Runs complete (before a resume too)", done, ""),
             ("campaign_runs_todo", "Runs left, the one under way included", picture.todo, ""),
-            ("campaign_progress_ratio", "Share of the planned time done", None, "ratio"),
-            ("campaign_elapsed_seconds", "Time since the campaign started", None, "seconds"),
-            ("campaign_eta_seconds", "Time left, at the pace so far", None, "seconds"),
-        ):
+            ("campaign_progress_ratio", "Share of the planned time done",
+             eta.fraction_done(flight), "ratio"),
+            ("campaign_elapsed_seconds", "Time since the campaign started", eta.elapsed(),
+             "seconds"),
+            ("campaign_eta_seconds", "Time left, at the pace so far", eta.remaining(flight),
+             "seconds"),
+        ):  # fmt: skip
             family = GaugeMetricFamily(f"{PREFIX}_{name}", text, labels=["campaign"], unit=unit)
             if by_campaign:
-                figure = {
-                    "campaign_progress_ratio": self.eta.fraction_done(flight),
-                    "campaign_elapsed_seconds": self.eta.elapsed(),
-                    "campaign_eta_seconds": self.eta.remaining(flight),
-                }.get(name, value)
-                family.add_metric(by_campaign, float(figure or 0))
+                family.add_metric(by_campaign, float(value))
             yield family
         finished = CounterMetricFamily(
             f"{PREFIX}_campaign_runs_finished",
