@@ -220,18 +220,21 @@ def test_a_busy_port_is_refused_in_one_line_before_anything_starts(tmp_path: Pat
         '[campaign]\nname = "busy"\n[[server]]\nname = "pg"\ninstall = "embedded"\n'
         "[matrix]\nscale = [1]\nclients = [1]\n"
     )
+    results = tmp_path / "results"
+    commands = [["run", plan_file], ["capacity", plan_file, "--slo", "p99 <= 10ms"]]
     with closing(socket.socket()) as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        results = tmp_path / "results"
-        done = run_cli("run", plan_file, "--results", results, "--metrics", f"127.0.0.1:{port}")
-    assert done.returncode == 2, done.stderr
-    assert done.stderr == (
-        f"pgbenchlab: error: --metrics 127.0.0.1:{port}: the port is in use; choose a free one\n"
-    )
-    assert not results.exists(), "nothing started"
-    for command in (["run", plan_file], ["capacity", plan_file, "--slo", "p99 <= 10ms"]):
+        for command in commands:
+            done = run_cli(*command, "--results", results, "--metrics", f"127.0.0.1:{port}")
+            assert done.returncode == 2, done.stderr
+            assert done.stderr == (
+                f"pgbenchlab: error: --metrics 127.0.0.1:{port}: the port is in use; choose a "
+                "free one\n"
+            )
+            assert not results.exists(), "nothing started"
+    for command in commands:
         done = run_cli(*command, "--metrics", "nowhere", "--results", results)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert "--metrics 'nowhere': give HOST:PORT" in done.stderr
