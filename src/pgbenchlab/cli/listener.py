@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import socket
-import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -102,10 +101,9 @@ def listen(address: Address, app: WSGIApplication) -> WSGIServer:
 
 
 @contextmanager
-def serving(
-    address: Address | None, say: TextIO | None = sys.stderr
-) -> Iterator[CampaignMetrics | None]:
-    """The campaign's metrics served at address while the block runs (None: not asked)."""
+def serving(address: Address | None, say: TextIO | None) -> Iterator[CampaignMetrics | None]:
+    """The campaign's metrics served at address while the block runs (None: not asked); where
+    they are is said on `say`."""
     if address is None:
         yield None
         return
