@@ -16,7 +16,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from pgbenchlab.findings import RunWarning
 from pgbenchlab.installs import Installation
 from pgbenchlab.invocation.command import Call, Completed
 from pgbenchlab.plan import DatasetOptions, Plan, RunSpec
-from pgbenchlab.records.telemetry import RunTelemetry
+from pgbenchlab.records.telemetry import Point, RunTelemetry
 from pgbenchlab.records.version import parse_version
 from pgbenchlab.server import Endpoint, Server, ServerFacts
 from pgbenchlab.store import Store
@@ -151,6 +151,7 @@ class NoTelemetry:
         endpoint: Endpoint,
         threads: int | None,
         on_phase: Callable[[str], None] | None = None,
+        on_sample: Callable[[Sequence[Point]], None] | None = None,
     ) -> NoCapture:
         return NoCapture()
 

@@ -7,7 +7,7 @@ import math
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from pgbenchlab.errors import InstallError
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.records.telemetry import Point
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import ManagedServer
 
@@ -82,6 +83,9 @@ class QuietReporter:
 
     def progress(self, spec: RunSpec, line: ProgressLine) -> None:
         self.events.append(("progress", line))
+
+    def sampled(self, spec: RunSpec, server: str, points: Sequence[Point]) -> None:
+        pass  # a second of telemetry: the tests read the run's stored telemetry instead
 
     def run_finished(self, spec: RunSpec, result: RunResult) -> None:
         self.events.append(("finished", result.status))

@@ -8,7 +8,7 @@ give a campaign another executor that replays recorded pgbench outputs instead.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Protocol
@@ -25,7 +25,7 @@ from pgbenchlab.pgbench.log_reduced import REDUCTION_SUFFIX
 from pgbenchlab.pgbench.log_reducer import Layout
 from pgbenchlab.plan import DatasetOptions
 from pgbenchlab.profiles import RunProfiles
-from pgbenchlab.records.telemetry import RunTelemetry
+from pgbenchlab.records.telemetry import Point, RunTelemetry
 from pgbenchlab.server import Endpoint, Server
 from pgbenchlab.telemetry.campaign import CampaignTelemetry
 
@@ -55,6 +55,7 @@ class Telemetry(Protocol):
         endpoint: Endpoint,
         threads: int | None,
         on_phase: Callable[[str], None] | None = None,
+        on_sample: Callable[[Sequence[Point]], None] | None = None,
     ) -> Capturing: ...
 
     def evidence(self, server: str) -> Evidence:

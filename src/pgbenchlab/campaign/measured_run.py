@@ -32,7 +32,7 @@ from pgbenchlab.invocation.command import Completed
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.profiles import RunProfiles
-from pgbenchlab.records.telemetry import RunTelemetry
+from pgbenchlab.records.telemetry import Point, RunTelemetry
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
 
@@ -74,9 +74,13 @@ def measured_run(
     def phase(text: str) -> None:
         session.reporter.phase(spec, text)
 
+    def sampled(member: str) -> Callable[[Sequence[Point]], None]:
+        return lambda points: session.reporter.sampled(spec, member, points)
+
     threads = spec.pgbench_threads
     captures = {
-        m.name: session.telemetry.capture(m.server, m.endpoint, threads, phase) for m in members
+        m.name: session.telemetry.capture(m.server, m.endpoint, threads, phase, sampled(m.name))
+        for m in members
     }
     profiler = None if grouped else _profiler(session, spec, members[0].server, artifacts)
     if profiler is None:

@@ -30,7 +30,8 @@ from pgbenchlab.cli.common import (
     path_argument,
     print_table,
 )
-from pgbenchlab.cli.run import reporter_for
+from pgbenchlab.cli.listener import Address, parse_address, serving
+from pgbenchlab.cli.run import add_metrics_option, reporter_for
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan.values import Context, parse_seconds
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views
@@ -48,6 +49,7 @@ class Options:
     fresh: bool
     quiet: bool
     json: bool
+    metrics: Address | None = None  # --metrics: where the live metrics are served
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -62,6 +64,7 @@ class Options:
             args.fresh,
             args.quiet,
             args.json,
+            parse_address(args.metrics) if args.metrics is not None else None,
         )
 
 
@@ -108,6 +111,7 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--fresh", action="store_true", help="start the search anew (keeps old results)"
     )
+    add_metrics_option(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answers")
     parser.add_argument("--json", action="store_true", help="the answers as JSON on stdout")
 
@@ -118,11 +122,13 @@ def run(options: Options) -> int:
         options.slo, SearchSettings(tolerance=options.tolerance), options.trial_s
     )
     check_before_start(the_plan, options.slo)  # every problem, before anything is built
-    built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
-    with reporter_for(False, options.quiet or options.json) as reporter:
-        found = search_capacity(
-            the_plan, search, options.results, reporter, fresh=options.fresh, built=built
-        )
+    quiet = options.quiet or options.json
+    with serving(options.metrics, None if quiet else sys.stderr) as metrics:
+        built = build_plan(the_plan, None if quiet else sys.stderr)
+        with reporter_for(False, quiet, metrics) as reporter:
+            found = search_capacity(
+                the_plan, search, options.results, reporter, fresh=options.fresh, built=built
+            )
     database = found.outcome.results_dir / RESULTS_DB
     with Store(database) as store:
         views = capacity_views(store, found.outcome.campaign_id)

@@ -7,6 +7,7 @@ same either way; the live area disappears when the campaign ends."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from types import TracebackType
 
 from rich.console import Console, Group, RenderableType
@@ -21,10 +22,12 @@ from pgbenchlab.cli.progress import (
     Clock,
     campaign_text,
     finished_text,
+    in_flight,
     run_seconds,
 )
 from pgbenchlab.durations import duration_text
 from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.records.telemetry import Point
 from pgbenchlab.results import RunResult
 
 REFRESHES_PER_SECOND = 4
@@ -91,6 +94,9 @@ class LiveReporter:
     def progress(self, spec: plan.RunSpec, line: ProgressLine) -> None:
         self.last = line
 
+    def sampled(self, spec: plan.RunSpec, server: str, points: Sequence[Point]) -> None:
+        pass  # telemetry is for the live metrics (`run --metrics`), not this display
+
     def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
         self.eta.run_done(spec)
         self.done += 1
@@ -147,7 +153,7 @@ class LiveReporter:
         """Seconds into the run under way, at most what it should take."""
         if self.spec is None:
             return 0.0
-        return min(self.clock() - self.run_started_at, run_seconds(self.spec))
+        return in_flight(self.spec, self.run_started_at, self.clock())
 
     def run_clock(self, spec: plan.RunSpec) -> str:
         """The run's time so far against what it should take."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from pgbenchlab import jsontext, plan
@@ -13,6 +13,7 @@ from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.durations import duration_text
 from pgbenchlab.errors import first_line
 from pgbenchlab.pgbench.progress import ProgressLine
+from pgbenchlab.records.telemetry import Point
 from pgbenchlab.results import FAILED, RunResult, RunStatus
 
 Clock = Callable[[], float]
@@ -21,6 +22,12 @@ Clock = Callable[[], float]
 def run_seconds(spec: plan.RunSpec) -> float:
     """A run's expected wall time: as `Plan.estimated_seconds` counts it."""
     return (spec.options.duration_s or 10) + spec.options.warmup_s + 1.5
+
+
+def in_flight(spec: plan.RunSpec, started_at: float, now: float) -> float:
+    """Seconds into the run under way, at most what it should take (a live ETA counts down
+    within a run)."""
+    return min(now - started_at, run_seconds(spec))
 
 
 class CampaignEta:
@@ -116,6 +123,9 @@ class TerminalReporter:
     def progress(self, spec: plan.RunSpec, line: ProgressLine) -> None:
         self.live_line(f"{self.prefix()} {spec.label}: {progress_text(line)}")
 
+    def sampled(self, spec: plan.RunSpec, server: str, points: Sequence[Point]) -> None:
+        pass  # telemetry is for the live metrics (`run --metrics`), not these lines
+
     def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
         self.eta.run_done(spec)
         self.live_line("")
@@ -172,6 +182,9 @@ class JsonReporter:
             tps=line.tps,
             latency_ms=line.latency_avg_ms,
         )
+
+    def sampled(self, spec: plan.RunSpec, server: str, points: Sequence[Point]) -> None:
+        pass  # telemetry is for the live metrics (`run --metrics`), not these lines
 
     def run_finished(self, spec: plan.RunSpec, result: RunResult) -> None:
         self.emit(

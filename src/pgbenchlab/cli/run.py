@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pgbenchlab import plan, report
 from pgbenchlab.campaign import RESULTS_DB, Reporter, equipment, preflight, run_campaign
+from pgbenchlab.campaign.events import Reporters
 from pgbenchlab.campaign.hosts import load_plan
 from pgbenchlab.cli import dry_run
 from pgbenchlab.cli.build import build_plan
@@ -26,6 +27,7 @@ from pgbenchlab.cli.common import (
     add_results_option,
     path_argument,
 )
+from pgbenchlab.cli.listener import Address, parse_address, serving
 from pgbenchlab.cli.progress import JsonReporter, TerminalReporter, interactive
 from pgbenchlab.errors import CampaignStopped, UserError
 from pgbenchlab.plan import Shard
@@ -43,6 +45,7 @@ class RunCommandOptions:
     check: bool = False
     budget_s: float | None = None
     shard: Shard | None = None
+    metrics: Address | None = None  # --metrics: where the live metrics are served
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunCommandOptions:
@@ -58,6 +61,7 @@ class RunCommandOptions:
             check=getattr(args, "check", False),
             budget_s=parse_budget(args.budget) if args.budget else None,
             shard=plan.parse_shard(args.shard) if args.shard is not None else None,
+            metrics=parse_address(args.metrics) if args.metrics is not None else None,
         )
 
 
@@ -112,8 +116,19 @@ def add_arguments(subparsers: Subparsers) -> None:
             help="run only part K of N of the matrix, for N machines (each point of the matrix "
             "whole: its servers, settings and repeats); `pgbenchlab merge` joins their results",
         )
+        add_metrics_option(parser)
         parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
         parser.add_argument("--json", action="store_true", help="JSON lines of events on stdout")
+
+
+def add_metrics_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve the campaign's live metrics there while it runs (OpenMetrics over HTTP, "
+        "for Prometheus to scrape): progress, ETA, the current run's cell, phase, TPS, latency "
+        "and its servers' telemetry",
+    )
 
 
 def run(options: RunCommandOptions) -> int:
@@ -129,16 +144,17 @@ def run(options: RunCommandOptions) -> int:
     if options.dry_run:
         return dry_run.show(the_plan, checked, json=options.json, quiet=options.quiet)
     preflight.refuse(checked)
-    built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
-    with reporter_for(options.json, options.quiet) as reporter:
-        outcome = run_campaign(
-            the_plan,
-            options.results,
-            reporter,
-            fresh=options.fresh,
-            built=built,
-            budget_s=options.budget_s,
-        )
+    with serving(options.metrics, None if options.quiet else sys.stderr) as metrics:
+        built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
+        with reporter_for(options.json, options.quiet, metrics) as reporter:
+            outcome = run_campaign(
+                the_plan,
+                options.results,
+                reporter,
+                fresh=options.fresh,
+                built=built,
+                budget_s=options.budget_s,
+            )
     if options.quiet and not options.json:
         print("\n".join(outcome.answers), file=sys.stderr)
     database = outcome.results_dir / RESULTS_DB
@@ -164,8 +180,15 @@ def summarise(options: RunCommandOptions, database: Path, campaign: int, name: s
 
 
 @contextmanager
-def reporter_for(json: bool, quiet: bool) -> Iterator[Reporter]:
-    """The display for a campaign; a live one is taken down when the campaign ends."""
+def reporter_for(json: bool, quiet: bool, metrics: Reporter | None = None) -> Iterator[Reporter]:
+    """The display for a campaign, and its live metrics when served; a live display is taken
+    down when the campaign ends."""
+    with display(json, quiet) as shown:
+        yield shown if metrics is None else Reporters(shown, metrics)
+
+
+@contextmanager
+def display(json: bool, quiet: bool) -> Iterator[Reporter]:
     if json:
         yield JsonReporter()
     elif quiet or not interactive(sys.stderr):

@@ -1,8 +1,9 @@
 """Telemetry: what the machine, the server and the OS were and did during each run.
 
 `machine` holds the facts recorded once (machine, storage, pg_config), `capture` the sampler
-beside pgbench, `campaign` what a campaign does once per server (facts, pg_test_fsync) and per
-run (capture, diagnosis inputs). The per-run records themselves are `records.telemetry`.
+beside pgbench (`samples`: the figures derived from its samples), `campaign` what a campaign
+does once per server (facts, pg_test_fsync) and per run (capture, diagnosis inputs). The
+per-run records themselves are `records.telemetry`.
 """
 
 from pgbenchlab.telemetry.machine import machine_facts, storage_facts

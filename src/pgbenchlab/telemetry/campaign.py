@@ -5,7 +5,7 @@ device), and per run a `Capture` configured for that server and a diagnosis of t
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Protocol
@@ -16,6 +16,7 @@ from pgbenchlab import builds
 from pgbenchlab.diagnosing import Evidence
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
+from pgbenchlab.records.telemetry import Point
 from pgbenchlab.server import Endpoint, ExternalServer, ManagedServer, Server, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.external import ExternalPlace, locate
@@ -110,15 +111,19 @@ class CampaignTelemetry:
         endpoint: Endpoint,
         threads: int | None,
         on_phase: Callable[[str], None] | None = None,
+        on_sample: Callable[[Sequence[Point]], None] | None = None,
     ) -> Capture:
-        """A capture for the next measured run on server (not started yet). The first time a
-        server is seen its facts are recorded (and pg_test_fsync runs: call this before the
-        run's hygiene, not between the warmup and the run)."""
+        """A capture for the next measured run on server (not started yet), handing each
+        second's figures to on_sample. The first time a server is seen its facts are recorded
+        (and pg_test_fsync runs: call this before the run's hygiene, not between the warmup
+        and the run)."""
         external_host = server.host if isinstance(server, ExternalServer) else None
         place = None if external_host is None else locate(endpoint, external_host)
         self._prepare(server, endpoint, on_phase or (lambda text: None), place)
         if external_host is not None and place is not None:
-            return self._external_capture(external_host, place, server.name, endpoint, threads)
+            return self._external_capture(
+                external_host, place, server.name, endpoint, threads, on_sample
+            )
         if not isinstance(server, ManagedServer):
             return Capture(
                 CaptureConfig(
@@ -126,6 +131,7 @@ class CampaignTelemetry:
                     pgbench_threads=threads,
                     host_cpus=self.host.cpu_count(),
                     **self._pgbench_watched(),
+                    on_sample=on_sample,
                 )
             )
         return Capture(
@@ -140,6 +146,7 @@ class CampaignTelemetry:
                 server_cpus=server.cpus,
                 server_numa=None if server.numa is None else server.numa.text,
                 **self._pgbench_watched(),
+                on_sample=on_sample,
             )
         )
 
@@ -154,7 +161,13 @@ class CampaignTelemetry:
         }
 
     def _external_capture(
-        self, host: Host, place: ExternalPlace, name: str, endpoint: Endpoint, threads: int | None
+        self,
+        host: Host,
+        place: ExternalPlace,
+        name: str,
+        endpoint: Endpoint,
+        threads: int | None,
+        on_sample: Callable[[Sequence[Point]], None] | None,
     ) -> Capture:
         """The managed path's capture for an external server on a host the plan names: its
         /proc and its log there, as far as they can be had (`telemetry.external`)."""
@@ -170,6 +183,7 @@ class CampaignTelemetry:
                 **self._pgbench_watched(),
                 log_problem=place.log_problem,
                 processes_problem=place.postmaster_problem,
+                on_sample=on_sample,
             )
         )
 

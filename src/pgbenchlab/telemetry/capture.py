@@ -4,7 +4,8 @@
 t = 0 and wakes the sampler thread; `stop(pgbench_cpu_s)`, right after pgbench exits, takes the
 final sample and returns a `RunTelemetry`. The thread uses one connection for all SQL:
 pg_stat_activity five times a second, the cumulative views and /proc once a second, on a
-schedule anchored at t = 0 (a late sample never makes the next ones pile up). pgbench's CPU
+schedule anchored at t = 0 (a late sample never makes the next ones pile up), each second's
+figures handed to `on_sample` as they are taken (`samples`: what is derived). pgbench's CPU
 after its last reading comes from the total the caller got from wait4. Sampling trouble is
 recorded in the result's errors; it never fails the run.
 """
@@ -16,6 +17,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +33,12 @@ from pgbenchlab.records.telemetry import (
     RunTelemetry,
     SourceStatus,
     Statement,
-    Total,
     WaitCount,
 )
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
+from pgbenchlab.telemetry.samples import Sample, changing, points_between, totals_between
 from pgbenchlab.telemetry.serverlog import LogFollower, ServerLog
 from pgbenchlab.telemetry.statements import StatementsProbe
 
@@ -49,13 +51,6 @@ AFFINITY_SECONDS = 2  # CPU lists are read back in the run's first seconds: clie
 
 # A sample looks for one of pgbench's backends this many times (under -C: between connections)
 CONNECTION_TRIES, CONNECTION_RETRY_S = 10, 0.005
-
-
-@dataclass
-class Sample:
-    t: int | None  # the second it closes; None for the baseline
-    mono: float
-    values: osstats.Snapshot
 
 
 @dataclass
@@ -79,6 +74,7 @@ class CaptureConfig:
     watch_pgbench: bool = True  # False: pgbench's pid names none of several (load generators)
     log_problem: str | None = None  # why the server's log is not read (an external server's)
     processes_problem: str | None = None  # why its processes are not watched
+    on_sample: Callable[[Sequence[Point]], None] | None = None  # each second's figures, live
 
 
 @dataclass
@@ -245,6 +241,8 @@ class Capture:
             if second > last_second:
                 last_second = second
                 self.state.samples.append(Sample(second, time.monotonic(), self._counters()))
+                if self.config.on_sample is not None:
+                    self.config.on_sample(points_between(*self.state.samples[-2:]))
                 pids = (self.config.postmaster_pid, self.os.pgbench_pid)
                 if second <= AFFINITY_SECONDS or self.affinity.missing(*pids):
                     self.affinity.check(*pids)
@@ -332,10 +330,10 @@ class Capture:
             point
             for prev, cur in itertools.pairwise(samples)
             if cur.t is not None
-            for point in _points(prev, cur)
+            for point in points_between(prev, cur)
         ]
-        totals = _totals(samples[0], final)
-        series = _changing(series, totals) + self._wait_series()
+        totals = totals_between(samples[0], final)
+        series = changing(series, totals) + self._wait_series()
         return RunTelemetry(
             started_at=self.t0_epoch,
             duration_s=round(elapsed, 3),
@@ -414,35 +412,3 @@ class Capture:
 def _by_count(item: tuple[tuple[str, str], int]) -> tuple[int, str, str]:
     (kind, event), count = item
     return -count, kind, event
-
-
-def _changing(series: list[Point], totals: list[Total]) -> list[Point]:
-    """The series of metrics that changed during the run: one whose total is 0 was 0 every
-    second (all are non-negative), and has no points; gauges have no total and are kept."""
-    still = {(t.source, t.metric) for t in totals if t.value == 0}
-    return [p for p in series if (p.source, p.metric) not in still]
-
-
-def _points(prev: Sample, cur: Sample) -> list[Point]:
-    dt = cur.mono - prev.mono
-    assert cur.t is not None
-    if dt <= 0:
-        return []
-    return [
-        Point(source, metric, cur.t, value)
-        for source, values in cur.values.items()
-        for metric, value in osstats.figures(
-            source, prev.values.get(source, {}), values, dt, whole=False
-        ).items()
-    ]
-
-
-def _totals(first: Sample, final: Sample) -> list[Total]:
-    dt = final.mono - first.mono
-    return [
-        Total(source, metric, value)
-        for source, values in final.values.items()
-        for metric, value in osstats.figures(
-            source, first.values.get(source, {}), values, dt, whole=True
-        ).items()
-    ]
