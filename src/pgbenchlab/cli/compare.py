@@ -6,11 +6,12 @@ them is a user mistake, refused before the results are opened."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pgbenchlab import jsontext
+from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction
 from pgbenchlab.cli.common import (
     EXIT_OK,
     EXIT_RUNS_FAILED,
@@ -32,6 +33,7 @@ from pgbenchlab.report.views.connection_cost import CostGroup, cost_groups, cost
 from pgbenchlab.report.views.model import ReportView, ScalabilityView
 from pgbenchlab.report.views.text import plain_table
 from pgbenchlab.store import Store
+from pgbenchlab.store.metrics import DEFAULT_METRICS, METRICS, metrics
 
 SERIES_HELP = (
     "find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
@@ -53,6 +55,7 @@ class CompareOptions:
     threshold: float
     fail_on_regression: bool
     json: bool
+    rules: compare.CompareRules = field(default_factory=compare.CompareRules)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CompareOptions:
@@ -66,6 +69,12 @@ class CompareOptions:
             threshold=parse_threshold(args.threshold),
             fail_on_regression=args.fail_on_regression,
             json=args.json,
+            rules=compare.CompareRules(
+                threshold=parse_threshold(args.threshold),
+                metrics=tuple(m.name for m in metrics(args.metric or DEFAULT_METRICS)),
+                equivalence=parse_margin(args.equivalence) if args.equivalence else None,
+                correction=Correction(args.correction),
+            ),
         )
         options.check()
         return options
@@ -101,6 +110,17 @@ def parse_threshold(text: str) -> float:
     return value
 
 
+def parse_margin(text: str) -> float:
+    """--equivalence 1%: the margin of an equivalence, a share above 0."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 1:
+        raise UserError(f"--equivalence {text!r}: give a margin such as 1% or 0.01")
+    return value
+
+
 def add_arguments(subparsers: Subparsers) -> None:
     parser = add_command(
         subparsers,
@@ -128,6 +148,25 @@ def add_arguments(subparsers: Subparsers) -> None:
         help="smallest change that matters, e.g. 3%% (default %(default)s)",
     )
     parser.add_argument(
+        "--metric",
+        action="append",
+        metavar="NAME",
+        help="compare on this metric (repeatable, or a comma list; default tps,p99,p50): "
+        + ", ".join(METRICS),
+    )
+    parser.add_argument(
+        "--equivalence",
+        metavar="MARGIN",
+        help="also say whether each change lies within ±MARGIN, e.g. 1%% (two one-sided tests)",
+    )
+    parser.add_argument(
+        "--correction",
+        choices=[c.value for c in Correction],
+        default=DEFAULT_CORRECTION.value,
+        help="how the verdicts of many cells are adjusted: holm (family-wise error rate, "
+        "the default) or bh (Benjamini–Hochberg, false-discovery rate)",
+    )
+    parser.add_argument(
         "--fail-on-regression",
         action="store_true",
         help="exit 1 when any cell regressed (with --series: when any step is a regression)",
@@ -141,20 +180,24 @@ def run(options: CompareOptions) -> int:
     with open_store(options.results) as store:
         if options.campaigns:
             baseline, candidate = options.campaigns
-            changes = compare.across_campaigns(store, baseline, candidate, options.threshold)
+            changes = compare.across_campaigns(
+                store, baseline, candidate, options.threshold, options.rules
+            )
         else:
             baseline, candidate = str(options.baseline), str(options.candidate)
             searches = capacity_views(store, store.campaign_id(options.campaign))
             if searches:
                 return print_capacities(options, searches, baseline, candidate)
             changes = compare.within_campaign(
-                store, options.campaign, baseline, candidate, options.threshold
+                store, options.campaign, baseline, candidate, options.threshold, options.rules
             )
         sides = cost_sides(store, options)
     if options.json:
-        print(compare.as_json(changes, [d for side in sides for d in side.as_dicts()]))
+        costs = [d for side in sides for d in side.as_dicts()]
+        print(compare.as_json(changes, costs, options.rules))
     else:
-        print(compare.as_text(changes, baseline, candidate) + costs_text(sides))
+        text = compare.as_text(changes, baseline, candidate, options.rules)
+        print(text + costs_text(sides))
     if options.fail_on_regression and compare.regressed(changes):
         return EXIT_RUNS_FAILED
     return EXIT_OK
@@ -216,14 +259,19 @@ def costs_text(sides: list[CostSide]) -> str:
 
 
 def run_series(options: CompareOptions, axis: str) -> int:
+    wanted = options.rules.metrics
     with open_store(options.results) as store:
         fits: tuple[ScalabilityView, ...] = ()
         if axis == series.CAMPAIGN:
-            found = series.across_campaigns(store, list(options.campaigns), options.threshold)
+            found = series.across_campaigns(
+                store, list(options.campaigns), options.threshold, wanted
+            )
         elif axis == "clients":  # with the scalability model of every series
-            found, fits = series.with_scalability(store, options.campaign, options.threshold)
+            found, fits = series.with_scalability(
+                store, options.campaign, options.threshold, wanted
+            )
         else:
-            found = series.within_campaign(store, options.campaign, axis, options.threshold)
+            found = series.within_campaign(store, options.campaign, axis, options.threshold, wanted)
     print(series.as_json(found, fits) if options.json else series.as_text(found, fits))
     if options.fail_on_regression and series.regressed(found):
         return EXIT_RUNS_FAILED

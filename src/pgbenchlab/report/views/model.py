@@ -195,6 +195,7 @@ class RunView:
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
     profiled: str | None = None  # "on"; "extra": auto's profiled repeat, out of the statistics
+    figures: tuple[tuple[str, float], ...] = ()  # every metric stored (`store.metrics`), by name
 
     @property
     def ok(self) -> bool:
@@ -299,6 +300,7 @@ class Scan:
     too_short: tuple[str, ...]  # scanned cells whose runs cannot show a step at `confidence`
     repeats_to_show: int | None  # runs per point that could, for those cells
     steps: tuple[Step, ...]
+    metrics: tuple[str, ...] = ("tps", "p99", "p50")  # the metrics scanned (`store.metrics`)
 
     @property
     def cells_with_steps(self) -> int:
