@@ -11,7 +11,7 @@ from typing import Any
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
-from pgbenchlab.plan.auto import AutoRepeats
+from pgbenchlab.plan.auto import AutoRepeats, Verdicts
 from pgbenchlab.plan.dataset import DatasetOptions
 from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.plan.values import planned_axis_orders
@@ -248,6 +248,8 @@ class Plan:
     auto_cpus: tuple[int, ...] = ()
     # [dataset]: how pgbench -i makes every dataset
     dataset: DatasetOptions = field(default_factory=DatasetOptions)
+    # [campaign] decide, equivalence, correction: how its comparisons are judged
+    verdicts: Verdicts = field(default_factory=Verdicts)
 
     @property
     def counts_generator_cpus(self) -> bool:

@@ -9,8 +9,9 @@ column's own name is accepted too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pgbenchlab.errors import UserError
 from pgbenchlab.store.columns import HIGHER, RUN_COLUMNS, RunColumn
@@ -60,3 +61,8 @@ def metrics(names: Iterable[str]) -> tuple[Metric, ...]:
     """The metrics named, each name alone or a comma list ("tps,p99"), in order, once each."""
     wanted = [part for name in names for part in name.split(",") if part.strip()]
     return tuple({m.name: m for m in map(metric, wanted)}.values())
+
+
+def figures(asked: Sequence[Metric], values: Sequence[Any]) -> tuple[tuple[str, float], ...]:
+    """(name, value) of the metrics that have a value, in order."""
+    return tuple((m.name, float(v)) for m, v in zip(asked, values, strict=True) if v is not None)

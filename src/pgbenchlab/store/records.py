@@ -53,6 +53,7 @@ class RunValue:
     repeat: int
     tps: float | None  # None unless the run is ok
     seconds: float
+    figures: tuple[tuple[str, float], ...] = ()  # the metrics asked for (ok runs, as stored)
 
 
 @dataclass(frozen=True)
