@@ -85,7 +85,8 @@ class Equivalence:
 
 
 def margin_text(margin: float) -> str:
-    return f"{margin:.2%}".rstrip("0").rstrip(".")
+    """1 % as "1%", 0.5 % as "0.5%"."""
+    return f"{margin * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
 
 def verdict_of(low: float, high: float, band: float) -> EquivalenceVerdict:
