@@ -80,12 +80,12 @@ def test_decide_and_equivalence_are_parsed_and_checked(tmp_path: Path) -> None:
     assert found.verdicts.correction == "holm"
     bh = parse(tmp_path, PLAN.format(auto='correction = "bh"'))
     assert bh.verdicts.correction == "bh"
-    with pytest.raises(PlanError, match="campaign.correction"):
+    with pytest.raises(PlanError, match=r"campaign\.correction"):
         parse(tmp_path, PLAN.format(auto='correction = "bonferroni"'))
-    with pytest.raises(PlanError, match="campaign.equivalence"):
+    with pytest.raises(PlanError, match=r"campaign\.equivalence"):
         parse(tmp_path, PLAN.format(auto='equivalence = "lots"'))
     fixed = PLAN.format(auto='decide = ["tps"]').replace(PLAN_WORDS, "repeats = 2")
-    with pytest.raises(PlanError, match="campaign.decide"):
+    with pytest.raises(PlanError, match=r"campaign\.decide"):
         parse(tmp_path, fixed)
 
 

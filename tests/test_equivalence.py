@@ -121,7 +121,7 @@ def test_holm_keeps_false_calls_across_twenty_identical_cells_rare() -> None:
                 lognormal(rng, 5, 1, 0.06),
                 higher_is_better=True,
                 threshold=0.0,
-            )  # fmt: skip
+            )
             for _ in range(20)
         ]
         changed = [c.verdict in (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED)
