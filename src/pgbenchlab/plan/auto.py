@@ -8,11 +8,13 @@ answer, and they are refused next to a number rather than silently ignored.
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
 from pgbenchlab.analysis.comparison import DEFAULT_RESOLUTION, DEFAULT_THRESHOLD
 from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction
+from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.values import Context, positive_int
 
 AUTO_KEYS = ("min_repeats", "max_repeats", "precision")
@@ -46,7 +48,14 @@ class Verdicts:
     correction: Correction = DEFAULT_CORRECTION
 
 
-VERDICT_KEYS = ("decide", "equivalence", "correction")
+def stored_verdicts(plan_text: str) -> Verdicts:
+    """A stored plan's verdict rules (the defaults when its text no longer parses: a report
+    reads plans written by older versions too)."""
+    try:
+        campaign = tomllib.loads(plan_text).get("campaign", {})
+        return parse_verdicts(campaign if isinstance(campaign, dict) else {}, Context("plan"))
+    except (tomllib.TOMLDecodeError, PlanError):
+        return Verdicts()
 
 
 def parse_verdicts(campaign: dict[str, Any], ctx: Context) -> Verdicts:

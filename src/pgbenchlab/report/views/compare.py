@@ -61,6 +61,7 @@ class CellChange:
     equivalence: EquivalenceVerdict | None = None
     equivalence_reason: str = ""
     equivalence_p: float | None = None  # of the claim made or nearest, adjusted across cells
+    adjusted_away: bool = False  # a change alone, not once adjusted across the comparisons
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,10 @@ def match(
     *,
     ignore: tuple[str, ...],
     rules: CompareRules,
+    adjust: bool = True,
 ) -> list[CellChange]:
+    """Every matched cell's change on each metric; ``adjust``: the verdicts adjusted across
+    them (`corrected`), else left for a larger family to adjust."""
     base_runs = {r.id: r for r in base_view.runs}
     cand_runs = {r.id: r for r in cand_view.runs}
     pairs = match_cells(base_cells, cand_cells, _dims, ignore)
@@ -129,7 +133,7 @@ def match(
                 changes.append(change)
     if not changes:
         raise UserError("the two selections have no matrix cell with results in common")
-    return corrected(changes, rules)
+    return corrected(changes, rules) if adjust else changes
 
 
 def _dims(cell: CellView) -> tuple[tuple[str, str], ...]:
@@ -207,6 +211,7 @@ def corrected(changes: Sequence[CellChange], rules: CompareRules) -> list[CellCh
             found[i] = replace(
                 found[i],
                 verdict=ComparisonVerdict.NOT_ENOUGH_DATA,
+                adjusted_away=True,
                 reason=f"{found[i].reason}; not significant across the {many} comparisons "
                 f"({rules.correction.described}: adjusted p={p:.2g})",
             )
