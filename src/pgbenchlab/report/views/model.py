@@ -349,6 +349,7 @@ class ReportView:
     scalability: tuple[ScalabilityView, ...] = ()  # the USL per series of TPS against clients
     profiles: tuple[CellProfile, ...] = ()  # per profiled cell: the server's, then pgbench's
     profile_changes: tuple[ProfileChange, ...] = ()  # candidate cells against the baseline's
+    correction: str = "holm"  # how `changes` are adjusted across cells (`analysis.multiplicity`)
 
 
 @dataclass(frozen=True)
