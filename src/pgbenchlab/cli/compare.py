@@ -178,6 +178,8 @@ def run(options: CompareOptions) -> int:
     if options.series:
         return run_series(options, options.series)
     with open_store(options.results) as store:
+        compared = options.campaigns or (options.campaign,)
+        notes = compare.floor_notes(store, [store.campaign_id(c) for c in compared], options.rules)
         if options.campaigns:
             baseline, candidate = options.campaigns
             changes = compare.across_campaigns(
@@ -194,9 +196,9 @@ def run(options: CompareOptions) -> int:
         sides = cost_sides(store, options)
     if options.json:
         costs = [d for side in sides for d in side.as_dicts()]
-        print(compare.as_json(changes, costs, options.rules))
+        print(compare.as_json(changes, costs, options.rules, notes))
     else:
-        text = compare.as_text(changes, baseline, candidate, options.rules)
+        text = compare.as_text(changes, baseline, candidate, options.rules, notes)
         print(text + costs_text(sides))
     if options.fail_on_regression and compare.regressed(changes):
         return EXIT_RUNS_FAILED

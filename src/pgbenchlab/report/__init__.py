@@ -58,12 +58,13 @@ def write_report(
         # Markdown and text need no per-second series or histograms.
         detail = fmt == "html" or images_dir is not None
         view = load_view(store, store.campaign_id(campaign), baseline=baseline, detail=detail)
+        floors = store.noise_floors(view.campaign.id)
     if images_dir is not None:
         fix = "give --images a writable directory"
         with files.output_errors(images_dir, "the chart images", fix):
             images.export(view, images_dir)
     if fmt in ("markdown", "text"):
-        text = markdown.render(view) if fmt == "markdown" else mail.render(mail_view(view))
+        text = markdown.render(view) if fmt == "markdown" else mail.render(mail_view(view, floors))
         if output is None:
             return text
         _write(output, text)

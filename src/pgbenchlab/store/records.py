@@ -208,6 +208,22 @@ def run_artifacts(
 
 
 @dataclass(frozen=True)
+class NoiseFloor:
+    """How much one metric moves between identical members: run to run (repeats), restart to
+    restart, build to build (the same source built twice); ``spread`` relative (about the
+    CV), ``evidence`` how it was measured."""
+
+    metric: str
+    kind: str  # "run to run" | "restart to restart" | "build to build"
+    spread: float
+    server: str = ""  # the server it was measured on ("" for the campaign's median)
+    evidence: str = ""
+
+
+BUILD_FLOOR = "build to build"
+
+
+@dataclass(frozen=True)
 class BisectionRecord:
     """A performance bisection as stored: what was asked, the commits of its range (hash,
     subject, author_date), its steps in the order made, and its answer once it has one."""

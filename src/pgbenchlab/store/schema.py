@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,4 +402,18 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
+    # 23: noise floors measured for a campaign's servers, per metric and kind (run to run,
+    # restart to restart, build to build): an equivalence margin below the build-to-build
+    # floor is refused. Campaigns stored before it: none.
+    23: """
+    CREATE TABLE noise_floors (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        spread REAL NOT NULL,
+        evidence TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX noise_floors_campaign ON noise_floors (campaign_id, metric);
+    """,
 }

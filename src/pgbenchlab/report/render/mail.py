@@ -158,9 +158,12 @@ def _floors(mail: MailView) -> list[str]:
     lines = ["Noise floors"]
     for floor in mail.floors:
         lines += wrap(floor_line(floor), INDENT, INDENT * 3)
-    if not mail.floors:
+    kinds = {f.kind for f in mail.floors}
+    if "run to run" not in kinds:
         lines += wrap("run to run: not measured (fewer than 2 repeats per cell)", INDENT)
-    lines += wrap("restart to restart and build to build: not measured", INDENT)
+    missing = [k for k in ("restart to restart", "build to build") if k not in kinds]
+    if missing:
+        lines += wrap(f"{' and '.join(missing)}: not measured", INDENT)
     return lines
 
 

@@ -21,7 +21,13 @@ from pgbenchlab.analysis.comparison import (
     ComparisonVerdict,
     compare,
 )
-from pgbenchlab.analysis.equivalence import Equivalence, EquivalenceVerdict, margin_text, tost
+from pgbenchlab.analysis.equivalence import (
+    Equivalence,
+    EquivalenceVerdict,
+    floor_note,
+    margin_text,
+    tost,
+)
 from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction, adjusted
 from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
@@ -36,7 +42,7 @@ from pgbenchlab.report.views.metrics import (
     run_values,
 )
 from pgbenchlab.report.views.model import CellView, ReportView, RunView
-from pgbenchlab.store import Store
+from pgbenchlab.store import BUILD_FLOOR, Store
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,20 @@ class CompareRules:
     equivalence: float | None = None
     correction: Correction = DEFAULT_CORRECTION
     confidence: float = DEFAULT_CONFIDENCE
+
+
+def floor_notes(store: Store, campaign_ids: Sequence[int], rules: CompareRules) -> list[str]:
+    """With an equivalence margin: each metric's build-to-build floor stored for the compared
+    campaigns, a user error when the margin lies below it (none measured: said so)."""
+    if rules.equivalence is None:
+        return []
+    floors = [f for i in campaign_ids for f in store.noise_floors(i) if f.kind == BUILD_FLOOR]
+    notes = []
+    for metric in rules.metrics:
+        spreads = [f.spread for f in floors if f.metric == metric]
+        floor = max(spreads) if spreads else None
+        notes.append(floor_note(rules.equivalence, floor, label(metric)))
+    return notes
 
 
 def within_campaign(
@@ -259,6 +279,7 @@ def as_text(
     baseline: str,
     candidate: str,
     rules: CompareRules | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
     asked = rules or CompareRules()
     header = ["cell", "metric", "n", baseline, candidate, "change", "95 % CI", "verdict"]
@@ -290,6 +311,7 @@ def as_text(
     if asked.equivalence is not None:
         lines += ["", "Equivalence (two one-sided tests):"]
         lines += [f"  {c.cell}, {label(c.metric)}: {c.equivalence_reason}" for c in changes]
+        lines += [f"  Build-to-build floor: {note}" for note in notes]
     warnings = [w for c in changes for w in c.warnings]
     if warnings:
         lines += ["", "High variation between repeats:", *(f"  {w}" for w in warnings)]
@@ -312,6 +334,7 @@ def as_json(
     changes: Sequence[CellChange],
     connection_costs: Sequence[Mapping[str, Any]],
     rules: CompareRules | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
     """compare --json: the cells' changes, and the compared sides' connection costs."""
     asked = rules or CompareRules()
@@ -319,6 +342,7 @@ def as_json(
         "schema_version": JSON_VERSION,
         "correction": asked.correction.value,
         "equivalence_margin": asked.equivalence,
+        "floor_notes": list(notes),
         "changes": [asdict(c) for c in changes],
         "connection_costs": list(connection_costs),
     }

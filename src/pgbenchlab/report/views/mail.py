@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pgbenchlab.analysis.comparison import log_values
@@ -18,16 +19,7 @@ from pgbenchlab.plan import Verdicts, stored_verdicts
 from pgbenchlab.report.views.compare import CellChange, CompareRules, corrected, match
 from pgbenchlab.report.views.metrics import DEFAULT_METRICS, label, run_values
 from pgbenchlab.report.views.model import ReportView
-
-
-@dataclass(frozen=True)
-class Floor:
-    """A noise floor of one metric: how much runs of one cell move between themselves."""
-
-    metric: str
-    kind: str  # "run to run" (repeats); restart and build floors are not measured yet
-    cv: float  # the median over cells of the standard deviation of the logs (about the CV)
-    cells: int
+from pgbenchlab.store import NoiseFloor
 
 
 @dataclass(frozen=True)
@@ -35,10 +27,10 @@ class MailView:
     view: ReportView
     rules: CompareRules
     candidates: tuple[tuple[str, tuple[CellChange, ...]], ...]  # (candidate, its changes)
-    floors: tuple[Floor, ...]
+    floors: tuple[NoiseFloor, ...]  # run to run from the repeats, then the stored ones
 
 
-def mail_view(view: ReportView) -> MailView:
+def mail_view(view: ReportView, stored: Sequence[NoiseFloor] = ()) -> MailView:
     verdicts = stored_verdicts(view.campaign.plan_text)
     rules = _rules(verdicts)
     baseline = view.baseline
@@ -58,7 +50,8 @@ def mail_view(view: ReportView) -> MailView:
     for name, changes in found:  # the whole campaign is one family
         candidates.append((name, tuple(family[start : start + len(changes)])))
         start += len(changes)
-    return MailView(view, rules, tuple(candidates), tuple(_floors(view, rules.metrics)))
+    floors = (*_floors(view, rules.metrics), *(f for f in stored if f.metric in rules.metrics))
+    return MailView(view, rules, tuple(candidates), floors)
 
 
 def _rules(verdicts: Verdicts) -> CompareRules:
@@ -70,7 +63,7 @@ def _rules(verdicts: Verdicts) -> CompareRules:
     )
 
 
-def _floors(view: ReportView, metrics: tuple[str, ...]) -> list[Floor]:
+def _floors(view: ReportView, metrics: tuple[str, ...]) -> list[NoiseFloor]:
     """The run-to-run floor of each metric: the median spread of repeats over the cells that
     have two or more."""
     runs = {r.id: r for r in view.runs}
@@ -83,12 +76,12 @@ def _floors(view: ReportView, metrics: tuple[str, ...]) -> list[Floor]:
         ]
         if spreads:
             spread = math.expm1(statistics.median(spreads))
-            found.append(Floor(metric, "run to run", spread, len(spreads)))
+            how = f"median over {len(spreads)} cell(s) of the spread between repeats"
+            found.append(NoiseFloor(metric, "run to run", spread, evidence=how))
     return found
 
 
-def floor_line(floor: Floor) -> str:
-    return (
-        f"{label(floor.metric)}: {floor.kind} {floor.cv:.1%} "
-        f"(median over {floor.cells} cell(s) of the spread between repeats)"
-    )
+def floor_line(floor: NoiseFloor) -> str:
+    server = f" on {floor.server}" if floor.server else ""
+    how = f" ({floor.evidence})" if floor.evidence else ""
+    return f"{label(floor.metric)}: {floor.kind}{server} {floor.spread:.1%}{how}"
