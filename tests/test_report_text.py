@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest_report import SyntheticPlan, write_synthetic
+from conftest_report import FakeServer, SyntheticPlan, write_synthetic
 from pgbenchlab.cli import main
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
@@ -134,3 +134,17 @@ def test_the_text_report_of_a_real_campaign(
     assert "Holm (family-wise error rate)" in out
     # its plan has a line wider than the page (a workload table): named, not quoted
     assert "too long to quote) is stored with the campaign" in out
+
+
+def test_change_points_on_the_metrics_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for i in range(3):
+        nightly = SyntheticPlan(name=f"night{i}", seed=i, clients=(1,),
+                                servers=(FakeServer("pg", "18.1"),))  # fmt: skip
+        write_synthetic(tmp_path, nightly)
+    argv = ["compare", "--results", tmp_path, "--series", "campaign", "night0", "night1", "night2"]
+    code, out, _ = cli(capsys, *argv, "--metric", "latency_avg,p95")
+    assert code == 0
+    assert "(latency_avg, p95)" in " ".join(out.split())
+    assert "TPS" not in out
