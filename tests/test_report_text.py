@@ -148,3 +148,13 @@ def test_change_points_on_the_metrics_named(
     assert code == 0
     assert "(latency_avg, p95)" in " ".join(out.split())
     assert "TPS" not in out
+
+
+def test_metric_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_synthetic(tmp_path, SyntheticPlan())
+    argv = ["bisect", tmp_path / "plan.toml", "--good", "a", "--bad", "b", "--metric", "nope"]
+    code, _, err = cli(capsys, *argv, "--results", tmp_path)
+    assert code == 2 and "no metric 'nope'; metrics: tps," in err and err.count("\n") == 1
+    series = ["compare", "--results", tmp_path, "--series", "server", "--equivalence", "1%"]
+    code, _, err = cli(capsys, *series)
+    assert code == 2 and "--equivalence judges two selections" in err

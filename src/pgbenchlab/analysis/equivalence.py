@@ -120,7 +120,7 @@ def tost(
     change = math.expm1(estimate)
     if len(base) < 2 or len(cand) < 2:
         needed = _runs_needed(pooled_log_sd(base, cand), estimate, band, confidence)
-        more = None if needed is None else max(0, needed - min(len(base), len(cand)))
+        more = _beyond(needed, min(len(base), len(cand)))
         return Equivalence(margin, confidence, change, None, None, _NOT_DECIDED, more)
     diff = welch_log_difference(base, cand)
     if diff.se == 0:
@@ -137,7 +137,7 @@ def tost(
     more = None
     if verdict is _NOT_DECIDED:
         needed = _runs_needed(pooled_log_sd(base, cand), estimate, band, confidence)
-        more = None if needed is None else max(1, needed - min(len(base), len(cand)))
+        more = _beyond(needed, min(len(base), len(cand)))
     return Equivalence(
         margin, confidence, change, math.expm1(low), math.expm1(high), verdict, more, p_value,
         p_beyond,
@@ -145,6 +145,13 @@ def tost(
 
 
 _NOT_DECIDED = EquivalenceVerdict.NOT_DECIDED
+
+
+def _beyond(needed: int | None, have: int) -> int | None:
+    """Runs per side beyond those there are; None when no affordable number would do."""
+    if needed is None or needed >= MAX_REPEATS:
+        return None
+    return max(1, needed - have)
 
 
 def _runs_needed(sd: float | None, estimate: float, band: float, confidence: float) -> int | None:

@@ -91,6 +91,8 @@ class CompareOptions:
     def check_series(self) -> None:
         if self.baseline or self.candidate:
             raise UserError("--series scans every value of an axis; drop --baseline/--candidate")
+        if self.rules.equivalence is not None:
+            raise UserError("--equivalence judges two selections; drop it with --series")
         if self.series == series.CAMPAIGN and self.campaign:
             raise UserError("--series campaign takes the campaigns as arguments, in order")
         if self.series != series.CAMPAIGN and self.campaigns:
