@@ -158,3 +158,16 @@ def test_metric_mistakes_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     series = ["compare", "--results", tmp_path, "--series", "server", "--equivalence", "1%"]
     code, _, err = cli(capsys, *series)
     assert code == 2 and "--equivalence judges two selections" in err
+
+
+def test_the_reports_change_tables_carry_the_adjustment(tmp_path: Path) -> None:
+    """+25 % TPS at select-only, 2 clients is significant alone (p = 0.025) but not across
+    the campaign's 12 comparisons: not enough data, and the tables' note names Holm."""
+    from pgbenchlab.report.render.tables import change_tables
+
+    db = write_synthetic(tmp_path, SyntheticPlan())
+    with Store(db) as store:
+        view = load_view(store, store.campaign_id(None), detail=False)
+    held = [c for c in view.changes if "not significant across the 12 comparisons" in c.reason]
+    assert held and all(c.verdict == "not_enough_data" for c in held)
+    assert "Verdicts adjusted across the 12 comparisons: Holm" in change_tables(view)[0].note
