@@ -171,3 +171,15 @@ def test_the_reports_change_tables_carry_the_adjustment(tmp_path: Path) -> None:
     held = [c for c in view.changes if "not significant across the 12 comparisons" in c.reason]
     assert held and all(c.verdict == "not_enough_data" for c in held)
     assert "Verdicts adjusted across the 12 comparisons: Holm" in change_tables(view)[0].note
+
+
+def test_compare_judges_as_the_campaigns_plan_asks_unless_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = judged(tmp_path / "r", 'equivalence = "1%"\ncorrection = "bh"')
+    base = ("compare", "--results", results, "--baseline", "pg15", "--candidate", "pg18")
+    code, out, _ = cli(capsys, *base)
+    assert code == 0 and "Benjamini–Hochberg (false-discovery rate)" in out
+    assert "within ±1%" in out
+    code, out, _ = cli(capsys, *base, "--correction", "holm", "--equivalence", "3%")
+    assert code == 0 and "Holm (family-wise error rate)" in out and "within ±3%" in out

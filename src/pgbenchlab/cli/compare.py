@@ -23,6 +23,7 @@ from pgbenchlab.cli.common import (
     print_table,
 )
 from pgbenchlab.errors import UserError
+from pgbenchlab.plan import stored_verdicts
 from pgbenchlab.report.render.tables import connection_cost_tables
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import compare_series as series
@@ -56,6 +57,8 @@ class CompareOptions:
     fail_on_regression: bool
     json: bool
     rules: compare.CompareRules = field(default_factory=compare.CompareRules)
+    # --equivalence and --correction as given (None: the compared campaign's plan decides)
+    asked: tuple[float | None, Correction | None] = (None, None)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CompareOptions:
@@ -73,7 +76,11 @@ class CompareOptions:
                 threshold=parse_threshold(args.threshold),
                 metrics=tuple(m.name for m in metrics(args.metric or DEFAULT_METRICS)),
                 equivalence=parse_margin(args.equivalence) if args.equivalence else None,
-                correction=Correction(args.correction),
+                correction=Correction(args.correction or DEFAULT_CORRECTION),
+            ),
+            asked=(
+                parse_margin(args.equivalence) if args.equivalence else None,
+                Correction(args.correction) if args.correction else None,
             ),
         )
         options.check()
@@ -159,14 +166,15 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--equivalence",
         metavar="MARGIN",
-        help="also say whether each change lies within ±MARGIN, e.g. 1%% (two one-sided tests)",
+        help="also say whether each change lies within ±MARGIN, e.g. 1%% (two one-sided tests; "
+        "default: the campaign plan's [campaign] equivalence, if any)",
     )
     parser.add_argument(
         "--correction",
         choices=[c.value for c in Correction],
-        default=DEFAULT_CORRECTION.value,
         help="how the verdicts of many cells are adjusted: holm (family-wise error rate, "
-        "the default) or bh (Benjamini–Hochberg, false-discovery rate)",
+        "the default) or bh (Benjamini–Hochberg, false-discovery rate); default: as the "
+        "campaign's plan says ([campaign] correction), else holm",
     )
     parser.add_argument(
         "--fail-on-regression",
@@ -176,10 +184,26 @@ def add_arguments(subparsers: Subparsers) -> None:
     add_json_option(parser)
 
 
+def planned(options: CompareOptions, store: Store) -> CompareOptions:
+    """The options with the baseline campaign plan's equivalence and correction where the
+    command line gives none."""
+    margin, correction = options.asked
+    first = options.campaigns[0] if options.campaigns else options.campaign
+    found = store.find_campaign(first)
+    verdicts = stored_verdicts(found.plan_text if found else "")
+    rules = replace(
+        options.rules,
+        equivalence=margin if margin is not None else verdicts.equivalence,
+        correction=correction or verdicts.correction,
+    )
+    return replace(options, rules=rules)
+
+
 def run(options: CompareOptions) -> int:
     if options.series:
         return run_series(options, options.series)
     with open_store(options.results) as store:
+        options = planned(options, store)
         compared = options.campaigns or (options.campaign,)
         notes = compare.floor_notes(store, [store.campaign_id(c) for c in compared], options.rules)
         if options.campaigns:
