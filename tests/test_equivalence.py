@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -139,3 +140,16 @@ def test_a_margin_below_the_build_floor_is_refused_in_one_line() -> None:
     assert "\n" not in str(raised.value)
     assert "floor of ±1.3%" in floor_note(0.02, 0.013, "tps")
     assert "no build-to-build floor was measured" in floor_note(0.01, None, "tps")
+
+
+def test_a_p_value_of_zero_survives_the_adjustment() -> None:
+    """Runs without spread that differ (counted instructions, say) give p = 0: a call that no
+    adjustment may undo."""
+    from pgbenchlab.report.views.compare import CellChange, CompareRules, corrected
+
+    exact = CellChange("all", "tps", 3, 3, 100.0, 90.0, -0.1, -0.1, -0.1, 0.0,
+                       ComparisonVerdict.REGRESSED, None, "-10%")  # fmt: skip
+    others = [replace(exact, cell=f"c{i}", p_value=0.5, verdict=ComparisonVerdict.NOT_ENOUGH_DATA)
+              for i in range(5)]  # fmt: skip
+    found = corrected([exact, *others], CompareRules())
+    assert found[0].verdict is ComparisonVerdict.REGRESSED and found[0].adjusted_p == 0.0

@@ -144,10 +144,10 @@ def match(
     varying = varying_axes([match_key(c.dims, ignore) for c in base_cells])
     changes = []
     for pair in pairs:
-        label = cell_label(pair.key, varying)
+        name = cell_label(pair.key, varying)
         for metric in rules.metrics:
             change = cell_change(
-                label, metric, pair.baseline, base_runs, pair.candidate, cand_runs, rules
+                name, metric, pair.baseline, base_runs, pair.candidate, cand_runs, rules
             )
             if change is not None:
                 changes.append(change)
@@ -212,10 +212,14 @@ def cell_change(
 def _claim_p(found: Equivalence) -> float:
     """The p-value of the equivalence claim made, or of the nearer one when none is made."""
     if found.verdict is EquivalenceVerdict.EQUIVALENT:
-        return found.p_value if found.p_value is not None else 1.0
+        return _p(found.p_value)
     if found.verdict is EquivalenceVerdict.NOT_EQUIVALENT:
-        return found.p_beyond if found.p_beyond is not None else 1.0
-    return min(found.p_value or 1.0, found.p_beyond or 1.0)
+        return _p(found.p_beyond)
+    return min(_p(found.p_value), _p(found.p_beyond))
+
+
+def _p(value: float | None) -> float:
+    return 1.0 if value is None else value
 
 
 def corrected(changes: Sequence[CellChange], rules: CompareRules) -> list[CellChange]:
@@ -223,7 +227,7 @@ def corrected(changes: Sequence[CellChange], rules: CompareRules) -> list[CellCh
     comparison of the output (`multiplicity`), stays below α; the others become open."""
     alpha, many = 1 - rules.confidence, len(changes)
     tested = [i for i, c in enumerate(changes) if c.p_value is not None]
-    p_adjusted = adjusted([changes[i].p_value or 1.0 for i in tested], rules.correction)
+    p_adjusted = adjusted([_p(changes[i].p_value) for i in tested], rules.correction)
     found = list(changes)
     for i, p in zip(tested, p_adjusted, strict=True):
         found[i] = replace(found[i], adjusted_p=p)
@@ -236,7 +240,7 @@ def corrected(changes: Sequence[CellChange], rules: CompareRules) -> list[CellCh
                 f"({rules.correction.described}: adjusted p={p:.2g})",
             )
     weighed = [i for i, c in enumerate(found) if c.equivalence_p is not None]
-    e_adjusted = adjusted([found[i].equivalence_p or 1.0 for i in weighed], rules.correction)
+    e_adjusted = adjusted([_p(found[i].equivalence_p) for i in weighed], rules.correction)
     for i, p in zip(weighed, e_adjusted, strict=True):
         found[i] = replace(found[i], equivalence_p=p)
         if found[i].equivalence is not EquivalenceVerdict.NOT_DECIDED and p >= alpha:
