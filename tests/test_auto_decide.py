@@ -108,3 +108,13 @@ def test_every_metric_must_be_decided_for_an_answer() -> None:
     both = answer_all(question, {"tps": tps, "latency_avg": latency}, auto, math.inf)
     assert not both.decided
     assert both.text.startswith("TPS regressed") and "latency_avg" in both.text
+
+
+def test_decide_takes_a_columns_name_too(tmp_path: Path) -> None:
+    """decide = ["latency_avg_ms"] is the metric latency_avg: a clear change on both metrics
+    is decided at the minimum."""
+    levels, latency = {"a": 1000.0, "b": 700.0}, {"a": 1.0, "b": 1.5}
+    executor = TwoMetrics(levels, latency, 0.02)
+    outcome, _ = run(tmp_path, executor, 'decide = ["tps", "latency_avg_ms"]')
+    assert "every answer decided" in outcome.answers[0], outcome.answers
+    assert max(r for _, r in rounds_run(tmp_path)) == 3

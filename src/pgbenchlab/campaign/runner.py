@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pgbenchlab import installs
@@ -81,6 +82,7 @@ def add_rounds(
     asked = rounds.questions(first, session.plan.server_names)
     why = f"max_repeats ({auto.max_repeats}) reached"
     decide = metrics(auto.decide)
+    auto = replace(auto, decide=tuple(m.name for m in decide))  # "p99_ms" is "p99"
     for round_ in range(auto.min_repeats + 1, auto.max_repeats + 1):
         values = store.run_values(campaign_id, decide)
         known = rounds.by_metric(values, auto.decide)
