@@ -14,20 +14,8 @@ from pgbenchlab.analysis.comparison import DEFAULT_RESOLUTION, ComparisonVerdict
 from pgbenchlab.analysis.sequential import SequentialComparison, sequential_compare
 from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.store import Store
-from pgbenchlab.store.columns import COLUMN
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    column: str  # of the runs table (and the RunResult value behind it)
-    higher_is_better: bool
-
-
-METRICS = {
-    "tps": Metric("tps", "tps", True),
-    "p99": Metric("p99", "p99_ms", False),
-}
+from pgbenchlab.store.columns import BY_KEY
+from pgbenchlab.store.metrics import Metric
 
 
 class Rules(Protocol):
@@ -77,7 +65,7 @@ class Rounds:
         failures = dict(self.failures)
         for result in results:
             _take(figures, failures, result.spec.server, result.repeat, result.status,
-                  COLUMN[metric.column].read(result), result.error)  # fmt: skip
+                  BY_KEY[metric.column].read(result), result.error)  # fmt: skip
         return Rounds(figures, failures)
 
 

@@ -25,7 +25,7 @@ from pgbenchlab.analysis.bisection import (
 )
 from pgbenchlab.bisect.plans import BisectPlan, same_but_rounds
 from pgbenchlab.bisect.plans import load as load_plan
-from pgbenchlab.bisect.rounds import METRICS, Rounds, judge, stored_rounds
+from pgbenchlab.bisect.rounds import Rounds, judge, stored_rounds
 from pgbenchlab.builds.compile import Progress
 from pgbenchlab.builds.history import first_parent_range
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
@@ -42,6 +42,7 @@ from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
 from pgbenchlab.results import RunResult
 from pgbenchlab.store import BisectionRecord, Store
+from pgbenchlab.store.metrics import metric
 
 Say = Callable[[str], None]
 Build = Callable[[BuildRecipe, Progress], Installation]
@@ -100,8 +101,7 @@ class Bisection:
         build: Build = build_incrementally,
         equip: Equip = equipped,
     ) -> None:
-        if request.metric not in METRICS:
-            raise UserError(f"--metric must be one of {', '.join(METRICS)}")
+        self.metric = metric(request.metric)  # a user error naming the metrics
         if request.expect not in EXPECTATIONS:
             raise UserError(f"--expect must be one of {', '.join(EXPECTATIONS)}")
         if not 0 < request.threshold < 1:
@@ -116,7 +116,6 @@ class Bisection:
         self.commits = first_parent_range(
             Path(split_source(self.source)[1]), request.good, request.bad
         )
-        self.metric = METRICS[request.metric]
         self.database = request.results.resolve() / RESULTS_DB
         self.record = self._open_record()
         self.started = time.monotonic()

@@ -36,6 +36,7 @@ from pgbenchlab.campaign.servers import (
 from pgbenchlab.hosts import Host
 from pgbenchlab.invocation.scripts import check_script
 from pgbenchlab.plan import Plan, ServerPlan
+from pgbenchlab.store.metrics import METRICS
 from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
 
@@ -59,6 +60,16 @@ __all__ = [
 def capacity_search(ready: Readiness, found: Findings) -> None:
     if ready.slo is not None:
         found.add(searchable_problems(ready.plan, ready.slo))
+
+
+def decided_metrics(ready: Readiness, found: Findings) -> None:
+    verdicts = ready.plan.verdicts
+    known = set(METRICS) | {m.column for m in METRICS.values()}
+    found.add([
+        f"decide names {name!r}, not a metric; metrics: {', '.join(METRICS)}"
+        for name in verdicts.decide
+        if name not in known
+    ])  # fmt: skip
 
 
 def searchable_problems(plan: Plan, slo: Slo) -> list[str]:
@@ -203,6 +214,12 @@ CHECKS: tuple[Check, ...] = (
         "capacity only: no rate axis, a duration for every workload, a latency bound for -L",
         capacity_search,
         "remove the rate axis, give durations, and a latency bound in the SLO or latency_limit",
+    ),
+    Check(
+        "metrics",
+        "decide names metrics the results database stores (`compare --metric` lists them)",
+        decided_metrics,
+        "name metrics such as tps, p99, latency_avg in [campaign] decide",
     ),
     Check(
         "builds",

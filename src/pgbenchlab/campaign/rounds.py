@@ -17,11 +17,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from pgbenchlab.analysis.equivalence import sequential_tost
 from pgbenchlab.analysis.sequential import cell_precision, sequential_compare
 from pgbenchlab.plan import AutoRepeats, RunSpec
 from pgbenchlab.store import RunValue
+from pgbenchlab.store.metrics import METRICS
 
-Values = Mapping[str, Mapping[int, float]]  # cell id → round → TPS of the ok runs
+Values = Mapping[str, Mapping[int, float]]  # cell id → round → a metric of the ok runs
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,39 @@ def tps_by_cell(values: Iterable[RunValue]) -> dict[str, dict[int, float]]:
     return found
 
 
-def answer(question: Question, values: Values, auto: AutoRepeats, before: float) -> Answer:
-    """Where the question stands with the rounds before ``before`` (math.inf: all)."""
+def by_metric(values: Iterable[RunValue], metrics: Sequence[str]) -> dict[str, Values]:
+    """metric → cell id → round → value of the ok runs (positive values: ratios need them)."""
+    kept = list(values)
+    found: dict[str, Values] = {"tps": tps_by_cell(kept)} if "tps" in metrics else {}
+    for metric in (m for m in metrics if m != "tps"):
+        cells: dict[str, dict[int, float]] = {}
+        for value in kept:
+            figure = dict(value.figures).get(metric)
+            if figure is not None and figure > 0:
+                cells.setdefault(value.cell_id, {})[value.repeat] = figure
+        found[metric] = cells
+    return found
+
+
+def answer_all(
+    question: Question, values: Mapping[str, Values], auto: AutoRepeats, before: float
+) -> Answer:
+    """The question on every metric the plan decides: answered once each one is."""
+    found = [answer(question, values[m], auto, before, m) for m in auto.decide]
+    if len(found) == 1:
+        return found[0]
+    open_ = [a.more_rounds for a in found if not a.decided]
+    more = None if None in open_ or not open_ else max(r for r in open_ if r is not None)
+    text = "; ".join(a.text for a in found)
+    return Answer(question, not open_, text, more)
+
+
+def answer(
+    question: Question, values: Values, auto: AutoRepeats, before: float, metric: str = "tps"
+) -> Answer:
+    """Where the question stands on ``metric`` with the rounds before ``before`` (math.inf:
+    all)."""
+    known = METRICS[metric]
     rounds = [{r: v for r, v in values.get(c, {}).items() if r < before} for c in question.cells]
     if len(rounds) == 2:
         base, cand = rounds
@@ -99,16 +132,25 @@ def answer(question: Question, values: Values, auto: AutoRepeats, before: float)
         if not pairs:
             return Answer(question, False, "no round with both sides yet", None)
         result = sequential_compare(
-            pairs, higher_is_better=True, threshold=auto.threshold, resolution=auto.precision
+            pairs,
+            higher_is_better=known.higher_is_better,
+            threshold=auto.threshold,
+            resolution=auto.precision,
         )
-        text = f"TPS {result.verdict.value.replace('_', ' ')}: {result.reason}"
-        return Answer(question, result.decided, text, result.more_rounds)
+        text = f"{known.label} {result.verdict.value.replace('_', ' ')}: {result.reason}"
+        if auto.equivalence is None:
+            return Answer(question, result.decided, text, result.more_rounds)
+        same = sequential_tost(pairs, margin=auto.equivalence)
+        mores = [m for m in (result.more_rounds, same.more) if m is not None]
+        decided = result.decided or same.decided
+        more = None if decided or not mores else min(mores)
+        return Answer(question, decided, f"{text}; {same.text()}", more)
     if not rounds[0]:
         return Answer(question, False, "no complete run yet", None)
     cell = cell_precision(list(rounds[0].values()), auto.precision)
     half = f"±{cell.relative_half:.1%}" if math.isfinite(cell.relative_half) else "unbounded"
     text = (
-        f"TPS {cell.mean:,.0f} {half} after {cell.runs} run(s) "
+        f"{known.label} {known.format(cell.mean)} {half} after {cell.runs} run(s) "
         f"({'within' if cell.decided else 'wider than'} ±{auto.precision:.0%})"
     )
     return Answer(question, cell.decided, text, cell.more_rounds)

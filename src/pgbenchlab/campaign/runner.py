@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pgbenchlab import installs
@@ -17,6 +18,7 @@ from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.session import Outcome, Session, drive
 from pgbenchlab.plan import AutoRepeats, Plan
+from pgbenchlab.store.metrics import metrics
 from pgbenchlab.tunables import KernelTunables
 
 
@@ -79,10 +81,12 @@ def add_rounds(
     first = [s for s in session.plan.specs if s.repeat == 1]
     asked = rounds.questions(first, session.plan.server_names)
     why = f"max_repeats ({auto.max_repeats}) reached"
+    decide = metrics(auto.decide)
+    auto = replace(auto, decide=tuple(m.name for m in decide))  # "p99_ms" is "p99"
     for round_ in range(auto.min_repeats + 1, auto.max_repeats + 1):
-        values = store.run_values(campaign_id)
-        tps = rounds.tps_by_cell(values)
-        cells = rounds.open_cells(rounds.answer(q, tps, auto, round_) for q in asked)
+        values = store.run_values(campaign_id, decide)
+        known = rounds.by_metric(values, auto.decide)
+        cells = rounds.open_cells(rounds.answer_all(q, known, auto, round_) for q in asked)
         if not cells:
             why = "every answer decided"
             break
@@ -95,8 +99,8 @@ def add_rounds(
         if todo:
             session.reporter.note(f"round {round_}: {len(todo)} run(s) for the open answers")
         session.run(todo, outcome)
-    tps = rounds.tps_by_cell(store.run_values(campaign_id))
-    final = [rounds.answer(q, tps, auto, math.inf) for q in asked]
+    known = rounds.by_metric(store.run_values(campaign_id, decide), auto.decide)
+    final = [rounds.answer_all(q, known, auto, math.inf) for q in asked]
     if all(a.decided for a in final):
         why = "every answer decided"
     outcome.answers = rounds.summary(final, why)

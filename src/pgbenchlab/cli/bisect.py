@@ -24,6 +24,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.plan.values import Context, parse_seconds
 from pgbenchlab.report.views.bisection import stopped_text
 from pgbenchlab.store import BisectionRecord
+from pgbenchlab.store.metrics import METRICS
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,12 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument("--source", help="the git checkout: git:PATH (else the build's source)")
     parser.add_argument("--good", required=True, help="a ref that performs as expected")
     parser.add_argument("--bad", required=True, help="a later ref that does not")
-    parser.add_argument("--metric", default="tps", choices=("tps", "p99"))
+    parser.add_argument(
+        "--metric",
+        default="tps",
+        metavar="NAME",
+        help="the metric a step is judged on (default %(default)s): " + ", ".join(METRICS),
+    )
     parser.add_argument("--threshold", default="3%", help="the smallest change that counts")
     parser.add_argument(
         "--expect",

@@ -6,11 +6,12 @@ them is a user mistake, refused before the results are opened."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pgbenchlab import jsontext
+from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction
 from pgbenchlab.cli.common import (
     EXIT_OK,
     EXIT_RUNS_FAILED,
@@ -22,6 +23,7 @@ from pgbenchlab.cli.common import (
     print_table,
 )
 from pgbenchlab.errors import UserError
+from pgbenchlab.plan import stored_verdicts
 from pgbenchlab.report.render.tables import connection_cost_tables
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import compare_series as series
@@ -32,6 +34,7 @@ from pgbenchlab.report.views.connection_cost import CostGroup, cost_groups, cost
 from pgbenchlab.report.views.model import ReportView, ScalabilityView
 from pgbenchlab.report.views.text import plain_table
 from pgbenchlab.store import Store
+from pgbenchlab.store.metrics import DEFAULT_METRICS, METRICS, metrics
 
 SERIES_HELP = (
     "find where TPS, p50 or p99 step along AXIS, in every cell of the other axes: "
@@ -53,6 +56,9 @@ class CompareOptions:
     threshold: float
     fail_on_regression: bool
     json: bool
+    rules: compare.CompareRules = field(default_factory=compare.CompareRules)
+    # --equivalence and --correction as given (None: the compared campaign's plan decides)
+    asked: tuple[float | None, Correction | None] = (None, None)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CompareOptions:
@@ -66,6 +72,16 @@ class CompareOptions:
             threshold=parse_threshold(args.threshold),
             fail_on_regression=args.fail_on_regression,
             json=args.json,
+            rules=compare.CompareRules(
+                threshold=parse_threshold(args.threshold),
+                metrics=tuple(m.name for m in metrics(args.metric or DEFAULT_METRICS)),
+                equivalence=parse_margin(args.equivalence) if args.equivalence else None,
+                correction=Correction(args.correction or DEFAULT_CORRECTION),
+            ),
+            asked=(
+                parse_margin(args.equivalence) if args.equivalence else None,
+                Correction(args.correction) if args.correction else None,
+            ),
         )
         options.check()
         return options
@@ -82,6 +98,8 @@ class CompareOptions:
     def check_series(self) -> None:
         if self.baseline or self.candidate:
             raise UserError("--series scans every value of an axis; drop --baseline/--candidate")
+        if self.rules.equivalence is not None:
+            raise UserError("--equivalence judges two selections; drop it with --series")
         if self.series == series.CAMPAIGN and self.campaign:
             raise UserError("--series campaign takes the campaigns as arguments, in order")
         if self.series != series.CAMPAIGN and self.campaigns:
@@ -98,6 +116,17 @@ def parse_threshold(text: str) -> float:
         value = -1.0
     if not 0 <= value < 1:
         raise UserError(f"--threshold {text!r}: give a share such as 3% or 0.03")
+    return value
+
+
+def parse_margin(text: str) -> float:
+    """--equivalence 1%: the margin of an equivalence, a share above 0."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 1:
+        raise UserError(f"--equivalence {text!r}: give a margin such as 1% or 0.01")
     return value
 
 
@@ -128,6 +157,26 @@ def add_arguments(subparsers: Subparsers) -> None:
         help="smallest change that matters, e.g. 3%% (default %(default)s)",
     )
     parser.add_argument(
+        "--metric",
+        action="append",
+        metavar="NAME",
+        help="compare on this metric (repeatable, or a comma list; default tps,p99,p50): "
+        + ", ".join(METRICS),
+    )
+    parser.add_argument(
+        "--equivalence",
+        metavar="MARGIN",
+        help="also say whether each change lies within ±MARGIN, e.g. 1%% (two one-sided tests; "
+        "default: the campaign plan's [campaign] equivalence, if any)",
+    )
+    parser.add_argument(
+        "--correction",
+        choices=[c.value for c in Correction],
+        help="how the verdicts of many cells are adjusted: holm (family-wise error rate, "
+        "the default) or bh (Benjamini–Hochberg, false-discovery rate); default: as the "
+        "campaign's plan says ([campaign] correction), else holm",
+    )
+    parser.add_argument(
         "--fail-on-regression",
         action="store_true",
         help="exit 1 when any cell regressed (with --series: when any step is a regression)",
@@ -135,26 +184,48 @@ def add_arguments(subparsers: Subparsers) -> None:
     add_json_option(parser)
 
 
+def planned(options: CompareOptions, store: Store) -> CompareOptions:
+    """The options with the baseline campaign plan's equivalence and correction where the
+    command line gives none."""
+    margin, correction = options.asked
+    first = options.campaigns[0] if options.campaigns else options.campaign
+    found = store.find_campaign(first)
+    verdicts = stored_verdicts(found.plan_text if found else "")
+    rules = replace(
+        options.rules,
+        equivalence=margin if margin is not None else verdicts.equivalence,
+        correction=correction or verdicts.correction,
+    )
+    return replace(options, rules=rules)
+
+
 def run(options: CompareOptions) -> int:
     if options.series:
         return run_series(options, options.series)
     with open_store(options.results) as store:
+        options = planned(options, store)
+        compared = options.campaigns or (options.campaign,)
+        notes = compare.floor_notes(store, [store.campaign_id(c) for c in compared], options.rules)
         if options.campaigns:
             baseline, candidate = options.campaigns
-            changes = compare.across_campaigns(store, baseline, candidate, options.threshold)
+            changes = compare.across_campaigns(
+                store, baseline, candidate, options.threshold, options.rules
+            )
         else:
             baseline, candidate = str(options.baseline), str(options.candidate)
             searches = capacity_views(store, store.campaign_id(options.campaign))
             if searches:
                 return print_capacities(options, searches, baseline, candidate)
             changes = compare.within_campaign(
-                store, options.campaign, baseline, candidate, options.threshold
+                store, options.campaign, baseline, candidate, options.threshold, options.rules
             )
         sides = cost_sides(store, options)
     if options.json:
-        print(compare.as_json(changes, [d for side in sides for d in side.as_dicts()]))
+        costs = [d for side in sides for d in side.as_dicts()]
+        print(compare.as_json(changes, costs, options.rules, notes))
     else:
-        print(compare.as_text(changes, baseline, candidate) + costs_text(sides))
+        text = compare.as_text(changes, baseline, candidate, options.rules, notes)
+        print(text + costs_text(sides))
     if options.fail_on_regression and compare.regressed(changes):
         return EXIT_RUNS_FAILED
     return EXIT_OK
@@ -216,14 +287,19 @@ def costs_text(sides: list[CostSide]) -> str:
 
 
 def run_series(options: CompareOptions, axis: str) -> int:
+    wanted = options.rules.metrics
     with open_store(options.results) as store:
         fits: tuple[ScalabilityView, ...] = ()
         if axis == series.CAMPAIGN:
-            found = series.across_campaigns(store, list(options.campaigns), options.threshold)
+            found = series.across_campaigns(
+                store, list(options.campaigns), options.threshold, wanted
+            )
         elif axis == "clients":  # with the scalability model of every series
-            found, fits = series.with_scalability(store, options.campaign, options.threshold)
+            found, fits = series.with_scalability(
+                store, options.campaign, options.threshold, wanted
+            )
         else:
-            found = series.within_campaign(store, options.campaign, axis, options.threshold)
+            found = series.within_campaign(store, options.campaign, axis, options.threshold, wanted)
     print(series.as_json(found, fits) if options.json else series.as_text(found, fits))
     if options.fail_on_regression and series.regressed(found):
         return EXIT_RUNS_FAILED

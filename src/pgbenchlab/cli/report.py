@@ -66,7 +66,7 @@ def add_arguments(subparsers: Subparsers) -> None:
         "--output",
         type=path_argument,
         help="output file (HTML: default report.html beside the results database; "
-        "Markdown: default standard output)",
+        "Markdown and text: default standard output)",
     )
     parser.add_argument("--format", choices=report.FORMATS, default="html")
     parser.add_argument(

@@ -19,11 +19,11 @@ key and what to do. Expansion is deterministic: the same plan (and seed) gives t
 
 The package is the top of the data flow: it imports only `errors`, `files`, `redaction`,
 `findings`, the build recipe record (`builds.recipe`), the build install prefix (`installs`),
-the comparison thresholds (`analysis.comparison`) and psycopg's connection-string parser, never
-the runner, the store or the reports.
+the comparison thresholds and corrections (`analysis.comparison`, `analysis.multiplicity`)
+and psycopg's connection-string parser, never the runner, the store or the reports.
 """
 
-from pgbenchlab.plan.auto import AutoRepeats
+from pgbenchlab.plan.auto import AutoRepeats, Verdicts, stored_verdicts
 from pgbenchlab.plan.dataset import DatasetOptions
 from pgbenchlab.plan.parsing import load, parse
 from pgbenchlab.plan.records import (
@@ -54,6 +54,7 @@ __all__ = [
     "Script",
     "ServerPlan",
     "Shard",
+    "Verdicts",
     "Workload",
     "load",
     "missing_shards",
@@ -64,4 +65,5 @@ __all__ = [
     "setting_text",
     "shard_of",
     "sharded",
+    "stored_verdicts",
 ]

@@ -8,10 +8,13 @@ answer, and they are refused next to a number rather than silently ignored.
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
 from pgbenchlab.analysis.comparison import DEFAULT_RESOLUTION, DEFAULT_THRESHOLD
+from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction
+from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.values import Context, positive_int
 
 AUTO_KEYS = ("min_repeats", "max_repeats", "precision")
@@ -28,6 +31,45 @@ class AutoRepeats:
     max_repeats: int = DEFAULT_MAX_REPEATS
     precision: float = DEFAULT_RESOLUTION
     threshold: float = DEFAULT_THRESHOLD
+    decide: tuple[str, ...] = ("tps",)  # the metrics every answer needs (`store.metrics`)
+    equivalence: float | None = None  # a comparison also closes once shown within ±this
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """How the plan's comparisons are judged, in `[campaign]`: `decide` (the metrics an answer
+    of `repeats = "auto"` needs, names checked against the store's registry before a run),
+    `equivalence` (a margin such as "1%": a comparison is also answered once shown within it,
+    and the report says so) and `correction` (holm or bh: how many cells' verdicts are
+    adjusted)."""
+
+    decide: tuple[str, ...] = ("tps",)
+    equivalence: float | None = None
+    correction: Correction = DEFAULT_CORRECTION
+
+
+def stored_verdicts(plan_text: str) -> Verdicts:
+    """A stored plan's verdict rules (the defaults when its text no longer parses: a report
+    reads plans written by older versions too)."""
+    try:
+        campaign = tomllib.loads(plan_text).get("campaign", {})
+        return parse_verdicts(campaign if isinstance(campaign, dict) else {}, Context("plan"))
+    except (tomllib.TOMLDecodeError, PlanError):
+        return Verdicts()
+
+
+def parse_verdicts(campaign: dict[str, Any], ctx: Context) -> Verdicts:
+    decide = campaign.get("decide", ["tps"])
+    if isinstance(decide, str):
+        decide = [decide]
+    if not decide or not all(isinstance(d, str) and d.strip() for d in decide):
+        raise ctx.fail("campaign.decide", f'give metric names such as ["tps"]; got {decide!r}')
+    margin = campaign.get("equivalence")
+    equivalence = None if margin is None else parse_share(margin, ctx, "campaign.equivalence")
+    correction = str(campaign.get("correction", DEFAULT_CORRECTION.value))
+    if correction not in {c.value for c in Correction}:
+        raise ctx.fail("campaign.correction", f"holm or bh; got {correction!r}")
+    return Verdicts(tuple(d.strip() for d in decide), equivalence, Correction(correction))
 
 
 def parse_repeats(campaign: dict[str, Any], ctx: Context) -> tuple[int, AutoRepeats | None]:
@@ -35,6 +77,7 @@ def parse_repeats(campaign: dict[str, Any], ctx: Context) -> tuple[int, AutoRepe
     value = campaign.get("repeats", 1)
     given = [k for k in AUTO_KEYS if k in campaign]
     if value != "auto":
+        given += ["decide"] if "decide" in campaign else []
         if given:
             raise ctx.fail(f"campaign.{given[0]}", 'needs repeats = "auto"')
         return positive_int(value, ctx, "campaign.repeats"), None
@@ -53,7 +96,10 @@ def parse_repeats(campaign: dict[str, Any], ctx: Context) -> tuple[int, AutoRepe
             f"must be wider than the {DEFAULT_THRESHOLD:.0%} threshold under which a change is "
             "noise; got " + f"{precision:.1%}",
         )
-    return low, AutoRepeats(low, high, precision)
+    verdicts = parse_verdicts(campaign, ctx)
+    return low, AutoRepeats(
+        low, high, precision, decide=verdicts.decide, equivalence=verdicts.equivalence
+    )
 
 
 def parse_share(value: Any, ctx: Context, key: str) -> float:

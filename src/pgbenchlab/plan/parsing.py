@@ -10,7 +10,7 @@ from pgbenchlab import cpusets, files
 from pgbenchlab.errors import PlanError
 from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.installs import BINARIES_PREFIX
-from pgbenchlab.plan.auto import parse_repeats
+from pgbenchlab.plan.auto import parse_repeats, parse_verdicts
 from pgbenchlab.plan.builds import install_spec, parse_builds
 from pgbenchlab.plan.dataset import parse_dataset
 from pgbenchlab.plan.groups import check_group_specs, parse_groups, units
@@ -159,6 +159,7 @@ def parse(
         pgbench_keep_logs=keep_logs,
         auto_cpus=cpus,
         dataset=dataset,
+        verdicts=parse_verdicts(campaign, ctx),
     )
 
 

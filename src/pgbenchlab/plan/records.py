@@ -12,7 +12,7 @@ from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
-from pgbenchlab.plan.auto import AutoRepeats
+from pgbenchlab.plan.auto import AutoRepeats, Verdicts
 from pgbenchlab.plan.dataset import DatasetOptions
 from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.plan.values import planned_axis_orders
@@ -251,6 +251,8 @@ class Plan:
     auto_cpus: tuple[int, ...] = ()
     # [dataset]: how pgbench -i makes every dataset
     dataset: DatasetOptions = field(default_factory=DatasetOptions)
+    # [campaign] decide, equivalence, correction: how its comparisons are judged
+    verdicts: Verdicts = field(default_factory=Verdicts)
 
     @property
     def counts_generator_cpus(self) -> bool:

@@ -14,14 +14,15 @@ from pathlib import Path
 
 from pgbenchlab import files
 from pgbenchlab.errors import UserError
-from pgbenchlab.report.render import html, images, markdown, site
+from pgbenchlab.report.render import html, images, mail, markdown, site
 from pgbenchlab.report.views.bisection import bisection_view
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.mail import mail_view
 from pgbenchlab.report.views.site import load_site
 from pgbenchlab.report.views.summary import SummaryRow, summary_rows, summary_text
 from pgbenchlab.store import Store
 
-FORMATS = ("html", "markdown")
+FORMATS = ("html", "markdown", "text")
 DEFAULT_HTML = "report.html"
 
 __all__ = [
@@ -46,23 +47,24 @@ def write_report(
 ) -> Path | str:
     """Write the report of a campaign (the latest by default) and return where it went.
 
-    HTML goes to ``output`` or report.html beside the results database. Markdown goes to
-    ``output`` if given, else it is returned as text. ``images_dir`` also receives every chart
-    as SVG and PNG. ``baseline`` names the server the others are compared with (default: the
-    first one).
+    HTML goes to ``output`` or report.html beside the results database. Markdown and text
+    (72 columns, for a mailing list) go to ``output`` if given, else they are returned.
+    ``images_dir`` also receives every chart as SVG and PNG. ``baseline`` names the server
+    the others are compared with (default: the first one).
     """
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     with Store.existing(store_path) as store:
-        # Markdown alone needs no per-second series or histograms.
+        # Markdown and text need no per-second series or histograms.
         detail = fmt == "html" or images_dir is not None
         view = load_view(store, store.campaign_id(campaign), baseline=baseline, detail=detail)
+        floors = store.noise_floors(view.campaign.id)
     if images_dir is not None:
         fix = "give --images a writable directory"
         with files.output_errors(images_dir, "the chart images", fix):
             images.export(view, images_dir)
-    if fmt == "markdown":
-        text = markdown.render(view)
+    if fmt in ("markdown", "text"):
+        text = markdown.render(view) if fmt == "markdown" else mail.render(mail_view(view, floors))
         if output is None:
             return text
         _write(output, text)

@@ -14,10 +14,12 @@ from pgbenchlab.store.backfills import BACKFILLS
 from pgbenchlab.store.columns import RUN_COLUMNS, RunColumn, run_as_dict
 from pgbenchlab.store.database import Store
 from pgbenchlab.store.records import (
+    BUILD_FLOOR,
     BisectionRecord,
     CampaignRecord,
     CampaignSummary,
     DatasetRecord,
+    NoiseFloor,
     ProbeRecord,
     RunDiagnosis,
     RunEvent,
@@ -34,6 +36,7 @@ from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = [
     "BACKFILLS",
+    "BUILD_FLOOR",
     "MIGRATIONS",
     "RUN_COLUMNS",
     "SCHEMA_VERSION",
@@ -41,6 +44,7 @@ __all__ = [
     "CampaignRecord",
     "CampaignSummary",
     "DatasetRecord",
+    "NoiseFloor",
     "ProbeRecord",
     "RunColumn",
     "RunDiagnosis",

@@ -45,6 +45,8 @@ class RunColumn:
     exported: bool = True  # in `pgbenchlab export` rows (the detail of one run has them all)
     since: int = 1  # the schema version that added it
     record: Codec | None = None  # read back as a record (a cell, a report) or an enum
+    # A metric runs are compared on (`store.metrics`): which way is better, HIGHER or LOWER.
+    better: str = ""
 
     @property
     def key(self) -> str:
@@ -126,6 +128,13 @@ def _tls(index: int) -> Callable[[RunResult], Any]:
 
 REAL, INT, TEXT = "REAL", "INTEGER", "TEXT"
 NN = {"required": True}
+HIGHER, LOWER = "higher", "lower"
+
+
+def _ms(name: str, doc: str, read: Callable[[RunResult], Any], **kw: Any) -> RunColumn:
+    """A time in milliseconds: lower is better."""
+    return _c(name, REAL, "ms", doc, read, better=LOWER, **kw)
+
 
 RUN_COLUMNS: tuple[RunColumn, ...] = (
     _c("run_key", TEXT, "", "the run's identity: its cell and repeat", _attr("run_key"), **NN),
@@ -199,7 +208,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
     _c("pgbench_version", TEXT, "", "the pgbench that ran it", _attr("pgbench_version"), **NN),
     _c("started_at", REAL, "s", "start, Unix time", _attr("started_at"), **NN),
     _c("finished_at", REAL, "s", "end, Unix time", _attr("finished_at"), **NN),
-    _c("tps", REAL, "tx/s", "pgbench's TPS, without connection time", _attr("tps")),
+    _c("tps", REAL, "tx/s", "pgbench's TPS, without connection time", _attr("tps"), better=HIGHER),
     _c("transactions", INT, "transactions", "transactions processed", _attr("transactions")),
     _c("failed", INT, "transactions", "failed transactions", _attr("failed")),
     _c(
@@ -210,30 +219,26 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         _attr("skipped"),
     ),
     _c("late", INT, "transactions", "transactions above the latency limit", _attr("late")),
-    _c("latency_avg_ms", REAL, "ms", "pgbench's latency average", _attr("latency_avg_ms")),
-    _c(
+    _ms("latency_avg_ms", "pgbench's latency average", _attr("latency_avg_ms")),
+    _ms(
         "latency_stddev_ms",
-        REAL,
-        "ms",
         "pgbench's latency standard deviation",
         _attr("latency_stddev_ms"),
     ),
-    _c("lag_avg_ms", REAL, "ms", "average schedule lag under -R", _attr("lag_avg_ms")),
-    _c("lag_max_ms", REAL, "ms", "largest schedule lag under -R", _attr("lag_max_ms")),
-    _c(
+    _ms("lag_avg_ms", "average schedule lag under -R", _attr("lag_avg_ms")),
+    _ms("lag_max_ms", "largest schedule lag under -R", _attr("lag_max_ms")),
+    _ms(
         "connection_time_ms",
-        REAL,
-        "ms",
         "pgbench's initial connection time",
         _attr("connection_time_ms"),
     ),
-    _c("p50_ms", REAL, "ms", "median latency, from the log", _percentile("50")),
-    _c("p90_ms", REAL, "ms", "90th percentile latency, from the log", _percentile("90")),
-    _c("p95_ms", REAL, "ms", "95th percentile latency, from the log", _percentile("95")),
-    _c("p99_ms", REAL, "ms", "99th percentile latency, from the log", _percentile("99")),
-    _c("p999_ms", REAL, "ms", "99.9th percentile latency, from the log", _percentile("99.9")),
-    _c("min_ms", REAL, "ms", "lowest latency, from the log", _latency(lambda lat: lat.min_ms)),
-    _c("max_ms", REAL, "ms", "highest latency, from the log", _latency(lambda lat: lat.max_ms)),
+    _ms("p50_ms", "median latency, from the log", _percentile("50")),
+    _ms("p90_ms", "90th percentile latency, from the log", _percentile("90")),
+    _ms("p95_ms", "95th percentile latency, from the log", _percentile("95")),
+    _ms("p99_ms", "99th percentile latency, from the log", _percentile("99")),
+    _ms("p999_ms", "99.9th percentile latency, from the log", _percentile("99.9")),
+    _ms("min_ms", "lowest latency, from the log", _latency(lambda lat: lat.min_ms)),
+    _ms("max_ms", "highest latency, from the log", _latency(lambda lat: lat.max_ms)),
     _c(
         "latency_source",
         TEXT,
@@ -248,10 +253,10 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         "transactions in the latency distribution",
         _latency(lambda lat: lat.samples),
     ),
-    _c("service_p50_ms", REAL, "ms", "median of latency minus schedule lag", _service("50")),
-    _c("service_p99_ms", REAL, "ms", "p99 of latency minus schedule lag", _service("99")),
-    _c("service_p999_ms", REAL, "ms", "p99.9 of latency minus schedule lag", _service("99.9")),
-    _c("warmup_tps", REAL, "tx/s", "TPS of the warmup", _attr("warmup_tps")),
+    _ms("service_p50_ms", "median of latency minus schedule lag", _service("50")),
+    _ms("service_p99_ms", "p99 of latency minus schedule lag", _service("99")),
+    _ms("service_p999_ms", "p99.9 of latency minus schedule lag", _service("99.9")),
+    _c("warmup_tps", REAL, "tx/s", "TPS of the warmup", _attr("warmup_tps"), better=HIGHER),
     _c("client_cpu_s", REAL, "s", "pgbench's CPU time", _attr("client_cpu_s")),
     _c(
         "client_cpu_us_per_tx",
@@ -259,6 +264,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         "µs",
         "pgbench CPU time per transaction",
         _attr("client_cpu_us_per_tx"),
+        better=LOWER,
     ),
     _c(
         "report_json",
@@ -318,16 +324,10 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         json=True,
         since=13,
     ),
-    _c(
-        "lag_p50_ms", REAL, "ms", "median schedule lag under -R, from the log", _lag("50"), since=19
-    ),
-    _c(
-        "lag_p99_ms", REAL, "ms", "p99 of schedule lag under -R, from the log", _lag("99"), since=19
-    ),
-    _c(
+    _ms("lag_p50_ms", "median schedule lag under -R, from the log", _lag("50"), since=19),
+    _ms("lag_p99_ms", "p99 of schedule lag under -R, from the log", _lag("99"), since=19),
+    _ms(
         "lag_p999_ms",
-        REAL,
-        "ms",
         "p99.9 of schedule lag under -R, from the log",
         _lag("99.9"),
         since=19,

@@ -33,7 +33,7 @@ from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.generators import write_generators, write_server_parts
 from pgbenchlab.store.reading import Reading
-from pgbenchlab.store.records import BisectionRecord, ProbeRecord
+from pgbenchlab.store.records import BisectionRecord, NoiseFloor, ProbeRecord
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -377,6 +377,22 @@ class Store(Reading):
     def save_bisection(self, record: BisectionRecord) -> None:
         with self.transaction():
             bisections.write_bisection(self.db, record)
+
+    def record_noise_floor(self, campaign_id: int, floor: NoiseFloor) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO noise_floors VALUES (?,?,?,?,?,?)",
+                (campaign_id, floor.server, floor.metric, floor.kind, floor.spread,
+                 floor.evidence),
+            )  # fmt: skip
+
+    def noise_floors(self, campaign_id: int) -> tuple[NoiseFloor, ...]:
+        rows = self.db.execute(
+            "SELECT metric, kind, spread, server, evidence FROM noise_floors "
+            "WHERE campaign_id = ? ORDER BY metric, kind, server",
+            (campaign_id,),
+        ).fetchall()
+        return tuple(NoiseFloor(str(m), str(k), float(s), str(v), str(e)) for m, k, s, v, e in rows)
 
     def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None:
         return telemetry_tables.read_fsync_figure(self.db, campaign_id, device)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from pgbenchlab.store import bisections
 from pgbenchlab.store.columns import RUN_COLUMNS
 from pgbenchlab.store.faults import GuardedConnection
 from pgbenchlab.store.generators import read_generators, read_server_parts
+from pgbenchlab.store.metrics import Metric, figures
 from pgbenchlab.store.records import (
     BisectionRecord,
     CampaignRecord,
@@ -228,14 +229,19 @@ class Reading:
         ).fetchall()
         return {str(r[0]) for r in rows}
 
-    def run_values(self, campaign_id: int) -> tuple[RunValue, ...]:
-        """Each run's cell, round, TPS (ok runs only) and wall time: the latest attempts."""
+    def run_values(self, campaign_id: int, metrics: Sequence[Metric] = ()) -> tuple[RunValue, ...]:
+        """Latest attempts: cell, round, TPS and ``metrics`` (ok runs only), wall time."""
+        asked = "".join(f", CASE WHEN status = ? THEN {m.column} END" for m in metrics)
         rows = self.db.execute(
             "SELECT cell_id, repeat, CASE WHEN status = ? THEN tps END, "
-            "finished_at - started_at FROM latest_runs WHERE campaign_id = ? ORDER BY sequence",
-            (RunStatus.OK, campaign_id),
+            f"finished_at - started_at{asked} FROM latest_runs WHERE campaign_id = ? "
+            "ORDER BY sequence",
+            (RunStatus.OK, *(RunStatus.OK for _ in metrics), campaign_id),
         ).fetchall()
-        return tuple(RunValue(str(c), int(r), _float(t), float(s)) for c, r, t, s in rows)
+        return tuple(
+            RunValue(str(c), int(r), _float(t), float(s), figures(metrics, rest))
+            for c, r, t, s, *rest in rows
+        )
 
     def run_sysctl(self, run_id: int) -> dict[str, str]:
         """The kernel tunables a run ran with, as read back (none for most runs)."""

@@ -53,6 +53,7 @@ class RunValue:
     repeat: int
     tps: float | None  # None unless the run is ok
     seconds: float
+    figures: tuple[tuple[str, float], ...] = ()  # the metrics asked for (ok runs, as stored)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,22 @@ def run_artifacts(
     """The directory of a run attempt's raw files, None where the stored names would lead out
     of results_dir."""
     return files.within(results_dir, *artifact_parts(campaign, campaign_id, sequence, run_key))
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """How much one metric moves between identical members: run to run (repeats), restart to
+    restart, build to build (the same source built twice); ``spread`` relative (about the
+    CV), ``evidence`` how it was measured."""
+
+    metric: str
+    kind: str  # "run to run" | "restart to restart" | "build to build"
+    spread: float
+    server: str = ""  # the server it was measured on ("" for the campaign's median)
+    evidence: str = ""
+
+
+BUILD_FLOOR = "build to build"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -408,5 +408,19 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE run_affinity ADD COLUMN numa_requested TEXT;
     ALTER TABLE run_affinity ADD COLUMN memory_nodes TEXT;
     ALTER TABLE run_affinity ADD COLUMN numa_policies TEXT;
+    """,
+    # 24: noise floors measured for a campaign's servers, per metric and kind (run to run,
+    # restart to restart, build to build): an equivalence margin below the build-to-build
+    # floor is refused. Campaigns stored before it: none.
+    24: """
+    CREATE TABLE noise_floors (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        spread REAL NOT NULL,
+        evidence TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX noise_floors_campaign ON noise_floors (campaign_id, metric);
     """,
 }

@@ -16,7 +16,7 @@ from pgbenchlab.report.render import bisection, html, templating
 from pgbenchlab.report.render.sections import when
 from pgbenchlab.report.views.bisection import BisectionView
 from pgbenchlab.report.views.compare import CellChange
-from pgbenchlab.report.views.metrics import METRICS, format_value
+from pgbenchlab.report.views.metrics import format_value, label
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.report.views.site import CampaignComparison, EmptyCampaign, SiteView
 
@@ -157,7 +157,7 @@ def _change_row(c: CellChange) -> dict[str, str]:
         verdict += f" (~{c.repeats_needed} runs per side needed)"
     return {
         "cell": c.cell,
-        "metric": METRICS[c.metric][0],
+        "metric": label(c.metric),
         "runs": f"{c.baseline_n}/{c.candidate_n}",
         "baseline": format_value(c.metric, c.baseline_mean),
         "candidate": format_value(c.metric, c.candidate_mean),

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.analysis.connection_cost import ConnectionCost
+from pgbenchlab.analysis.multiplicity import Correction
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.render.charts import VERDICT_MARKS
 from pgbenchlab.report.views.answer import CHANGE_TABLES
@@ -107,7 +108,8 @@ def _change_note(view: ReportView) -> str:
     return (
         "Ratio of geometric means minus one, with its "
         f"{view.confidence:.0%} confidence interval; ↑ improved, ↓ regressed, ≈ within noise "
-        f"(±{DEFAULT_THRESHOLD:.0%}), ? not enough data to tell."
+        f"(±{DEFAULT_THRESHOLD:.0%}), ? not enough data to tell. Verdicts adjusted across the "
+        f"{len(view.changes)} comparisons: {Correction(view.correction).described}."
     )
 
 

@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from pgbenchlab.analysis.cells import Matched, match_cells
-from pgbenchlab.analysis.comparison import compare
+from pgbenchlab.analysis.comparison import ComparisonVerdict, compare
+from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction, adjusted
 from pgbenchlab.analysis.stats import student_t_quantile, summarize
 from pgbenchlab.errors import UserError
+from pgbenchlab.plan import stored_verdicts
 from pgbenchlab.plan.schema import CONNECTIONS
 from pgbenchlab.profiles import PGBENCH, Profile
 from pgbenchlab.report.views import advice
@@ -89,7 +91,8 @@ def build_view(
     axes = tuple(a for a in AXES if len({d[a.key] for d in dims.values()}) > 1)
     labels = _server_labels(servers, runs)
     chosen = choose_baseline(labels, servers, baseline)
-    changes = tuple(compare_servers(cells, counted, chosen, confidence)) if chosen else ()
+    correction = stored_verdicts(campaign.plan_text).correction
+    changes = compare_servers(cells, counted, chosen, confidence, correction) if chosen else ()
     view = ReportView(
         campaign=campaign,
         servers=tuple(servers),
@@ -102,6 +105,7 @@ def build_view(
         changes=changes,
         advice=advice.collect(runs, cells, axes, campaign.missing_shards),
         confidence=confidence,
+        correction=correction,
     )
     profiled = cell_profiles(cells, runs, profiles or {}, [a.key for a in axes], pgbench_profiles)
     return replace(
@@ -293,19 +297,41 @@ def differing_settings(servers: Sequence[ServerView]) -> tuple[str, ...]:
 
 
 def compare_servers(
-    cells: Sequence[CellView], runs: Sequence[RunView], baseline: str, confidence: float
-) -> list[ChangeView]:
-    """Every candidate cell against the baseline server's cell with the same other axes."""
+    cells: Sequence[CellView],
+    runs: Sequence[RunView],
+    baseline: str,
+    confidence: float,
+    correction: Correction = DEFAULT_CORRECTION,
+) -> tuple[ChangeView, ...]:
+    """Every candidate cell against the baseline server's cell with the same other axes, the
+    changes adjusted across them all (`analysis.multiplicity`)."""
     by_id = {r.id: r for r in runs}
     base = [c for c in cells if c.dim("server") == baseline]
     others = [c for c in cells if c.dim("server") != baseline]
-    changes = []
+    found: list[tuple[ChangeView, float]] = []
     for pair in match_cells(base, others, _dims, ignore=("server",)):
         for metric, higher_is_better in (("tps", True), ("p99", False)):
             change = _change(pair, by_id, metric, higher_is_better, confidence)
             if change is not None:
-                changes.append(change)
-    return changes
+                found.append(change)
+    p_adjusted = adjusted([p for _, p in found], correction)
+    return tuple(
+        _held(change, p, 1 - confidence, correction, len(found))
+        for (change, _), p in zip(found, p_adjusted, strict=True)
+    )
+
+
+def _held(
+    change: ChangeView, p: float, alpha: float, correction: Correction, many: int
+) -> ChangeView:
+    """A change significant alone but not once adjusted is not enough data, and says why."""
+    if change.verdict not in (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED):
+        return change
+    if p < alpha:
+        return change
+    reason = f"{change.reason}; not significant across the {many} comparisons "
+    reason += f"({correction.described}: adjusted p={p:.2g})"
+    return replace(change, verdict=ComparisonVerdict.NOT_ENOUGH_DATA, reason=reason)
 
 
 def _dims(cell: CellView) -> Pairs:
@@ -318,7 +344,7 @@ def _change(
     metric: str,
     higher_is_better: bool,
     confidence: float,
-) -> ChangeView | None:
+) -> tuple[ChangeView, float] | None:
     cell, base = pair.candidate, pair.baseline
     cand_values = run_values(cell, by_id, metric)
     base_values = run_values(base, by_id, metric)
@@ -338,4 +364,4 @@ def _change(
         ci_high=result.ci_high,
         verdict=result.verdict,
         reason=result.reason,
-    )
+    ), 1.0 if result.p_value is None else result.p_value

@@ -9,19 +9,40 @@ the run (repeats), and the verdicts come from `pgbenchlab.analysis.comparison.co
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pgbenchlab import jsontext
 from pgbenchlab.analysis.cells import cell_label, match_cells, match_key, varying_axes
-from pgbenchlab.analysis.comparison import Comparison, ComparisonVerdict, compare
+from pgbenchlab.analysis.comparison import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_THRESHOLD,
+    Comparison,
+    ComparisonVerdict,
+    compare,
+)
+from pgbenchlab.analysis.equivalence import (
+    Equivalence,
+    EquivalenceVerdict,
+    floor_note,
+    margin_text,
+    tost,
+)
+from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction, adjusted
 from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.advice import likely_cause
 from pgbenchlab.report.views.build import load_view
-from pgbenchlab.report.views.metrics import METRICS, format_value, one_server_each, run_values
+from pgbenchlab.report.views.metrics import (
+    DEFAULT_METRICS,
+    METRICS,
+    format_value,
+    label,
+    one_server_each,
+    run_values,
+)
 from pgbenchlab.report.views.model import CellView, ReportView, RunView
-from pgbenchlab.store import Store
+from pgbenchlab.store import BUILD_FLOOR, Store
 
 
 @dataclass(frozen=True)
@@ -40,10 +61,48 @@ class CellChange:
     repeats_needed: int | None
     reason: str
     warnings: tuple[str, ...] = ()  # high variation between repeats, with its likely cause
+    # The p-value adjusted across every comparison of the output (`CompareRules.correction`).
+    adjusted_p: float | None = None
+    # With --equivalence: the verdict against ±margin and its sentence.
+    equivalence: EquivalenceVerdict | None = None
+    equivalence_reason: str = ""
+    equivalence_p: float | None = None  # of the claim made or nearest, adjusted across cells
+    adjusted_away: bool = False  # a change alone, not once adjusted across the comparisons
+
+
+@dataclass(frozen=True)
+class CompareRules:
+    """What a comparison is asked: the metrics, the threshold of a change, the margin of an
+    equivalence (None: not asked) and how the verdicts of many cells are adjusted."""
+
+    threshold: float = DEFAULT_THRESHOLD
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    equivalence: float | None = None
+    correction: Correction = DEFAULT_CORRECTION
+    confidence: float = DEFAULT_CONFIDENCE
+
+
+def floor_notes(store: Store, campaign_ids: Sequence[int], rules: CompareRules) -> list[str]:
+    """With an equivalence margin: each metric's build-to-build floor stored for the compared
+    campaigns, a user error when the margin lies below it (none measured: said so)."""
+    if rules.equivalence is None:
+        return []
+    floors = [f for i in campaign_ids for f in store.noise_floors(i) if f.kind == BUILD_FLOOR]
+    notes = []
+    for metric in rules.metrics:
+        spreads = [f.spread for f in floors if f.metric == metric]
+        floor = max(spreads) if spreads else None
+        notes.append(floor_note(rules.equivalence, floor, label(metric)))
+    return notes
 
 
 def within_campaign(
-    store: Store, campaign: str | None, baseline: str, candidate: str, threshold: float
+    store: Store,
+    campaign: str | None,
+    baseline: str,
+    candidate: str,
+    threshold: float,
+    rules: CompareRules | None = None,
 ) -> list[CellChange]:
     view = load_view(store, store.campaign_id(campaign), detail=False)
     servers = {c.dim("server") for c in view.cells}
@@ -54,15 +113,17 @@ def within_campaign(
             )
     base = [c for c in view.cells if c.dim("server") == baseline]
     cand = [c for c in view.cells if c.dim("server") == candidate]
-    return match(view, base, view, cand, ignore=("server",), threshold=threshold)
+    asked = replace(rules or CompareRules(), threshold=threshold)
+    return match(view, base, view, cand, ignore=("server",), rules=asked)
 
 
-def across_campaigns(store: Store, first: str, second: str, threshold: float) -> list[CellChange]:
+def across_campaigns(
+    store: Store, first: str, second: str, threshold: float, rules: CompareRules | None = None
+) -> list[CellChange]:
     views = [load_view(store, store.campaign_id(name), detail=False) for name in (first, second)]
     ignore = ("server",) if one_server_each(views) else ()
-    return match(
-        views[0], views[0].cells, views[1], views[1].cells, ignore=ignore, threshold=threshold
-    )
+    asked = replace(rules or CompareRules(), threshold=threshold)
+    return match(views[0], views[0].cells, views[1], views[1].cells, ignore=ignore, rules=asked)
 
 
 def match(
@@ -72,24 +133,27 @@ def match(
     cand_cells: Sequence[CellView],
     *,
     ignore: tuple[str, ...],
-    threshold: float,
+    rules: CompareRules,
+    adjust: bool = True,
 ) -> list[CellChange]:
+    """Every matched cell's change on each metric; ``adjust``: the verdicts adjusted across
+    them (`corrected`), else left for a larger family to adjust."""
     base_runs = {r.id: r for r in base_view.runs}
     cand_runs = {r.id: r for r in cand_view.runs}
     pairs = match_cells(base_cells, cand_cells, _dims, ignore)
     varying = varying_axes([match_key(c.dims, ignore) for c in base_cells])
     changes = []
     for pair in pairs:
-        label = cell_label(pair.key, varying)
-        for metric in METRICS:
+        name = cell_label(pair.key, varying)
+        for metric in rules.metrics:
             change = cell_change(
-                label, metric, pair.baseline, base_runs, pair.candidate, cand_runs, threshold
+                name, metric, pair.baseline, base_runs, pair.candidate, cand_runs, rules
             )
             if change is not None:
                 changes.append(change)
     if not changes:
         raise UserError("the two selections have no matrix cell with results in common")
-    return changes
+    return corrected(changes, rules) if adjust else changes
 
 
 def _dims(cell: CellView) -> tuple[tuple[str, str], ...]:
@@ -103,16 +167,24 @@ def cell_change(
     base_runs: dict[int, RunView],
     cand: CellView,
     cand_runs: dict[int, RunView],
-    threshold: float,
+    rules: CompareRules,
 ) -> CellChange | None:
     base_values = run_values(base, base_runs, metric)
     cand_values = run_values(cand, cand_runs, metric)
     if not base_values or not cand_values:
         return None
-    _, higher_is_better = METRICS[metric]
     result: Comparison = compare(
-        base_values, cand_values, higher_is_better=higher_is_better, threshold=threshold
+        base_values,
+        cand_values,
+        higher_is_better=METRICS[metric].higher_is_better,
+        threshold=rules.threshold,
+        confidence=rules.confidence,
     )
+    equivalent = None
+    if rules.equivalence is not None:
+        equivalent = tost(
+            base_values, cand_values, margin=rules.equivalence, confidence=rules.confidence
+        )
     return CellChange(
         cell=label,
         metric=metric,
@@ -130,7 +202,59 @@ def cell_change(
         warnings=_variation(label, (base_values, base, base_runs), (cand_values, cand, cand_runs))
         if metric == "tps"
         else (),
+        adjusted_p=result.p_value,
+        equivalence=equivalent.verdict if equivalent else None,
+        equivalence_reason=equivalent.text("runs per side") if equivalent else "",
+        equivalence_p=_claim_p(equivalent) if equivalent else None,
     )
+
+
+def _claim_p(found: Equivalence) -> float:
+    """The p-value of the equivalence claim made, or of the nearer one when none is made."""
+    if found.verdict is EquivalenceVerdict.EQUIVALENT:
+        return _p(found.p_value)
+    if found.verdict is EquivalenceVerdict.NOT_EQUIVALENT:
+        return _p(found.p_beyond)
+    return min(_p(found.p_value), _p(found.p_beyond))
+
+
+def _p(value: float | None) -> float:
+    return 1.0 if value is None else value
+
+
+def corrected(changes: Sequence[CellChange], rules: CompareRules) -> list[CellChange]:
+    """Changes and equivalences kept only where their p-value, adjusted across every
+    comparison of the output (`multiplicity`), stays below α; the others become open."""
+    alpha, many = 1 - rules.confidence, len(changes)
+    tested = [i for i, c in enumerate(changes) if c.p_value is not None]
+    p_adjusted = adjusted([_p(changes[i].p_value) for i in tested], rules.correction)
+    found = list(changes)
+    for i, p in zip(tested, p_adjusted, strict=True):
+        found[i] = replace(found[i], adjusted_p=p)
+        if found[i].verdict in _CHANGED and p >= alpha:
+            found[i] = replace(
+                found[i],
+                verdict=ComparisonVerdict.NOT_ENOUGH_DATA,
+                adjusted_away=True,
+                reason=f"{found[i].reason}; not significant across the {many} comparisons "
+                f"({rules.correction.described}: adjusted p={p:.2g})",
+            )
+    weighed = [i for i, c in enumerate(found) if c.equivalence_p is not None]
+    e_adjusted = adjusted([_p(found[i].equivalence_p) for i in weighed], rules.correction)
+    for i, p in zip(weighed, e_adjusted, strict=True):
+        found[i] = replace(found[i], equivalence_p=p)
+        if found[i].equivalence is not EquivalenceVerdict.NOT_DECIDED and p >= alpha:
+            found[i] = replace(
+                found[i],
+                equivalence=EquivalenceVerdict.NOT_DECIDED,
+                equivalence_reason=f"not decided across the {many} comparisons "
+                f"({rules.correction.described}: adjusted p={p:.2g}); alone: "
+                + found[i].equivalence_reason,
+            )
+    return found
+
+
+_CHANGED = (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED)
 
 
 Side = tuple[list[float], CellView, dict[int, RunView]]
@@ -154,8 +278,17 @@ def regressed(changes: Sequence[CellChange]) -> bool:
     return any(c.verdict == ComparisonVerdict.REGRESSED for c in changes)
 
 
-def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str:
+def as_text(
+    changes: Sequence[CellChange],
+    baseline: str,
+    candidate: str,
+    rules: CompareRules | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    asked = rules or CompareRules()
     header = ["cell", "metric", "n", baseline, candidate, "change", "95 % CI", "verdict"]
+    if asked.equivalence is not None:
+        header.append(f"within ±{margin_text(asked.equivalence)}")
     rows = [header]
     for c in changes:
         interval = (
@@ -167,29 +300,53 @@ def as_text(changes: Sequence[CellChange], baseline: str, candidate: str) -> str
         if c.repeats_needed:
             verdict += f" (~{c.repeats_needed} runs per side needed)"
         rows.append([
-            c.cell, METRICS[c.metric][0], f"{c.baseline_n}/{c.candidate_n}",
+            c.cell, label(c.metric), f"{c.baseline_n}/{c.candidate_n}",
             format_value(c.metric, c.baseline_mean), format_value(c.metric, c.candidate_mean),
             f"{c.relative_change:+.1%}", interval, verdict,
         ])  # fmt: skip
+        if asked.equivalence is not None:
+            rows[-1].append(c.equivalence_reason.split(" (")[0])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     counts = {v: sum(c.verdict == v for c in changes) for v in ComparisonVerdict}
     lines.append("")
     lines.append(", ".join(f"{n} {v.value.replace('_', ' ')}" for v, n in counts.items()))
+    lines.append(correction_line(len(changes), asked))
+    if asked.equivalence is not None:
+        lines += ["", "Equivalence (two one-sided tests):"]
+        lines += [f"  {c.cell}, {label(c.metric)}: {c.equivalence_reason}" for c in changes]
+        lines += [f"  Build-to-build floor: {note}" for note in notes]
     warnings = [w for c in changes for w in c.warnings]
     if warnings:
         lines += ["", "High variation between repeats:", *(f"  {w}" for w in warnings)]
     return "\n".join(lines)
 
 
+def correction_line(comparisons: int, rules: CompareRules) -> str:
+    """Which share of false calls the verdicts control, across how many comparisons."""
+    return (
+        f"Verdicts adjusted across the {comparisons} comparison(s): "
+        f"{rules.correction.described} at {1 - rules.confidence:.0%}."
+    )
+
+
 # The shape of `compare --json`; version 1 was the bare list of changes.
 JSON_VERSION = 2
 
 
-def as_json(changes: Sequence[CellChange], connection_costs: Sequence[Mapping[str, Any]]) -> str:
+def as_json(
+    changes: Sequence[CellChange],
+    connection_costs: Sequence[Mapping[str, Any]],
+    rules: CompareRules | None = None,
+    notes: Sequence[str] = (),
+) -> str:
     """compare --json: the cells' changes, and the compared sides' connection costs."""
+    asked = rules or CompareRules()
     document = {
         "schema_version": JSON_VERSION,
+        "correction": asked.correction.value,
+        "equivalence_margin": asked.equivalence,
+        "floor_notes": list(notes),
         "changes": [asdict(c) for c in changes],
         "connection_costs": list(connection_costs),
     }

@@ -14,6 +14,7 @@ from pgbenchlab import jsontext
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.metrics import DEFAULT_METRICS
 from pgbenchlab.report.views.model import ReportView, ScalabilityView, Scan
 from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.report.views.steps import (
@@ -32,26 +33,44 @@ __all__ = ["CAMPAIGN", "across_campaigns", "as_json", "as_text", "regressed", "w
 
 
 def within_campaign(
-    store: Store, campaign: str | None, axis: str, threshold: float = DEFAULT_THRESHOLD
+    store: Store,
+    campaign: str | None,
+    axis: str,
+    threshold: float = DEFAULT_THRESHOLD,
+    metrics: Sequence[str] = DEFAULT_METRICS,
 ) -> Scan:
-    return scanned(load_view(store, store.campaign_id(campaign), detail=False), axis, threshold)
+    view = load_view(store, store.campaign_id(campaign), detail=False)
+    return scanned(view, axis, threshold, metrics)
 
 
 def with_scalability(
-    store: Store, campaign: str | None, threshold: float = DEFAULT_THRESHOLD
+    store: Store,
+    campaign: str | None,
+    threshold: float = DEFAULT_THRESHOLD,
+    metrics: Sequence[str] = DEFAULT_METRICS,
 ) -> tuple[Scan, tuple[ScalabilityView, ...]]:
     """The steps along clients, and the scalability model of every series."""
     view = load_view(store, store.campaign_id(campaign), detail=False)
-    return scanned(view, "clients", threshold), view.scalability
+    return scanned(view, "clients", threshold, metrics), view.scalability
 
 
-def scanned(view: ReportView, axis: str, threshold: float) -> Scan:
-    computed = [s for s in view.scans if s.axis == axis and s.threshold == threshold]
-    return computed[0] if computed else scan_view(view, axis, threshold)
+def scanned(
+    view: ReportView, axis: str, threshold: float, metrics: Sequence[str] = DEFAULT_METRICS
+) -> Scan:
+    """The report's own scan when it is the one asked for, else a new one."""
+    computed = [
+        s
+        for s in view.scans
+        if s.axis == axis and s.threshold == threshold and s.metrics == tuple(metrics)
+    ]
+    return computed[0] if computed else scan_view(view, axis, threshold, metrics)
 
 
 def across_campaigns(
-    store: Store, names: Sequence[str], threshold: float = DEFAULT_THRESHOLD
+    store: Store,
+    names: Sequence[str],
+    threshold: float = DEFAULT_THRESHOLD,
+    metrics: Sequence[str] = DEFAULT_METRICS,
 ) -> Scan:
     """Campaigns in the order given (commits, nightly builds): at least `MIN_POINTS`."""
     if len(names) < MIN_POINTS:
@@ -61,7 +80,7 @@ def across_campaigns(
     if len(set(names)) < len(names):
         raise UserError(f"a campaign is named twice in {' '.join(names)}")
     views = [load_view(store, store.campaign_id(name), detail=False) for name in names]
-    return scan_campaigns(names, views, threshold)
+    return scan_campaigns(names, views, threshold, metrics)
 
 
 def as_text(found: Scan, scalability: Sequence[ScalabilityView] = ()) -> str:

@@ -41,6 +41,7 @@ from pgbenchlab.store import (
     Store,
     run_artifacts,
 )
+from pgbenchlab.store.metrics import METRICS
 
 # Spec keys shown as axes of their own or implied by others; the rest tell cells apart as
 # "options" when they differ (threads, vacuum, warmup, ...).
@@ -211,9 +212,16 @@ def run_view(r: RunRecord, diagnosis: RunDiagnosis | None = None, **extra: Any) 
         diagnosis=diagnosis.verdict if diagnosis else None,
         diagnosis_evidence=diagnosis.evidence if diagnosis else (),
         other_load_share=_other_load(diagnosis),
+        figures=_figures(r),
         pgbench_output=extra.pop("pgbench_output", None),
         **extra,
     )
+
+
+def _figures(r: RunRecord) -> tuple[tuple[str, float], ...]:
+    """The run's value of every metric it has (`store.metrics`)."""
+    found = ((m.name, r[m.column]) for m in METRICS.values())
+    return tuple((name, float(v)) for name, v in found if isinstance(v, int | float))
 
 
 def _share(percent: Any) -> float | None:

@@ -195,6 +195,7 @@ class RunView:
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
     profiled: str | None = None  # "on"; "extra": auto's profiled repeat, out of the statistics
+    figures: tuple[tuple[str, float], ...] = ()  # every metric stored (`store.metrics`), by name
 
     @property
     def ok(self) -> bool:
@@ -299,6 +300,7 @@ class Scan:
     too_short: tuple[str, ...]  # scanned cells whose runs cannot show a step at `confidence`
     repeats_to_show: int | None  # runs per point that could, for those cells
     steps: tuple[Step, ...]
+    metrics: tuple[str, ...] = ("tps", "p99", "p50")  # the metrics scanned (`store.metrics`)
 
     @property
     def cells_with_steps(self) -> int:
@@ -347,6 +349,7 @@ class ReportView:
     scalability: tuple[ScalabilityView, ...] = ()  # the USL per series of TPS against clients
     profiles: tuple[CellProfile, ...] = ()  # per profiled cell: the server's, then pgbench's
     profile_changes: tuple[ProfileChange, ...] = ()  # candidate cells against the baseline's
+    correction: str = "holm"  # how `changes` are adjusted across cells (`analysis.multiplicity`)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.bisection import BisectionView, load_bisections
 from pgbenchlab.report.views.build import load_view
-from pgbenchlab.report.views.compare import CellChange, match
+from pgbenchlab.report.views.compare import CellChange, CompareRules, match
 from pgbenchlab.report.views.metrics import one_server_each
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.results import CampaignStatus
@@ -76,8 +76,9 @@ def compare_campaigns(
     called when each campaign has one; None when no cell is shared."""
     ignore = ("server",) if one_server_each([baseline, candidate]) else ()
     try:
+        rules = CompareRules(threshold=threshold)
         changes = match(
-            baseline, baseline.cells, candidate, candidate.cells, ignore=ignore, threshold=threshold
+            baseline, baseline.cells, candidate, candidate.cells, ignore=ignore, rules=rules
         )
     except UserError:  # no cell with results in common
         return None

@@ -24,7 +24,14 @@ from pgbenchlab.analysis.changepoints import (
 )
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD, ComparisonVerdict
 from pgbenchlab.errors import UserError
-from pgbenchlab.report.views.metrics import METRICS, format_value, one_server_each, run_values
+from pgbenchlab.report.views.metrics import (
+    DEFAULT_METRICS,
+    METRICS,
+    format_value,
+    label,
+    one_server_each,
+    run_values,
+)
 from pgbenchlab.report.views.model import CellView, Pairs, ReportView, RunView, Scan, Step
 from pgbenchlab.report.views.text import Table
 from pgbenchlab.report.views.variants import versions_order
@@ -53,7 +60,12 @@ class _Point:
 # -- scans -------------------------------------------------------------------------------------
 
 
-def scan_view(view: ReportView, axis: str, threshold: float = DEFAULT_THRESHOLD) -> Scan:
+def scan_view(
+    view: ReportView,
+    axis: str,
+    threshold: float = DEFAULT_THRESHOLD,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+) -> Scan:
     """One campaign scanned along one of its ordered axes (a user error if it has none such)."""
     orders = axis_orders(view)
     usable = [a for a, found in orders.items() if len(found) >= MIN_POINTS]
@@ -61,7 +73,7 @@ def scan_view(view: ReportView, axis: str, threshold: float = DEFAULT_THRESHOLD)
         raise UserError(f"{_why_not(view, orders, axis)}; series axes here: {_listing(usable)}")
     runs = {r.id: r for r in view.runs}
     points = [_Point(series_dims(c, view, runs), c, runs) for c in view.cells]
-    return _scan(axis, orders[axis], points, threshold)
+    return _scan(axis, orders[axis], points, threshold, metrics)
 
 
 def report_scans(view: ReportView, threshold: float = DEFAULT_THRESHOLD) -> list[Scan]:
@@ -80,7 +92,10 @@ def regressed(found: Scan) -> bool:
 
 
 def scan_campaigns(
-    names: Sequence[str], views: Sequence[ReportView], threshold: float = DEFAULT_THRESHOLD
+    names: Sequence[str],
+    views: Sequence[ReportView],
+    threshold: float = DEFAULT_THRESHOLD,
+    metrics: Sequence[str] = DEFAULT_METRICS,
 ) -> Scan:
     """Campaigns in the order given; cells matched on every axis, as `compare A B` does."""
     drop = ("server",) if one_server_each(views) else ()
@@ -90,7 +105,7 @@ def scan_campaigns(
         for cell in view.cells:
             dims = {k: v for k, v in series_dims(cell, view, runs).items() if k not in drop}
             points.append(_Point({CAMPAIGN: name, **dims}, cell, runs))
-    return _scan(CAMPAIGN, names, points, threshold)
+    return _scan(CAMPAIGN, names, points, threshold, metrics)
 
 
 # -- axes and their order ----------------------------------------------------------------------
@@ -161,7 +176,13 @@ def _listing(usable: Sequence[str]) -> str:
 # -- scanning ----------------------------------------------------------------------------------
 
 
-def _scan(axis: str, order: Sequence[str], points: Sequence[_Point], threshold: float) -> Scan:
+def _scan(
+    axis: str,
+    order: Sequence[str],
+    points: Sequence[_Point],
+    threshold: float,
+    metrics: Sequence[str],
+) -> Scan:
     """Group the points into cells of the other axes and scan each cell's series, per metric."""
     rank = {value: i for i, value in enumerate(order)}
     cells: dict[Pairs, list[_Point]] = {}
@@ -175,7 +196,7 @@ def _scan(axis: str, order: Sequence[str], points: Sequence[_Point], threshold: 
     for key, members in cells.items():
         members.sort(key=lambda p: rank[p.dims[axis]])
         label = cell_label(key, varying)
-        found = [(metric, s) for metric in METRICS if (s := _series(members, axis, metric))]
+        found = [(metric, s) for metric in metrics if (s := _series(members, axis, metric))]
         if not found:
             continue
         scanned += 1
@@ -196,6 +217,7 @@ def _scan(axis: str, order: Sequence[str], points: Sequence[_Point], threshold: 
         too_short=tuple(too_short),
         repeats_to_show=_repeats_to_show(fewest_points) if too_short else None,
         steps=tuple(steps),
+        metrics=tuple(metrics),
     )
 
 
@@ -226,7 +248,7 @@ def _steps(
     series: Sequence[tuple[str, list[float]]],
     threshold: float,
 ) -> list[Step]:
-    _, higher_is_better = METRICS[metric]
+    higher_is_better = METRICS[metric].higher_is_better
     return [
         Step(
             cell=label,
@@ -255,7 +277,7 @@ def title(found: Scan) -> str:
 
 def summary(found: Scan) -> str:
     """What was scanned and what was found, in a sentence or three."""
-    metrics = ", ".join(name for name, _ in METRICS.values())
+    metrics = ", ".join(label(m) for m in found.metrics)
     cells, with_steps = found.cells, found.cells_with_steps
     if not cells:
         text = f"No cell has results at {MIN_POINTS} or more {found.axis} values: nothing scanned."
@@ -294,7 +316,7 @@ def step_table(found: Scan) -> Table:
     rows = tuple(
         (
             s.cell,
-            METRICS[s.metric][0],
+            label(s.metric),
             f"{s.previous} and {s.label}",
             f"{format_value(s.metric, s.before)} → {format_value(s.metric, s.after)}",
             _share(s.relative_step),

@@ -1,0 +1,87 @@
+"""What `report --format text` says: the campaign's comparisons as the plan asks them to be
+judged (its `decide` metrics, its `equivalence` margin, its `correction`), each candidate
+server against the baseline cell by cell, and the run-to-run noise measured by the repeats.
+
+The numbers are `compare`'s (`views.compare.match`), so a mailing-list post and the terminal
+never disagree.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pgbenchlab.analysis.comparison import log_values
+from pgbenchlab.errors import UserError
+from pgbenchlab.plan import Verdicts, stored_verdicts
+from pgbenchlab.report.views.compare import CellChange, CompareRules, corrected, match
+from pgbenchlab.report.views.metrics import DEFAULT_METRICS, label, run_values
+from pgbenchlab.report.views.model import ReportView
+from pgbenchlab.store import NoiseFloor
+
+
+@dataclass(frozen=True)
+class MailView:
+    view: ReportView
+    rules: CompareRules
+    candidates: tuple[tuple[str, tuple[CellChange, ...]], ...]  # (candidate, its changes)
+    floors: tuple[NoiseFloor, ...]  # run to run from the repeats, then the stored ones
+
+
+def mail_view(view: ReportView, stored: Sequence[NoiseFloor] = ()) -> MailView:
+    verdicts = stored_verdicts(view.campaign.plan_text)
+    rules = _rules(verdicts)
+    baseline = view.baseline
+    found: list[tuple[str, list[CellChange]]] = []
+    for server in view.servers:
+        if baseline is None or server.label == baseline:
+            continue
+        base = [c for c in view.cells if c.dim("server") == baseline]
+        cand = [c for c in view.cells if c.dim("server") == server.label]
+        try:
+            changes = match(view, base, view, cand, ignore=("server",), rules=rules, adjust=False)
+        except UserError:  # no cell of this server ran where the baseline did
+            continue
+        found.append((server.label, changes))
+    family = corrected([c for _, changes in found for c in changes], rules)
+    candidates, start = [], 0
+    for name, changes in found:  # the whole campaign is one family
+        candidates.append((name, tuple(family[start : start + len(changes)])))
+        start += len(changes)
+    floors = (*_floors(view, rules.metrics), *(f for f in stored if f.metric in rules.metrics))
+    return MailView(view, rules, tuple(candidates), floors)
+
+
+def _rules(verdicts: Verdicts) -> CompareRules:
+    wanted = verdicts.decide if verdicts.decide != ("tps",) else DEFAULT_METRICS
+    return CompareRules(
+        metrics=tuple(dict.fromkeys(wanted)),
+        equivalence=verdicts.equivalence,
+        correction=verdicts.correction,
+    )
+
+
+def _floors(view: ReportView, metrics: tuple[str, ...]) -> list[NoiseFloor]:
+    """The run-to-run floor of each metric: the median spread of repeats over the cells that
+    have two or more."""
+    runs = {r.id: r for r in view.runs}
+    found = []
+    for metric in metrics:
+        spreads = [
+            statistics.stdev(log_values(values))
+            for cell in view.cells
+            if len(values := run_values(cell, runs, metric)) >= 2
+        ]
+        if spreads:
+            spread = math.expm1(statistics.median(spreads))
+            how = f"median over {len(spreads)} cell(s) of the spread between repeats"
+            found.append(NoiseFloor(metric, "run to run", spread, evidence=how))
+    return found
+
+
+def floor_line(floor: NoiseFloor) -> str:
+    server = f" on {floor.server}" if floor.server else ""
+    how = f" ({floor.evidence})" if floor.evidence else ""
+    return f"{label(floor.metric)}: {floor.kind}{server} {floor.spread:.1%}{how}"
