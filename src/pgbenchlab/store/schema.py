@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,4 +402,15 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
+    # 23: counted runs (`count = "instructions"`): the client backends' instructions per
+    # committed transaction and the tool that counted them; a profile may be counted (its
+    # counter, and the transactions its counts stand for) instead of perf's samples. NULL and
+    # '' before.
+    23: added_columns_sql(23)
+    + """
+    ALTER TABLE run_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
+    ALTER TABLE run_profiles ADD COLUMN transactions INTEGER;
+    ALTER TABLE pgbench_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
+    ALTER TABLE pgbench_profiles ADD COLUMN transactions INTEGER;
+    """,
 }
