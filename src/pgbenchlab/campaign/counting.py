@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from pgbenchlab.errors import PgbenchParseError
+from pgbenchlab.errors import PgbenchParseError, ServerError
+from pgbenchlab.hosts import Host
 from pgbenchlab.invocation import command
 from pgbenchlab.invocation.shares import total_report
 from pgbenchlab.profiles.counting import ProcessCounts, parse_callgrind
@@ -25,6 +26,23 @@ from pgbenchlab.telemetry.osstats import child_pids
 PROC = PurePosixPath("/proc")
 EXIT_WAIT_S = 300.0  # a backend under callgrind exits in well under a second; an autovacuum
 # worker that started meanwhile may take longer, and is not counted anyway
+
+
+VALGRIND_FIX = "install valgrind (apt install valgrind), or remove count"
+
+
+def check_valgrind(host: Host) -> None:
+    """A one-line ServerError with the fix when callgrind cannot run on the server's host."""
+    try:
+        done = host.run(["valgrind", "--tool=callgrind", "--version"], timeout=60)
+    except FileNotFoundError:
+        raise ServerError(
+            f"count: valgrind is not installed on {host.name}: {VALGRIND_FIX}"
+        ) from None
+    if done.returncode != 0 or not done.stdout.startswith("valgrind-"):
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        why = lines[0] if lines else f"exit {done.returncode}"
+        raise ServerError(f"count: valgrind does not run on {host.name} ({why}): {VALGRIND_FIX}")
 
 
 class BackendCounts:

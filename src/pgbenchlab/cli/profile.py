@@ -106,8 +106,8 @@ def print_header(found: RunProfile) -> None:
     if p.counted:
         print(f"  {p.extent} over {fmt(p.transactions, ',')} transactions (setup excluded)")
         print(f"  counted: {p.target}")
-        per_tx = p.per_transaction(p.samples, found.transactions or 1)
-        print(f"  {p.unit} per committed transaction: {per_tx:,.0f}")
+        per_tx = fmt(found.instructions_per_tx, ",.0f")
+        print(f"  {p.unit} per committed transaction: {per_tx} (the run's)")
     else:
         print(f"  {p.extent} over {fmt(p.seconds, '.1f')} s{lost}")
         print(f"  profiled: {p.target}")

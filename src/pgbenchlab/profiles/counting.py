@@ -52,7 +52,7 @@ def parse_callgrind(text: str) -> ProcessCounts:
             function = line[3:]
         elif line.startswith("calls="):
             inclusive = True
-        elif line[:1].isdigit() or line[:1] in "+-*":
+        elif line and (line[0].isdigit() or line[0] in "+-*"):
             if not inclusive and function:
                 functions[function] += int(line.split()[1])
             inclusive = False

@@ -33,6 +33,7 @@ class RunProfile:
     top: tuple[FunctionTime, ...]
     backends: dict[str, int]  # samples per backend type
     also: tuple[str, ...] = ()  # the run's other profiles (PGBENCH beside SERVER, or SERVER)
+    instructions_per_tx: float | None = None  # a counted run's, as stored with the run
 
     @property
     def cpu_ms_per_tx(self) -> float | None:
@@ -66,6 +67,7 @@ def profiled_run(run: RunRecord, profile: Profile, limit: int = 15) -> RunProfil
         profile,
         tuple(top_functions(profile, limit)),
         backend_samples(profile),
+        instructions_per_tx=run["instructions_per_tx"],
     )
 
 
@@ -119,9 +121,7 @@ def profile_json(found: RunProfile) -> dict[str, Any]:
         "seconds": profile.seconds,
         "cpu_ms_per_tx": found.cpu_ms_per_tx,
         "counter": profile.counter or None,
-        "per_tx": profile.per_transaction(profile.samples, found.transactions)
-        if found.transactions
-        else None,
+        "instructions_per_tx": found.instructions_per_tx,
         "backend_types": found.backends,
         "top": [asdict(t) for t in found.top],
     }
