@@ -114,6 +114,22 @@ def _parsed(tmp_path: Path, defaults: str = "", server: str = "") -> plan.Plan:
     return plan.parse(text, str(tmp_path / "p.toml"), base=tmp_path)
 
 
+def test_run_refuses_to_count_without_valgrind_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(PLAN.format(defaults="", server=""))
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing to run there: no valgrind
+    results = tmp_path / "results"
+    assert main(["run", str(path), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "pgbenchlab: error: server a: count: valgrind is not installed on local: "
+        "install valgrind (apt install valgrind), or remove count\n"
+    )
+    assert not results.exists()
+
+
 def test_a_counted_server_runs_fixed_transactions_as_a_cell_of_its_own(tmp_path: Path) -> None:
     counted = _parsed(tmp_path)
     (spec,) = counted.specs

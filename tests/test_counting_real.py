@@ -1,7 +1,7 @@
 """Counting mode for real: Debian's PostgreSQL 13 source built as the build tests build it (the
 shared `pg13`, FAST options) and with tests/patches/0003-commit-spin.patch (500 iterations of a
 noinline loop at every commit: a few per cent of a select-only transaction), each run under
-callgrind twice. The base's two counts agree within 0.5 %; the patched build's instructions per
+callgrind twice. The base's two counts agree within 1 %; the patched build's instructions per
 transaction exceed them far beyond that spread; and the counted profile diff names the patched
 function first, with the cost the run column measured."""
 
@@ -27,7 +27,7 @@ CAMPAIGN = f"""
 name = "counted"
 repeats = 2
 [defaults]
-transactions = 150
+transactions = 300
 warmup = "0s"
 count = "instructions"
 [build.pg13]
@@ -68,15 +68,17 @@ def test_a_patch_costing_a_few_per_cent_is_counted_and_named(
         spin = [r["instructions_per_tx"] for r in counted["spin"]]
         assert all(r["instructions_tool"] == "callgrind" for r in runs)
         profiles = [run_profile(store, counted[s][0].id) for s in ("base", "spin")]
-    # Run to run: the base counted twice agrees within 0.5 %.
+    # Run to run: the base counted twice agrees within 1 % (0.2 – 0.65 % seen here: how often a
+    # backend waits for pgbench's next query, WaitEventSetWait and recv, depends on timing).
     spread = max(base) - min(base)
-    assert spread / min(base) < 0.005, base
-    # The patch: a few per cent, far beyond that spread.
+    assert spread / min(base) < 0.01, base
+    # The patch: a few per cent (here 3,006 instructions, 7 % of the base's 41.5 k), far beyond
+    # that spread.
     effect = min(spin) - max(base)
     assert 0.01 < effect / max(base) < 0.10, (base, spin)
     assert effect > 5 * max(spread, max(spin) - min(spin))
     # The counted profile diff: the patched function first, with the cost the runs measured.
-    assert all(p.profile.counted and p.transactions == 150 for p in profiles)
+    assert all(p.profile.counted and p.transactions == 300 for p in profiles)
     rows = compare_profiles(*profiles).rows
     assert rows[0].function == "commit_test_spin" and rows[0].self_a_us == 0
     assert rows[0].self_b_us == pytest.approx(effect, rel=0.2)

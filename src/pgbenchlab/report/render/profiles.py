@@ -61,7 +61,7 @@ def _cell(cell: CellProfile) -> ProfiledCell:
     facts = [
         f"runs {', '.join(str(i) for i in cell.run_ids)}",
         p.extent,
-        f"{p.lost:,} lost" if p.lost else "none lost",
+        *([] if p.counted else [f"{p.lost:,} lost" if p.lost else "none lost"]),
     ]
     if cell.cpu_us_per_tx is not None and p.counted:
         facts.append(f"{cell.cpu_us_per_tx:,.0f} {p.unit} per transaction (client backends)")
