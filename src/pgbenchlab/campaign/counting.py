@@ -3,23 +3,24 @@ pgbench with one transaction per client first (the reference), then the measured
 followed by the counts its backends wrote as they exited (`profiles.counting` subtracts them).
 
 A run's backends are told apart from the rest by pid: the server's processes alive before
-pgbench starts (the telemetry's connection, the hygiene's, the auxiliary processes) and the
-files already written are left out; of the processes that came after, only client backends
-count (an autovacuum worker does not)."""
+pgbench starts (the telemetry's connection, the hygiene's, the auxiliary processes) are left
+out, and the files written before are removed then (read files are removed too: a pid used
+again would write the same name); of the processes that came after, only client backends count
+(an autovacuum worker does not)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import PurePosixPath
+from pathlib import PurePath, PurePosixPath
 
 from pgbenchlab.errors import PgbenchParseError, ServerError
 from pgbenchlab.hosts import Host
 from pgbenchlab.invocation import command
 from pgbenchlab.invocation.shares import total_report
 from pgbenchlab.profiles.counting import ProcessCounts, parse_callgrind
-from pgbenchlab.server import ManagedServer
+from pgbenchlab.server import ManagedServer, Server
 from pgbenchlab.server.cluster_files import postmaster_pid
 from pgbenchlab.telemetry.osstats import child_pids
 
@@ -51,7 +52,6 @@ class BackendCounts:
     def __init__(self, server: ManagedServer) -> None:
         self.server = server
         self.before: set[int] = set()
-        self.files: set[str] = set()
 
     def _children(self) -> set[int]:
         pid = postmaster_pid(self.server.data_dir, self.server.host)
@@ -59,22 +59,26 @@ class BackendCounts:
             raise RuntimeError(f"server {self.server.name}: no postmaster to count under")
         return set(child_pids(PROC, pid, self.server.host))
 
-    def _written(self) -> set[str]:
+    def _written(self) -> list[PurePath]:
         names = self.server.host.list_dir(self.server.count_dir)
-        return {n for n in names if n.startswith("callgrind.")}
+        return [self.server.count_dir / n for n in sorted(names) if n.startswith("callgrind.")]
+
+    def _remove(self, paths: list[PurePath]) -> None:
+        for path in paths:  # a pid used again writes the same name: no file is left to mistake
+            self.server.host.remove_tree(path)
 
     def mark(self) -> None:
-        self.before, self.files = self._children(), self._written()
+        self._remove(self._written())
+        self.before = self._children()
 
     def collect(self) -> list[ProcessCounts]:
         """The counts of the processes started since `mark()`, once they have exited."""
         deadline = time.monotonic() + EXIT_WAIT_S
         while self._children() - self.before and time.monotonic() < deadline:
             time.sleep(0.1)
-        fresh = sorted(self._written() - self.files)
-        paths = [self.server.count_dir / name for name in fresh]
-        texts = self.server.host.read_texts(paths)
-        found = [parse_callgrind(t) for t in texts if t is not None]
+        paths = self._written()
+        found = [parse_callgrind(t) for t in self.server.host.read_texts(paths) if t is not None]
+        self._remove(paths)
         return [p for p in found if p.pid not in self.before]
 
 
@@ -103,7 +107,7 @@ def reference_run(
     return counts.collect(), committed
 
 
-def counting_server(server: object) -> ManagedServer:
+def counting_server(server: Server) -> ManagedServer:
     if not isinstance(server, ManagedServer) or not server.counting:
         raise RuntimeError("a counted run needs its managed server started under callgrind")
     return server
