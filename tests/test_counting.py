@@ -18,6 +18,7 @@ from pgbenchlab.errors import PlanError, ServerError
 from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.profiles import Profile, diff
 from pgbenchlab.profiles.counting import ProcessCounts, counted_run, parse_callgrind
+from pgbenchlab.report.views import answer, build
 from pgbenchlab.server.managed import callgrind_wrapper
 from pgbenchlab.store import MIGRATIONS, SCHEMA_VERSION, Store
 from pgbenchlab.store.profiles import write_profile
@@ -219,3 +220,33 @@ def test_a_counted_profile_is_not_compared_with_perfs(
     assert main(["profile", "--diff", str(a), str(b), "--results", str(db.parent)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.endswith("compare counted runs with counted ones") and "\n" not in err
+
+
+def test_the_report_opens_with_the_counted_change_and_the_function_behind_it(
+    tmp_path: Path,
+) -> None:
+    db = write_synthetic(
+        tmp_path / "results", SyntheticPlan(workloads=("select-only",), clients=(1,), repeats=1)
+    )
+    with Store(db) as store:
+        runs = store.run_records(store.campaign_id(None))
+        per_tx = {"pg15": 40_000.0, "pg18": 42_000.0}
+        with store.transaction():
+            for run in runs:
+                spin = 2_000 * 300 if run["server"] == "pg18" else 0
+                folded = f"client backend;ExecScan {40_000 * 300}\nclient backend;spin {spin}\n"
+                counted = Profile(
+                    0, 1, 0, "c", folded, counter="instructions (callgrind)", transactions=300
+                )
+                write_profile(store.db, run.id, counted)
+                store.db.execute(
+                    "UPDATE runs SET instructions_per_tx = ?, instructions_tool = 'callgrind' "
+                    "WHERE id = ?",
+                    (per_tx[run["server"]], run.id),
+                )
+        view = build.load_view(store, store.campaign_id(None), baseline="pg15")
+    (said,) = [f.text for f in answer.findings(view) if "instructions per transaction" in f.text]
+    assert said.endswith(
+        "instructions per transaction (counted by callgrind): 40,000 → 42,000 (+5.0%); "
+        "most changed: spin (+2,000 per transaction)"
+    )
