@@ -130,7 +130,7 @@ def test_perf_profiles_a_process_there(remote: RemoteHost) -> None:
     try:
         profiler.measuring()
         profiler.start()
-        time.sleep(0.5)
+        time.sleep(1.0)  # ~100 samples of a CPU of its own; a loaded machine gives it less
         profiler.measured()
         profile = profiler.stop()
     finally:
@@ -138,7 +138,7 @@ def test_perf_profiles_a_process_there(remote: RemoteHost) -> None:
         busy.wait()
         profiler.close()
         remote.remove_tree(work)
-    assert profile is not None and profile.process == PGBENCH and profile.samples > 20
+    assert profile is not None and profile.process == PGBENCH and profile.samples > 10
     assert {frames[0] for frames, _ in profile.stacks()} == {PGBENCH}
 
 

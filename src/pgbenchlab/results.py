@@ -198,6 +198,8 @@ class RunResult:
     telemetry: RunTelemetry | None = None  # what the server and the OS did meanwhile
     diagnosis: Diagnosis | None = None  # what limited the run, with its evidence
     sysctl: tuple[tuple[str, str], ...] = ()  # kernel tunables read back before the run
+    instructions_per_tx: float | None = None  # a counted run's (profiles.counting)
+    instructions_tool: str | None = None  # what counted them: "callgrind"
     profile: Profile | None = None  # the server's CPU profile when the run was profiled
     generators: tuple[GeneratorFigures, ...] = ()  # a run split across load generators
     pgbench_profile: Profile | None = None  # pgbench's, when it was profiled too

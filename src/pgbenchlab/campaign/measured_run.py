@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pgbenchlab.campaign.assemble import Hygiene
+from pgbenchlab.campaign.counting import BackendCounts, counting_server, reference_run
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Capturing, Executor, Profiling, Telemetry
 from pgbenchlab.campaign.generators import Target
@@ -32,6 +33,7 @@ from pgbenchlab.invocation.command import Completed
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.profiles import RunProfiles
+from pgbenchlab.profiles.counting import TOOL, ProcessCounts, counted_run
 from pgbenchlab.records.telemetry import Point, RunTelemetry
 from pgbenchlab.results import RunResult
 from pgbenchlab.server import Endpoint, Server
@@ -122,16 +124,27 @@ def _measured(
         spec, members[0].client, artifacts, progress, phase
     )
     sampling = sampling_rate(spec, warmup_tps)
+    invocation = measured_invocation(spec, artifacts, sampling)
+    counts = BackendCounts(counting_server(members[0].server)) if spec.counted else None
+    reference: tuple[list[ProcessCounts], int] = ([], 0)
+    if counts is not None:
+        phase("counting a reference run (-t 1)")
+        reference = reference_run(
+            counts,
+            lambda once: session.pgbench.run(members[0].client, once, artifacts, progress),
+            invocation,
+        )
     phase("measuring")
     starts = [_told(captures[m.name], profiler) for m in members]
     pgbench = _pgbench(session, members, grouped, starts)
-    invocation = measured_invocation(spec, artifacts, sampling)
     running: dict[str, Capturing] = {}
     done: Completed | None = None
     try:
         for name, capture in captures.items():
             capture.start()
             running[name] = capture
+        if counts is not None:
+            counts.mark()  # after the telemetry's connection: its backend is not counted
         on_start = None if grouped else starts[0]
         done = pgbench.run(members[0].client, invocation, artifacts, progress, on_start)
     finally:
@@ -153,6 +166,16 @@ def _measured(
     if grouped:
         result = _with_parts(session, spec, result, done, telemetry)
     result = replace(result, profile=profiles.server, pgbench_profile=profiles.pgbench)
+    if counts is not None:
+        phase("counting")
+        counted = counted_run(counts.collect(), result.transactions or 0, *reference)
+        if counted is not None:
+            result = replace(
+                result,
+                instructions_per_tx=counted.instructions_per_tx,
+                instructions_tool=TOOL,
+                profile=counted.profile,
+            )
     return replace(result, diagnosis=diagnose_run(result, session.telemetry.evidence(spec.server)))
 
 

@@ -25,6 +25,7 @@ from pgbenchlab.campaign.checklist import (
     refuse,
     run_checks,
 )
+from pgbenchlab.campaign.counting import check_valgrind
 from pgbenchlab.campaign.hosts import used_hosts
 from pgbenchlab.campaign.pinning import check_cpu_list, check_numa, cpu_lists, numa_places
 from pgbenchlab.campaign.servers import (
@@ -101,6 +102,15 @@ def build_sources(ready: Readiness, found: Findings) -> None:
 def perf(ready: Readiness, found: Findings) -> None:
     if any(spec.profiled for spec in ready.plan.specs):
         found.attempt(check_perf)
+
+
+def valgrind(ready: Readiness, found: Findings) -> None:
+    for server in (s for s in managed(ready) if ready.plan.counts(s.name)):
+        host = ready.host(server.host)
+        if host is None:
+            found.leave(f"server {server.name}: valgrind on host {server.host}")
+        else:
+            found.attempt(partial(check_valgrind, host), f"server {server.name}")
 
 
 def kernel_tunables(ready: Readiness, found: Findings) -> None:
@@ -233,6 +243,13 @@ CHECKS: tuple[Check, ...] = (
         "profiled runs: perf installed here and allowed to profile other users' processes",
         perf,
         "install linux-perf and run as root (or lower kernel.perf_event_paranoid)",
+    ),
+    Check(
+        "valgrind",
+        'counted servers (count = "instructions"): valgrind (callgrind) runs on their host',
+        valgrind,
+        "install valgrind (apt install valgrind) on the server's host, or remove count",
+        needs=("hosts",),
     ),
     Check(
         "kernel tunables",

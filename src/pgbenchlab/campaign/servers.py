@@ -175,6 +175,7 @@ class Servers:
             address=host.address,
             # from another host, pgbench's address is not the server's: any, by password
             client_network=None if plan.host is None else "all",
+            counting=self.plan.counts(plan.name),
         )
 
     def stop_all(self) -> list[str]:

@@ -103,9 +103,15 @@ def print_header(found: RunProfile) -> None:
     p = found.profile
     print(found.label)
     lost = f", {p.lost:,} lost" if p.lost else ", none lost"
-    print(f"  {p.samples:,} samples at {p.frequency_hz} Hz over {fmt(p.seconds, '.1f')} s{lost}")
-    print(f"  profiled: {p.target}")
-    print(f"  CPU per committed transaction: {fmt(found.cpu_ms_per_tx, '.3f')} ms")
+    if p.counted:
+        print(f"  {p.extent} over {fmt(p.transactions, ',')} transactions (setup excluded)")
+        print(f"  counted: {p.target}")
+        per_tx = fmt(found.instructions_per_tx, ",.0f")
+        print(f"  {p.unit} per committed transaction: {per_tx} (the run's)")
+    else:
+        print(f"  {p.extent} over {fmt(p.seconds, '.1f')} s{lost}")
+        print(f"  profiled: {p.target}")
+        print(f"  CPU per committed transaction: {fmt(found.cpu_ms_per_tx, '.3f')} ms")
     if p.complete_share is not None:
         print(f"  stacks reaching main(): {p.complete_share:.0%}")
     if p.symbols:
@@ -140,7 +146,8 @@ def print_comparison(found: ProfileComparison) -> None:
     print_header(found.a)
     print_header(found.b)
     print()
-    print("CPU µs per committed transaction (A → B), largest change in self time first:")
+    unit = found.a.profile.unit
+    print(f"{unit} per committed transaction (A → B), largest change in self time first:")
     rows = [["function", "self A", "self B", "change", "total A", "total B"]]
     for r in found.rows:
         rows.append(

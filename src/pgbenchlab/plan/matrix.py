@@ -18,6 +18,7 @@ from pgbenchlab.plan.records import RunOptions, RunSpec, ServerPlan, Workload
 from pgbenchlab.plan.schema import (
     AXIS_KEYS,
     CONNECTIONS,
+    COUNT_MODES,
     DEFAULT_MAX_TRIES,
     MAX_RUNS,
     PROFILE_MODES,
@@ -227,6 +228,7 @@ def run_options(
         latency_log=parse_latency_log(opts.get("latency_log", "auto"), ctx, "latency_log"),
         max_tries=non_negative_int(opts.get("max_tries", DEFAULT_MAX_TRIES), ctx, "max_tries"),
         profile=choice(opts.get("profile", "off"), PROFILE_MODES, ctx, "profile"),
+        count=choice(opts.get("count", "off"), COUNT_MODES, ctx, "count"),
     )
 
 

@@ -12,6 +12,7 @@ from pgbenchlab.findings import scale_below_clients
 from pgbenchlab.installs import BINARIES_PREFIX
 from pgbenchlab.plan.auto import parse_repeats, parse_verdicts
 from pgbenchlab.plan.builds import install_spec, parse_builds
+from pgbenchlab.plan.counting import check_counting
 from pgbenchlab.plan.dataset import parse_dataset
 from pgbenchlab.plan.groups import check_group_specs, parse_groups, units
 from pgbenchlab.plan.hosts import (
@@ -134,6 +135,7 @@ def parse(
     specs = order_runs(cells, name, repeats, order, seed)
     check_generator_clients(specs, len(pgbench_hosts), ctx)
     check_group_specs(specs, groups, ctx)
+    check_counting(specs, servers, groups, ctx)
     warnings = plan_warnings(specs, quick=quick)
     return Plan(
         name,

@@ -107,6 +107,7 @@ class RunOptions:
     connection: str = "socket"  # socket | tcp | tls: how pgbench reaches the server
     profile: str = "off"  # off | on | auto (plan) → "extra" on the repeat auto adds
     threads_auto: bool = False  # threads = "auto" made `threads` (which the cell keeps)
+    count: str = "off"  # off | instructions: the server under callgrind, instructions counted
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ class RunSpec:
             max_tries=o.max_tries,
             connection=o.connection,
             sysctl=tuple(sorted(self.sysctl)),
+            count=None if o.count == "off" else o.count,
         )
 
     @property
@@ -185,6 +187,11 @@ class RunSpec:
     @property
     def profiled(self) -> bool:
         return self.options.profile in ("on", PROFILED_EXTRA)
+
+    @property
+    def counted(self) -> bool:
+        """Instructions counted: the server runs under callgrind (`count = "instructions"`)."""
+        return self.options.count != "off"
 
     @property
     def run_key(self) -> str:
@@ -354,6 +361,11 @@ class Plan:
 
     def is_group(self, name: str) -> bool:
         return any(g.name == name for g in self.groups)
+
+    def counts(self, server: str) -> bool:
+        """Whether the server's runs are counted: it runs under callgrind (all its runs or
+        none, as the parser checks)."""
+        return any(s.counted for s in self.specs if s.server == server)
 
     def members(self, name: str) -> tuple[str, ...]:
         """The servers a run of this server or group drives."""

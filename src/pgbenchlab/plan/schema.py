@@ -21,6 +21,8 @@ REINIT_MODES = ("never", "per-scale", "per-run")
 LATENCY_LOG_MODES = ("auto", "full", "off")
 # CPU profiles: none, one extra repeat per cell kept out of the statistics, or every run.
 PROFILE_MODES = ("off", "auto", "on")
+# Counting mode: timed runs, or the server under callgrind counting instructions per transaction.
+COUNT_MODES = ("off", "instructions")
 RESERVED_SETTINGS = frozenset(
     {"port", "listen_addresses", "unix_socket_directories", "unix_socket_permissions"}
     | {"ssl", "ssl_cert_file", "ssl_key_file"}
@@ -67,6 +69,7 @@ OPTION_KEYS = (
     "max_tries",
     "connection",
     "profile",
+    "count",
 )
 # How long a run lasts: one choice, made by the most specific table that gives either.
 RUN_LENGTH = ("duration", "transactions")
@@ -81,8 +84,8 @@ AXIS_KEYS = (
     "protocol",
     "connection",
 )
-# A server's own options (besides its axes): its runs profiled or not.
-SERVER_OPTIONS = ("profile",)
+# A server's own options (besides its axes): its runs profiled or not, counted or timed.
+SERVER_OPTIONS = ("profile", "count")
 SERVER_KEYS = (
     "name",
     "description",

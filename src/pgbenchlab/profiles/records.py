@@ -24,6 +24,10 @@ class Profile:
     complete_share: float | None = None  # samples whose stack reaches main(): unbroken stacks
     seconds: float | None = None  # how long perf recorded
     process: str = SERVER  # which processes: SERVER or PGBENCH
+    # A counted profile: what its counts are ("instructions (callgrind)"), not perf's samples
+    # at frequency_hz; and the transactions they stand for (profiles.counting).
+    counter: str = ""
+    transactions: int | None = None
 
     def stacks(self) -> Iterator[tuple[list[str], int]]:
         """(frames root first, with the backend type as the first, samples) per stack."""
@@ -35,6 +39,29 @@ class Profile:
     def cpu_seconds(self, samples: int) -> float:
         """The CPU time that number of samples stands for."""
         return samples / self.frequency_hz
+
+    @property
+    def counted(self) -> bool:
+        return bool(self.counter)
+
+    @property
+    def unit(self) -> str:
+        """What `per_transaction` gives."""
+        return self.counter.split(" ")[0] if self.counted else "CPU µs"
+
+    @property
+    def extent(self) -> str:
+        """What the profile holds, in words: samples at a frequency, or instructions counted."""
+        if self.counted:
+            return f"{self.samples:,} {self.counter} counted"
+        return f"{self.samples:,} samples at {self.frequency_hz} Hz"
+
+    def per_transaction(self, count: int, run_transactions: int) -> float:
+        """A count per committed transaction in the profile's unit: CPU µs of samples, or
+        instructions of a counted profile (over the transactions its counts stand for)."""
+        if self.counted:
+            return count / (self.transactions or run_transactions)
+        return self.cpu_seconds(count) / run_transactions * 1e6
 
 
 @dataclass(frozen=True)
@@ -65,4 +92,5 @@ def merged(profiles: Sequence[Profile]) -> Profile:
         folded="".join(f"{s} {n}\n" for s, n in sorted(stacks.items())),
         seconds=sum(p.seconds or 0 for p in profiles),
         complete_share=weighted if len(profiles) > 1 else first.complete_share,
+        transactions=sum(p.transactions or 0 for p in profiles) if first.counted else None,
     )

@@ -25,7 +25,8 @@ class FunctionTime:
 @dataclass(frozen=True)
 class ProfileDiff:
     function: str
-    self_a_us: float  # CPU µs per transaction in run A, in the function itself
+    # CPU µs per transaction in run A, in the function itself (counted profiles: instructions)
+    self_a_us: float
     self_b_us: float
     total_a_us: float  # … in the function and what it calls
     total_b_us: float
@@ -77,12 +78,15 @@ def top_functions(profile: Profile, limit: int = 15) -> list[FunctionTime]:
 
 def diff(a: Profile, a_transactions: int, b: Profile, b_transactions: int) -> list[ProfileDiff]:
     """Every function's CPU µs per transaction in A and in B (over all processes), the largest
-    change in self time first."""
+    change in self time first; of two counted profiles, instructions per transaction."""
     own_a, total_a, _ = _counts(a).get(ALL, (Counter(), Counter(), 0))
     own_b, total_b, _ = _counts(b).get(ALL, (Counter(), Counter(), 0))
 
+    if a.counted != b.counted:
+        raise ValueError("a counted profile is compared with a counted one only")
+
     def us(profile: Profile, samples: int, transactions: int) -> float:
-        return profile.cpu_seconds(samples) / transactions * 1e6
+        return profile.per_transaction(samples, transactions)
 
     rows = [
         ProfileDiff(

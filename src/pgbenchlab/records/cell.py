@@ -47,6 +47,7 @@ class RunCell:
     connection: str = DEFAULT_CONNECTION
     sysctl: Pairs = ()  # kernel tunables set for the run's cell
     profile: str | None = None  # "on" or PROFILED_EXTRA for a profiled run; None: not profiled
+    count: str | None = None  # "instructions": a counted run (callgrind); None: a timed one
 
     def stored(self) -> dict[str, Any]:
         """The cell as JSON: options at pgbench's default and an unprofiled run's profile
@@ -77,6 +78,8 @@ class RunCell:
             found["sysctl"] = dict(self.sysctl)
         if self.profile is not None:
             found["profile"] = self.profile
+        if self.count is not None:
+            found["count"] = self.count
         return found
 
     @classmethod
@@ -103,4 +106,5 @@ class RunCell:
             connection=str(stored.get("connection", DEFAULT_CONNECTION)),
             sysctl=_pairs(stored.get("sysctl")),
             profile=stored.get("profile"),
+            count=stored.get("count"),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import secrets
+import shlex
 from pathlib import Path, PurePath
 
 import psycopg
@@ -49,6 +50,25 @@ LOOPBACK = "127.0.0.1"
 SCRAM_SINCE = (10,)  # before 10 a TCP password is md5; never anything weaker
 
 
+COUNT_DIR = "pgbenchlab_counts"
+# Each process's counts from its fork: callgrind zeroes them when the postmaster enters
+# fork_process, else a child would start with everything its parent had executed.
+CALLGRIND = (
+    "valgrind", "--tool=callgrind", "--trace-children=yes", "--zero-before=fork_process",
+    "--compress-strings=no", "--compress-pos=no", "--dump-line=no", "-q",
+)  # fmt: skip
+
+
+def callgrind_wrapper(postgres: PurePath, count_dir: PurePath) -> str:
+    """The script pg_ctl starts instead of postgres: postgres under callgrind."""
+    files = [
+        f"--callgrind-out-file={count_dir}/callgrind.%p",
+        f"--log-file={count_dir}/valgrind.log",
+    ]
+    argv = " ".join(shlex.quote(a) for a in [*CALLGRIND, *files, str(postgres)])
+    return f'#!/bin/sh\nexec {argv} "$@"\n'
+
+
 def password_method(install: Installation) -> str:
     """How a TCP login proves its password to this installation's server."""
     return "scram-sha-256" if install.version.major >= SCRAM_SINCE else "md5"
@@ -77,6 +97,7 @@ class ManagedServer:
         tls: bool = False,
         address: str = LOOPBACK,
         client_network: str | None = None,
+        counting: bool = False,
     ) -> None:
         self.name = name
         self.install = install
@@ -98,6 +119,7 @@ class ManagedServer:
         # TCP logins take this SCRAM password: made per server object, kept in memory only,
         # handed to pgbench in its environment.
         self._password = secrets.token_urlsafe(24)
+        self.counting = counting  # run under callgrind: every process's instructions counted
         self.port = 0
         self.socket_dir: PurePath | None = None
 
@@ -162,9 +184,11 @@ class ManagedServer:
         for _attempt in range(3):
             self.port = self.host.free_port()
             self._write_settings()
+            wait = "300" if self.counting else "120"  # under callgrind it starts slowly
             result = self._pg_ctl(
-                "start", "-w", "-t", "120", "-l", str(self.log_path), cpus=self.cpus, numa=self.numa
-            )
+                "start", "-w", "-t", wait, "-l", str(self.log_path), *self._counted(),
+                cpus=self.cpus, numa=self.numa,
+            )  # fmt: skip
             if result.returncode == 0:
                 self._check_settings()
                 self._set_password()
@@ -225,7 +249,24 @@ class ManagedServer:
         found = [line for line in self.log_tail(200) if any(lv in line for lv in levels)]
         return found[-lines:]
 
+    @property
+    def count_dir(self) -> Path:
+        """Where callgrind writes each process's counts (callgrind.PID) when it exits."""
+        return self.data_dir / COUNT_DIR
+
     # -- internals ---------------------------------------------------------------------------
+
+    def _counted(self) -> list[str]:
+        """pg_ctl's -p for a counting server: a script that starts postgres under callgrind,
+        with an empty directory for the counts."""
+        if not self.counting:
+            return []
+        self.host.remove_tree(self.count_dir)
+        self.host.mkdir(self.count_dir, owner=self.account)
+        wrapper = self.count_dir / "postgres"
+        script = callgrind_wrapper(self.install.binary("postgres"), self.count_dir)
+        self.host.write_text(wrapper, script, mode=0o700, owner=self.account)
+        return ["-p", str(wrapper)]
 
     def _pg_ctl(
         self, *args: str, cpus: str | None = None, numa: NumaPolicy | None = None

@@ -334,6 +334,22 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
     ),
     _c("vacuum_s", REAL, "s", "the VACUUM before the run", _attr("vacuum_s"), since=22),
     _c("checkpoint_s", REAL, "s", "the CHECKPOINT before the run", _attr("checkpoint_s"), since=22),
+    _c(
+        "instructions_per_tx",
+        REAL,
+        "instructions",
+        "client backends' instructions per committed transaction, connection setup excluded",
+        _attr("instructions_per_tx"),
+        since=25,
+    ),
+    _c(
+        "instructions_tool",
+        TEXT,
+        "",
+        "what counted instructions_per_tx: callgrind (count = instructions)",
+        _attr("instructions_tool"),
+        since=25,
+    ),
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}
 BY_KEY = {c.key: c for c in RUN_COLUMNS}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 24
+SCHEMA_VERSION = 25
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -422,5 +422,16 @@ MIGRATIONS: dict[int, str] = {
         evidence TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX noise_floors_campaign ON noise_floors (campaign_id, metric);
+    """,
+    # 25: counted runs (`count = "instructions"`): the client backends' instructions per
+    # committed transaction and the tool that counted them; a profile may be counted (its
+    # counter, and the transactions its counts stand for) instead of perf's samples. NULL and
+    # '' before.
+    25: added_columns_sql(25)
+    + """
+    ALTER TABLE run_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
+    ALTER TABLE run_profiles ADD COLUMN transactions INTEGER;
+    ALTER TABLE pgbench_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
+    ALTER TABLE pgbench_profiles ADD COLUMN transactions INTEGER;
     """,
 }

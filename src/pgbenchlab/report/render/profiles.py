@@ -38,6 +38,7 @@ class ProfileCellChange:
     peak: float  # the largest change of self time, the bars' full length
     before: float  # CPU µs per transaction, baseline then candidate
     after: float
+    unit: str = "µs"  # a counted profile's: instructions
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,12 @@ def _cell(cell: CellProfile) -> ProfiledCell:
     p = cell.profile
     facts = [
         f"runs {', '.join(str(i) for i in cell.run_ids)}",
-        f"{p.samples:,} samples at {p.frequency_hz} Hz",
-        f"{p.lost:,} lost" if p.lost else "none lost",
+        p.extent,
+        *([] if p.counted else [f"{p.lost:,} lost" if p.lost else "none lost"]),
     ]
-    if cell.cpu_us_per_tx is not None:
+    if cell.cpu_us_per_tx is not None and p.counted:
+        facts.append(f"{cell.cpu_us_per_tx:,.0f} {p.unit} per transaction (client backends)")
+    elif cell.cpu_us_per_tx is not None:
         facts.append(f"{cell.cpu_us_per_tx:,.1f} µs of {_whose(cell)} CPU per transaction")
     if p.complete_share is not None:
         facts.append(f"{p.complete_share:.0%} of stacks reach main()")
@@ -83,7 +86,8 @@ def _cell(cell: CellProfile) -> ProfiledCell:
 
 def _change(change: ProfileChange) -> ProfileCellChange:
     peak = max((abs(r.self_change_us) for r in change.rows), default=0.0) or 1.0
-    title = f"{_title(change.candidate)} against {change.baseline.label} (µs per transaction)"
+    unit = "µs" if not change.candidate.profile.counted else change.candidate.profile.unit
+    title = f"{_title(change.candidate)} against {change.baseline.label} ({unit} per transaction)"
     return ProfileCellChange(
         title,
         _whose(change.candidate),
@@ -91,6 +95,7 @@ def _change(change: ProfileChange) -> ProfileCellChange:
         peak,
         change.baseline.cpu_us_per_tx or 0,
         change.candidate.cpu_us_per_tx or 0,
+        unit,
     )
 
 

@@ -65,10 +65,16 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
     if d.get("profile"):
         p = d["profile"]
         extra = " (auto's extra repeat, out of the statistics)" if p["profiled"] == "extra" else ""
-        lines.append(
-            f"profiled{extra}: {p['samples']:,} samples at {p['frequency_hz']} Hz, "
-            f"{p['lost']:,} lost; `pgbenchlab profile {d['id']}` for its top functions"
-        )
+        if p.get("counter"):
+            lines.append(
+                f"counted: {p['samples']:,} {p['counter']} beyond the one-transaction "
+                f"reference; `pgbenchlab profile {d['id']}` for its top functions"
+            )
+        else:
+            lines.append(
+                f"profiled{extra}: {p['samples']:,} samples at {p['frequency_hz']} Hz, "
+                f"{p['lost']:,} lost; `pgbenchlab profile {d['id']}` for its top functions"
+            )
         if p.get("pgbench_samples") is not None:
             lines.append(
                 f"pgbench profiled too: {p['pgbench_samples']:,} samples; "
@@ -101,6 +107,11 @@ def tps_text(d: dict[str, Any]) -> str:
     ]
     if took:
         text += f"; before it {', '.join(took)}"
+    if d.get("instructions_per_tx") is not None:
+        text += (
+            f"; {d['instructions_per_tx']:,.0f} instructions per transaction "
+            f"(counted by {d['instructions_tool']}, connection setup excluded)"
+        )
     return text
 
 

@@ -4,7 +4,8 @@ Findings are sentences, each with the anchor of its evidence in the HTML report 
 warnings' list, a section) and that evidence's name: the page links to it, the Markdown
 summary names it. The comparisons and their verdicts, what each capacity search found, where
 scaling stops (the departure from linear and the fitted peak), the change points, what limited
-the runs, and the warnings that change a conclusion. A pure function of the view.
+the runs, and the warnings that change a conclusion; counted runs' instructions per transaction
+against the baseline's. A pure function of the view.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ CHANGE_TABLES = {"tps": ("TPS", "change-tps"), "p99": ("p99 latency", "change-p9
 LIMITS = "limits"
 CAPACITY = "capacity"
 CHANGE_POINTS = "change-points"
+PROFILES = "profiles"
 WARNINGS = "warnings"
 # Warnings that change what the figures say, beyond errors (results missing or partial): the
 # repeats disagree, pgbench or a checkpoint set the figure rather than the server, the runs are
@@ -57,6 +59,7 @@ def warning_anchor(index: int) -> str:
 def findings(view: ReportView) -> tuple[ReportFinding, ...]:
     return (
         *_comparisons(view),
+        *_counted(view),
         *_capacity(view),
         *_scaling(view),
         *_steps(view),
@@ -93,6 +96,30 @@ def _comparisons(view: ReportView) -> list[ReportFinding]:
         found.append(
             ReportFinding("comparison", text, anchor, f"{name}: change against {baseline}")
         )
+    return found
+
+
+def _counted(view: ReportView) -> list[ReportFinding]:
+    """Per candidate cell counted against the baseline's: instructions per transaction (the
+    runs' mean) and the function that added the most (`count = "instructions"`)."""
+    per_tx = {r.id: r.instructions_per_tx for r in view.runs if r.instructions_per_tx}
+    found = []
+    for change in (c for c in view.profile_changes if c.candidate.profile.counted):
+        base, cand = (
+            [per_tx[i] for i in cell.run_ids if i in per_tx]
+            for cell in (change.baseline, change.candidate)
+        )
+        if not base or not cand or not change.rows:
+            continue
+        before, after = sum(base) / len(base), sum(cand) / len(cand)
+        top = change.rows[0]
+        text = (
+            f"{change.candidate.label} against {change.baseline.label}, instructions per "
+            f"transaction (counted by callgrind): {before:,.0f} → {after:,.0f} "
+            f"({after / before - 1:+.1%}); most changed: {top.function} "
+            f"({top.self_change_us:+,.0f} per transaction)"
+        )
+        found.append(ReportFinding("comparison", text, PROFILES, "Profiles"))
     return found
 
 

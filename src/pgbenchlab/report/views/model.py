@@ -196,6 +196,8 @@ class RunView:
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
     profiled: str | None = None  # "on"; "extra": auto's profiled repeat, out of the statistics
     figures: tuple[tuple[str, float], ...] = ()  # every metric stored (`store.metrics`), by name
+    instructions_per_tx: float | None = None  # a counted run's, setup excluded
+    instructions_tool: str | None = None  # what counted them (callgrind)
 
     @property
     def ok(self) -> bool:
@@ -321,7 +323,7 @@ class CellProfile:
     def cpu_us_per_tx(self) -> float | None:
         if not self.transactions:
             return None
-        return self.profile.cpu_seconds(self.profile.samples) / self.transactions * 1e6
+        return self.profile.per_transaction(self.profile.samples, self.transactions)
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,12 @@ class RunProfile:
     top: tuple[FunctionTime, ...]
     backends: dict[str, int]  # samples per backend type
     also: tuple[str, ...] = ()  # the run's other profiles (PGBENCH beside SERVER, or SERVER)
+    instructions_per_tx: float | None = None  # a counted run's, as stored with the run
 
     @property
     def cpu_ms_per_tx(self) -> float | None:
         """The profiled processes' CPU time per committed transaction."""
-        if not self.transactions:
+        if not self.transactions or self.profile.counted:
             return None
         return self.profile.cpu_seconds(self.profile.samples) / self.transactions * 1e3
 
@@ -66,6 +67,7 @@ def profiled_run(run: RunRecord, profile: Profile, limit: int = 15) -> RunProfil
         profile,
         tuple(top_functions(profile, limit)),
         backend_samples(profile),
+        instructions_per_tx=run["instructions_per_tx"],
     )
 
 
@@ -93,6 +95,11 @@ def run_profile(store: Store, run_id: int, limit: int = 15, process: str = SERVE
 def compare_profiles(a: RunProfile, b: RunProfile, limit: int = 25) -> ProfileComparison:
     if not a.transactions or not b.transactions:
         raise UserError("both runs need committed transactions to compare per transaction")
+    if a.profile.counted != b.profile.counted:
+        raise UserError(
+            f"run {a.run_id if a.profile.counted else b.run_id} has a counted profile "
+            "(instructions) and the other perf's samples: compare counted runs with counted ones"
+        )
     rows = diff(a.profile, a.transactions, b.profile, b.transactions)
     return ProfileComparison(a, b, tuple(rows[:limit]))
 
@@ -113,6 +120,8 @@ def profile_json(found: RunProfile) -> dict[str, Any]:
         "complete_share": profile.complete_share,
         "seconds": profile.seconds,
         "cpu_ms_per_tx": found.cpu_ms_per_tx,
+        "counter": profile.counter or None,
+        "instructions_per_tx": found.instructions_per_tx,
         "backend_types": found.backends,
         "top": [asdict(t) for t in found.top],
     }
@@ -122,6 +131,6 @@ def comparison_json(found: ProfileComparison) -> dict[str, Any]:
     return {
         "a": {k: v for k, v in profile_json(found.a).items() if k != "top"},
         "b": {k: v for k, v in profile_json(found.b).items() if k != "top"},
-        "unit": "CPU µs per committed transaction",
+        "unit": f"{found.a.profile.unit} per committed transaction",
         "functions": [asdict(r) | {"self_change_us": r.self_change_us} for r in found.rows],
     }

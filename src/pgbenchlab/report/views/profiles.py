@@ -53,7 +53,7 @@ def _per_cell(
     found = []
     for cell_id in dict.fromkeys(r.cell_id for r in runs if r.id in profiles):
         chosen = [r for r in runs if r.cell_id == cell_id and r.id in profiles and r.ok]
-        rates = {profiles[r.id].frequency_hz for r in chosen}
+        rates = {(profiles[r.id].frequency_hz, profiles[r.id].counter) for r in chosen}
         if not chosen or len(rates) != 1:
             continue
         profile = merged([profiles[r.id] for r in chosen])
@@ -81,7 +81,8 @@ def profile_changes(
     result = []
     for (base_id, cand_id), process in product(pairs, PROCESSES):
         base, cand = by_cell.get((base_id, process)), by_cell.get((cand_id, process))
-        if base and cand and base.transactions and cand.transactions:
+        comparable = base and cand and base.profile.counted == cand.profile.counted
+        if comparable and base and cand and base.transactions and cand.transactions:
             rows = diff(base.profile, base.transactions, cand.profile, cand.transactions)
             result.append(ProfileChange(base, cand, tuple(rows[:limit])))
     return tuple(result)

@@ -67,6 +67,7 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
             "frequency_hz": profile.frequency_hz,
             "samples": profile.samples,
             "lost": profile.lost,
+            "counter": profile.counter,
             "profiled": detail["spec"].get("profile"),
             "pgbench_samples": pgbench.samples if pgbench else None,
         }
