@@ -15,6 +15,7 @@ from typing import Any
 
 from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.records.cell import Pairs, RunCell
+from pgbenchlab.records.costs import GROUP_NOTE, RunCosts, per_transaction
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import LatencySummary, RunResult, RunStatus
 from pgbenchlab.store.records import RunRecord
@@ -103,6 +104,7 @@ def _masked(settings: Pairs) -> Pairs:
 CELL = Codec(RunCell.stored, RunCell.from_stored)
 REPORT = Codec(lambda r: r.stored() if r else {}, PgbenchReport.from_stored)
 STATUS = Codec(str, RunStatus)
+COSTS = Codec(RunCosts.stored, RunCosts.from_stored)
 
 
 def _c(
@@ -124,8 +126,57 @@ def _tls(index: int) -> Callable[[RunResult], Any]:
     return read
 
 
+def run_costs(r: RunResult) -> RunCosts:
+    """What the run's server spent (`telemetry.costs`), or a record saying why nothing."""
+    if r.servers:
+        return RunCosts(notes={"costs": GROUP_NOTE})
+    if r.telemetry is None or r.telemetry.costs is None:
+        return RunCosts(notes={"costs": "no telemetry was captured"})
+    return r.telemetry.costs
+
+
+def _per_tx(figure: str, unit: str) -> Callable[[RunResult], Any]:
+    """A run's cost per committed transaction (None: not measured, or no transaction); CPU
+    seconds in µs."""
+    scale = 1e6 if unit == "µs" else 1.0
+    return lambda r: per_transaction(getattr(run_costs(r), figure), r.transactions, scale)
+
+
 REAL, INT, TEXT = "REAL", "INTEGER", "TEXT"
 NN = {"required": True}
+
+# What the server spent per committed transaction (`telemetry.costs`): name, unit, meaning and
+# the figure of the run's totals; those totals, how each was read and why a figure is absent
+# are in costs_json. All added by schema 23.
+PER_TX = (
+    ("server_cpu_us_per_tx", "µs", "the server's CPU time (user + system)", "server_cpu_s"),
+    ("server_user_us_per_tx", "µs", "the server's user CPU time", "server_user_s"),
+    ("server_system_us_per_tx", "µs", "the server's system CPU time", "server_system_s"),
+    ("wal_bytes_per_tx", "bytes", "WAL the server wrote", "wal_bytes"),
+    ("buffers_hit_per_tx", "blocks", "shared buffers found", "buffers_hit"),
+    ("buffers_read_per_tx", "blocks", "blocks read into shared buffers", "buffers_read"),
+    ("buffers_dirtied_per_tx", "blocks", "shared buffers dirtied", "buffers_dirtied"),
+    ("buffers_written_per_tx", "blocks", "shared buffers backends wrote", "buffers_written"),
+    ("context_switches_per_tx", "switches", "the server's context switches", "context_switches"),
+    ("instructions_per_tx", "instructions", "instructions the server ran", "instructions"),
+    ("cycles_per_tx", "cycles", "CPU cycles of the server", "cycles"),
+)
+COST_COLUMNS = (
+    *(
+        _c(name, REAL, unit, f"{doc} per transaction", _per_tx(figure, unit), since=23)
+        for name, unit, doc, figure in PER_TX
+    ),
+    _c(
+        "costs_json",
+        TEXT,
+        "",
+        "the run's cost totals, how each was read, why one is absent",
+        run_costs,
+        json=True,
+        record=COSTS,
+        since=23,
+    ),
+)
 
 RUN_COLUMNS: tuple[RunColumn, ...] = (
     _c("run_key", TEXT, "", "the run's identity: its cell and repeat", _attr("run_key"), **NN),
@@ -334,6 +385,7 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
     ),
     _c("vacuum_s", REAL, "s", "the VACUUM before the run", _attr("vacuum_s"), since=22),
     _c("checkpoint_s", REAL, "s", "the CHECKPOINT before the run", _attr("checkpoint_s"), since=22),
+    *COST_COLUMNS,
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}
 BY_KEY = {c.key: c for c in RUN_COLUMNS}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,4 +402,8 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
+    # 23: what the server spent per committed transaction (CPU user and system, WAL, buffers,
+    # context switches, instructions and cycles) and the totals with how each was read; a
+    # group's member servers each theirs. NULL before: nothing was measured.
+    23: added_columns_sql(23) + "ALTER TABLE run_servers ADD COLUMN costs_json TEXT;\n",
 }

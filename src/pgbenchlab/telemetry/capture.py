@@ -16,13 +16,14 @@ import math
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from pgbenchlab.hosts import LOCAL_HOST, Host
+from pgbenchlab.records.costs import DATABASE, STATEMENTS
 from pgbenchlab.records.telemetry import (
     NO_LOG_ACCESS,
     LogEvent,
@@ -30,12 +31,13 @@ from pgbenchlab.records.telemetry import (
     RunTelemetry,
     SourceStatus,
     Statement,
-    Total,
     WaitCount,
 )
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
+from pgbenchlab.telemetry.costs import CostProbe
+from pgbenchlab.telemetry.samples import Sample, changing, points, totals
 from pgbenchlab.telemetry.serverlog import LogFollower, ServerLog
 from pgbenchlab.telemetry.statements import StatementsProbe
 
@@ -48,13 +50,6 @@ AFFINITY_SECONDS = 2  # CPU lists are read back in the run's first seconds: clie
 
 # A sample looks for one of pgbench's backends this many times (under -C: between connections)
 CONNECTION_TRIES, CONNECTION_RETRY_S = 10, 0.005
-
-
-@dataclass
-class Sample:
-    t: int | None  # the second it closes; None for the baseline
-    mono: float
-    values: osstats.Snapshot
 
 
 @dataclass
@@ -108,6 +103,13 @@ class Capture:
             {SERVER: config.server_cpus, PGBENCH: config.pgbench_cpus},
             pgbench_host=config.pgbench_host,
         )
+        self.costs = CostProbe(
+            config.host,
+            config.proc,
+            config.postmaster_pid,
+            config.processes_problem or "the server's processes are unknown (remote server)",
+            pgbench_here=config.watch_pgbench and config.pgbench_host in (None, config.host),
+        )
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
@@ -137,6 +139,7 @@ class Capture:
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self.state.samples.append(Sample(None, self.t0_mono, self._counters()))
         self.state.statements = 1  # the baseline read commits after it has read the counter
+        self.state.statements += self.costs.start(self.conn, self._version(), time.monotonic())
         self._thread.start()
         return self
 
@@ -168,10 +171,30 @@ class Capture:
         if pgbench_cpu_s is not None and "processes" in final.values:
             final.values["processes"]["pgbench_cpu_s"] = pgbench_cpu_s
         statements = self.statements.finish(self.conn) if self.statements and self.conn else ()
+        costs = self.costs.finish(
+            self.conn, self._version(), time.monotonic(), self._buffers(final), pgbench_cpu_s
+        )
+        for problem in self.costs.errors:
+            self._error(problem)
         events = self._events()
         if self.conn is not None:
             self.conn.close()
-        return self._result(final, elapsed, statements, events)
+        return replace(self._result(final, elapsed, statements, events), costs=costs)
+
+    def _version(self) -> int | None:
+        return self.settings.version_num if self.settings else None
+
+    def _buffers(self, final: Sample) -> tuple[str, dict[str, float]] | None:
+        """The run's shared-buffer counts: every statement's from pg_stat_statements where it
+        was read, else the database's hits and reads (`telemetry.costs`)."""
+        if self.statements is not None and self.statements.buffers is not None:
+            return STATEMENTS, self.statements.buffers
+        first = self.state.samples[0].values.get("pg_stat_database", {})
+        last = final.values.get("pg_stat_database", {})
+        if not all(k in first and k in last for k in ("blks_hit", "blks_read")):
+            return None
+        hit, read = (last[k] - first[k] for k in ("blks_hit", "blks_read"))
+        return DATABASE, {"hit": hit, "read": read}
 
     def _await_backend_exit(self, limit_s: float = 3.0) -> None:
         """Wait (bounded) until pgbench's backends have exited and so flushed their statistics;
@@ -328,10 +351,10 @@ class Capture:
             point
             for prev, cur in itertools.pairwise(samples)
             if cur.t is not None
-            for point in _points(prev, cur)
+            for point in points(prev, cur)
         ]
-        totals = _totals(samples[0], final)
-        series = _changing(series, totals) + self._wait_series()
+        run_totals = totals(samples[0], final)
+        series = changing(series, run_totals) + self._wait_series()
         return RunTelemetry(
             started_at=self.t0_epoch,
             duration_s=round(elapsed, 3),
@@ -341,7 +364,7 @@ class Capture:
             counter_rounds=len(samples),
             sources=self._sources(samples, statements),
             series=tuple(series),
-            totals=tuple(totals),
+            totals=tuple(run_totals),
             waits=tuple(
                 WaitCount(k, e, n) for (k, e), n in sorted(self.state.waits.items(), key=_by_count)
             ),
@@ -414,35 +437,3 @@ def _first_line(exc: BaseException) -> str:
 def _by_count(item: tuple[tuple[str, str], int]) -> tuple[int, str, str]:
     (kind, event), count = item
     return -count, kind, event
-
-
-def _changing(series: list[Point], totals: list[Total]) -> list[Point]:
-    """The series of metrics that changed during the run: one whose total is 0 was 0 every
-    second (all are non-negative), and has no points; gauges have no total and are kept."""
-    still = {(t.source, t.metric) for t in totals if t.value == 0}
-    return [p for p in series if (p.source, p.metric) not in still]
-
-
-def _points(prev: Sample, cur: Sample) -> list[Point]:
-    dt = cur.mono - prev.mono
-    assert cur.t is not None
-    if dt <= 0:
-        return []
-    return [
-        Point(source, metric, cur.t, value)
-        for source, values in cur.values.items()
-        for metric, value in osstats.figures(
-            source, prev.values.get(source, {}), values, dt, whole=False
-        ).items()
-    ]
-
-
-def _totals(first: Sample, final: Sample) -> list[Total]:
-    dt = final.mono - first.mono
-    return [
-        Total(source, metric, value)
-        for source, values in final.values.items()
-        for metric, value in osstats.figures(
-            source, first.values.get(source, {}), values, dt, whole=True
-        ).items()
-    ]

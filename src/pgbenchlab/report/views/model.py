@@ -15,6 +15,7 @@ from pgbenchlab.analysis.scalability import UslFit
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.profiles import FunctionTime, Profile, ProfileDiff
+from pgbenchlab.records.costs import RunCosts
 from pgbenchlab.report.views.capacity import CapacityView
 from pgbenchlab.results import RunStatus
 
@@ -195,6 +196,19 @@ class RunView:
     telemetry: tuple[TelemetrySeries, ...] = ()  # the drawn series; none without telemetry
     telemetry_left_out: bool = False  # recorded, but beyond what the report draws
     profiled: str | None = None  # "on"; "extra": auto's profiled repeat, out of the statistics
+    # what the server spent per committed transaction (`telemetry.costs`), and its totals
+    server_cpu_us_per_tx: float | None = None
+    server_user_us_per_tx: float | None = None
+    server_system_us_per_tx: float | None = None
+    wal_bytes_per_tx: float | None = None
+    buffers_hit_per_tx: float | None = None
+    buffers_read_per_tx: float | None = None
+    buffers_dirtied_per_tx: float | None = None
+    buffers_written_per_tx: float | None = None
+    context_switches_per_tx: float | None = None
+    instructions_per_tx: float | None = None
+    cycles_per_tx: float | None = None
+    costs: RunCosts | None = None
 
     @property
     def ok(self) -> bool:
