@@ -57,7 +57,8 @@ def host_busy_s(stat: str | None, ticks: int) -> float | None:
 
 
 def parse_perf_stat(text: str) -> tuple[dict[str, float], dict[str, str]]:
-    """perf stat -x, output: the counters read, and why each other one is absent."""
+    """perf stat -x, output: the counters read, and perf's word for each other one
+    ("<not supported>", "<not counted>")."""
     found: dict[str, float] = {}
     absent: dict[str, str] = {}
     for line in text.splitlines():
@@ -68,7 +69,7 @@ def parse_perf_stat(text: str) -> tuple[dict[str, float], dict[str, str]]:
         if event not in COUNTERS:
             continue
         if value.startswith("<"):
-            absent[event] = f"perf stat: {event} {value}"
+            absent[event] = value
         else:
             found[event] = float(value)
     return found, absent
@@ -90,7 +91,10 @@ def _ask_counters(host: Host) -> str | None:
     found, absent = parse_perf_stat(done.stderr)
     if len(found) == len(COUNTERS):
         return None
-    why = "; ".join(absent.values()) or (done.stderr.strip().splitlines() or ["no output"])[0]
+    if absent:
+        why = f"perf stat: {', '.join(absent)} {' '.join(sorted(set(absent.values())))}"
+    else:
+        why = (done.stderr.strip().splitlines() or ["no output"])[0]
     return f"no hardware counters on {host.name} ({why})"
 
 
@@ -313,7 +317,7 @@ class CostProbe:
             costs,
             instructions=found.get("instructions"),
             cycles=found.get("cycles"),
-            notes={**costs.notes, **absent},
+            notes={**costs.notes, **{c: f"perf stat: {c} {w}" for c, w in absent.items()}},
         )
 
     # -- SQL ----------------------------------------------------------------------------------

@@ -11,7 +11,20 @@ from collections.abc import Sequence
 from pgbenchlab.report.views.model import CellView, ReportView, RunView
 
 # metric → (label, higher is better)
-METRICS = {"tps": ("TPS", True), "p99": ("p99 latency", False), "p50": ("p50 latency", False)}
+METRICS = {
+    "tps": ("TPS", True),
+    "p99": ("p99 latency", False),
+    "p50": ("p50 latency", False),
+    "cpu_per_tx": ("server CPU/tx", False),
+    "wal_per_tx": ("WAL/tx", False),
+    "instructions_per_tx": ("instructions/tx", False),
+}
+# The costs per transaction (`telemetry.costs`): the run's field, and how a value prints.
+COSTS = {
+    "cpu_per_tx": ("server_cpu_us_per_tx", "{:,.1f} µs"),
+    "wal_per_tx": ("wal_bytes_per_tx", "{:,.0f} B"),
+    "instructions_per_tx": ("instructions_per_tx", "{:,.0f}"),
+}
 
 
 def run_values(cell: CellView, runs: dict[int, RunView], metric: str) -> list[float]:
@@ -22,12 +35,17 @@ def run_values(cell: CellView, runs: dict[int, RunView], metric: str) -> list[fl
 
 
 def _value(run: RunView, metric: str) -> float | None:
+    if metric in COSTS:
+        value = getattr(run, COSTS[metric][0])
+        return None if value is None else float(value)
     if metric == "tps":
         return run.tps
     return run.p99_ms if metric == "p99" else run.p50_ms
 
 
 def format_value(metric: str, value: float) -> str:
+    if metric in COSTS:
+        return COSTS[metric][1].format(value)
     return f"{value:,.0f}" if metric == "tps" else f"{value:.3f} ms"
 
 
