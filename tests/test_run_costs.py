@@ -18,7 +18,8 @@ import pytest
 from pgbenchlab import findings, plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.campaign.assemble import cost_warnings
-from pgbenchlab.records.costs import CGROUP, PROCESS_TREE, RunCosts, per_transaction
+from pgbenchlab.cli import main
+from pgbenchlab.records.costs import CGROUP, GROUP_NOTE, PROCESS_TREE, RunCosts, per_transaction
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.report.render.costs_text import cost_lines
 from pgbenchlab.results import ServerPart
@@ -331,3 +332,54 @@ def test_the_exit_listener_hears_children_that_came_and_went() -> None:
     assert set(children) <= set(heard)
     assert all(heard[c].switches >= 5 and heard[c].ppid == os.getpid() for c in children)
     assert not listener.lost
+
+
+GROUP = """
+[campaign]
+name = "pair"
+[defaults]
+duration = "1s"
+warmup = "0s"
+latency_log = "off"
+[[server]]
+name = "a"
+install = "embedded"
+[[server]]
+name = "b"
+install = "embedded"
+[[server_group]]
+name = "ab"
+servers = ["a", "b"]
+solo = false
+[matrix]
+scale = 1
+clients = 2
+workload = "select-only"
+"""
+
+
+@pytest.mark.server
+def test_each_member_of_a_group_has_its_own_servers_costs(
+    tmp_path: Path, results_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    the_plan = plan.parse(GROUP, "group.toml", base=tmp_path)
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
+    assert (outcome.ran, outcome.failed) == (1, 0)
+    with Store(results_dir / RESULTS_DB) as store:
+        (run,) = store.runs(outcome.campaign_id)
+        parts = store.run_server_parts(run["id"])
+    # the group's row: no figure of its own, and why
+    assert run["server_cpu_us_per_tx"] is None
+    assert json.loads(run["costs_json"])["notes"] == {"costs": GROUP_NOTE}
+    for part in parts:  # each member: its own server's figures
+        costs = part.costs
+        assert costs is not None and costs.server_cpu_s and part.transactions
+        assert costs.cpu_method in (CGROUP, PROCESS_TREE)
+        assert costs.buffers_hit and costs.buffers_hit / part.transactions > 1
+        assert costs.context_switches and costs.context_switches / part.transactions > 0.5
+    a, b = parts
+    assert a.costs != b.costs
+    assert main(["show", "--results", str(results_dir), str(run["id"])]) == 0
+    shown = capsys.readouterr().out
+    assert "costs per transaction: none (a group's run" in shown
+    assert shown.count(" µs (user ") == 2, shown
