@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from netns_hosts import TestHosts
 from pgbenchlab import findings, plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.campaign.assemble import cost_warnings
@@ -38,7 +39,8 @@ from pgbenchlab.telemetry.costs import (
 from pgbenchlab.telemetry.proctree import TreeTimes, seen_cpu_s
 from pgbenchlab.telemetry.statements import buffer_totals
 from pgbenchlab.telemetry.taskstats import ExitListener, TaskExit, messages, task_exits
-from support import QuietReporter, embedded_server
+from support import QuietReporter, embedded_server, require_installs
+from test_remote_campaign import hosts_toml
 from test_store_schema import older_database
 
 # perf stat -x, on this kind of virtual machine, and on one with hardware counters.
@@ -383,3 +385,41 @@ def test_each_member_of_a_group_has_its_own_servers_costs(
     shown = capsys.readouterr().out
     assert "costs per transaction: none (a group's run" in shown
     assert shown.count(" µs (user ") == 2, shown
+
+
+@pytest.mark.server
+def test_a_server_on_another_host_is_accounted_there(
+    test_hosts: TestHosts, tmp_path: Path, results_dir: Path
+) -> None:
+    """Its process tree read through the host (no cgroup, no exit records there): CPU by
+    process accounting, context switches absent with the reason naming the host."""
+    require_installs("15")
+    test_hosts.add("db1")
+    text = f"""
+[campaign]
+name = "remote"
+[defaults]
+duration = "1s"
+warmup = "0s"
+latency_log = "off"
+{hosts_toml(test_hosts, "db1")}
+[[server]]
+name = "pg15"
+host = "db1"
+install = "15"
+[matrix]
+clients = 2
+workload = "select-only"
+"""
+    outcome = run_campaign(
+        plan.parse(text, "remote.toml", base=tmp_path), results_dir, QuietReporter()
+    )
+    assert (outcome.ran, outcome.failed) == (1, 0)
+    (result,) = outcome.results
+    assert result.telemetry is not None and result.telemetry.costs is not None
+    costs = result.telemetry.costs
+    assert costs.cpu_method == PROCESS_TREE and costs.server_cpu_s and costs.server_cpu_s > 0
+    assert costs.buffers_hit and costs.host_busy_s
+    assert costs.context_switches is None and "db1" in costs.notes["context_switches"]
+    assert "cgroup" in costs.notes and costs.instructions is None
+    assert not any(w.code == findings.WarningCode.CPU_UNACCOUNTED for w in result.warnings)
