@@ -20,6 +20,7 @@ from pgbenchlab import findings, plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.campaign.assemble import cost_warnings
 from pgbenchlab.cli import main
+from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.records.costs import CGROUP, GROUP_NOTE, PROCESS_TREE, RunCosts, per_transaction
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.report.render.costs_text import cost_lines
@@ -27,6 +28,7 @@ from pgbenchlab.results import ServerPart
 from pgbenchlab.server import ManagedServer, postmaster_pid
 from pgbenchlab.store import Store
 from pgbenchlab.store.generators import read_server_parts, write_server_parts
+from pgbenchlab.telemetry import costs as costs_module
 from pgbenchlab.telemetry import proctree
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from pgbenchlab.telemetry.costs import (
@@ -244,19 +246,13 @@ def assert_plausible(run: dict[str, Any], method: str) -> RunCosts:
     assert costs.server_cpu_s is not None and costs.server_cpu_s >= costs.seen_cpu_s * 0.95 - 0.1
     pgbench = run["client_cpu_s"]
     assert costs.server_cpu_s + pgbench <= costs.host_busy_s * 1.05 + 0.1
-    hidden = counters_problem(_local())
+    hidden = counters_problem(LOCAL_HOST)
     if hidden is not None:  # this kind of VM: stated as unavailable, never zero
         assert run["instructions_per_tx"] is None and run["cycles_per_tx"] is None
         assert costs.notes["instructions"] == hidden
     else:
         assert run["instructions_per_tx"] > 0 and run["cycles_per_tx"] > 0
     return costs
-
-
-def _local() -> Any:
-    from pgbenchlab.hosts import LOCAL_HOST
-
-    return LOCAL_HOST
 
 
 def assert_workloads(runs: dict[str, dict[str, Any]], method: str) -> None:
@@ -423,3 +419,62 @@ workload = "select-only"
     assert costs.context_switches is None and "db1" in costs.notes["context_switches"]
     assert "cgroup" in costs.notes and costs.instructions is None
     assert not any(w.code == findings.WarningCode.CPU_UNACCOUNTED for w in result.warnings)
+
+
+def come_and_go(server: ManagedServer, sessions: int) -> None:
+    """Sessions that each spin a little and exit (as pgbench's backends do under -C)."""
+    for _ in range(sessions):
+        with server.endpoint.connect() as conn:
+            conn.execute("SELECT count(*) FROM generate_series(1, 300000)")
+
+
+@pytest.mark.server
+def test_an_account_that_forgets_exited_backends_is_caught(
+    server: ManagedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Process accounting without the reaped children's CPU (cutime, cstime): the backends
+    heard exiting used more than it accounted, and the run says so with both figures."""
+    if os.geteuid() != 0:
+        pytest.skip("the exits are heard as root")
+    monkeypatch.setattr(proctree, "cgroup2_mount", lambda: None)
+    real = costs_module.tree_times
+
+    def forgetful(*args: Any) -> TreeTimes | None:
+        found = real(*args)
+        return None if found is None else TreeTimes(sum(found.own_s.values()), 0.0, found.own_s)
+
+    monkeypatch.setattr(costs_module, "tree_times", forgetful)
+    capture = Capture(
+        CaptureConfig(server.endpoint, postmaster_pid=postmaster_pid(server.data_dir))
+    )
+    capture.start().pgbench_started(os.getpid())
+    come_and_go(server, 20)
+    telemetry = capture.stop()
+    (warning,) = cost_warnings(telemetry)
+    assert warning.evidence["bound"] == "seen" and warning.evidence["method"] == PROCESS_TREE
+    assert float(warning.evidence["seen_s"]) > float(warning.evidence["accounted_s"]) + 0.1
+
+
+@pytest.mark.server
+def test_perf_stat_follows_the_servers_processes_and_leaves_nothing(
+    server: ManagedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where counters exist perf stat runs beside the run: attached, stopped, read, removed.
+    (Here they do not: perf's own word for each is kept.)"""
+    monkeypatch.setattr(costs_module, "counters_problem", lambda host: None)
+    capture = Capture(
+        CaptureConfig(server.endpoint, postmaster_pid=postmaster_pid(server.data_dir))
+    )
+    capture.start().pgbench_started(os.getpid())
+    perf = capture.costs._perf
+    assert perf is not None
+    come_and_go(server, 3)
+    costs = capture.stop().costs
+    assert costs is not None
+    if costs.instructions is None:
+        assert costs.notes["instructions"] == "perf stat: instructions <not supported>"
+    else:
+        assert costs.instructions > 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(perf.pid, 0)
+    assert not list(Path("/tmp").glob("pgbenchlab-costs-*"))

@@ -91,11 +91,11 @@ def _ask_counters(host: Host) -> str | None:
     found, absent = parse_perf_stat(done.stderr)
     if len(found) == len(COUNTERS):
         return None
-    if absent:
-        why = f"perf stat: {', '.join(absent)} {' '.join(sorted(set(absent.values())))}"
-    else:
-        why = (done.stderr.strip().splitlines() or ["no output"])[0]
-    return f"no hardware counters on {host.name} ({why})"
+    if not absent:
+        said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
+        return f"perf stat does not count on {host.name} ({said})"
+    marks = " ".join(sorted(set(absent.values())))
+    return f"no hardware counters on {host.name} (perf stat: {', '.join(absent)} {marks})"
 
 
 @dataclass
@@ -122,6 +122,7 @@ class CostProbe:
     _exits: ExitListener | None = None
     _perf: Process | None = None
     _perf_out: PurePath | None = None
+    _perf_said: list[str] = field(default_factory=list)  # its standard error
     _mono: float = 0.0
     _first: _Reading = field(default_factory=_Reading)
     _host_busy: float | None = None
@@ -299,7 +300,9 @@ class CostProbe:
         argv = ["perf", "stat", "-x,", "-e", ",".join(COUNTERS), "-o", str(out)]
         argv += ["-p", ",".join(map(str, pids))]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        self._perf, self._perf_out = self.host.start(argv, env=env, cwd="/"), out
+        said = self._perf_said
+        self._perf = self.host.start(argv, env=env, cwd="/", on_stderr_line=said.append)
+        self._perf_out = out
 
     def _counters(self, costs: RunCosts) -> RunCosts:
         if self._perf is None or self._perf_out is None:
@@ -309,15 +312,19 @@ class CostProbe:
         self._perf = None
         try:
             found, absent = parse_perf_stat(self.host.read_text(self._perf_out))
-        except OSError as exc:
-            found, absent = {}, {c: f"perf stat wrote nothing ({exc})" for c in COUNTERS}
+        except OSError:
+            found, absent = {}, {}
         finally:
             self.host.remove_tree(self._perf_out.parent)
+        notes = {c: f"perf stat: {c} {w}" for c, w in absent.items()}
+        if not found and not absent:  # refused to attach, say
+            said = (self._perf_said or ["it wrote nothing"])[0]
+            notes = {c: f"perf stat counted nothing ({said})" for c in COUNTERS}
         return replace(
             costs,
             instructions=found.get("instructions"),
             cycles=found.get("cycles"),
-            notes={**costs.notes, **{c: f"perf stat: {c} {w}" for c, w in absent.items()}},
+            notes={**costs.notes, **notes},
         )
 
     # -- SQL ----------------------------------------------------------------------------------
