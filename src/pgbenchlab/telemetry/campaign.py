@@ -139,6 +139,7 @@ class CampaignTelemetry:
                 server_cpus=server.cpus,
                 pgbench_cpus=self.pgbench_cpus,
                 **self._pgbench_watched(),
+                own_cgroup=True,
             )
         )
 

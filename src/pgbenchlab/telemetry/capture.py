@@ -71,6 +71,7 @@ class CaptureConfig:
     watch_pgbench: bool = True  # False: pgbench's pid names none of several (load generators)
     log_problem: str | None = None  # why the server's log is not read (an external server's)
     processes_problem: str | None = None  # why its processes are not watched
+    own_cgroup: bool = False  # its processes may be moved into a cgroup of the run's (managed)
 
 
 @dataclass
@@ -109,6 +110,7 @@ class Capture:
             config.postmaster_pid,
             config.processes_problem or "the server's processes are unknown (remote server)",
             pgbench_here=config.watch_pgbench and config.pgbench_host in (None, config.host),
+            own_cgroup=config.own_cgroup,
         )
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None

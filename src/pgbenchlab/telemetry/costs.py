@@ -116,6 +116,7 @@ class CostProbe:
     postmaster: int | None = None
     processes_problem: str = "server processes unknown"
     pgbench_here: bool = True  # pgbench runs on the server's host (its CPU is not the server's)
+    own_cgroup: bool = False  # a managed server's: its processes may be moved into a cgroup
     notes: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     _cgroup: RunCgroup | None = None
@@ -207,6 +208,9 @@ class CostProbe:
     # -- CPU ----------------------------------------------------------------------------------
 
     def _open_cgroup(self, postmaster: int) -> None:
+        if not self.own_cgroup:  # an external server's processes are not ours to move
+            self.notes["cgroup"] = "not a managed server: process accounting"
+            return
         if self.host is not LOCAL_HOST:
             self.notes["cgroup"] = f"the server runs on {self.host.name}: process accounting"
             return
