@@ -36,6 +36,7 @@ PIDS, TIMES, SWITCHES = (
 )  # ac_pid ac_ppid (u32) · ac_utime ac_stime (µs) · nvcsw nivcsw
 STATS_MIN_LEN = SWITCHES + 16
 RECEIVE_BUFFER = 8 << 20
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,10 @@ class ExitListener:
         self._lock = threading.Lock()
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+            try:  # past net.core.rmem_max (root may): a burst of exits must not overflow it
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER)
+            except OSError:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
             sock.bind((0, 0))
             family = _family(sock)
             cpus = f"0-{(os.cpu_count() or 1) - 1}\0".encode()

@@ -12,9 +12,13 @@ ABSENT = "—"
 
 
 def cost_lines(
-    stored: Mapping[str, Any] | None, transactions: int | None, indent: str
+    stored: Mapping[str, Any] | None,
+    transactions: int | None,
+    indent: str,
+    client_us: float | None = None,
 ) -> list[str]:
-    """The title, the figures per transaction, and why each absent one is absent."""
+    """The title, the figures per transaction (pgbench's CPU too, when given), and why each
+    absent one is absent."""
     if not stored:
         return []
     costs = RunCosts.from_stored(dict(stored))
@@ -33,7 +37,8 @@ def cost_lines(
         f"{indent}server CPU {each(costs.server_cpu_s, 1e6, 1)} µs (user "
         f"{each(costs.server_user_s, 1e6, 1)}, system {each(costs.server_system_s, 1e6, 1)}) · "
         f"WAL {each(costs.wal_bytes, digits=0)} B · context switches "
-        f"{each(costs.context_switches)}",
+        f"{each(costs.context_switches)}"
+        + ("" if client_us is None else f" · pgbench CPU {client_us:,.1f} µs"),
         f"{indent}shared buffers hit {each(costs.buffers_hit)}, read {each(costs.buffers_read)}, "
         f"dirtied {each(costs.buffers_dirtied)}, written {each(costs.buffers_written)} · "
         f"instructions {each(costs.instructions, digits=0)}, cycles {each(costs.cycles, digits=0)}",

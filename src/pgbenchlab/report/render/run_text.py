@@ -27,7 +27,7 @@ def as_text(view: RunDetail) -> str:
         server_part_lines(d),
         generator_lines(d),
         latency_lines(d),
-        cost_lines(d.get("costs"), d["transactions"], INDENT),
+        cost_lines(d.get("costs"), d["transactions"], INDENT, d["client_cpu_us_per_tx"]),
         affinity_lines(d),
         diagnosis_lines(d),
         wait_lines(d),
