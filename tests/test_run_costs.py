@@ -17,9 +17,11 @@ import pytest
 
 from netns_hosts import TestHosts
 from pgbenchlab import findings, plan
+from pgbenchlab.builds import prebuilt
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.campaign.assemble import cost_warnings
 from pgbenchlab.cli import main
+from pgbenchlab.errors import InstallError
 from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.records.costs import CGROUP, GROUP_NOTE, PROCESS_TREE, RunCosts, per_transaction
 from pgbenchlab.records.telemetry import RunTelemetry
@@ -478,3 +480,41 @@ def test_perf_stat_follows_the_servers_processes_and_leaves_nothing(
     with pytest.raises(ProcessLookupError):
         os.kill(perf.pid, 0)
     assert not list(Path("/tmp").glob("pgbenchlab-costs-*"))
+
+
+OLD_MAJOR = """
+[campaign]
+name = "old"
+[defaults]
+duration = "1s"
+warmup = "0s"
+latency_log = "off"
+[[server]]
+name = "pg"
+install = {{ binaries = "{major}" }}
+settings = {{ shared_preload_libraries = "pg_stat_statements" }}
+[matrix]
+scale = 1
+clients = 2
+workload = "simple-update"
+"""
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("major", ["9.6", "10"])
+def test_older_majors_have_their_wal_and_buffers(
+    major: str, build_cache: Path, tmp_path: Path, results_dir: Path
+) -> None:
+    """9.6 names its WAL position pg_current_xlog_location; 10 on pg_current_wal_lsn."""
+    try:
+        prebuilt.ensure(major)
+    except InstallError as exc:
+        pytest.skip(f"prebuilt {major} cannot be had here ({exc}): real-server test NOT run")
+    the_plan = plan.parse(OLD_MAJOR.format(major=major), "old.toml", base=tmp_path)
+    outcome = run_campaign(the_plan, results_dir, QuietReporter())
+    (result,) = outcome.results
+    assert result.telemetry is not None and result.telemetry.costs is not None
+    costs = result.telemetry.costs
+    assert "wal_bytes" not in costs.notes and costs.wal_bytes and costs.wal_bytes > 0
+    assert costs.buffers_source == "pg_stat_statements" and costs.buffers_dirtied
+    assert costs.server_cpu_s and costs.context_switches
