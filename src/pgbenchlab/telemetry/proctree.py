@@ -12,7 +12,9 @@ A cgroup (this machine, as root, where cgroup v2 is mounted): a child of the pos
 cgroup (so every limit above it still holds) that the postmaster and its children are moved
 into when the run starts; whatever they fork later is born in it, and the kernel sums their CPU
 to the microsecond (cpu.stat), exited processes included. The processes go back and the cgroup
-is removed when the run ends.
+is removed when the run ends. Only where the postmaster's cgroup gives its children no
+controller: a child cgroup with `cpu` enabled would be scheduled as one entity, and the run
+would measure that instead.
 """
 
 from __future__ import annotations
@@ -143,6 +145,12 @@ class RunCgroup:
         if mount is None or place is None:
             raise FileNotFoundError("no cgroup v2 hierarchy mounted")
         home = mount / place.lstrip("/")
+        enabled = (home / "cgroup.subtree_control").read_text().split()
+        if enabled:  # a child would get them: the server scheduled as one group, say
+            raise PermissionError(
+                f"its cgroup gives its children controllers ({' '.join(enabled)}): one of the "
+                "run's own would change how the server is scheduled"
+            )
         path = home / f"pgbenchlab-{postmaster}-{secrets.token_hex(4)}"
         path.mkdir()
         group = cls(path, home)
