@@ -2,8 +2,9 @@
 ended (never per second, so the observer costs nothing meanwhile).
 
 - CPU, user and system, of the postmaster's whole process tree, backends that exited during
-  the run included: a cgroup v2 of the run's own where the host allows it (this machine, as
-  root), process accounting by /proc otherwise, a remote server's included (`proctree`).
+  the run included: a cgroup v2 of the run's own where the host allows it (a managed server
+  on this machine, as root), process accounting by /proc otherwise, a remote server's
+  included (`proctree`).
 - WAL bytes: the difference of the server's insert position (pg_current_wal_lsn, from 10;
   pg_current_xlog_location in 9.6). The whole cluster's WAL: the run's, and whatever the
   server's own processes wrote meanwhile (checkpoints, autovacuum), which the run caused.
