@@ -518,3 +518,21 @@ def test_older_majors_have_their_wal_and_buffers(
     assert "wal_bytes" not in costs.notes and costs.wal_bytes and costs.wal_bytes > 0
     assert costs.buffers_source == "pg_stat_statements" and costs.buffers_dirtied
     assert costs.server_cpu_s and costs.context_switches
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups are made as root")
+def test_a_killed_runs_cgroup_goes_once_its_postmaster_is_gone() -> None:
+    mount = proctree.cgroup2_mount()
+    if mount is None:
+        pytest.skip("no cgroup v2 hierarchy mounted here")
+    gone = mount / f"{proctree.PREFIX}999999999-test"  # no such pid
+    alive = mount / f"{proctree.PREFIX}{os.getpid()}-test"
+    gone.mkdir()
+    alive.mkdir()
+    try:
+        proctree._remove_stale(mount, Path("/proc"))
+        assert not gone.exists() and alive.exists()
+    finally:
+        for path in (gone, alive):
+            if path.exists():
+                path.rmdir()

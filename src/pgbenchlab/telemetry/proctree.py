@@ -128,6 +128,19 @@ def cgroup_of(pid: int, proc: Path = Path("/proc")) -> str | None:
     return next((line[3:] for line in lines if line.startswith("0::")), None)
 
 
+PREFIX = "pgbenchlab-"  # a run's cgroup: pgbenchlab-POSTMASTER-RANDOM
+
+
+def _remove_stale(home: Path, proc: Path) -> None:
+    """The run cgroups a killed pgbenchlab left whose postmaster is gone (rmdir removes only
+    an empty one)."""
+    for stale in home.glob(f"{PREFIX}*-*"):
+        pid = stale.name.removeprefix(PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not (proc / pid).exists():
+            with contextlib.suppress(OSError):
+                stale.rmdir()
+
+
 @dataclass
 class RunCgroup:
     """A cgroup v2 holding a server's processes for one run."""
@@ -151,7 +164,8 @@ class RunCgroup:
                 f"its cgroup gives its children controllers ({' '.join(enabled)}): one of the "
                 "run's own would change how the server is scheduled"
             )
-        path = home / f"pgbenchlab-{postmaster}-{secrets.token_hex(4)}"
+        _remove_stale(home, proc)
+        path = home / f"{PREFIX}{postmaster}-{secrets.token_hex(4)}"
         path.mkdir()
         group = cls(path, home)
         try:
