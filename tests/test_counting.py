@@ -199,7 +199,7 @@ def test_schema_25_adds_counting_to_a_database_of_24(tmp_path: Path) -> None:
     db.execute("PRAGMA user_version = 24")
     db.close()
     with Store(path) as store:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 25
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         profile_columns = [r["name"] for r in store.db.execute("PRAGMA table_info(run_profiles)")]
     assert profile_columns[-2:] == ["counter", "transactions"]
 

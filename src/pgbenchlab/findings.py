@@ -25,6 +25,11 @@ _BRANCH_UPDATE = re.compile(r"\bupdate\s+pgbench_branches\b", re.I)
 # pgbench using this share of its threads' time (CPU, or CPU and waiting for one) is
 # measuring itself, not the server.
 PGBENCH_SATURATED = 0.9
+# A run's server CPU accounted is at least what its processes were seen to use by their own
+# figures, and at most what the host's CPUs did meanwhile (less pgbench's there), each within
+# this share and these seconds (/proc counts in 10 ms ticks, rounded down per process read).
+CPU_CHECK_SHARE = 0.05
+CPU_CHECK_SLACK_S = 0.1
 # -T is checked between transactions only: a run this much longer than asked stalled.
 STALL_FACTOR = 1.5
 STALL_SLACK_S = 5
@@ -42,6 +47,7 @@ class WarningCode(StrEnum):
     GENERATOR_SATURATED = "generator_saturated"
     GENERATORS_WINDOW = "generators_window"
     SERVER_LOG_UNREAD = "server_log_unread"
+    CPU_UNACCOUNTED = "cpu_unaccounted"
     LEGACY = "legacy"  # a sentence stored by an older pgbenchlab, kept as it was written
 
 
@@ -138,6 +144,27 @@ def generators_window(
     )
 
 
+def cpu_unaccounted(
+    method: str,
+    accounted_s: float,
+    seen_s: float | None,
+    host_busy_s: float | None,
+    others_s: float | None,
+) -> RunWarning | None:
+    """The server's CPU accounted over a run (by `method`) that does not cover what its
+    processes were seen to use, or that is more than the host's CPUs did besides pgbench."""
+    evidence: dict[str, int | float | str] = {"method": method, "accounted_s": accounted_s}
+    if seen_s is not None and accounted_s < seen_s * (1 - CPU_CHECK_SHARE) - CPU_CHECK_SLACK_S:
+        evidence |= {"bound": "seen", "seen_s": seen_s}
+    elif host_busy_s is not None and (
+        accounted_s + (others_s or 0.0) > host_busy_s * (1 + CPU_CHECK_SHARE) + CPU_CHECK_SLACK_S
+    ):
+        evidence |= {"bound": "host", "host_busy_s": host_busy_s, "others_s": others_s or 0.0}
+    else:
+        return None
+    return RunWarning(WarningCode.CPU_UNACCOUNTED, evidence)
+
+
 def log_unreadable(error: str) -> RunWarning:
     return RunWarning(WarningCode.LOG_UNREADABLE, {"error": error})
 
@@ -166,6 +193,24 @@ def commits_disagree(
 
 
 # -- the one place a warning becomes words ------------------------------------------------------
+
+
+def _cpu_text(e: Evidence) -> str:
+    server = f"server {e['server']}: " if e.get("server") else ""  # a group's member
+    accounted = f"{server}the server's CPU accounted over the run ({e['method']}: "
+    accounted += f"{float(e['accounted_s']):.2f} s)"
+    if e.get("bound") == "seen":
+        return (
+            f"{accounted} is less than its processes were seen to use "
+            f"({float(e['seen_s']):.2f} s): some escaped the accounting; its CPU per "
+            "transaction is too low"
+        )
+    pgbench = f", of which pgbench {float(e['others_s']):.2f} s" if e.get("others_s") else ""
+    return (
+        f"{accounted} is more than the host's CPUs did besides pgbench (busy "
+        f"{float(e['host_busy_s']):.2f} s{pgbench}): it counted what was not the server's; its "
+        "CPU per transaction is too high"
+    )
 
 
 def _commits_text(e: Evidence) -> str:
@@ -217,6 +262,7 @@ _SENTENCES: dict[WarningCode, Callable[[Evidence], str]] = {
         f"the server's log on its host was not read (no checkpoint, autovacuum or error "
         f"events): {e['reason']}"
     ),
+    WarningCode.CPU_UNACCOUNTED: _cpu_text,
     WarningCode.LEGACY: lambda e: str(e.get("text", "")),
 }
 

@@ -15,6 +15,7 @@ from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.records.cell import RunCell
+from pgbenchlab.records.costs import RunCosts
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
@@ -158,6 +159,7 @@ class ServerPart:
     commits_unexplained: int | None  # commits neither its pgbench nor the sampler made
     verdict: Bottleneck | None = None  # None: not sampled, or no report
     evidence: tuple[str, ...] = ()  # the verdict's evidence, one line each
+    costs: RunCosts | None = None  # what its server spent over the run (None: not sampled)
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
     warnings += generator_warnings(generators, done.shares, run.log)
     if run.log.error is not None:  # the report's figures stand without the log
         warnings.append(findings.log_unreadable(run.log.error))
-    warnings += _server_log_warnings(run.telemetry)
+    warnings += _server_log_warnings(run.telemetry) + cost_warnings(run.telemetry)
     return RunResult(
         run_key=spec.run_key,
         cell_id=spec.cell_id,
@@ -247,6 +247,18 @@ def _server_log_warnings(telemetry: RunTelemetry | None) -> list[RunWarning]:
     if not reason or reason == NO_LOG_ACCESS:
         return []
     return [findings.server_log_unread(reason)]
+
+
+def cost_warnings(telemetry: RunTelemetry | None) -> list[RunWarning]:
+    """The server's CPU accounted over the run checked against the other readings of it."""
+    costs = None if telemetry is None else telemetry.costs
+    if costs is None or costs.cpu_method is None or costs.server_cpu_s is None:
+        return []
+    found = findings.cpu_unaccounted(
+        costs.cpu_method, costs.server_cpu_s, costs.seen_cpu_s, costs.host_busy_s,
+        costs.host_others_s,
+    )  # fmt: skip
+    return [found] if found is not None else []
 
 
 def _commit_warnings(

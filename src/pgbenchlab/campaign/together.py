@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from pgbenchlab.campaign.assemble import progress_seconds
+from pgbenchlab.campaign.assemble import cost_warnings, progress_seconds
 from pgbenchlab.campaign.executor import Executor, LocalExecutor, Telemetry
 from pgbenchlab.campaign.generators import (
     FleetExecutor,
@@ -142,6 +142,8 @@ def server_parts(
         if check is not None and not check.agrees:
             found = check.finding()
             warnings.append(RunWarning(found.code, {**found.evidence, "server": name}))
+        for cost in cost_warnings(sampled):
+            warnings.append(RunWarning(cost.code, {**cost.evidence, "server": name}))
         parts.append(
             ServerPart(
                 name,
@@ -152,6 +154,7 @@ def server_parts(
                 report.latency_avg_ms if report else None,
                 check.server_commits if check else None,
                 check.unexplained if check else None,
+                costs=sampled.costs if sampled else None,
             )
         )
     return tuple(parts), warnings

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pgbenchlab.records.costs import RunCosts
+
 # The server_log note of an external server's run without a host; any other note of an absent
 # server log says what went wrong.
 NO_LOG_ACCESS = "no access to the server's log"
@@ -138,6 +140,7 @@ class RunTelemetry:
     # the benchmark's database (the commit cross-check subtracts them; not stored)
     sampler_statements: int = 0
     affinity: tuple[Affinity, ...] = ()  # the CPUs the server's processes and pgbench had
+    costs: RunCosts | None = None  # what the server spent over the run (`telemetry.costs`)
 
     def affinity_of(self, role: str) -> Affinity | None:
         return next((a for a in self.affinity if a.role == role), None)

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pgbenchlab.pgbench.report import PgbenchReport
-from pgbenchlab.records.cell import Pairs, RunCell
-from pgbenchlab.redaction import redact_settings
-from pgbenchlab.results import LatencySummary, RunResult, RunStatus
+from pgbenchlab.records.cell import RunCell
+from pgbenchlab.records.costs import RunCosts
+from pgbenchlab.results import RunResult, RunStatus
+from pgbenchlab.store.readers import attr as _attr
+from pgbenchlab.store.readers import instructions_per_tx, instructions_tool, run_costs, stored_cell
+from pgbenchlab.store.readers import lag as _lag
+from pgbenchlab.store.readers import latency as _latency
+from pgbenchlab.store.readers import masked as _masked
+from pgbenchlab.store.readers import per_tx as _per_tx
+from pgbenchlab.store.readers import percentile as _percentile
+from pgbenchlab.store.readers import service as _service
+from pgbenchlab.store.readers import spec_field as _spec
+from pgbenchlab.store.readers import tls as _tls
 from pgbenchlab.store.records import RunRecord
 
 # The store's own columns of `runs`, not the run's: (name, SQL type, NOT NULL).
@@ -73,57 +83,16 @@ class RunColumn:
         return f"{self.name} {self.sql_type}{not_null}"
 
 
-def _spec(name: str) -> Callable[[RunResult], Any]:
-    return lambda r: getattr(r.spec, name)
-
-
-def _latency(read: Callable[[LatencySummary], Any]) -> Callable[[RunResult], Any]:
-    return lambda r: read(r.latency) if r.latency is not None else None
-
-
-def _percentile(p: str) -> Callable[[RunResult], Any]:
-    return _latency(lambda lat: lat.percentiles_ms.get(p))
-
-
-def _service(p: str) -> Callable[[RunResult], Any]:
-    return _latency(lambda lat: (lat.service_percentiles_ms or {}).get(p))
-
-
-def _lag(p: str) -> Callable[[RunResult], Any]:
-    return _latency(lambda lat: (lat.lag_percentiles_ms or {}).get(p))
-
-
-def stored_cell(r: RunResult) -> RunCell:
-    """The run's cell as stored: its server settings masked."""
-    return replace(r.spec, server_settings=_masked(r.spec.server_settings))
-
-
-def _masked(settings: Pairs) -> Pairs:
-    return tuple(redact_settings(dict(settings)).items())
-
-
 CELL = Codec(RunCell.stored, RunCell.from_stored)
 REPORT = Codec(lambda r: r.stored() if r else {}, PgbenchReport.from_stored)
 STATUS = Codec(str, RunStatus)
+COSTS = Codec(RunCosts.stored, RunCosts.from_stored)
 
 
 def _c(
     name: str, sql_type: str, unit: str, doc: str, read: Callable[[RunResult], Any], **kw: Any
 ) -> RunColumn:
     return RunColumn(name, sql_type, unit, doc, read, **kw)
-
-
-def _attr(name: str) -> Callable[[RunResult], Any]:
-    return lambda r: getattr(r, name)
-
-
-def _tls(index: int) -> Callable[[RunResult], Any]:
-    def read(r: RunResult) -> str | None:
-        if r.telemetry is None:
-            return None
-        return (r.telemetry.tls_protocol, r.telemetry.tls_cipher)[index]
-
-    return read
 
 
 REAL, INT, TEXT = "REAL", "INTEGER", "TEXT"
@@ -135,6 +104,46 @@ def _ms(name: str, doc: str, read: Callable[[RunResult], Any], **kw: Any) -> Run
     """A time in milliseconds: lower is better."""
     return _c(name, REAL, "ms", doc, read, better=LOWER, **kw)
 
+
+# What the server spent per committed transaction (`telemetry.costs`): name, unit, meaning and
+# the figure of the run's totals; those totals, how each was read and why a figure is absent
+# are in costs_json. All added by schema 26 (instructions: `instructions_per_tx`, schema 25).
+PER_TX = (
+    ("server_cpu_us_per_tx", "µs", "the server's CPU time (user + system)", "server_cpu_s"),
+    ("server_user_us_per_tx", "µs", "the server's user CPU time", "server_user_s"),
+    ("server_system_us_per_tx", "µs", "the server's system CPU time", "server_system_s"),
+    ("wal_bytes_per_tx", "bytes", "WAL the server wrote", "wal_bytes"),
+    ("buffers_hit_per_tx", "blocks", "shared buffers found", "buffers_hit"),
+    ("buffers_read_per_tx", "blocks", "blocks read into shared buffers", "buffers_read"),
+    ("buffers_dirtied_per_tx", "blocks", "shared buffers dirtied", "buffers_dirtied"),
+    ("buffers_written_per_tx", "blocks", "shared buffers backends wrote", "buffers_written"),
+    ("context_switches_per_tx", "switches", "the server's context switches", "context_switches"),
+    ("cycles_per_tx", "cycles", "CPU cycles of the server", "cycles"),
+)
+COST_COLUMNS = (
+    *(
+        _c(
+            name,
+            REAL,
+            unit,
+            f"{doc} per transaction",
+            _per_tx(figure, unit),
+            since=26,
+            better=LOWER,
+        )
+        for name, unit, doc, figure in PER_TX
+    ),
+    _c(
+        "costs_json",
+        TEXT,
+        "",
+        "the run's cost totals, how each was read, why one is absent",
+        run_costs,
+        json=True,
+        record=COSTS,
+        since=26,
+    ),
+)
 
 RUN_COLUMNS: tuple[RunColumn, ...] = (
     _c("run_key", TEXT, "", "the run's identity: its cell and repeat", _attr("run_key"), **NN),
@@ -339,17 +348,19 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         REAL,
         "instructions",
         "client backends' instructions per committed transaction, connection setup excluded",
-        _attr("instructions_per_tx"),
+        instructions_per_tx,
         since=25,
+        better=LOWER,
     ),
     _c(
         "instructions_tool",
         TEXT,
         "",
-        "what counted instructions_per_tx: callgrind (count = instructions)",
-        _attr("instructions_tool"),
+        "what counted instructions_per_tx: callgrind (count = instructions) or perf stat",
+        instructions_tool,
         since=25,
     ),
+    *COST_COLUMNS,
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}
 BY_KEY = {c.key: c for c in RUN_COLUMNS}

@@ -1,6 +1,7 @@
 """The run_generators table: each load generator's part of a run split across several (its
 share, seed, clock and start, its own report's figures and CPU); the run_servers table: each
-member server's part of a group's run, its diagnosis's evidence as a JSON list."""
+member server's part of a group's run, its diagnosis's evidence as a JSON list and its costs
+as a JSON object."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import sqlite3
 from dataclasses import astuple, fields
 
 from pgbenchlab.analysis.diagnosis import Bottleneck
+from pgbenchlab.records.costs import RunCosts
 from pgbenchlab.results import GeneratorFigures, ServerPart
 
 COLUMNS = tuple(f.name for f in fields(GeneratorFigures))
 PART_FIELDS = tuple(f.name for f in fields(ServerPart))
-PART_COLUMNS = tuple("evidence_json" if f == "evidence" else f for f in PART_FIELDS)
+PART_JSON = ("evidence", "costs")  # stored as JSON in NAME_json
+PART_COLUMNS = tuple(f"{f}_json" if f in PART_JSON else f for f in PART_FIELDS)
 
 
 def write_generators(
@@ -51,15 +54,16 @@ def read_server_parts(db: sqlite3.Connection, run_id: int) -> tuple[ServerPart, 
 
 
 def _part_row(part: ServerPart) -> tuple[object, ...]:
-    return tuple(
-        json.dumps(list(part.evidence)) if f == "evidence" else getattr(part, f)
-        for f in PART_FIELDS
-    )
+    costs = None if part.costs is None else json.dumps(part.costs.stored(), sort_keys=True)
+    plain = {"evidence": json.dumps(list(part.evidence)), "costs": costs}
+    return tuple(plain[f] if f in plain else getattr(part, f) for f in PART_FIELDS)
 
 
 def _part(row: tuple[object, ...]) -> ServerPart:
     values = dict(zip(PART_FIELDS, row, strict=True))
     values["evidence"] = tuple(json.loads(str(values["evidence"])))
+    if values["costs"] is not None:
+        values["costs"] = RunCosts.from_stored(json.loads(str(values["costs"])))
     if values["verdict"] is not None:
         values["verdict"] = Bottleneck(str(values["verdict"]))
     return ServerPart(**values)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 25
+SCHEMA_VERSION = 26
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -434,4 +434,8 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE pgbench_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
     ALTER TABLE pgbench_profiles ADD COLUMN transactions INTEGER;
     """,
+    # 26: what the server spent per committed transaction (CPU user and system, WAL, buffers,
+    # context switches, instructions and cycles) and the totals with how each was read; a
+    # group's member servers each theirs. NULL before: nothing was measured.
+    26: added_columns_sql(26) + "ALTER TABLE run_servers ADD COLUMN costs_json TEXT;\n",
 }

@@ -147,6 +147,7 @@ class CampaignTelemetry:
                 server_numa=None if server.numa is None else server.numa.text,
                 **self._pgbench_watched(),
                 on_sample=on_sample,
+                own_cgroup=True,
             )
         )
 

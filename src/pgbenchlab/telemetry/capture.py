@@ -18,7 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import psycopg
 
 from pgbenchlab.errors import first_line
 from pgbenchlab.hosts import LOCAL_HOST, Host
+from pgbenchlab.records.costs import DATABASE, STATEMENTS
 from pgbenchlab.records.telemetry import (
     NO_LOG_ACCESS,
     LogEvent,
@@ -38,6 +39,7 @@ from pgbenchlab.records.telemetry import (
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry import osstats, pgstats
 from pgbenchlab.telemetry.affinity import PGBENCH, SERVER, AffinityWatch
+from pgbenchlab.telemetry.costs import CostProbe
 from pgbenchlab.telemetry.samples import Sample, changing, points_between, totals_between
 from pgbenchlab.telemetry.serverlog import LogFollower, ServerLog
 from pgbenchlab.telemetry.statements import StatementsProbe
@@ -75,6 +77,7 @@ class CaptureConfig:
     log_problem: str | None = None  # why the server's log is not read (an external server's)
     processes_problem: str | None = None  # why its processes are not watched
     on_sample: Callable[[Sequence[Point]], None] | None = None  # each second's figures, live
+    own_cgroup: bool = False  # its processes may be moved into a cgroup of the run's (managed)
 
 
 @dataclass
@@ -108,6 +111,14 @@ class Capture:
             pgbench_host=config.pgbench_host,
             numa={SERVER: config.server_numa, PGBENCH: config.pgbench_numa},
         )
+        self.costs = CostProbe(
+            config.host,
+            config.proc,
+            config.postmaster_pid,
+            config.processes_problem or "the server's processes are unknown (remote server)",
+            pgbench_here=config.watch_pgbench and config.pgbench_host in (None, config.host),
+            own_cgroup=config.own_cgroup,
+        )
         self.conn: psycopg.Connection[Any] | None = None
         self.settings: pgstats.ServerSettings | None = None
         self.query: pgstats.CounterQuery | None = None
@@ -137,6 +148,7 @@ class Capture:
         self.t0_mono, self.t0_epoch = time.monotonic(), time.time()
         self.state.samples.append(Sample(None, self.t0_mono, self._counters()))
         self.state.statements = 1  # the baseline read commits after it has read the counter
+        self.state.statements += self.costs.start(self.conn, self._version(), time.monotonic())
         self._thread.start()
         return self
 
@@ -168,10 +180,30 @@ class Capture:
         if pgbench_cpu_s is not None and "processes" in final.values:
             final.values["processes"]["pgbench_cpu_s"] = pgbench_cpu_s
         statements = self.statements.finish(self.conn) if self.statements and self.conn else ()
+        costs = self.costs.finish(
+            self.conn, self._version(), time.monotonic(), self._buffers(final), pgbench_cpu_s
+        )
+        for problem in self.costs.errors:
+            self._error(problem)
         events = self._events()
         if self.conn is not None:
             self.conn.close()
-        return self._result(final, elapsed, statements, events)
+        return replace(self._result(final, elapsed, statements, events), costs=costs)
+
+    def _version(self) -> int | None:
+        return self.settings.version_num if self.settings else None
+
+    def _buffers(self, final: Sample) -> tuple[str, dict[str, float]] | None:
+        """The run's shared-buffer counts: every statement's from pg_stat_statements where it
+        was read, else the database's hits and reads (`telemetry.costs`)."""
+        if self.statements is not None and self.statements.buffers is not None:
+            return STATEMENTS, self.statements.buffers
+        first = self.state.samples[0].values.get("pg_stat_database", {})
+        last = final.values.get("pg_stat_database", {})
+        if not all(k in first and k in last for k in ("blks_hit", "blks_read")):
+            return None
+        hit, read = (last[k] - first[k] for k in ("blks_hit", "blks_read"))
+        return DATABASE, {"hit": hit, "read": read}
 
     def _await_backend_exit(self, limit_s: float = 3.0) -> None:
         """Wait (bounded) until pgbench's backends have exited and so flushed their statistics;
@@ -332,8 +364,8 @@ class Capture:
             if cur.t is not None
             for point in points_between(prev, cur)
         ]
-        totals = totals_between(samples[0], final)
-        series = changing(series, totals) + self._wait_series()
+        run_totals = totals_between(samples[0], final)
+        series = changing(series, run_totals) + self._wait_series()
         return RunTelemetry(
             started_at=self.t0_epoch,
             duration_s=round(elapsed, 3),
@@ -343,7 +375,7 @@ class Capture:
             counter_rounds=len(samples),
             sources=self._sources(samples, statements),
             series=tuple(series),
-            totals=tuple(totals),
+            totals=tuple(run_totals),
             waits=tuple(
                 WaitCount(k, e, n) for (k, e), n in sorted(self.state.waits.items(), key=_by_count)
             ),

@@ -207,7 +207,7 @@ class ActivityQueries:
 
 STATEMENTS_SQL = """
 SELECT userid, queryid, {toplevel}, calls, {total_time}, rows, shared_blks_hit,
-       shared_blks_read, shared_blks_written, {wal_bytes}{query}
+       shared_blks_read, shared_blks_written, {wal_bytes}, shared_blks_dirtied{query}
 FROM {schema}.pg_stat_statements(%s)
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 """

@@ -20,7 +20,8 @@ from pgbenchlab.telemetry import pgstats
 TOP = 10
 Key = tuple[Any, Any, Any]  # userid, queryid, toplevel
 # Column positions in pgstats.STATEMENTS_SQL after the key.
-CALLS, TIME, ROWS, HIT, READ, WRITTEN, WAL, QUERY = range(3, 11)
+CALLS, TIME, ROWS, HIT, READ, WRITTEN, WAL, DIRTIED, QUERY = range(3, 12)
+BUFFERS = {"hit": HIT, "read": READ, "dirtied": DIRTIED, "written": WRITTEN}
 
 
 @dataclass
@@ -30,6 +31,7 @@ class StatementsProbe:
     version: int = 0
     schema: str = ""
     before: dict[Key, tuple[Any, ...]] = field(default_factory=dict)
+    buffers: dict[str, float] | None = None  # every statement's blocks over the run, summed
 
     @classmethod
     def open(
@@ -72,11 +74,21 @@ class StatementsProbe:
         except psycopg.Error:
             self.ok, self.note = False, "could not be read after the run"
             return ()
+        self.buffers = buffer_totals(self.before, after)
         return top_statements(self.before, after)
 
 
 def _delta(row: tuple[Any, ...], old: tuple[Any, ...] | None, i: int) -> float:
     return float(row[i] or 0) - (float(old[i] or 0) if old else 0.0)
+
+
+def buffer_totals(
+    before: dict[Key, tuple[Any, ...]], after: dict[Key, tuple[Any, ...]]
+) -> dict[str, float]:
+    """Shared blocks hit, read, dirtied and written between two snapshots, over every
+    statement (top-level ones only: a nested statement's blocks are its caller's too)."""
+    toplevel = [(row, before.get(key)) for key, row in after.items() if row[2] is not False]
+    return {name: sum(_delta(row, old, i) for row, old in toplevel) for name, i in BUFFERS.items()}
 
 
 def top_statements(

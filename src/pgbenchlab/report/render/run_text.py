@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from pgbenchlab import builds, findings
+from pgbenchlab.report.render.costs_text import cost_lines
 from pgbenchlab.report.views.run import RunDetail
 
 PERCENTILES = (("p50", "p50_ms"), ("p90", "p90_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
@@ -26,6 +27,7 @@ def as_text(view: RunDetail) -> str:
         server_part_lines(d),
         generator_lines(d),
         latency_lines(d),
+        cost_lines(d.get("costs"), d["transactions"], INDENT, d["client_cpu_us_per_tx"]),
         affinity_lines(d),
         diagnosis_lines(d),
         wait_lines(d),
@@ -165,6 +167,9 @@ def server_part_lines(d: dict[str, Any]) -> list[str]:
         )
         if p.get("verdict"):
             lines += verdict_lines({"verdict": p["verdict"], "evidence": p["evidence"]}, INDENT * 2)
+        lines += [
+            INDENT * 2 + line for line in cost_lines(p.get("costs"), p["transactions"], INDENT)
+        ]
     return lines
 
 

@@ -15,6 +15,7 @@ from pgbenchlab.analysis.scalability import UslFit
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.profiles import FunctionTime, Profile, ProfileDiff
+from pgbenchlab.records.costs import RunCosts
 from pgbenchlab.report.views.capacity import CapacityView
 from pgbenchlab.results import RunStatus
 
@@ -198,6 +199,18 @@ class RunView:
     figures: tuple[tuple[str, float], ...] = ()  # every metric stored (`store.metrics`), by name
     instructions_per_tx: float | None = None  # a counted run's, setup excluded
     instructions_tool: str | None = None  # what counted them (callgrind)
+    # what the server spent per committed transaction (`telemetry.costs`), and its totals
+    server_cpu_us_per_tx: float | None = None
+    server_user_us_per_tx: float | None = None
+    server_system_us_per_tx: float | None = None
+    wal_bytes_per_tx: float | None = None
+    buffers_hit_per_tx: float | None = None
+    buffers_read_per_tx: float | None = None
+    buffers_dirtied_per_tx: float | None = None
+    buffers_written_per_tx: float | None = None
+    context_switches_per_tx: float | None = None
+    cycles_per_tx: float | None = None
+    costs: RunCosts | None = None
 
     @property
     def ok(self) -> bool:
