@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,4 +402,25 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
+    # 23: a followed branch: each commit `follow` selected, what it is (hash, parent, subject,
+    # author date, its place on the branch's first-parent line) and what became of it
+    # (measured, or why not); its runs are the campaign it names.
+    23: """
+    CREATE TABLE follow_commits (
+        follow TEXT NOT NULL,
+        commit_hash TEXT NOT NULL,
+        parent TEXT,
+        position INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        author_date TEXT NOT NULL,
+        source TEXT NOT NULL,
+        branch TEXT NOT NULL,
+        campaign TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '',
+        seconds REAL,
+        measured_at REAL NOT NULL,
+        PRIMARY KEY (follow, commit_hash)
+    );
+    """,
 }
