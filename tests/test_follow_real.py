@@ -105,6 +105,13 @@ def test_follow_finds_the_slowdown_and_bisects_it(
     assert found["exit"] == 1  # --fail-on-change: a regression among the commits measured
     assert list(found["bisections"].values()) == ["answered"]
 
+    history_csv = tmp_path / "history.csv"
+    argv = ["export", "--format", "history", "--results", str(tmp_path / "results")]
+    assert main([*argv, "-o", str(history_csv)]) == 0
+    rows = history_csv.read_text().splitlines()
+    assert rows[0] == "commit,time,cell,metric,value"
+    assert sum(",tps," in r for r in rows) == 4  # one figure per measured commit
+
     index = write_site(tmp_path / "results" / "results.db", tmp_path / "site")
     page = index.parent / "follows" / "nightly.html"
     text = page.read_text()

@@ -59,12 +59,14 @@ def branch_line(repo: Path, branch: str, host: Host = LOCAL_HOST) -> list[Branch
     """Every commit of the branch's first-parent line, oldest first."""
     _check_checkout(repo, host)
     tip = resolve_ref(repo, branch, host)
-    listed = _git(
-        host, repo, "log", "--first-parent", "--reverse", f"--format=%P%x1f{_FIELDS}", tip
+    listed = _run(
+        host, repo, "log", "--first-parent", "--reverse", f"--format={_FIELDS}%x1f%P", tip
     )
+    if listed.returncode != 0:
+        raise BuildError(f"git log in {repo} failed: {listed.stderr.strip()[:200]}")
     line = []
-    for position, text in enumerate(listed.splitlines()):
-        parents, *fields = text.split("\x1f")
+    for position, text in enumerate(listed.stdout.splitlines()):  # unstripped: %P may be empty
+        *fields, parents = text.split("\x1f")
         first = parents.split()[0] if parents.split() else None
         line.append(BranchCommit(Commit(*fields), first, position))
     return line

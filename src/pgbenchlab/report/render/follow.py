@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgbenchlab.report.render import templating
-from pgbenchlab.report.views.follow import ChangeView, CommitFigure, FollowView, Timeline
+from pgbenchlab.report.views.follow import CommitFigure, FollowChangeView, FollowView, Timeline
 from pgbenchlab.report.views.metrics import METRICS as METRIC_NAMES
 from pgbenchlab.report.views.metrics import format_value
 
@@ -28,7 +28,7 @@ def follow_page(view: FollowView) -> str:
     return f"follows/{plain(view.name)}.html"
 
 
-def change_page(view: FollowView, change: ChangeView) -> str:
+def change_page(view: FollowView, change: FollowChangeView) -> str:
     return f"follows/{plain(view.name)}-{plain(change.key)}.html"
 
 
@@ -45,7 +45,7 @@ class Dot:
 
 @dataclass(frozen=True)
 class Band:
-    change: ChangeView
+    change: FollowChangeView
     x1: float
     x2: float
     culprit_x: float | None
@@ -146,7 +146,7 @@ def follow_html(view: FollowView, page_of: PageOf, style: str, index_link: str) 
 
 
 def change_html(
-    view: FollowView, change: ChangeView, page_of: PageOf, style: str, bisection_page: str
+    view: FollowView, change: FollowChangeView, page_of: PageOf, style: str, bisection_page: str
 ) -> str:
     metric = change.change.series.metric
     found = change.change.found

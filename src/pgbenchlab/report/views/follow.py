@@ -26,7 +26,7 @@ class CommitFigure:
 
 
 @dataclass(frozen=True)
-class ChangeView:
+class FollowChangeView:
     change: Change
     bisection: BisectionView | None  # its range's bisection, when one was made
 
@@ -49,7 +49,7 @@ class ChangeView:
 class Timeline:
     series: Series
     figures: tuple[CommitFigure, ...]
-    changes: tuple[ChangeView, ...]
+    changes: tuple[FollowChangeView, ...]
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class FollowView:
     timelines: tuple[Timeline, ...]
 
     @property
-    def changes(self) -> tuple[ChangeView, ...]:
+    def changes(self) -> tuple[FollowChangeView, ...]:
         return tuple(c for t in self.timelines for c in t.changes)
 
 
@@ -79,7 +79,11 @@ def follow_view(store: Store, name: str) -> FollowView:
         Timeline(
             series,
             tuple(_figure(p) for p in series.points),
-            tuple(ChangeView(c, bisections[c.key]) for c in history.changes if c.series is series),
+            tuple(
+                FollowChangeView(c, bisections[c.key])
+                for c in history.changes
+                if c.series is series
+            ),
         )
         for series in history.series
     )
