@@ -142,3 +142,75 @@ def test_a_step_of_twice_the_noise_is_found_at_its_commit(shape: str) -> None:
         )
         hits += any(p.index == COMMITS // 2 and p.relative_step < 0 for p in found)
     assert hits / STEPPED >= 0.90
+
+
+# -- the command's refusals --------------------------------------------------------------------
+
+SUITE = """
+[campaign]
+name = "nightly"
+[build.pg]
+configure = ["--without-readline"]
+[[server]]
+name = "pg"
+install = { build = "pg" }
+[matrix]
+scale = 1
+clients = [1, 2]
+"""
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--every", "0"], "--every must be"),
+        (["--every", "2", "--daily"], "not both"),
+        (["--since", "yesterday"], "--since must be a date"),
+        (["--range", "v1"], "--range must be A..B"),
+        (["--since", "2026-01-01", "--range", "a..b"], "--since or --range"),
+        (["--threshold", "150%"], "--threshold must be"),
+        ([], "source git:"),  # the plan's build has no source and none is given: not a checkout
+    ],
+)
+def test_follow_refuses_with_one_line_and_writes_nothing(
+    options: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pgbenchlab.cli import main
+
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE)
+    source = [] if not options else ["--source", f"git:{tmp_path / 'nowhere'}"]
+    results = tmp_path / "results"
+    argv = ["follow", str(suite), *source, "--branch", "main", "--results", str(results)]
+    assert main([*argv, *options]) == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1, error
+    assert not results.exists()
+
+
+def test_a_suite_follows_one_branch_of_one_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bisect_repo import git
+    from pgbenchlab.cli import main
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for n in range(2):
+        (repo / "README").write_text(f"{n}\n")
+        git(repo, "add", "README")
+        git(repo, "commit", "-q", "-m", f"change {n}")
+    results = tmp_path / "results"
+    with Store(results / "results.db") as store:
+        store.save_follow_commit(
+            FollowCommit("nightly", "0" * 40, None, 0, "x", "2026-01-01T00:00:00+00:00",
+                         f"git:{repo}", "other", "nightly.000000000000", "measured", "", 1.0, 1.0)
+        )  # fmt: skip
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE)
+    argv = ["follow", str(suite), "--source", f"git:{repo}", "--branch", "main"]
+    assert main([*argv, "--results", str(results)]) == 2
+    assert "follows other of git:" in capsys.readouterr().err
+    with Store(results / "results.db") as store:
+        assert len(store.follow_commits("nightly")) == 1  # nothing measured

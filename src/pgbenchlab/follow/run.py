@@ -163,10 +163,18 @@ class Follow:
         return outcome
 
     def _settled(self) -> set[str]:
+        """The commits no call measures again; a suite follows one branch of one source."""
         if not self.database.is_file():
             return set()
         with Store(self.database) as store:
-            return {c.commit_hash for c in store.follow_commits(self.name) if c.status in SETTLED}
+            stored = store.follow_commits(self.name)
+        for commit in stored[:1]:
+            if (commit.source, commit.branch) != (self.source, self.request.branch):
+                raise UserError(
+                    f'suite "{self.name}" in this results database follows {commit.branch} of '
+                    f"{commit.source}: rename its campaign or use another --results directory"
+                )
+        return {c.commit_hash for c in stored if c.status in SETTLED}
 
     def _history(self) -> History:
         with Store(self.database) as store:
