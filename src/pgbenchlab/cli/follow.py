@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from pgbenchlab.bisect.rounds import METRICS
 from pgbenchlab.cli.bisect import percentage
 from pgbenchlab.cli.common import (
     EXIT_OK,
@@ -64,6 +65,7 @@ class FollowOptions:
             threshold=percentage(args.threshold),
             bisect=not args.no_bisect,
             max_rounds=args.max_rounds,
+            metrics=tuple(m.strip() for m in args.metric.split(",") if m.strip()),
         )
         return cls(request, args.fail_on_change, args.json, args.quiet)
 
@@ -91,6 +93,11 @@ def add_arguments(subparsers: Subparsers) -> None:
         "--budget", help='stop after this long, such as "8h" (the next call goes on)'
     )
     parser.add_argument("--threshold", default="2%", help="the smallest change that counts")
+    parser.add_argument(
+        "--metric",
+        default=",".join(METRICS),
+        help=f"the metrics whose changes are bisected and gate (default {','.join(METRICS)})",
+    )
     parser.add_argument("--no-bisect", action="store_true", help="find changes, bisect none")
     parser.add_argument(
         "--max-rounds", type=int, default=10, help="rounds a bisection step may take"
@@ -131,12 +138,11 @@ def change_json(change: Change) -> dict[str, Any]:
 
 
 def as_json(outcome: FollowOutcome) -> dict[str, Any]:
-    history = outcome.history
     return {
         "measured": [c.commit_hash for c in outcome.measured],
         "skipped": {c.commit_hash: f"{c.status}: {c.detail}" for c in outcome.skipped},
         "budget_spent": outcome.budget_spent,
-        "changes": [change_json(c) for c in (history.changes if history else ())],
+        "changes": [change_json(c) for c in outcome.changes],
         "new_regressions": [change_json(c) for c in outcome.new_bad_changes()],
         "bisections": outcome.bisected,
     }
@@ -147,7 +153,7 @@ def summary_text(outcome: FollowOutcome) -> str:
         f"measured {len(outcome.measured)} commit(s), skipped {len(outcome.skipped)}"
         + (" (budget spent)" if outcome.budget_spent else "")
     ]
-    for change in outcome.history.changes if outcome.history else ():
+    for change in outcome.changes:
         found = change.found
         lines.append(
             f"  {found.verdict}: {change.series.cell} {change.series.metric} "

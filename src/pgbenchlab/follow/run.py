@@ -20,6 +20,7 @@ from pathlib import Path
 from pgbenchlab import plan, tomltext
 from pgbenchlab.bisect.plans import BisectPlan, cell_options
 from pgbenchlab.bisect.plans import load as load_plan
+from pgbenchlab.bisect.rounds import METRICS
 from pgbenchlab.bisect.search import Bisection, BisectRequest, Build, Equip, build_incrementally
 from pgbenchlab.builds.history import BranchCommit, branch_line
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
@@ -61,6 +62,7 @@ class FollowRequest:
     threshold: float = DEFAULT_THRESHOLD
     bisect: bool = True
     max_rounds: int = 10
+    metrics: tuple[str, ...] = tuple(METRICS)  # whose changes are bisected and gate a call
 
 
 @dataclass
@@ -70,13 +72,21 @@ class FollowOutcome:
     history: History | None = None
     budget_spent: bool = False
     bisected: dict[str, str] = field(default_factory=dict)  # bisection name -> its status
+    metrics: tuple[str, ...] = tuple(METRICS)  # those followed
+
+    @property
+    def changes(self) -> list[Change]:
+        """The changes of the metrics followed."""
+        found = self.history.changes if self.history else ()
+        return [c for c in found if c.series.metric in self.metrics]
 
     def new_bad_changes(self) -> list[Change]:
         """Regressions with an end among the commits this call measured."""
         mine = {c.commit_hash for c in self.measured}
-        changes = self.history.changes if self.history else ()
         return [
-            c for c in changes if c.regressed and {c.before.commit_hash, c.after.commit_hash} & mine
+            c
+            for c in self.changes
+            if c.regressed and {c.before.commit_hash, c.after.commit_hash} & mine
         ]
 
 
@@ -94,6 +104,9 @@ class Follow:
         build: Build = build_incrementally,
         equip: Equip = equipped,
     ) -> None:
+        unknown = sorted(set(request.metrics) - set(METRICS))
+        if unknown or not request.metrics:
+            raise UserError(f"--metric must be among {', '.join(METRICS)}; got {unknown or 'none'}")
         if not 0 < request.threshold < 1:
             raise UserError("--threshold must be a percentage between 0 and 100, such as 2%")
         self.request, self.reporter, self.say = request, reporter, say
@@ -139,7 +152,7 @@ class Follow:
     # -- measuring ----------------------------------------------------------------------------
 
     def run(self) -> FollowOutcome:
-        outcome = FollowOutcome()
+        outcome = FollowOutcome(metrics=self.request.metrics)
         settled = self._settled()
         todo = [c for c in select(self.line, self.selection) if c.commit.hash not in settled]
         self.say(
@@ -275,8 +288,7 @@ class Follow:
     def _bisect_changes(self, outcome: FollowOutcome) -> None:
         """Each change with unmeasured commits inside its range bisected once (per cell and
         range, whichever metric found it first), within what is left of the budget."""
-        assert outcome.history is not None
-        for change in outcome.history.changes:
+        for change in outcome.changes:
             name = bisection_name(self.name, change)
             if change.untested < 1 or name in outcome.bisected:
                 continue

@@ -109,9 +109,7 @@ def _chart(view: FollowView, timeline: Timeline, page_of: PageOf, up: str) -> Ti
     bands = []
     for c in timeline.changes:
         found, change = c.change.found, c.change
-        culprit = None
-        if c.bisection is not None and c.bisection.first_bad is not None:
-            culprit = x(change.before.position + c.bisection.first_bad.position)
+        culprit = None if c.culprit_position is None else x(c.culprit_position)
         title = (
             f"{found.verdict}: {found.relative_step:+.1%} [{found.ci_low:+.1%} … "
             f"{found.ci_high:+.1%}] between {change.before.short} and {change.after.short}"

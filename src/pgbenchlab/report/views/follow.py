@@ -32,13 +32,27 @@ class FollowChangeView:
 
     @property
     def culprit(self) -> str | None:
+        """The commit that made the change: its bisection's answer, or the later of two
+        neighbouring commits (nothing to bisect between them)."""
+        if self.change.untested == 0:
+            return self.change.after.commit_hash
         first = self.bisection.first_bad if self.bisection else None
         return None if first is None else first.commit
 
     @property
     def culprit_subject(self) -> str:
+        if self.change.untested == 0:
+            return self.change.after.subject
         first = self.bisection.first_bad if self.bisection else None
         return "" if first is None else first.subject
+
+    @property
+    def culprit_position(self) -> int | None:
+        """Its place on the branch's first-parent line."""
+        if self.change.untested == 0:
+            return self.change.after.position
+        first = self.bisection.first_bad if self.bisection else None
+        return None if first is None else self.change.before.position + first.position
 
     @property
     def key(self) -> str:
