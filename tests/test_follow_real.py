@@ -108,6 +108,7 @@ def test_follow_finds_the_slowdown_and_bisects_it(
     assert change["verdict"] == "regressed" and change["untested"] == 5
     assert found["exit"] == 1  # --fail-on-change: a regression among the commits measured
     assert list(found["bisections"].values()) == ["answered"]
+    assert change["culprit"] == commits[2][0]  # the bisection's answer, attached to the change
 
     history_csv = tmp_path / "history.csv"
     argv = ["export", "--format", "history", "--results", str(tmp_path / "results")]

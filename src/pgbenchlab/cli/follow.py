@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgbenchlab.bisect.rounds import METRICS
+from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli.bisect import percentage
 from pgbenchlab.cli.common import (
     EXIT_OK,
@@ -26,6 +27,8 @@ from pgbenchlab.follow import Follow, FollowOutcome, FollowRequest
 from pgbenchlab.follow.history import Change
 from pgbenchlab.follow.selection import ORDERS, Selection, parse_since
 from pgbenchlab.plan.values import Context, parse_seconds
+from pgbenchlab.report.views.follow import follow_view
+from pgbenchlab.store import Store
 
 
 @dataclass(frozen=True)
@@ -119,17 +122,28 @@ def run(options: FollowOptions) -> int:
 
     with reporter_for(json=False, quiet=True) as reporter:
         outcome = Follow(options.request, reporter, say).run()
+    culprits = culprits_of(options.request, outcome)
     if options.json:
-        print(json.dumps(as_json(outcome), indent=2, sort_keys=True))
+        print(json.dumps(as_json(outcome, culprits), indent=2, sort_keys=True))
     else:
-        print(summary_text(outcome))
+        print(summary_text(outcome, culprits))
     bad = outcome.new_bad_changes()
     return EXIT_RUNS_FAILED if options.fail_on_change and bad else EXIT_OK
 
 
-def change_json(change: Change) -> dict[str, Any]:
+def culprits_of(request: FollowRequest, outcome: FollowOutcome) -> dict[str, str]:
+    """Each change's culprit (by the change's key), as the site attaches it."""
+    if outcome.history is None or not outcome.history.changes:
+        return {}
+    with Store(request.results.resolve() / RESULTS_DB) as store:
+        view = follow_view(store, outcome.history.follow)
+    return {c.key: c.culprit for c in view.changes if c.culprit}
+
+
+def change_json(change: Change, culprits: dict[str, str]) -> dict[str, Any]:
     found = change.found
     return {
+        "culprit": culprits.get(change.key),
         "cell": change.series.cell, "metric": change.series.metric,
         "before": change.before.commit_hash, "after": change.after.commit_hash,
         "untested": change.untested, "relative": found.relative_step,
@@ -137,18 +151,18 @@ def change_json(change: Change) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def as_json(outcome: FollowOutcome) -> dict[str, Any]:
+def as_json(outcome: FollowOutcome, culprits: dict[str, str]) -> dict[str, Any]:
     return {
         "measured": [c.commit_hash for c in outcome.measured],
         "skipped": {c.commit_hash: f"{c.status}: {c.detail}" for c in outcome.skipped},
         "budget_spent": outcome.budget_spent,
-        "changes": [change_json(c) for c in outcome.changes],
-        "new_regressions": [change_json(c) for c in outcome.new_bad_changes()],
+        "changes": [change_json(c, culprits) for c in outcome.changes],
+        "new_regressions": [change_json(c, culprits) for c in outcome.new_bad_changes()],
         "bisections": outcome.bisected,
     }
 
 
-def summary_text(outcome: FollowOutcome) -> str:
+def summary_text(outcome: FollowOutcome, culprits: dict[str, str]) -> str:
     lines = [
         f"measured {len(outcome.measured)} commit(s), skipped {len(outcome.skipped)}"
         + (" (budget spent)" if outcome.budget_spent else "")
@@ -159,6 +173,7 @@ def summary_text(outcome: FollowOutcome) -> str:
             f"  {found.verdict}: {change.series.cell} {change.series.metric} "
             f"{found.relative_step:+.1%} [{found.ci_low:+.1%} … {found.ci_high:+.1%}] between "
             f"{change.before.short} and {change.after.short}"
+            + (f"; culprit {culprits[change.key][:10]}" if change.key in culprits else "")
         )
     for name, status in outcome.bisected.items():
         lines.append(f"  bisection {name}: {status}")
