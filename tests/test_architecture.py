@@ -54,6 +54,7 @@ LAYERS: dict[str, int] = {
     "store": 5,
     "campaign": 6,
     "bisect": 7,
+    "follow": 7,
     "report.views": 7,
     "report.render": 8,
     "report": 8,  # the umbrella's own module: `report.write` over views and renderers

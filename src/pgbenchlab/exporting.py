@@ -1,5 +1,6 @@
 """A campaign's runs as flat rows for people and scripts: tables, CSV, JSON and Parquet
-exports. One run in detail is `report.views.run`'s."""
+exports; a followed branch's history as rows of (commit, time, cell, metric, value). One run in
+detail is `report.views.run`'s."""
 
 from __future__ import annotations
 
@@ -12,9 +13,34 @@ import polars as pl
 
 from pgbenchlab import files, jsontext
 from pgbenchlab.errors import UserError
+from pgbenchlab.report.views.follow import follow_view
 from pgbenchlab.store import Store, run_as_dict
 
-FORMATS = ("csv", "json", "parquet")
+FORMATS = ("csv", "json", "parquet", "history")
+HISTORY_COLUMNS = ("commit", "time", "cell", "metric", "value")
+
+
+def history_rows(store: Store, follow: str | None) -> list[dict[str, Any]]:
+    """A followed branch's figures (each commit's geometric mean over its runs), one row per
+    commit, cell and metric, in branch order: one (cell, metric) of them is a series Apache
+    Otava's CSV input reads (time_column: time, attributes: [commit], metrics: [value])."""
+    names = store.follow_names()
+    if not names:
+        raise UserError(f"no followed branch in {store.path}: run `pgbenchlab follow` first")
+    if follow is not None and follow not in names:
+        raise UserError(f'no followed branch "{follow}" here; there are: {", ".join(names)}')
+    view = follow_view(store, follow or names[-1])
+    return [
+        {
+            "commit": f.commit.commit_hash,
+            "time": f.commit.author_date,
+            "cell": t.series.cell,
+            "metric": t.series.metric,
+            "value": f.figure,
+        }
+        for t in view.timelines
+        for f in t.figures
+    ]
 
 
 def run_rows(store: Store, campaign_id: int) -> list[dict[str, Any]]:
@@ -25,6 +51,7 @@ def run_rows(store: Store, campaign_id: int) -> list[dict[str, Any]]:
 def write(rows: list[dict[str, Any]], fmt: str, output: Path | None) -> None:
     """The rows as CSV or JSON on standard output, or in any format to ``output`` (written
     whole or not at all; its directory must exist)."""
+    fmt = "csv" if fmt == "history" else fmt
     if output is None and fmt == "parquet":
         raise UserError("parquet is binary: give -o FILE")
     data = encode(rows, fmt)

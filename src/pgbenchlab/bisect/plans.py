@@ -2,7 +2,8 @@
 source) checked, and the plan of each step written from it.
 
 A bisection plan is an ordinary plan with exactly one [build.NAME] table, whose source and ref
-the command line gives, one [[server]] installed from it, and a matrix of one cell. A step's
+the command line gives, one [[server]] installed from it, and a matrix of one cell (or one cell
+named among its cells: a followed branch's suite, bisecting the cell that changed). A step's
 plan is that plan with one build and one server per commit measured ("good", "bad" and the
 commit under test), so a step is an ordinary campaign: stored, resumable, reported.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ class BisectPlan:
     data: dict[str, Any]  # the TOML, source and ref filled in
     build: str  # the one build's name
     server: dict[str, Any]  # the one [[server]] table
+    cell: Mapping[str, Any] | None = None  # the one cell measured: its options but the server
 
     def step_text(self, step: str, commits: dict[str, str], repeats: int) -> str:
         """The plan of one step: a build and a server per label (label → commit)."""
@@ -45,7 +48,20 @@ class BisectPlan:
 
     def step_plan(self, step: str, commits: dict[str, str], repeats: int) -> plan.Plan:
         text = self.step_text(step, commits, repeats)
-        return plan.parse(text, str(self.path), base=self.path.resolve().parent)
+        parsed = plan.parse(text, str(self.path), base=self.path.resolve().parent)
+        if self.cell is None:
+            return parsed
+        return replace(parsed, specs=tuple(s for s in parsed.specs if same_cell(s, self.cell)))
+
+
+def same_cell(spec: plan.RunSpec, cell: Mapping[str, Any]) -> bool:
+    """Whether the run is of the cell (its options but the server, as `cell_options` gives)."""
+    return cell_options(spec) == dict(cell)
+
+
+def cell_options(spec: plan.RunSpec) -> dict[str, Any]:
+    """A run's cell without its server, the same whatever the server is called."""
+    return {k: v for k, v in spec.cell.stored().items() if k != "server"}
 
 
 def same_but_rounds(stored_text: str, text: str) -> bool:
@@ -56,8 +72,12 @@ def same_but_rounds(stored_text: str, text: str) -> bool:
     return plans[0] == plans[1]
 
 
-def load(path: Path, source: str | None) -> BisectPlan:
-    """The plan file checked as a bisection's: PlanError (one line) when it is not one."""
+def load(
+    path: Path, source: str | None, cell: Mapping[str, Any] | None = None, *, suite: bool = False
+) -> BisectPlan:
+    """The plan file checked as a bisection's (of its one cell, or of ``cell`` among
+    several; suite: any number of cells, as a followed branch measures them): PlanError (one
+    line) when it is not one."""
     try:
         text = files.read_text(path)
     except files.Unreadable as exc:
@@ -73,13 +93,13 @@ def load(path: Path, source: str | None) -> BisectPlan:
         raise PlanError(
             "a bisection plan sets no kernel tunables ([matrix.sysctl])", where=str(path)
         )
-    cells = {spec.cell_id for spec in parsed.specs}
-    if len(cells) != 1:
+    cells = {spec.cell_id for spec in parsed.specs if cell is None or same_cell(spec, cell)}
+    if len(cells) != 1 and not (suite and cells):
         raise PlanError(
             f"a bisection measures one cell; this plan has {len(cells)}: give every axis one value",
             where=str(path),
         )
-    return BisectPlan(parsed.name, path, data, build, server)
+    return BisectPlan(parsed.name, path, data, build, server, cell)
 
 
 def _the_build(data: dict[str, Any], path: Path, source: str | None) -> str:

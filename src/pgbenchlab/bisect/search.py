@@ -79,6 +79,8 @@ class BisectRequest:
     budget_s: float | None = None
     min_rounds: int = 3
     max_rounds: int = 10
+    name: str | None = None  # the bisection's name (else the plan's campaign name)
+    cell: Mapping[str, Any] | None = None  # the plan's cell to measure (its options but the server)
 
     def identity(self) -> dict[str, Any]:
         """What a resumed bisection must share with the stored one."""
@@ -110,7 +112,9 @@ class Bisection:
             raise UserError("need 2 <= --min-rounds <= --max-rounds")
         self.request, self.reporter, self.say = request, reporter, say
         self.build, self.equip = build, equip
-        self.plan: BisectPlan = load_plan(request.plan, request.source)
+        self.plan: BisectPlan = load_plan(request.plan, request.source, request.cell)
+        if request.name is not None:
+            self.plan = replace(self.plan, name=request.name)
         template = self.plan.data["build"][self.plan.build]
         self.source = str(template["source"])
         self.commits = first_parent_range(

@@ -1,4 +1,5 @@
-"""A git checkout's first-parent history between two refs, as a bisection walks it.
+"""A git checkout's first-parent history between two refs, as a bisection walks it, and a
+branch's whole first-parent line, as `follow` selects from it.
 
 Every refusal is a `BuildError` (one line, exit 2) raised before anything is built: a missing
 or dirty checkout, a ref that names nothing, good not an ancestor of bad.
@@ -43,6 +44,32 @@ def first_parent_range(repo: Path, good: str, bad: str, host: Host = LOCAL_HOST)
     )  # fmt: skip
     later = [Commit(*line.split("\x1f")) for line in listed.splitlines() if line]
     return [_commit(host, repo, good_hash), *later]
+
+
+@dataclass(frozen=True)
+class BranchCommit:
+    """A commit of a branch's first-parent line: position 0 is the line's root."""
+
+    commit: Commit
+    parent: str | None  # the first parent; None for the root
+    position: int
+
+
+def branch_line(repo: Path, branch: str, host: Host = LOCAL_HOST) -> list[BranchCommit]:
+    """Every commit of the branch's first-parent line, oldest first."""
+    _check_checkout(repo, host)
+    tip = resolve_ref(repo, branch, host)
+    listed = _run(
+        host, repo, "log", "--first-parent", "--reverse", f"--format={_FIELDS}%x1f%P", tip
+    )
+    if listed.returncode != 0:
+        raise BuildError(f"git log in {repo} failed: {listed.stderr.strip()[:200]}")
+    line = []
+    for position, text in enumerate(listed.stdout.splitlines()):  # unstripped: %P may be empty
+        *fields, parents = text.split("\x1f")
+        first = parents.split()[0] if parents.split() else None
+        line.append(BranchCommit(Commit(*fields), first, position))
+    return line
 
 
 def _check_checkout(repo: Path, host: Host) -> None:

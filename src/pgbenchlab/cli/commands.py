@@ -11,6 +11,7 @@ from pgbenchlab.cli import (
     clean,
     compare,
     export,
+    follow,
     hosts,
     installs,
     merge,
@@ -38,6 +39,7 @@ COMMANDS = (
     report,
     compare,
     bisect,
+    follow,
     campaigns,
     clean,
 )

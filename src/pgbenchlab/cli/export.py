@@ -1,4 +1,5 @@
-"""`pgbenchlab export`: a campaign's runs as CSV, JSON or Parquet."""
+"""`pgbenchlab export`: a campaign's runs as CSV, JSON or Parquet; a followed branch's
+history as CSV (`--format history`)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,16 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser = add_command(
         subparsers,
         "export",
-        "export a campaign's runs as CSV, JSON or Parquet",
+        "export a campaign's runs as CSV, JSON or Parquet, or a followed branch's history "
+        "(--format history: commit, time, cell, metric, value)",
         ExportOptions.from_args,
         run,
     )
     add_results_option(parser)
-    parser.add_argument("--campaign", help="campaign name (default: the latest)")
+    parser.add_argument(
+        "--campaign",
+        help="campaign name (default: the latest); with --format history, the followed suite's",
+    )
     parser.add_argument("--format", choices=exporting.FORMATS, default="csv")
     parser.add_argument(
         "-o", "--output", type=path_argument, help="output file (default: standard output)"
@@ -49,6 +54,9 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 def run(options: ExportOptions) -> int:
     with open_store(options.results) as store:
-        rows = exporting.run_rows(store, store.campaign_id(options.campaign))
+        if options.format == "history":
+            rows = exporting.history_rows(store, options.campaign)
+        else:
+            rows = exporting.run_rows(store, store.campaign_id(options.campaign))
     exporting.write(rows, options.format, options.output)
     return EXIT_OK

@@ -25,7 +25,7 @@ from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import bisections
+from pgbenchlab.store import bisections, follows
 from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.backfills import BACKFILLS, axis_orders_json
@@ -33,7 +33,7 @@ from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.generators import write_generators, write_server_parts
 from pgbenchlab.store.reading import Reading
-from pgbenchlab.store.records import BisectionRecord, NoiseFloor, ProbeRecord
+from pgbenchlab.store.records import BisectionRecord, FollowCommit, NoiseFloor, ProbeRecord
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -393,6 +393,17 @@ class Store(Reading):
             (campaign_id,),
         ).fetchall()
         return tuple(NoiseFloor(str(m), str(k), float(s), str(v), str(e)) for m, k, s, v, e in rows)
+
+    def save_follow_commit(self, record: FollowCommit) -> None:
+        with self.transaction():
+            follows.write_follow_commit(self.db, record)
+
+    def follow_commits(self, follow: str) -> tuple[FollowCommit, ...]:
+        """A followed branch's commits, oldest first."""
+        return follows.read_follow_commits(self.db, follow)
+
+    def follow_names(self) -> list[str]:
+        return follows.follow_names(self.db)
 
     def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None:
         return telemetry_tables.read_fsync_figure(self.db, campaign_id, device)

@@ -67,8 +67,10 @@ TABLES: dict[str, Carry] = {
     "run_servers": Carry.ROWS,
     "noise_floors": Carry.ROWS,
     "bisections": Carry.BY_NAME,
+    "follow_commits": Carry.BY_NAME,
 }
-NAME_KEYS = {"bisections": "name"}  # each BY_NAME table's key
+# each BY_NAME table's key (its columns)
+NAME_KEYS = {"bisections": ("name",), "follow_commits": ("follow", "commit_hash")}
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def inspect(path: Path) -> Source:
             for r in rows
         )
         named = {
-            (table, str(row[key])): tuple(row)
+            (table, " ".join(str(row[k]) for k in key)): tuple(row)
             for table, key in NAME_KEYS.items()
             if _has_table(db, table)
             for row in db.execute(f"SELECT * FROM {table}")

@@ -236,3 +236,28 @@ class BisectionRecord:
     answer: Mapping[str, Any] | None
     started_at: float
     updated_at: float
+
+
+@dataclass(frozen=True)
+class FollowCommit:
+    """A commit a followed branch selected: what it is, where it stands on the branch's
+    first-parent line (0: its root), the campaign of its runs, and its status ("measured",
+    "running" while its campaign runs, "does not build", "does not start") with the detail."""
+
+    follow: str
+    commit_hash: str
+    parent: str | None
+    position: int
+    subject: str
+    author_date: str  # ISO 8601, as git prints it
+    source: str
+    branch: str
+    campaign: str
+    status: str
+    detail: str
+    seconds: float | None  # what building and measuring it took
+    measured_at: float
+
+    @property
+    def short(self) -> str:
+        return self.commit_hash[:10]

@@ -9,8 +9,9 @@ its day, and a later one adds its own with `columns.added_columns_sql`.
 from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
+from pgbenchlab.store.migrations import LATER
 
-SCHEMA_VERSION = 26
+SCHEMA_VERSION = 27
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,40 +403,5 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
-    # 23: where the plan placed a run's processes by NUMA policy, and the memory nodes and
-    # policy the kernel showed; NULL before.
-    23: """
-    ALTER TABLE run_affinity ADD COLUMN numa_requested TEXT;
-    ALTER TABLE run_affinity ADD COLUMN memory_nodes TEXT;
-    ALTER TABLE run_affinity ADD COLUMN numa_policies TEXT;
-    """,
-    # 24: noise floors measured for a campaign's servers, per metric and kind (run to run,
-    # restart to restart, build to build): an equivalence margin below the build-to-build
-    # floor is refused. Campaigns stored before it: none.
-    24: """
-    CREATE TABLE noise_floors (
-        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
-        server TEXT NOT NULL,
-        metric TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        spread REAL NOT NULL,
-        evidence TEXT NOT NULL DEFAULT ''
-    );
-    CREATE INDEX noise_floors_campaign ON noise_floors (campaign_id, metric);
-    """,
-    # 25: counted runs (`count = "instructions"`): the client backends' instructions per
-    # committed transaction and the tool that counted them; a profile may be counted (its
-    # counter, and the transactions its counts stand for) instead of perf's samples. NULL and
-    # '' before.
-    25: added_columns_sql(25)
-    + """
-    ALTER TABLE run_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
-    ALTER TABLE run_profiles ADD COLUMN transactions INTEGER;
-    ALTER TABLE pgbench_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
-    ALTER TABLE pgbench_profiles ADD COLUMN transactions INTEGER;
-    """,
-    # 26: what the server spent per committed transaction (CPU user and system, WAL, buffers,
-    # context switches, instructions and cycles) and the totals with how each was read; a
-    # group's member servers each theirs. NULL before: nothing was measured.
-    26: added_columns_sql(26) + "ALTER TABLE run_servers ADD COLUMN costs_json TEXT;\n",
+    **LATER,  # 23 on: `store.migrations`
 }

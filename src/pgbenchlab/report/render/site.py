@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pgbenchlab.analysis.comparison import ComparisonVerdict
-from pgbenchlab.report.render import bisection, html, templating
+from pgbenchlab.report.render import bisection, follow, html, templating
 from pgbenchlab.report.render.sections import when
 from pgbenchlab.report.views.bisection import BisectionView
 from pgbenchlab.report.views.compare import CellChange
@@ -53,10 +53,28 @@ def pages(site: SiteView, source: str) -> Iterator[tuple[str, str]]:
         yield comparison_page(comparison), comparison_html(comparison)
     for found in site.bisections:
         yield bisection_page(found), bisection_html(found, BACK)
+    yield from follow_pages(site)
+
+
+def follow_pages(site: SiteView) -> Iterator[tuple[str, str]]:
+    """A followed branch's timelines and a page per change, linked to the commits' reports."""
+    reports = {v.campaign.name: campaign_page(v) for v in site.campaigns}  # the latest of each
+    for view in site.follows:
+        yield follow.follow_page(view), follow.follow_html(view, reports.get, STYLE, BACK)
+        for change in view.changes:
+            name = change.bisection.name if change.bisection else ""
+            yield (
+                follow.change_page(view, change),
+                follow.change_html(view, change, reports.get, STYLE, _bisection_file(name)),
+            )
+
+
+def _bisection_file(name: str) -> str:
+    return f"bisections/{re.sub(r'[^A-Za-z0-9._-]', '_', name)}.html"
 
 
 def bisection_page(view: BisectionView) -> str:
-    return f"bisections/{re.sub(r'[^A-Za-z0-9._-]', '_', view.name)}.html"
+    return _bisection_file(view.name)
 
 
 def bisection_html(view: BisectionView, index_link: str | None = None) -> str:
@@ -103,6 +121,7 @@ def index(site: SiteView, source: str) -> str:
             for c in site.comparisons
         ],
         bisections=[{"page": bisection_page(b), "view": b} for b in site.bisections],
+        follows=[{"page": follow.follow_page(f), "view": f} for f in site.follows],
     )
 
 

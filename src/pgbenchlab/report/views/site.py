@@ -9,6 +9,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.bisection import BisectionView, load_bisections
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.compare import CellChange, CompareRules, match
+from pgbenchlab.report.views.follow import FollowView, load_follows
 from pgbenchlab.report.views.metrics import one_server_each
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.results import CampaignStatus
@@ -47,6 +48,7 @@ class SiteView:
     comparisons: tuple[CampaignComparison, ...]
     empty: tuple[EmptyCampaign, ...] = ()
     bisections: tuple[BisectionView, ...] = ()
+    follows: tuple[FollowView, ...] = ()  # followed branches
 
 
 def load_site(store: Store, threshold: float = DEFAULT_THRESHOLD) -> SiteView:
@@ -66,7 +68,7 @@ def load_site(store: Store, threshold: float = DEFAULT_THRESHOLD) -> SiteView:
         for second in views[index + 1 :]
         if (found := compare_campaigns(first, second, threshold)) is not None
     ]
-    return SiteView(views, tuple(comparisons), empty, load_bisections(store))
+    return SiteView(views, tuple(comparisons), empty, load_bisections(store), load_follows(store))
 
 
 def compare_campaigns(

@@ -1,0 +1,67 @@
+"""The results database's migrations from version 23 on, joined to the earlier ones by
+`schema.MIGRATIONS` (one module would outgrow the length every module keeps to). The same
+rule: a migration, once released, never changes."""
+
+from __future__ import annotations
+
+from pgbenchlab.store.columns import added_columns_sql
+
+LATER: dict[int, str] = {
+    # 23: where the plan placed a run's processes by NUMA policy, and the memory nodes and
+    # policy the kernel showed; NULL before.
+    23: """
+    ALTER TABLE run_affinity ADD COLUMN numa_requested TEXT;
+    ALTER TABLE run_affinity ADD COLUMN memory_nodes TEXT;
+    ALTER TABLE run_affinity ADD COLUMN numa_policies TEXT;
+    """,
+    # 24: noise floors measured for a campaign's servers, per metric and kind (run to run,
+    # restart to restart, build to build): an equivalence margin below the build-to-build
+    # floor is refused. Campaigns stored before it: none.
+    24: """
+    CREATE TABLE noise_floors (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        spread REAL NOT NULL,
+        evidence TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX noise_floors_campaign ON noise_floors (campaign_id, metric);
+    """,
+    # 25: counted runs (`count = "instructions"`): the client backends' instructions per
+    # committed transaction and the tool that counted them; a profile may be counted (its
+    # counter, and the transactions its counts stand for) instead of perf's samples. NULL and
+    # '' before.
+    25: added_columns_sql(25)
+    + """
+    ALTER TABLE run_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
+    ALTER TABLE run_profiles ADD COLUMN transactions INTEGER;
+    ALTER TABLE pgbench_profiles ADD COLUMN counter TEXT NOT NULL DEFAULT '';
+    ALTER TABLE pgbench_profiles ADD COLUMN transactions INTEGER;
+    """,
+    # 26: what the server spent per committed transaction (CPU user and system, WAL, buffers,
+    # context switches, instructions and cycles) and the totals with how each was read; a
+    # group's member servers each theirs. NULL before: nothing was measured.
+    26: added_columns_sql(26) + "ALTER TABLE run_servers ADD COLUMN costs_json TEXT;\n",
+    # 27: a followed branch: each commit `follow` selected, what it is (hash, parent, subject,
+    # author date, its place on the branch's first-parent line) and what became of it
+    # (measured, or why not); its runs are the campaign it names.
+    27: """
+    CREATE TABLE follow_commits (
+        follow TEXT NOT NULL,
+        commit_hash TEXT NOT NULL,
+        parent TEXT,
+        position INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        author_date TEXT NOT NULL,
+        source TEXT NOT NULL,
+        branch TEXT NOT NULL,
+        campaign TEXT NOT NULL,
+        status TEXT NOT NULL,
+        detail TEXT NOT NULL DEFAULT '',
+        seconds REAL,
+        measured_at REAL NOT NULL,
+        PRIMARY KEY (follow, commit_hash)
+    );
+    """,
+}
