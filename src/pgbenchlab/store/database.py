@@ -25,7 +25,7 @@ from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import bisections
+from pgbenchlab.store import bisections, imports
 from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.backfills import BACKFILLS, axis_orders_json
@@ -33,7 +33,7 @@ from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.generators import write_generators, write_server_parts
 from pgbenchlab.store.reading import Reading
-from pgbenchlab.store.records import BisectionRecord, ProbeRecord
+from pgbenchlab.store.records import BisectionRecord, ImportedCampaign, ImportedFile, ProbeRecord
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -207,6 +207,17 @@ class Store(Reading):
         self.db.campaign_running = True  # from now on a results fault stops the campaign
         return cursor.lastrowid
 
+    def record_import(self, found: ImportedCampaign) -> int:
+        """An imported campaign whole, in one transaction: its servers, runs and the files they
+        were read from (`pgbenchlab import`); its id."""
+        with self.transaction():
+            campaign_id = imports.insert_campaign(self.db, found)
+            for server in found.servers:
+                self._insert_server(campaign_id, server.facts, dict(server.variant))
+            run_ids = [self._insert_run(campaign_id, result) for result in found.runs]
+            imports.insert_files(self.db, campaign_id, found.files, run_ids)
+        return campaign_id
+
     def reopen_campaign(self, campaign_id: int) -> None:
         with self.transaction():
             self.db.execute(
@@ -268,27 +279,32 @@ class Store(Reading):
         self, campaign_id: int, facts: ServerFacts, variant: dict[str, str], description: str = ""
     ) -> None:
         with self.transaction():
-            self.db.execute(
-                "INSERT OR REPLACE INTO servers (campaign_id, name, variant_json, kind, version, "
-                "version_num, install, data_dir, settings_json, requested_json, recorded_at, "
-                "build_key, build_json, description) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    campaign_id,
-                    facts.name,
-                    json.dumps(redact_settings(variant), sort_keys=True),
-                    facts.kind,
-                    facts.version,
-                    facts.version_num,
-                    facts.install,
-                    facts.data_dir,
-                    json.dumps(redact_settings(facts.settings), sort_keys=True),
-                    json.dumps(redact_settings(facts.requested), sort_keys=True),
-                    time.time(),
-                    facts.build.get("key") if facts.build else None,
-                    json.dumps(facts.build, sort_keys=True) if facts.build else None,
-                    description,
-                ),
-            )
+            self._insert_server(campaign_id, facts, variant, description)
+
+    def _insert_server(
+        self, campaign_id: int, facts: ServerFacts, variant: dict[str, str], description: str = ""
+    ) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO servers (campaign_id, name, variant_json, kind, version, "
+            "version_num, install, data_dir, settings_json, requested_json, recorded_at, "
+            "build_key, build_json, description) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                campaign_id,
+                facts.name,
+                json.dumps(redact_settings(variant), sort_keys=True),
+                facts.kind,
+                facts.version,
+                facts.version_num,
+                facts.install,
+                facts.data_dir,
+                json.dumps(redact_settings(facts.settings), sort_keys=True),
+                json.dumps(redact_settings(facts.requested), sort_keys=True),
+                time.time(),
+                facts.build.get("key") if facts.build else None,
+                json.dumps(facts.build, sort_keys=True) if facts.build else None,
+                description,
+            ),
+        )
 
     def record_dataset(
         self, campaign_id: int, server: str, scale: int, database: str, seconds: float | None
@@ -310,42 +326,51 @@ class Store(Reading):
         """Store one run, its seconds, histograms, hosts and origin in one transaction (durable
         on return)."""
         with self.transaction():
-            cursor = self.db.execute(*run_insert(campaign_id, result))
-            run_id = cursor.lastrowid
-            assert run_id is not None
+            return self._insert_run(campaign_id, result, hosts, origin)
+
+    def _insert_run(
+        self,
+        campaign_id: int,
+        result: RunResult,
+        hosts: Sequence[RunHost] = (),
+        origin: RunOrigin | None = None,
+    ) -> int:
+        cursor = self.db.execute(*run_insert(campaign_id, result))
+        run_id = cursor.lastrowid
+        assert run_id is not None
+        self.db.executemany(
+            "INSERT INTO run_seconds VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(run_id, *asdict(s).values()) for s in result.seconds],
+        )
+        latency = result.latency
+        if latency is not None:
+            histograms = {"latency": latency.histogram_json}
+            if latency.service_histogram_json:
+                histograms["service"] = latency.service_histogram_json
             self.db.executemany(
-                "INSERT INTO run_seconds VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, *asdict(s).values()) for s in result.seconds],
+                "INSERT INTO run_histograms VALUES (?,?,?)",
+                [(run_id, kind, text) for kind, text in histograms.items()],
             )
-            latency = result.latency
-            if latency is not None:
-                histograms = {"latency": latency.histogram_json}
-                if latency.service_histogram_json:
-                    histograms["service"] = latency.service_histogram_json
-                self.db.executemany(
-                    "INSERT INTO run_histograms VALUES (?,?,?)",
-                    [(run_id, kind, text) for kind, text in histograms.items()],
-                )
-            if result.telemetry is not None:
-                telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
-            if result.diagnosis is not None:
-                telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
-            self.db.executemany(
-                "INSERT INTO run_sysctl VALUES (?,?,?)", [(run_id, *kv) for kv in result.sysctl]
+        if result.telemetry is not None:
+            telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
+        if result.diagnosis is not None:
+            telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
+        self.db.executemany(
+            "INSERT INTO run_sysctl VALUES (?,?,?)", [(run_id, *kv) for kv in result.sysctl]
+        )
+        self.db.executemany(
+            "INSERT INTO run_hosts VALUES (?,?,?,?)",
+            [(run_id, h.role, h.host, h.address) for h in hosts],
+        )
+        for profile in (result.profile, result.pgbench_profile):
+            if profile is not None:
+                profile_tables.write_profile(self.db, run_id, profile)
+        if origin is not None:
+            self.db.execute(
+                "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
             )
-            self.db.executemany(
-                "INSERT INTO run_hosts VALUES (?,?,?,?)",
-                [(run_id, h.role, h.host, h.address) for h in hosts],
-            )
-            for profile in (result.profile, result.pgbench_profile):
-                if profile is not None:
-                    profile_tables.write_profile(self.db, run_id, profile)
-            if origin is not None:
-                self.db.execute(
-                    "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
-                )
-            write_generators(self.db, run_id, result.generators)
-            write_server_parts(self.db, run_id, result.servers)
+        write_generators(self.db, run_id, result.generators)
+        write_server_parts(self.db, run_id, result.servers)
         return run_id
 
     def profiles_by_run(self, run_ids: list[int], process: str = SERVER) -> dict[int, Profile]:
@@ -377,6 +402,14 @@ class Store(Reading):
     def save_bisection(self, record: BisectionRecord) -> None:
         with self.transaction():
             bisections.write_bisection(self.db, record)
+
+    def imported_files(self, campaign_id: int) -> tuple[ImportedFile, ...]:
+        """The files an imported campaign was read from (`pgbenchlab import`)."""
+        return imports.read_files(self.db, campaign_id)
+
+    def imported_as(self, digest: str) -> str | None:
+        """The imported campaign that read these very files with this pattern, if any."""
+        return imports.campaign_of_digest(self.db, digest)
 
     def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None:
         return telemetry_tables.read_fsync_figure(self.db, campaign_id, device)

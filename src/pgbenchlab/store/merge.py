@@ -65,6 +65,7 @@ TABLES: dict[str, Carry] = {
     "run_generators": Carry.ROWS,
     "pgbench_profiles": Carry.ROWS,
     "run_servers": Carry.ROWS,
+    "imported_files": Carry.ROWS,
     "bisections": Carry.BY_NAME,
 }
 NAME_KEYS = {"bisections": "name"}  # each BY_NAME table's key

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,4 +402,19 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
+    # 23: the files an imported campaign (`pgbenchlab import`, status "imported") was read
+    # from: each one's path under the imported directory, SHA-256, size, role (output, stderr,
+    # log, unread), the run it gave and why it was not read. Campaigns run here: no rows.
+    23: """
+    CREATE TABLE imported_files (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs(id),
+        note TEXT NOT NULL,
+        PRIMARY KEY (campaign_id, path)
+    );
+    """,
 }
