@@ -61,13 +61,17 @@ class AxisMap:
         return cls(text, pattern)
 
     def groups(self, rel: str) -> dict[str, str]:
-        """The named groups the pattern finds in a path (those that matched something)."""
+        """The named groups the pattern finds in a path: of its first match that sets any (a
+        pattern of optional groups also matches nothing at the path's start)."""
         if self.pattern is None:
             return {}
-        match = self.pattern.search(rel)
-        if match is None:
+        found = [
+            {k: v for k, v in m.groupdict().items() if v is not None}
+            for m in self.pattern.finditer(rel)
+        ]
+        if not found:
             raise UserError(f"{rel} does not match --map {self.text!r}: adjust the pattern")
-        return {k: v for k, v in match.groupdict().items() if v is not None}
+        return next((groups for groups in found if groups), {})
 
 
 def workload_name(report: PgbenchReport) -> str:

@@ -25,7 +25,7 @@ from pgbenchlab.pgbench.report import PgbenchReport, parse_report
 MAX_OUTPUT_BYTES = 64 << 20  # a report with -P 1 lines over a day is far smaller
 STDERR_SUFFIXES = (".err", ".stderr")
 _LOG_NAME = re.compile(
-    r"(?P<prefix>.+)\.(?P<pid>[0-9]{1,10})(?:\.(?P<thread>[0-9]{1,4}))?(?:\.zst)?"
+    r"(?P<prefix>.+?)\.(?P<pid>[0-9]{1,10})(?:\.(?P<thread>[0-9]{1,4}))?(?:\.zst)?"
 )
 # A per-transaction line (6 to 8 fields, a word in the time column) or an aggregate one (6 to
 # 15 numbers): never the first line of a report.
@@ -101,6 +101,7 @@ def scan(root: Path) -> Tree:
         name = _LOG_NAME.fullmatch(path.name)
         if seen.size == 0:
             tree.unread[seen.rel] = "empty"
+            others[seen.rel] = (seen, "")  # an empty STEM.err: a run that printed nothing there
         elif name and _looks_like_log(path):
             key = (path.parent, name["prefix"], int(name["pid"]))
             logs.setdefault(key, []).append((int(name["thread"] or 0), seen))
@@ -170,5 +171,7 @@ def _attach_stderr(tree: Tree, others: dict[str, tuple[Seen, str]]) -> None:
 
 
 def _is_stderr(text: str) -> bool:
+    if not text.strip():
+        return True
     found = parse_stderr(text)
     return bool(found.progress or found.messages or found.client_aborts) or "vacuum" in text
