@@ -119,7 +119,10 @@ _REPORTED: dict[str, tuple[Callable[[str], Any], Callable[[PgbenchReport], Any]]
 def cell_of(report: PgbenchReport, groups: Mapping[str, str], rel: str) -> RunCell:
     """The run's cell; UserError when a group contradicts the report, Unusable when the cell
     would need a guess (a rate-limited run whose rate no name gives)."""
+    cut = report.tps is None  # pgbench stopped its report early: later lines are not absent
     for name, (read, printed) in _REPORTED.items():
+        if name in groups and printed(report) is None and cut:
+            continue
         if name in groups and read(groups[name]) != printed(report):
             raise UserError(
                 f"{rel}: --map gives {name}={groups[name]} but pgbench's report says "
@@ -146,7 +149,7 @@ def cell_of(report: PgbenchReport, groups: Mapping[str, str], rel: str) -> RunCe
         protocol=report.query_mode,
         threads=report.threads,
         rate=rate,
-        latency_limit_ms=report.latency_limit_ms,
+        latency_limit_ms=_latency_limit(report, groups),
         connect=connect,
         vacuum="unknown",
         checkpoint=False,
@@ -166,7 +169,7 @@ def _printed(value: Any) -> str:
 def _rate(report: PgbenchReport, groups: Mapping[str, str], rel: str) -> float | None:
     limited = report.lag_avg_ms is not None  # pgbench prints the schedule lag only under -R
     if "rate" in groups:
-        if not limited:
+        if not limited and report.tps is not None:
             raise UserError(
                 f"{rel}: --map gives rate={groups['rate']} but pgbench's report shows no rate "
                 "limit (-R): fix the pattern or the file"
@@ -178,6 +181,13 @@ def _rate(report: PgbenchReport, groups: Mapping[str, str], rel: str) -> float |
             "file or directory name with --map '(?P<rate>[0-9.]+)'"
         )
     return None
+
+
+def _latency_limit(report: PgbenchReport, groups: Mapping[str, str]) -> float | None:
+    """-L as printed; a report pgbench stopped early does not reach its line: the name's."""
+    if report.latency_limit_ms is None and "latency_limit" in groups:
+        return _float(groups["latency_limit"])
+    return report.latency_limit_ms
 
 
 def _connect(report: PgbenchReport, groups: Mapping[str, str], rel: str) -> bool:
