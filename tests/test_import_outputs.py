@@ -34,14 +34,15 @@ pytestmark = pytest.mark.server
 FAST = ("--without-readline", "--without-icu", "--without-zlib")  # test_builds_real's 13
 TREE_MAP = r"(?P<server>pg\d+)/(?:[^/]*/)?(?:c(?P<clients>\d+)-s(?P<scale>\d+))?"
 # The loops a user ran, in each version's directory: -l and -P with the log named after the
-# output (two repeats for 15), a run without either (stderr to a file of its own), and a run in a
-# directory of its own with the default log name.
+# output and stderr in it too (two repeats for 15), -P without -l (stderr to a file of its own),
+# neither, and -l without -P in a directory of its own with the default log name.
 LOOPS = """
 set -e
 for r in $REPEATS; do for c in 1 2; do
   "$PGBENCH" -n -S -c $c -j $c -T 1 -P 1 -l --log-prefix=c$c-s1-r$r > c$c-s1-r$r.txt 2>&1
 done; done
-mkdir plain && "$PGBENCH" -n -S -c 2 -j 2 -T 1 > plain/c2-s1.txt 2> plain/c2-s1.err
+mkdir plain && "$PGBENCH" -n -S -c 2 -j 2 -T 1 -P 1 > plain/c2-s1.txt 2> plain/c2-s1.err
+mkdir bare && "$PGBENCH" -n -c 1 -T 1 > bare/c1-s1.txt 2> bare/c1-s1.err
 mkdir run-1 && cd run-1 && "$PGBENCH" -n -c 2 -j 2 -T 1 -l > out.txt 2>/dev/null
 """
 NEW_CAMPAIGN = """
@@ -135,7 +136,7 @@ def test_every_figure_is_what_pgbench_printed(tree: Tree, tmp_path: Path) -> Non
         campaign = store.find_campaign("loops")
         assert campaign is not None and campaign.status == "imported"
         runs = store.run_records(campaign.id)
-        assert len(runs) == len(tree.versions) * 4 + 2  # 15 ran its -l -P loop twice
+        assert len(runs) == len(tree.versions) * 5 + 2  # 15 ran its -l -P loop twice
         files = {f.path: f for f in store.imported_files(campaign.id)}
         for record in runs:
             text = text_of(record, store)  # the output as the shell loop wrote it
@@ -174,10 +175,13 @@ def test_every_figure_is_what_pgbench_printed(tree: Tree, tmp_path: Path) -> Non
             assert record["min_ms"] == min(latencies) / 1000
             assert record["max_ms"] == max(latencies) / 1000
         seconds = store.seconds_by_run([r.id for r in runs])
-        plain = store.run_record(int(by_output["pg15/plain/c2-s1.txt"] or 0))
-        assert plain is not None and plain.id not in seconds  # no -P, no log: no series
-        with_progress = store.run_record(int(by_output["pg15/c2-s1-r1.txt"] or 0))
-        assert with_progress is not None and seconds[with_progress.id]
+        for version in tree.versions:
+            bare = by_output[f"pg{version}/bare/c1-s1.txt"]
+            assert bare not in seconds  # no -P, no log: no series
+            plain = by_output[f"pg{version}/plain/c2-s1.txt"]  # -P 1 lines in c2-s1.err
+            err = (tree.root / f"pg{version}/plain/c2-s1.err").read_text()
+            tps = [s.tps for s in seconds[int(plain or 0)]]
+            assert tps and tps == [float(t) for t in re.findall(r", ([\d.]+) tps,", err)]
     # 14+ name the server (18's pgbench: "server 15.18"); 13's report names no version
     servers = {s.facts.name: s.facts.version for s in outcome.campaign.servers}
     assert servers["pg15"].startswith("15.") and servers["pg18"].startswith("15.")
