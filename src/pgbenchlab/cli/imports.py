@@ -20,7 +20,7 @@ from pgbenchlab.cli.common import (
     print_table,
 )
 from pgbenchlab.errors import UserError
-from pgbenchlab.importing import AxisMap, ImportOutcome, import_outputs
+from pgbenchlab.importing import AxisMap, ImportOutcome, import_outputs, import_pgbench_tools
 
 MAP_HELP = (
     "a regular expression searched in each output's path under DIR; its named groups give the "
@@ -47,6 +47,19 @@ class ImportOutputsOptions:
         return cls(args.results, directory, AxisMap.parse(args.map), name)
 
 
+@dataclass(frozen=True)
+class ImportToolsOptions:
+    results: Path
+    conninfo: str
+    duration_s: int
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ImportToolsOptions:
+        if args.duration < 1:
+            raise UserError("--duration: give the run time of pgbench-tools' tests in seconds")
+        return cls(args.results, args.conninfo, args.duration)
+
+
 def add_arguments(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "import",
@@ -68,6 +81,24 @@ def add_arguments(subparsers: Subparsers) -> None:
         "--name", metavar="CAMPAIGN", help="the campaign's name (default: DIR's name)"
     )
     add_results_option(outputs)
+    tools = add_command(
+        kinds,
+        "pgbench-tools",
+        "pgbench-tools' results database: each test set a campaign, each test a run",
+        ImportToolsOptions.from_args,
+        run_pgbench_tools,
+    )
+    tools.add_argument(
+        "conninfo", metavar="CONNINFO", help='its connection string ("host=h dbname=results")'
+    )
+    tools.add_argument(
+        "--duration",
+        type=int,
+        required=True,
+        metavar="SECONDS",
+        help="the run time of its tests (its config's RUNTIME: pgbench-tools does not store it)",
+    )
+    add_results_option(tools)
 
 
 def run_outputs(options: ImportOutputsOptions) -> int:
@@ -79,6 +110,15 @@ def run_outputs(options: ImportOutputsOptions) -> int:
         )
         return EXIT_OK
     print_outcome(outcome)
+    return EXIT_OK
+
+
+def run_pgbench_tools(options: ImportToolsOptions) -> int:
+    for outcome in import_pgbench_tools(options.results, options.conninfo, options.duration_s):
+        if outcome.already is not None:
+            print(f"test set already imported as campaign {outcome.already!r}: nothing done")
+        else:
+            print_outcome(outcome)
     return EXIT_OK
 
 

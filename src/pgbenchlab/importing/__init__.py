@@ -1,5 +1,6 @@
 """Results made elsewhere, imported as campaigns (`pgbenchlab import`): a directory of pgbench
-outputs and -l logs as shell loops leave them (`outputs`, through `scan`, `axes` and `logs`).
+outputs and -l logs as shell loops leave them (`outputs`, through `scan`, `axes` and `logs`),
+and pgbench-tools' results database (`pgbench_tools`).
 
 An imported campaign has the status ``imported``, the files it was read from with their
 SHA-256 (`Store.imported_files`) and each run's output kept as a run's stdout is; the report,
@@ -19,10 +20,11 @@ from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.errors import UserError
 from pgbenchlab.importing.axes import AxisMap
 from pgbenchlab.importing.outputs import KEPT_OUTPUT, Imported, read_outputs
+from pgbenchlab.importing.pgbench_tools import read_pgbench_tools
 from pgbenchlab.store import ImportedCampaign, ImportedFile, Store, artifact_parts
 from pgbenchlab.store.faults import results_writes
 
-__all__ = ["AxisMap", "ImportOutcome", "import_outputs"]
+__all__ = ["AxisMap", "ImportOutcome", "import_outputs", "import_pgbench_tools"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,31 @@ def import_outputs(results: Path, root: Path, axis_map: AxisMap, name: str) -> I
         campaign_id = store.record_import(campaign)
         keep_outputs(results, campaign_id, found)
         return ImportOutcome(campaign, campaign_id, None, store.imported_files(campaign_id))
+
+
+def import_pgbench_tools(results: Path, conninfo: str, duration_s: int) -> list[ImportOutcome]:
+    """Every test set of a pgbench-tools results database as a campaign; a set imported before
+    (the same tests) is left as it is; nothing is stored when a set's name is another
+    campaign's."""
+    found = read_pgbench_tools(conninfo, duration_s)
+    with Store(results / RESULTS_DB) as store:
+        outcomes = [ImportOutcome(c, None, store.imported_as(c.digest)) for c in found]
+        for outcome in outcomes:
+            if outcome.already is None and store.find_campaign(outcome.campaign.name):
+                raise UserError(
+                    f'a campaign "{outcome.campaign.name}" is already in {store.path}, from '
+                    "other tests: import into another --results directory"
+                )
+        store.acquire()
+        stored = []
+        for outcome in outcomes:
+            if outcome.already is not None:
+                stored.append(outcome)
+                continue
+            campaign_id = store.record_import(outcome.campaign)
+            files = store.imported_files(campaign_id)
+            stored.append(ImportOutcome(outcome.campaign, campaign_id, None, files))
+        return stored
 
 
 def keep_outputs(results_dir: Path, campaign_id: int, found: Imported) -> None:
