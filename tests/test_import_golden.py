@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -144,3 +145,20 @@ def test_the_command_lists_what_it_could_not_read(
     assert "2019-upgrade  imported  1" in capsys.readouterr().out
     assert main(["import", "outputs", str(root), "--map", "(", *results]) == 2
     assert "--map '(' is not a regular expression" in capsys.readouterr().err
+
+
+def test_progress_lines_in_the_output_itself_give_the_series(tmp_path: Path) -> None:
+    """`> out.txt 2>&1`: the -P lines come before the report in the one file."""
+    root = tmp_path / "merged"
+    root.mkdir()
+    case = GOLDEN / "pgbench" / "15" / "tpcb-progress"
+    stderr = case.with_suffix(".stderr").read_text()
+    (root / "out.txt").write_text(stderr + case.with_suffix(".stdout").read_text())
+    outcome = import_outputs(tmp_path / "results", root, AxisMap.parse(None), "merged")
+    [run] = outcome.campaign.runs
+    printed = [float(t) for t in re.findall(r"^progress: [\d.]+ s, ([\d.]+) tps", stderr, re.M)]
+    assert printed and [s.tps for s in run.seconds] == printed
+    assert (
+        run.status == "ok"
+        and run.tps == json.loads(case.with_suffix(".json").read_text())["report"]["tps"]
+    )

@@ -106,7 +106,7 @@ def _results(runs: list[ImportedRun]) -> tuple[RunResult, ...]:
 
 def _result(run: ImportedRun, sequence: int, identity: str, repeat: int) -> RunResult:
     report = run.output.report
-    stderr = parse_stderr(run.output.progress_text)
+    stderr = parse_stderr(run.output.stderr_lines)
     aborted = stderr.aborted or bool(stderr.client_aborts) or report.tps is None
     summary = run.log.summary if run.log else None
     started, finished = _times(run)
@@ -121,7 +121,7 @@ def _result(run: ImportedRun, sequence: int, identity: str, repeat: int) -> RunR
         started_at=started,
         finished_at=finished,
         pgbench_version=pgbench_version(report.client_version),
-        error=error_summary(run.output.progress_text) if aborted else None,
+        error=_error(run.output.stderr_lines) if aborted else None,
         tps=report.tps,
         transactions=report.transactions,
         failed=report.failed,
@@ -140,6 +140,11 @@ def _result(run: ImportedRun, sequence: int, identity: str, repeat: int) -> RunR
         report=report,
         artifacts=(KEPT_OUTPUT,),
     )
+
+
+def _error(stderr: str) -> str:
+    """Why the run aborted, in pgbench's words; a report alone says only that none succeeded."""
+    return error_summary(stderr) or "no transaction succeeded: pgbench's report has no tps line"
 
 
 def pgbench_version(client: str | None) -> str:

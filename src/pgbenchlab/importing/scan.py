@@ -54,9 +54,10 @@ class Output:
     stderr_text: str = ""
 
     @property
-    def progress_text(self) -> str:
-        """Where its -P lines and messages are: its own file (2>&1) and its stderr file."""
-        return self.text + "\n" + self.stderr_text
+    def stderr_lines(self) -> str:
+        """What pgbench wrote on stderr (-P lines, messages): the lines of the output its report
+        does not hold (``2>&1``), then its stderr file."""
+        return "\n".join((*self.report.unknown_lines, self.stderr_text))
 
     @property
     def stem(self) -> str:
