@@ -162,3 +162,25 @@ def test_progress_lines_in_the_output_itself_give_the_series(tmp_path: Path) -> 
         run.status == "ok"
         and run.tps == json.loads(case.with_suffix(".json").read_text())["report"]["tps"]
     )
+
+
+def test_other_names_are_the_servers_variant_and_repeats_follow_the_paths(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "tuning"
+    report = GOLDEN / "pgbench" / "15" / "t-mode.stdout"
+    for rel in ("sb128MB/r1.txt", "sb128MB/r2.txt", "sb1GB/r1.txt"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(report, root / rel)
+    pattern = AxisMap.parse(r"sb(?P<shared_buffers>\w+)/r(?P<repeat>\d)")
+    outcome = import_outputs(tmp_path / "results", root, pattern, "tuning")
+    runs = outcome.campaign.runs
+    assert [(r.spec.server_settings, r.repeat) for r in runs] == [
+        ((("shared_buffers", "128MB"),), 1),
+        ((("shared_buffers", "128MB"),), 2),
+        ((("shared_buffers", "1GB"),), 1),
+    ]
+    assert [dict(s.variant) for s in outcome.campaign.servers] == [
+        {"shared_buffers": "128MB"},
+        {"shared_buffers": "1GB"},
+    ]

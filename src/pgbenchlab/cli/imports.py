@@ -25,8 +25,9 @@ from pgbenchlab.importing import AxisMap, ImportOutcome, import_outputs, import_
 MAP_HELP = (
     "a regular expression searched in each output's path under DIR; its named groups give the "
     "axes the report does not print (server, rate, connection, connect) or check those it does "
-    "(clients, threads, scale, duration, transactions, protocol, workload, latency_limit); any "
-    "other name becomes a setting of the server's variant; "
+    "(clients, threads, scale, duration, transactions, protocol, workload, latency_limit); "
+    "repeat is matched and left (repeats are numbered in path order); any other name becomes a "
+    "setting of the server's variant; "
     "e.g. 'c(?P<clients>\\d+)-s(?P<scale>\\d+)'"
 )
 

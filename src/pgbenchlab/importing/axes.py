@@ -159,7 +159,8 @@ def cell_of(report: PgbenchReport, groups: Mapping[str, str], rel: str) -> RunCe
     )
 
 
-_OWN = {*_REPORTED, "server", "rate", "connect", "connection"}
+# "repeat" names a repeat of a cell: its runs are numbered in path order, so it only matches
+_OWN = {*_REPORTED, "server", "rate", "connect", "connection", "repeat"}
 
 
 def _printed(value: Any) -> str:
