@@ -11,6 +11,7 @@ import itertools
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ import pytest
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli import main
 from pgbenchlab.importing import AxisMap, import_outputs
-from pgbenchlab.store import Store
+from pgbenchlab.importing.outputs import read_outputs
+from pgbenchlab.store import ImportedFile, Store
 from support import plain
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -184,3 +186,19 @@ def test_other_names_are_the_servers_variant_and_repeats_follow_the_paths(
         {"shared_buffers": "128MB"},
         {"shared_buffers": "1GB"},
     ]
+
+
+def test_an_import_is_stored_whole_or_not_at_all(tmp_path: Path) -> None:
+    root = tmp_path / "one"
+    root.mkdir()
+    shutil.copy(GOLDEN / "pgbench" / "13" / "t-mode.stdout", root / "t.txt")
+    found = read_outputs(root, AxisMap.parse(None), "one").campaign
+    ghost = ImportedFile("ghost.txt", "0" * 64, 1, "output", run=len(found.runs))  # no such run
+    with Store(tmp_path / RESULTS_DB) as store:
+        with pytest.raises(IndexError):  # after the campaign, its server and its run
+            store.record_import(replace(found, files=(*found.files, ghost)))
+        assert store.find_campaign("one") is None
+        assert store.db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+        assert store.db.execute("SELECT count(*) FROM servers").fetchone()[0] == 0
+        store.record_import(found)
+        assert [f.path for f in store.imported_files(store.campaign_id("one"))] == ["t.txt"]

@@ -34,14 +34,15 @@ pytestmark = pytest.mark.server
 FAST = ("--without-readline", "--without-icu", "--without-zlib")  # test_builds_real's 13
 TREE_MAP = r"(?P<server>pg\d+)/(?:[^/]*/)?(?:c(?P<clients>\d+)-s(?P<scale>\d+))?"
 # The loops a user ran, in each version's directory: -l and -P with the log named after the
-# output and stderr in it too (two repeats for 15), -P without -l (stderr to a file of its own),
-# neither, and -l without -P in a directory of its own with the default log name.
+# output and stderr in it too (two repeats for 15), -P without -l (stderr to a file of its own;
+# 2 s, as pgbench never prints the last interval), neither, and -l without -P in a directory of
+# its own with the default log name.
 LOOPS = """
 set -e
 for r in $REPEATS; do for c in 1 2; do
   "$PGBENCH" -n -S -c $c -j $c -T 1 -P 1 -l --log-prefix=c$c-s1-r$r > c$c-s1-r$r.txt 2>&1
 done; done
-mkdir plain && "$PGBENCH" -n -S -c 2 -j 2 -T 1 -P 1 > plain/c2-s1.txt 2> plain/c2-s1.err
+mkdir plain && "$PGBENCH" -n -S -c 2 -j 2 -T 2 -P 1 > plain/c2-s1.txt 2> plain/c2-s1.err
 mkdir bare && "$PGBENCH" -n -c 1 -T 1 > bare/c1-s1.txt 2> bare/c1-s1.err
 mkdir run-1 && cd run-1 && "$PGBENCH" -n -c 2 -j 2 -T 1 -l > out.txt 2>/dev/null
 """
@@ -217,9 +218,13 @@ def test_an_imported_campaign_compares_with_a_new_one(
     run_campaign(the_plan, results_dir, QuietReporter())
     with Store(results_dir / RESULTS_DB) as store:
         changes = compare.across_campaigns(store, "2019-upgrade", "this-week", 0.02)
-    tps = {c.cell.removeprefix("workload=select-only, "): c for c in changes if c.metric == "tps"}
-    assert set(tps) == {"clients=1", "clients=2"}  # the imported tpcb-like run has no match
-    assert tps["clients=1"].baseline_n == 2 and tps["clients=2"].baseline_n == 3
+    tps = {c.cell: c for c in changes if c.metric == "tps"}
+    assert set(tps) == {  # the imported tpcb-like and 2 s runs have no match
+        "workload=select-only, clients=1, duration=1 s",
+        "workload=select-only, clients=2, duration=1 s",
+    }
+    tps = {key.split(", ")[1]: change for key, change in tps.items()}
+    assert tps["clients=1"].baseline_n == 2 and tps["clients=2"].baseline_n == 2
     assert all(c.ci_low is not None and c.ci_high is not None for c in tps.values())
     argv = ["compare", "2019-upgrade", "this-week", "--results", str(results_dir)]
     assert main(argv) == 0

@@ -120,6 +120,9 @@ class Store(Reading):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        if self.db.in_transaction:  # a write inside a larger one (an import): that one commits
+            yield
+            return
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -213,8 +216,8 @@ class Store(Reading):
         with self.transaction():
             campaign_id = imports.insert_campaign(self.db, found)
             for server in found.servers:
-                self._insert_server(campaign_id, server.facts, dict(server.variant))
-            run_ids = [self._insert_run(campaign_id, result) for result in found.runs]
+                self.record_server(campaign_id, server.facts, dict(server.variant))
+            run_ids = [self.record_run(campaign_id, result) for result in found.runs]
             imports.insert_files(self.db, campaign_id, found.files, run_ids)
         return campaign_id
 
@@ -279,32 +282,27 @@ class Store(Reading):
         self, campaign_id: int, facts: ServerFacts, variant: dict[str, str], description: str = ""
     ) -> None:
         with self.transaction():
-            self._insert_server(campaign_id, facts, variant, description)
-
-    def _insert_server(
-        self, campaign_id: int, facts: ServerFacts, variant: dict[str, str], description: str = ""
-    ) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO servers (campaign_id, name, variant_json, kind, version, "
-            "version_num, install, data_dir, settings_json, requested_json, recorded_at, "
-            "build_key, build_json, description) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                campaign_id,
-                facts.name,
-                json.dumps(redact_settings(variant), sort_keys=True),
-                facts.kind,
-                facts.version,
-                facts.version_num,
-                facts.install,
-                facts.data_dir,
-                json.dumps(redact_settings(facts.settings), sort_keys=True),
-                json.dumps(redact_settings(facts.requested), sort_keys=True),
-                time.time(),
-                facts.build.get("key") if facts.build else None,
-                json.dumps(facts.build, sort_keys=True) if facts.build else None,
-                description,
-            ),
-        )
+            self.db.execute(
+                "INSERT OR REPLACE INTO servers (campaign_id, name, variant_json, kind, version, "
+                "version_num, install, data_dir, settings_json, requested_json, recorded_at, "
+                "build_key, build_json, description) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    campaign_id,
+                    facts.name,
+                    json.dumps(redact_settings(variant), sort_keys=True),
+                    facts.kind,
+                    facts.version,
+                    facts.version_num,
+                    facts.install,
+                    facts.data_dir,
+                    json.dumps(redact_settings(facts.settings), sort_keys=True),
+                    json.dumps(redact_settings(facts.requested), sort_keys=True),
+                    time.time(),
+                    facts.build.get("key") if facts.build else None,
+                    json.dumps(facts.build, sort_keys=True) if facts.build else None,
+                    description,
+                ),
+            )
 
     def record_dataset(
         self, campaign_id: int, server: str, scale: int, database: str, seconds: float | None
@@ -326,51 +324,42 @@ class Store(Reading):
         """Store one run, its seconds, histograms, hosts and origin in one transaction (durable
         on return)."""
         with self.transaction():
-            return self._insert_run(campaign_id, result, hosts, origin)
-
-    def _insert_run(
-        self,
-        campaign_id: int,
-        result: RunResult,
-        hosts: Sequence[RunHost] = (),
-        origin: RunOrigin | None = None,
-    ) -> int:
-        cursor = self.db.execute(*run_insert(campaign_id, result))
-        run_id = cursor.lastrowid
-        assert run_id is not None
-        self.db.executemany(
-            "INSERT INTO run_seconds VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(run_id, *asdict(s).values()) for s in result.seconds],
-        )
-        latency = result.latency
-        if latency is not None:
-            histograms = {"latency": latency.histogram_json}
-            if latency.service_histogram_json:
-                histograms["service"] = latency.service_histogram_json
+            cursor = self.db.execute(*run_insert(campaign_id, result))
+            run_id = cursor.lastrowid
+            assert run_id is not None
             self.db.executemany(
-                "INSERT INTO run_histograms VALUES (?,?,?)",
-                [(run_id, kind, text) for kind, text in histograms.items()],
+                "INSERT INTO run_seconds VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, *asdict(s).values()) for s in result.seconds],
             )
-        if result.telemetry is not None:
-            telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
-        if result.diagnosis is not None:
-            telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
-        self.db.executemany(
-            "INSERT INTO run_sysctl VALUES (?,?,?)", [(run_id, *kv) for kv in result.sysctl]
-        )
-        self.db.executemany(
-            "INSERT INTO run_hosts VALUES (?,?,?,?)",
-            [(run_id, h.role, h.host, h.address) for h in hosts],
-        )
-        for profile in (result.profile, result.pgbench_profile):
-            if profile is not None:
-                profile_tables.write_profile(self.db, run_id, profile)
-        if origin is not None:
-            self.db.execute(
-                "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
+            latency = result.latency
+            if latency is not None:
+                histograms = {"latency": latency.histogram_json}
+                if latency.service_histogram_json:
+                    histograms["service"] = latency.service_histogram_json
+                self.db.executemany(
+                    "INSERT INTO run_histograms VALUES (?,?,?)",
+                    [(run_id, kind, text) for kind, text in histograms.items()],
+                )
+            if result.telemetry is not None:
+                telemetry_tables.write_telemetry(self.db, run_id, result.telemetry)
+            if result.diagnosis is not None:
+                telemetry_tables.write_diagnosis(self.db, run_id, result.diagnosis)
+            self.db.executemany(
+                "INSERT INTO run_sysctl VALUES (?,?,?)", [(run_id, *kv) for kv in result.sysctl]
             )
-        write_generators(self.db, run_id, result.generators)
-        write_server_parts(self.db, run_id, result.servers)
+            self.db.executemany(
+                "INSERT INTO run_hosts VALUES (?,?,?,?)",
+                [(run_id, h.role, h.host, h.address) for h in hosts],
+            )
+            for profile in (result.profile, result.pgbench_profile):
+                if profile is not None:
+                    profile_tables.write_profile(self.db, run_id, profile)
+            if origin is not None:
+                self.db.execute(
+                    "INSERT INTO run_origins VALUES (?,?,?)", (run_id, origin.machine, origin.shard)
+                )
+            write_generators(self.db, run_id, result.generators)
+            write_server_parts(self.db, run_id, result.servers)
         return run_id
 
     def profiles_by_run(self, run_ids: list[int], process: str = SERVER) -> dict[int, Profile]:
