@@ -177,7 +177,7 @@ def _servers(runs: list[ImportedRun]) -> tuple[ImportedServer, ...]:
             name=name,
             kind="imported",
             version=version,
-            version_num=_version_num(version),
+            version_num=version_num(version),
             settings=dict(variant),
             requested=dict(variant),
             install=None,
@@ -187,7 +187,8 @@ def _servers(runs: list[ImportedRun]) -> tuple[ImportedServer, ...]:
     return tuple(found)
 
 
-def _version_num(text: str) -> int:
+def version_num(text: str) -> int:
+    """server_version_num of a version text; 0 where none was printed."""
     try:
         return parse_version(text).num
     except PgbenchParseError:

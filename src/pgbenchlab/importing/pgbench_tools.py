@@ -24,10 +24,10 @@ from typing import Any
 import psycopg
 
 from pgbenchlab import files, tomltext
-from pgbenchlab.errors import PgbenchParseError, UserError
+from pgbenchlab.errors import UserError
 from pgbenchlab.importing.axes import cell_id
+from pgbenchlab.importing.outputs import version_num
 from pgbenchlab.records.cell import RunCell
-from pgbenchlab.records.version import parse_version
 from pgbenchlab.redaction import redact_conninfo
 from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.server import ServerFacts
@@ -116,7 +116,7 @@ def _campaign(
         runs.append(_result(test, cell, identity, repeats[identity], len(runs)))
     versions = {_server_version(t) for t in tests if not _not_a_run(t)}
     version = next(iter(versions)) if len(versions) == 1 else "unknown"
-    facts = ServerFacts(server, "imported", version, _version_num(version), {}, {}, None, None)
+    facts = ServerFacts(server, "imported", version, version_num(version), {}, {}, None, None)
     digest = hashlib.sha256(
         json.dumps([sorted((f.path, f.sha256) for f in listed), duration_s]).encode()
     ).hexdigest()
@@ -200,13 +200,6 @@ def _server_version(test: Mapping[str, Any]) -> str:
     """ "15.18" from version()'s "PostgreSQL 15.18 (Debian …) on x86_64…"."""
     found = re.match(r"PostgreSQL (\S+)", str(test.get("server_version") or ""))
     return found[1] if found else "unknown"
-
-
-def _version_num(text: str) -> int:
-    try:
-        return parse_version(text).num
-    except PgbenchParseError:
-        return 0
 
 
 def _plan_text(source: str, testset: Mapping[str, Any], duration_s: int) -> str:
