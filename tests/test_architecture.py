@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "studies": 4,
     "store": 5,
     "campaign": 6,
+    "importing": 6,
     "bisect": 7,
     "follow": 7,
     "report.views": 7,

@@ -125,3 +125,12 @@ def test_older_databases_get_their_axis_orders_from_the_stored_plan(
     assert ordered.axis_orders["server"] == ("pg16", "pg14")
     assert ordered.axis_orders["work_mem"] == ("64MB", "4MB")
     assert broken.axis_orders == {}
+
+
+def test_schema_28_records_the_files_an_import_read(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    older_database(path, 27)
+    with Store(path) as store:
+        columns = [r["name"] for r in store.db.execute("PRAGMA table_info(imported_files)")]
+        assert store.imported_files(1) == ()  # campaigns run here read no file
+    assert columns == ["campaign_id", "path", "sha256", "size", "role", "run_id", "note"]

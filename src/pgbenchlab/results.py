@@ -62,6 +62,7 @@ class CampaignStatus(StrEnum):
     INTERRUPTED = "interrupted"  # the user stopped it; run it again to go on
     STOPPED = "stopped"  # the results could no longer be written (disk full, lock)
     INCOMPLETE = "incomplete"  # merged without some of its plan's shards (`missing_shards`)
+    IMPORTED = "imported"  # read from files pgbench wrote elsewhere (`pgbenchlab import`)
 
 
 def missing_shards_text(missing: Sequence[str]) -> str:

@@ -3,8 +3,9 @@ every query of it. Nothing else in pgbenchlab writes SQL for results.db.
 
 `database.Store` opens, migrates, locks and writes; `reading` answers with the frozen records
 of `records`; `columns` describes the `runs` table; `telemetry` writes the telemetry tables;
-`faults` turns the environment's faults (full disk, lock, damage) into one-line errors;
-`merge` joins databases into a new one, every table carried.
+`imports` writes an imported campaign and the files it was read from; `faults` turns the
+environment's faults (full disk, lock, damage) into one-line errors; `merge` joins databases
+into a new one, every table carried.
 May import: errors, files (safe paths), redaction, plan (axis orders), results, server (its
 facts), telemetry's records and analysis.diagnosis (what it stores); never report, runner or
 cli.
@@ -20,6 +21,9 @@ from pgbenchlab.store.records import (
     CampaignSummary,
     DatasetRecord,
     FollowCommit,
+    ImportedCampaign,
+    ImportedFile,
+    ImportedServer,
     NoiseFloor,
     ProbeRecord,
     RunDiagnosis,
@@ -46,6 +50,9 @@ __all__ = [
     "CampaignSummary",
     "DatasetRecord",
     "FollowCommit",
+    "ImportedCampaign",
+    "ImportedFile",
+    "ImportedServer",
     "NoiseFloor",
     "ProbeRecord",
     "RunColumn",

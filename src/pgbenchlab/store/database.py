@@ -25,7 +25,7 @@ from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import bisections, follows
+from pgbenchlab.store import bisections, follows, imports
 from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.backfills import BACKFILLS, axis_orders_json
@@ -33,7 +33,14 @@ from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.generators import write_generators, write_server_parts
 from pgbenchlab.store.reading import Reading
-from pgbenchlab.store.records import BisectionRecord, FollowCommit, NoiseFloor, ProbeRecord
+from pgbenchlab.store.records import (
+    BisectionRecord,
+    FollowCommit,
+    ImportedCampaign,
+    ImportedFile,
+    NoiseFloor,
+    ProbeRecord,
+)
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -120,6 +127,9 @@ class Store(Reading):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        if self.db.in_transaction:  # a write inside a larger one (an import): that one commits
+            yield
+            return
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -206,6 +216,17 @@ class Store(Reading):
         assert cursor.lastrowid is not None
         self.db.campaign_running = True  # from now on a results fault stops the campaign
         return cursor.lastrowid
+
+    def record_import(self, found: ImportedCampaign) -> int:
+        """An imported campaign whole, in one transaction: its servers, runs and the files they
+        were read from (`pgbenchlab import`); its id."""
+        with self.transaction():
+            campaign_id = imports.insert_campaign(self.db, found)
+            for server in found.servers:
+                self.record_server(campaign_id, server.facts, dict(server.variant))
+            run_ids = [self.record_run(campaign_id, result) for result in found.runs]
+            imports.insert_files(self.db, campaign_id, found.files, run_ids)
+        return campaign_id
 
     def reopen_campaign(self, campaign_id: int) -> None:
         with self.transaction():
@@ -404,6 +425,14 @@ class Store(Reading):
 
     def follow_names(self) -> list[str]:
         return follows.follow_names(self.db)
+
+    def imported_files(self, campaign_id: int) -> tuple[ImportedFile, ...]:
+        """The files an imported campaign was read from (`pgbenchlab import`)."""
+        return imports.read_files(self.db, campaign_id)
+
+    def imported_as(self, digest: str) -> str | None:
+        """The imported campaign that read these very files with this pattern, if any."""
+        return imports.campaign_of_digest(self.db, digest)
 
     def fsync_figure(self, campaign_id: int, device: str) -> FsyncFigure | None:
         return telemetry_tables.read_fsync_figure(self.db, campaign_id, device)

@@ -66,6 +66,7 @@ TABLES: dict[str, Carry] = {
     "pgbench_profiles": Carry.ROWS,
     "run_servers": Carry.ROWS,
     "noise_floors": Carry.ROWS,
+    "imported_files": Carry.ROWS,
     "bisections": Carry.BY_NAME,
     "follow_commits": Carry.BY_NAME,
 }

@@ -64,4 +64,19 @@ LATER: dict[int, str] = {
         PRIMARY KEY (follow, commit_hash)
     );
     """,
+    # 28: the files an imported campaign (`pgbenchlab import`, status "imported") was read
+    # from: each one's path under the imported directory, SHA-256, size, role (output, stderr,
+    # log, unread), the run it gave and why it was not read. Campaigns run here: no rows.
+    28: """
+    CREATE TABLE imported_files (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs(id),
+        note TEXT NOT NULL,
+        PRIMARY KEY (campaign_id, path)
+    );
+    """,
 }

@@ -15,7 +15,8 @@ from pgbenchlab import files
 from pgbenchlab.analysis.diagnosis import Bottleneck
 from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.records.cell import RunCell
-from pgbenchlab.results import CampaignStatus, RunStatus
+from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
+from pgbenchlab.server import ServerFacts
 
 
 @dataclass(frozen=True)
@@ -261,3 +262,43 @@ class FollowCommit:
     @property
     def short(self) -> str:
         return self.commit_hash[:10]
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """A file an import read (`pgbenchlab import`): its path under the imported directory, its
+    SHA-256 and size, its role (output, stderr, log, unread) and, for one that gave a run, the
+    run's index in the import's runs (its id once stored); why it was not read (unread) or what
+    was made of it."""
+
+    path: str
+    sha256: str
+    size: int
+    role: str
+    run: int | None = None  # index in ImportedCampaign.runs when writing, the run's id on reading
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ImportedServer:
+    """A server of an imported campaign as the reports (14+: its version) and names tell it."""
+
+    facts: ServerFacts
+    variant: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ImportedCampaign:
+    """An imported campaign whole, stored in one transaction by `Store.record_import`."""
+
+    name: str
+    source: str  # the directory or connection it was read from (no secret)
+    plan_text: str  # what was asked: the source and the pattern, as TOML
+    digest: str  # of every file read and of the pattern: the same import has the same digest
+    description: str
+    pgbench_version: str | None
+    servers: tuple[ImportedServer, ...]
+    runs: tuple[RunResult, ...]
+    files: tuple[ImportedFile, ...]
+    started_at: float
+    finished_at: float

@@ -1,0 +1,117 @@
+"""`pgbenchlab import pgbench-tools CONNINFO` on the rows the real pgbench-tools scripts wrote
+(`tests/golden/pgbench-tools/`: its `newset` and `runset` run here against PostgreSQL 15, the
+rows dumped; see CAPTURED.md there), loaded into a real results database on a real server:
+each test set a campaign, each test's TPS the number pgbench-tools stored, its initialisation
+step listed and not imported, a re-import a no-op, and pgbench-tools' older schema (no server
+column) read alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pgbenchlab.campaign import RESULTS_DB
+from pgbenchlab.cli import main
+from pgbenchlab.errors import UserError
+from pgbenchlab.importing import import_pgbench_tools
+from pgbenchlab.server import ManagedServer
+from pgbenchlab.store import Store
+from support import embedded_server
+
+pytestmark = pytest.mark.server
+
+ROWS = json.loads((Path(__file__).parent / "golden" / "pgbench-tools" / "rows.json").read_text())
+RUNTIME = 3  # the config's RUNTIME of the capture
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ManagedServer]:
+    with embedded_server("ptools") as started:
+        yield started
+
+
+def load(server: ManagedServer, database: str, *, drop: tuple[str, ...] = ()) -> str:
+    """A database holding the captured rows (without the `drop` columns); its conninfo."""
+    with server.endpoint.connect() as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')  # type: ignore[arg-type]
+    endpoint = server.endpoint.with_dbname(database)
+    with endpoint.connect() as conn:
+        for table, captured in ROWS.items():
+            kept = [(i, c) for i, c in enumerate(captured["columns"]) if c[0] not in drop]
+            ddl = ", ".join(f'"{name}" {kind}' for _, (name, kind) in kept)
+            conn.execute(f"CREATE TABLE {table} ({ddl})")  # type: ignore[arg-type]
+            marks = ", ".join(f"%s::{kind}" for _, (_, kind) in kept)
+            for row in captured["rows"]:
+                values = [row[i] for i, _ in kept]
+                conn.execute(f"INSERT INTO {table} VALUES ({marks})", values)  # type: ignore[arg-type]
+    return f"host={endpoint.host} port={endpoint.port} user={endpoint.user} dbname={database}"
+
+
+def captured(table: str) -> list[dict[str, Any]]:
+    names = [c[0] for c in ROWS[table]["columns"]]
+    return [dict(zip(names, row, strict=True)) for row in ROWS[table]["rows"]]
+
+
+def test_each_test_set_becomes_a_campaign(
+    server: ManagedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conninfo = load(server, "results_now")
+    results = ["--results", str(tmp_path / "results")]
+    command = ["import", "pgbench-tools", conninfo, "--duration", str(RUNTIME), *results]
+    assert main(command) == 0
+    out = capsys.readouterr().out
+    sets = captured("testset")
+    tests = captured("tests")
+    with Store(tmp_path / "results" / RESULTS_DB) as store:
+        names = [s.campaign.name for s in store.campaign_summaries()]
+        assert names == [f"{s['server']}-set-{s['set']}" for s in sets]
+        for testset in sets:
+            campaign = store.find_campaign(f"{testset['server']}-set-{testset['set']}")
+            assert campaign is not None and campaign.status == "imported"
+            assert campaign.description == testset["info"]
+            mine = [t for t in tests if t["set"] == testset["set"]]
+            runs = {f.path: f for f in store.imported_files(campaign.id)}
+            for test in mine:
+                listed = runs[f"tests/{test['test']}"]
+                if str(test["script"]).startswith(":"):  # pgbench -i, recorded as a test
+                    assert listed.role == "unread" and "initialisation" in listed.note
+                    continue
+                run = store.run_record(int(listed.run or 0))
+                assert run is not None
+                assert Decimal(repr(run["tps"])) == Decimal(test["tps"])
+                assert run["transactions"] == int(test["trans"])
+                assert run["latency_avg_ms"] == float(test["avg_latency"])
+                assert (run["clients"], run["threads"]) == (int(test["clients"]), 1 if
+                        test["workers"] is None else int(test["workers"]))  # fmt: skip
+                assert run["workload"] in ("select-only", "tpcb-like")
+                assert run["duration_s"] == RUNTIME
+    assert "initialisation step" in out
+    assert main(command) == 0
+    assert capsys.readouterr().out.count("already imported") == len(sets)
+
+
+def test_the_older_schema_without_servers_is_read_alike(
+    server: ManagedServer, tmp_path: Path
+) -> None:
+    conninfo = load(server, "results_old", drop=("server", "category", "server_version"))
+    outcomes = import_pgbench_tools(tmp_path / "results", conninfo, RUNTIME)
+    assert [o.campaign.name for o in outcomes] == [
+        f"pgbench-tools-set-{s['set']}" for s in captured("testset")
+    ]
+    ok = [t for t in captured("tests") if not str(t["script"]).startswith(":")]
+    assert sum(len(o.campaign.runs) for o in outcomes) == len(ok)
+
+
+def test_a_database_that_is_not_pgbench_tools_is_refused(
+    server: ManagedServer, tmp_path: Path
+) -> None:
+    endpoint = server.endpoint
+    conninfo = f"host={endpoint.host} port={endpoint.port} user={endpoint.user} dbname=postgres"
+    with pytest.raises(UserError, match="not a pgbench-tools results database: testset lacks"):
+        import_pgbench_tools(tmp_path / "results", conninfo, RUNTIME)
+    assert not (tmp_path / "results").exists()
