@@ -30,11 +30,12 @@ from pgbenchlab.campaign.together import GroupExecutor, diagnosed, generators_of
 from pgbenchlab.diagnosing import diagnose_run
 from pgbenchlab.invocation.command import Completed
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan import POOLER, Plan, RunSpec
 from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.results import RunResult
-from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.server import Endpoint, ManagedServer, Server
+from pgbenchlab.telemetry.pooler import PooledCapture
 
 
 class RunSession(Protocol):
@@ -74,10 +75,7 @@ def measured_run(
     def phase(text: str) -> None:
         session.reporter.phase(spec, text)
 
-    threads = spec.pgbench_threads
-    captures = {
-        m.name: session.telemetry.capture(m.server, m.endpoint, threads, phase) for m in members
-    }
+    captures = {m.name: _capture(session, spec, m, phase) for m in members}
     profiler = None if grouped else _profiler(session, spec, members[0].server, artifacts)
     if profiler is None:
         return _measured(session, spec, members, artifacts, started, captures, None)
@@ -86,6 +84,19 @@ def measured_run(
         return _measured(session, spec, members, artifacts, started, captures, profiler)
     finally:
         profiler.close()
+
+
+def _capture(
+    session: RunSession, spec: RunSpec, member: Member, phase: Callable[[str], None]
+) -> Capturing:
+    """The member's telemetry for the run, with its pooler's when the run goes through one."""
+    server = member.server
+    capture = session.telemetry.capture(server, member.endpoint, spec.pgbench_threads, phase)
+    if spec.options.connection != POOLER or not isinstance(server, ManagedServer):
+        return capture
+    if server.pooler is None:
+        return capture
+    return PooledCapture(capture, server.pooler, member.endpoint.dbname)
 
 
 def _profiler(

@@ -29,13 +29,14 @@ from pgbenchlab.campaign.hosts import used_hosts
 from pgbenchlab.campaign.pinning import check_cpu_list, cpu_lists
 from pgbenchlab.campaign.servers import (
     check_external,
+    check_pooler,
     check_settings,
     check_tls,
     data_dir_clashes,
 )
 from pgbenchlab.hosts import Host
 from pgbenchlab.installs import BUILD_PREFIX
-from pgbenchlab.plan import Plan, ServerPlan
+from pgbenchlab.plan import POOLER, Plan, ServerPlan
 from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
 
@@ -142,6 +143,11 @@ def pgbench(ready: Readiness, found: Findings) -> None:
         found.attempt(ready.pgbench)
 
 
+def pooler(ready: Readiness, found: Findings) -> None:
+    if ready.plan.uses_connection(POOLER):
+        found.attempt(partial(check_pooler, ready.plan))
+
+
 def settings(ready: Readiness, found: Findings) -> None:
     """Every combination of settings each managed server starts with, judged by its own
     postgres; and TLS where the plan connects with it."""
@@ -237,6 +243,14 @@ CHECKS: tuple[Check, ...] = (
         pgbench,
         "choose another [pgbench] install or remove the option it lacks",
         needs=("hosts",),
+    ),
+    Check(
+        "pooler",
+        'connection = "pgbouncer": PgBouncer found ([pooler] install, PATH or Debian\'s), '
+        "and able to pool the runs through it (-M prepared in a transaction or statement pool "
+        "needs 1.21)",
+        pooler,
+        "install Debian's package pgbouncer (or name one), or change the protocol or pool_mode",
     ),
     Check(
         "server settings",

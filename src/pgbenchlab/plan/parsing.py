@@ -21,6 +21,7 @@ from pgbenchlab.plan.hosts import (
     parse_hosts,
 )
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
+from pgbenchlab.plan.pooler import check_pooled, parse_pooler
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
     CAMPAIGN_KEYS,
@@ -132,6 +133,7 @@ def parse(
     specs = order_runs(cells, name, repeats, order, seed)
     check_generator_clients(specs, len(pgbench_hosts), ctx)
     check_group_specs(specs, groups, ctx)
+    pooler = check_pooled(*parse_pooler(data.get("pooler"), ctx, base), specs, servers, ctx)
     warnings = plan_warnings(specs, quick=quick)
     return Plan(
         name,
@@ -156,6 +158,7 @@ def parse(
         pgbench_keep_logs=keep_logs,
         auto_cpus=cpus,
         dataset=dataset,
+        pooler=pooler,
     )
 
 

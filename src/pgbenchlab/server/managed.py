@@ -41,6 +41,7 @@ from pgbenchlab.server.endpoint import (
     ServerFacts,
     query_facts,
 )
+from pgbenchlab.server.pooler import PgBouncer
 from pgbenchlab.server.settings import BASE_SETTINGS, SETTINGS_FILE, postgres_env, settings_text
 
 SUPERUSER = "pgbenchlab"
@@ -75,6 +76,7 @@ class ManagedServer:
         tls: bool = False,
         address: str = LOOPBACK,
         client_network: str | None = None,
+        pooler: PgBouncer | None = None,
     ) -> None:
         self.name = name
         self.install = install
@@ -97,6 +99,7 @@ class ManagedServer:
         self._password = secrets.token_urlsafe(24)
         self.port = 0
         self.socket_dir: PurePath | None = None
+        self.pooler = pooler  # connection = "pgbouncer": started and stopped with the server
 
     @property
     def endpoint(self) -> Endpoint:
@@ -113,6 +116,10 @@ class ManagedServer:
         from another host, a copy of it: never the server's key)."""
         if connection == "socket" and not self.remote:
             return self.endpoint
+        if connection == "pgbouncer":
+            if self.pooler is None:
+                raise RuntimeError(f"server {self.name} was not started with a pooler")
+            return self.pooler.client_endpoint("postgres")
         if connection == "tls" and not self.tls:
             raise RuntimeError(f"server {self.name} was not started with TLS")
         options = {"sslmode": "verify-full" if connection == "tls" else "disable"}
@@ -165,6 +172,7 @@ class ManagedServer:
             if result.returncode == 0:
                 self._check_settings()
                 self._set_password()
+                self._start_pooler()
                 return
             if "could not bind" not in "\n".join(self.log_tail(10)):
                 break
@@ -174,6 +182,8 @@ class ManagedServer:
         )
 
     def stop(self) -> None:
+        if self.pooler is not None:
+            self.pooler.stop()
         self._stop_if_running()
         if self.socket_dir is not None:
             remove_socket_dir(self.socket_dir, self.host)
@@ -223,6 +233,18 @@ class ManagedServer:
         return found[-lines:]
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _start_pooler(self) -> None:
+        """The pooler in front of the server's socket; if it cannot start, neither does the
+        server (a half-started pair would be reused by the next run)."""
+        if self.pooler is None:
+            return
+        assert self.socket_dir is not None
+        try:
+            self.pooler.start(self.socket_dir, self.port)
+        except ServerError:
+            self.stop()
+            raise
 
     def _pg_ctl(self, *args: str, cpus: str | None = None) -> Finished:
         argv = [str(self.install.binary("pg_ctl")), "-D", str(self.data_dir), *args]

@@ -25,6 +25,7 @@ from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
+from pgbenchlab.server.pooler import PoolerFacts
 from pgbenchlab.store import bisections
 from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
@@ -373,6 +374,35 @@ class Store(Reading):
     def record_server_facts(self, campaign_id: int, facts: ServerTelemetryFacts) -> None:
         with self.transaction():
             telemetry_tables.write_server_facts(self.db, campaign_id, facts)
+
+    def record_pooler(self, campaign_id: int, facts: PoolerFacts) -> None:
+        """The pooler in front of a server: its version and settings (as server settings are:
+        masked where a secret could be)."""
+        with self.transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO poolers VALUES (?,?,?,?,?,?,?)",
+                (
+                    campaign_id,
+                    facts.server,
+                    facts.kind,
+                    facts.version,
+                    json.dumps(redact_settings(facts.settings), sort_keys=True),
+                    facts.binary,
+                    time.time(),
+                ),
+            )
+
+    def poolers(self, campaign_id: int) -> dict[str, PoolerFacts]:
+        """Each server's pooler in the campaign, by server name."""
+        rows = self.db.execute(
+            "SELECT server, kind, version, settings_json, binary FROM poolers "
+            "WHERE campaign_id = ? ORDER BY server",
+            (campaign_id,),
+        )
+        return {
+            str(r[0]): PoolerFacts(str(r[0]), str(r[1]), str(r[2]), json.loads(r[3]), str(r[4]))
+            for r in rows
+        }
 
     def save_bisection(self, record: BisectionRecord) -> None:
         with self.transaction():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgbenchlab.store.columns import added_columns_sql
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -402,4 +402,18 @@ MIGRATIONS: dict[int, str] = {
     """,
     # 22: how long the hygiene before each run took (its VACUUM, its CHECKPOINT); NULL before.
     22: added_columns_sql(22),
+    # 23: the connection pooler in front of a server (connection = "pgbouncer"): its kind,
+    # version and the settings it was started with, once per campaign and server.
+    23: """
+    CREATE TABLE poolers (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        version TEXT NOT NULL,
+        settings_json TEXT NOT NULL,
+        binary TEXT NOT NULL,
+        recorded_at REAL NOT NULL,
+        PRIMARY KEY (campaign_id, server)
+    );
+    """,
 }
