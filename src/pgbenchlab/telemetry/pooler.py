@@ -6,7 +6,8 @@ its ceiling), its `SHOW STATS` counters and `SHOW POOLS` gauges for the run's da
 its admin console). Before the capture's baseline and before its final sample the pooler
 closes its server connections, so the server's backends exit and report their statistics
 as they do when pgbench connects directly (the commit cross-check reads them). Its figures join
-the run's telemetry: sources `pooler` (cpu_s, wait_s), `pgbouncer_stats`, `pgbouncer_pools`,
+the run's telemetry: sources `pooler` (cpu_s, wait_s; and the seconds its totals cover),
+`pgbouncer_stats`, `pgbouncer_pools`,
 and the CPU list it had (affinity role `pooler`). Sampling trouble is recorded in the
 telemetry's errors; it never fails the run.
 """
@@ -182,6 +183,8 @@ class PooledCapture:
                 source, first.values.get(source, {}), values, final.mono - first.mono, whole=True
             ).items()
         ]
+        if POOLER in final.values:  # what its CPU figures cover: from its baseline to its final
+            totals.append(Total(POOLER, "seconds", final.mono - first.mono))
         seen = {source for s in samples for source in s.values}
         sources = [
             SourceStatus(source, source in seen, "" if source in seen else self._why(source))
