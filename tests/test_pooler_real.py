@@ -191,8 +191,8 @@ def burning(cpu: int) -> Iterator[None]:
 
 
 STARVED = {
-    "duration": "4s",
-    "clients": "32",
+    "duration": "8s",
+    "clients": "64",
     "pooler": 'cpus = "1"',
     "server": 'cpus = "0"',
     "pgbench": '[pgbench]\ncpus = "0"',

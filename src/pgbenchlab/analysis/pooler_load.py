@@ -3,15 +3,14 @@
 PgBouncer runs one thread: one CPU is all it can use, and every transaction of the run passes
 through it. When it was on its CPU or waiting for one (schedstat: CPU time + run-queue wait)
 nearly all the time, the pooler set the pace, whatever else looked busy: pgbench and the server
-wait on it, which can make either look like the limit. Judged on the median of the run's whole
-seconds (its last, partial one left out): the seconds in which clients connect, and those in
-which the last transactions drain after -T, are not the run's steady state. The verdict the
-telemetry's rules gave stays among the others (``also``), as with a saturated load generator.
+wait on it, which can make either look like the limit. Judged on the run's totals: the kernel
+adds a wait to a process's figures only when it ends, so its per-second figures come in lumps.
+The verdict the telemetry's rules gave stays among the others (``also``), as with a saturated
+load generator.
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from pgbenchlab.analysis.diagnosis import RULES_VERSION, Bottleneck, Diagnosis
@@ -24,20 +23,16 @@ POOLER = "pooler"  # its telemetry source and affinity role (`telemetry.pooler`)
 @dataclass(frozen=True)
 class PoolerLoad:
     """The pooler's process over the run: CPU and run-queue wait seconds, the seconds they
-    cover, the share of its one CPU it was on or waiting for in the median whole second (None:
-    too short a run, judged on its totals) and the CPU list the plan pinned it to."""
+    cover and the CPU list the plan pinned it to (None: not pinned)."""
 
     cpu_s: float
     wait_s: float
     duration_s: float
-    median_busy: float | None = None
     pinned: str | None = None
 
     @property
     def busy(self) -> float:
         """The share of the run it was on its CPU or waiting for one (of its one CPU)."""
-        if self.median_busy is not None:
-            return self.median_busy
         return (self.cpu_s + self.wait_s) / self.duration_s if self.duration_s > 0 else 0.0
 
 
@@ -52,17 +47,7 @@ def pooler_load(telemetry: RunTelemetry | None) -> PoolerLoad | None:
     pinned = affinity.requested if affinity is not None else None
     wait = telemetry.total(POOLER, "wait_s") or 0.0
     seconds = telemetry.total(POOLER, "seconds") or telemetry.duration_s
-    return PoolerLoad(cpu, wait, seconds, median_busy(telemetry), pinned)
-
-
-def median_busy(telemetry: RunTelemetry) -> float | None:
-    """The median of its whole seconds' CPU + run-queue wait (None: fewer than two)."""
-    busy: dict[int, float] = {}
-    for metric in ("cpu_s", "wait_s"):
-        for t, value in telemetry.points(POOLER, metric):
-            busy[t] = busy.get(t, 0.0) + value
-    whole = [busy[t] for t in sorted(busy)[:-1]]
-    return statistics.median(whole) if len(whole) >= 2 else None
+    return PoolerLoad(cpu, wait, seconds, pinned)
 
 
 def with_saturated_pooler(found: Diagnosis | None, load: PoolerLoad | None) -> Diagnosis | None:
@@ -71,10 +56,10 @@ def with_saturated_pooler(found: Diagnosis | None, load: PoolerLoad | None) -> D
         return found
     where = f" (pinned to CPU {load.pinned})" if load.pinned else ""
     evidence = (
-        f"the pooler{where} was on a CPU or waiting for one {load.busy:.0%} of the time "
-        f"(the median second; over the run: CPU {load.cpu_s / load.duration_s:.2f} cores, "
-        f"run-queue wait {load.wait_s / load.duration_s:.2f}): it runs one thread, so one CPU "
-        "is its ceiling, and every transaction passed through it",
+        f"the pooler{where} was on a CPU or waiting for one {load.busy:.0%} of the run (CPU "
+        f"{load.cpu_s / load.duration_s:.2f} cores, run-queue wait "
+        f"{load.wait_s / load.duration_s:.2f}): it runs one thread, so one CPU is its "
+        "ceiling, and every transaction passed through it",
     )
     if found is None:
         return Diagnosis(Bottleneck.POOLER_BOUND, evidence, {"rules_version": RULES_VERSION})

@@ -8,7 +8,9 @@ closes its server connections, so the server's backends exit and report their st
 as they do when pgbench connects directly (the commit cross-check reads them). Its figures join
 the run's telemetry: sources `pooler` (cpu_s, wait_s; and the seconds its totals cover),
 `pgbouncer_stats`, `pgbouncer_pools`,
-and the CPU list it had (affinity role `pooler`). Sampling trouble is recorded in the
+and the CPU list it had (affinity role `pooler`). The kernel adds a wait for a CPU to a process's
+figures when the wait ends: its per-second wait comes in lumps, and only the run's totals
+(taken once it sleeps again) judge it. Sampling trouble is recorded in the
 telemetry's errors; it never fails the run.
 """
 
@@ -101,6 +103,7 @@ class PooledCapture:
         self._halt.set()
         self._go.set()
         self._thread.join()
+        self._await_idle()
         now = time.monotonic()
         final = _Sample(math.ceil(now - self.t0), now, self._read())
         if self.conn is not None:
@@ -119,6 +122,22 @@ class PooledCapture:
             if self._halt.wait(max(self.t0 + second - time.monotonic(), 0.0)):
                 return
             self.samples.append(_Sample(second, time.monotonic(), self._read()))
+
+    def _await_idle(self, limit_s: float = 3.0) -> None:
+        """Wait (bounded) until the pooler sleeps: the kernel adds a wait for a CPU to its
+        figures only once the wait ends, so a pooler still waiting when pgbench exits would
+        leave its last wait out of the run's totals."""
+        if self.pid is None:
+            return
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            try:
+                stat = self.pooler.host.read_text(PROC / str(self.pid) / "stat")
+            except OSError:
+                return
+            if stat[stat.rfind(")") + 2 :].startswith(("S", "I")):
+                return
+            time.sleep(0.005)
 
     def _read(self) -> Values:
         values: Values = {}
