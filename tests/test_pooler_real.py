@@ -177,17 +177,19 @@ def test_prepared_through_a_transaction_pool_is_refused_before_anything_starts(
 @contextlib.contextmanager
 def burning(cpu: int) -> Iterator[None]:
     """A real-time CPU burner pinned to cpu: a normal process there (the pooler) runs only in
-    the share the kernel keeps for them (5 % of each second). A burner of normal priority would
-    hardly delay it: the scheduler lets a task that sleeps between bursts, as a pooler does, run
-    first when it wakes."""
-    burner = subprocess.Popen(
-        ["taskset", "-c", str(cpu), "chrt", "-f", "1", sys.executable, "-c", "while True: pass"]
-    )
+    the share the kernel keeps for them (5 % of each second), and three normal burners share
+    that with it. Normal burners alone would hardly delay it: the scheduler lets a task that
+    sleeps between bursts, as a pooler does, run first when it wakes."""
+    burn = [sys.executable, "-c", "while True: pass"]
+    pin = ["taskset", "-c", str(cpu)]
+    burners = [subprocess.Popen([*pin, "chrt", "-f", "1", *burn])]
+    burners += [subprocess.Popen([*pin, *burn]) for _ in range(3)]
     try:
         yield
     finally:
-        burner.kill()
-        burner.wait()
+        for burner in burners:
+            burner.kill()
+            burner.wait()
 
 
 STARVED = {
