@@ -3,6 +3,7 @@ refuses it, and a saturated pooler named by the diagnosis."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis
 from pgbenchlab.analysis.pooler_load import pooler_load, with_saturated_pooler
 from pgbenchlab.errors import PlanError
 from pgbenchlab.records.telemetry import Affinity, RunTelemetry, Total
-from pgbenchlab.server.pooler import prepared_problem
+from pgbenchlab.server.pooler import PoolerFacts, prepared_problem
+from pgbenchlab.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 BASE = """
 [campaign]
@@ -128,3 +130,27 @@ def test_a_pooler_with_idle_time_or_no_pooler_changes_nothing() -> None:
     assert pooler_load(None) is None
     alone = with_saturated_pooler(None, pooler_load(telemetry(9.5, 0.0)))
     assert alone is not None and alone.verdict == Bottleneck.POOLER_BOUND
+
+
+def test_a_database_of_schema_22_gets_the_poolers_table_and_keeps_its_facts(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)
+    db.executescript("".join(MIGRATIONS[v] for v in range(1, 23)))
+    db.execute("PRAGMA user_version = 22")
+    db.close()
+    facts = PoolerFacts(
+        "pg15",
+        "pgbouncer",
+        "PgBouncer 1.18.0",
+        {"pool_mode": "transaction", "default_pool_size": "20"},
+        "/usr/sbin/pgbouncer",
+    )
+    with Store(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 23
+        campaign = store.start_campaign("c", "p.toml", "", "d", {"pgbenchlab": "x"}, {})
+        store.record_pooler(campaign, facts)
+        store.record_pooler(campaign, facts)  # a restarted server's: once per campaign
+        assert store.poolers(campaign) == {"pg15": facts}
+        assert store.poolers(campaign + 1) == {}
