@@ -11,8 +11,10 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from pgbenchlab.errors import ServerError
 from pgbenchlab.server.pooler import find_pgbouncer
 from pgbenchlab.store import Store
 from support import require_installs
+from test_faults import start_cli, wait_for
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(600)]
 
@@ -224,3 +227,30 @@ def test_a_pooler_starved_of_its_cpu_is_named_as_the_limit(tmp_path: Path, starv
             assert "pooler (pinned to CPU 1)" in str(run["evidence_json"])
     else:
         assert "pooler_bound" not in verdicts, runs
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_campaign_leaves_no_pooler_running(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """The signal arrives while pgbench runs through the pooler: the campaign ends
+    interrupted (130), its pooler stopped with its server, its directory removed."""
+    require_installs("15")
+    require_pgbouncer()
+    before = pgbouncers()
+    plan = tmp_path / "plan.toml"
+    plan.write_text(plan_text("transaction", duration="30s"))
+    results = tmp_path / "results"
+    cli = start_cli(plan, results)
+    try:
+        wait_for(lambda: pgbouncers() - before, timeout=120, every=0.05)
+        started = pgbouncers() - before
+        time.sleep(2)  # pgbench is running through it
+        cli.send_signal(signum)
+        _, stderr = cli.communicate(timeout=120)
+        assert cli.returncode == 130, stderr
+        assert pgbouncers() & started == set()  # gone (or a zombie left for init to reap)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        remove_clusters(results)
