@@ -254,3 +254,29 @@ def test_an_interrupted_campaign_leaves_no_pooler_running(
         if cli.poll() is None:
             cli.kill()
         remove_clusters(results)
+
+
+def test_a_pooler_a_killed_campaign_left_is_stopped_by_clean(tmp_path: Path) -> None:
+    """kill -9 while pgbench runs through the pooler leaves it running (it is a daemon of the
+    server's account); `clean` stops it with the cluster it was in front of."""
+    require_installs("15")
+    require_pgbouncer()
+    before = pgbouncers()
+    plan = tmp_path / "plan.toml"
+    plan.write_text(plan_text("transaction", duration="5s"))
+    results = tmp_path / "results"
+    cli = start_cli(plan, results)
+    try:
+        wait_for(lambda: pgbouncers() - before, timeout=120, every=0.05)
+        started = pgbouncers() - before
+        time.sleep(1)
+        cli.kill()
+        cli.communicate(timeout=60)
+        assert pgbouncers() & started == started  # left running by the killed campaign
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["clean", "--results", str(results)]) == 0
+        wait_for(lambda: not pgbouncers() & started, timeout=15, every=0.05)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        remove_clusters(results)

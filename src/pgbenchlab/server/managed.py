@@ -22,6 +22,7 @@ from pgbenchlab.server.cluster_files import (
     HBA_FILE,
     LOG_FILE,
     MARKER,
+    POOLER_RECORD,
     SOCKET_PARENT,
     SOCKET_PREFIX,
     SOCKET_RECORD,
@@ -33,6 +34,7 @@ from pgbenchlab.server.cluster_files import (
     remove_cluster_files,
     remove_recorded_socket_dir,
     remove_socket_dir,
+    stop_recorded_pooler,
 )
 from pgbenchlab.server.endpoint import (
     LOST_NETWORK_OPTIONS,
@@ -245,6 +247,8 @@ class ManagedServer:
         except ServerError:
             self.stop()
             raise
+        assert self.pooler.directory is not None  # recorded: a kill -9 leaves nothing unfound
+        self._write_owned(self.data_dir / POOLER_RECORD, f"{self.pooler.directory}\n")
 
     def _pg_ctl(self, *args: str, cpus: str | None = None) -> Finished:
         argv = [str(self.install.binary("pg_ctl")), "-D", str(self.data_dir), *args]
@@ -287,6 +291,7 @@ class ManagedServer:
             if leftover_socket_dir and leftover_socket_dir != self.socket_dir:
                 remove_socket_dir(leftover_socket_dir, self.host)
         remove_recorded_socket_dir(self.data_dir, keep=self.socket_dir, host=self.host)
+        stop_recorded_pooler(self.data_dir, self.host)
 
     def _initdb(self) -> None:
         if self.claim is not None:

@@ -10,7 +10,9 @@ which PgBouncer's trust mode needs only to know the user.
 
 Its directory holds the configuration, the auth_file, the log and the pid file. It is started
 after its server and stopped before it (each server restart starts it again, in front of the
-server's new socket).
+server's new socket); the server's data directory records that directory, so a pooler a killed
+campaign left running is stopped when the cluster is next used or cleaned
+(`cluster_files.stop_recorded_pooler`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,9 @@ import psycopg
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host, pinned
 from pgbenchlab.osuser import OsAccount
-from pgbenchlab.server.cluster_files import SOCKET_PARENT, remove_socket_dir
+from pgbenchlab.server.cluster_files import POOLER_PREFIX, SOCKET_PARENT, remove_socket_dir
 from pgbenchlab.server.endpoint import Endpoint
 
-POOLER_PREFIX = "pgbl-pooler-"
 DEBIAN_PGBOUNCER = Path("/usr/sbin/pgbouncer")  # Debian's place: not on a user's PATH
 ADMIN_DB = "pgbouncer"  # the admin console's database
 # max_prepared_statements (protocol-level prepared statements in transaction and statement
