@@ -96,7 +96,7 @@ def _capture(
         return capture
     if server.pooler is None:
         return capture
-    return PooledCapture(capture, server.pooler, member.endpoint.dbname)
+    return PooledCapture(capture, server.pooler, member.endpoint, member.endpoint.dbname)
 
 
 def _profiler(

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import psycopg
 
 from pgbenchlab.records.telemetry import Affinity, Point, RunTelemetry, SourceStatus, Total
+from pgbenchlab.server.endpoint import Endpoint
 from pgbenchlab.server.pooler import PgBouncer
 from pgbenchlab.telemetry.affinity import allowed_list
 from pgbenchlab.telemetry.osstats import figures, process_times
@@ -43,6 +44,15 @@ STATS_COUNTERS = (
 )
 POOLS_GAUGES = ("cl_active", "cl_waiting", "sv_active", "sv_idle", "sv_used", "maxwait")
 PROC = PurePath("/proc")
+# The server's backends of the pooler's connections to the run's database: every client backend
+# there but the samplers' (pgbench reaches the server only through the pooler). Asked from
+# another database, so that the asking commits nothing in the run's.
+POOLED_BACKENDS_SQL = """
+SELECT pid FROM pg_stat_activity
+WHERE datname = %s AND backend_type = 'client backend'
+  AND application_name IS DISTINCT FROM 'pgbenchlab-telemetry'
+"""
+RELEASE_TIMEOUT_S = 5.0
 
 Values = dict[str, dict[str, float]]
 
@@ -67,9 +77,10 @@ class _Sample:
 class PooledCapture:
     """A run's capture with its pooler's figures added (the `Capturing` protocol)."""
 
-    def __init__(self, inner: RunCapture, pooler: PgBouncer, dbname: str) -> None:
+    def __init__(self, inner: RunCapture, pooler: PgBouncer, server: Endpoint, dbname: str) -> None:
         self.inner = inner
         self.pooler = pooler
+        self.server = server.with_dbname("postgres")  # the server itself, not the pooler
         self.dbname = dbname
         self.pid = pooler.pid
         self.conn: psycopg.Connection[Any] | None = None
@@ -171,10 +182,23 @@ class PooledCapture:
         return found
 
     def _release(self) -> None:
+        """The pooler's server connections closed, and their backends gone (a backend
+        reports its last statistics as it exits: the run's commits are read after)."""
         try:
-            self.pooler.release_servers(self.dbname)
+            with self.server.connect(timeout=5) as conn:
+                pids = self._pooled(conn)
+                self.pooler.release_servers(self.dbname)
+                deadline = time.monotonic() + RELEASE_TIMEOUT_S
+                while pids and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    pids &= self._pooled(conn)
+            if pids:
+                self._error(f"pooler: {len(pids)} server connection(s) still open after KILL")
         except psycopg.Error as exc:
             self._error(f"pooler: its server connections were not closed: {exc}")
+
+    def _pooled(self, conn: psycopg.Connection[Any]) -> set[int]:
+        return {int(r[0]) for r in conn.execute(POOLED_BACKENDS_SQL, (self.dbname,)).fetchall()}
 
     def _error(self, text: str) -> None:
         first = str(text).strip().split("\n", 1)[0]
