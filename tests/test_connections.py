@@ -55,7 +55,7 @@ def test_the_connection_axis_makes_one_cell_per_kind(tmp_path: Path) -> None:
 
 
 def test_an_unknown_kind_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(PlanError, match=r"must be one of socket, tcp, tls; got 'ssl'"):
+    with pytest.raises(PlanError, match=r"must be one of socket, tcp, tls, pgbouncer; got 'ssl'"):
         parsed(MANAGED.format(axis='connection = ["ssl"]'), tmp_path)
 
 

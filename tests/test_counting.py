@@ -19,7 +19,7 @@ from pgbenchlab.hosts import LOCAL_HOST
 from pgbenchlab.profiles import Profile, diff
 from pgbenchlab.profiles.counting import ProcessCounts, counted_run, parse_callgrind
 from pgbenchlab.report.views import answer, build
-from pgbenchlab.server.managed import callgrind_wrapper
+from pgbenchlab.server.counting import callgrind_wrapper
 from pgbenchlab.store import MIGRATIONS, SCHEMA_VERSION, Store
 from pgbenchlab.store.profiles import write_profile
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pgbenchlab.analysis import diagnosis, telemetry_figures
 from pgbenchlab.analysis.diagnosis import RULES_VERSION, Diagnosis, with_saturated_generators
+from pgbenchlab.analysis.pooler_load import pooler_load, with_saturated_pooler
 from pgbenchlab.records.telemetry import RunTelemetry
 from pgbenchlab.results import RunResult
 
@@ -68,8 +69,9 @@ def diagnose_run(result: RunResult, evidence: Evidence) -> Diagnosis | None:
 
 def diagnose(run: ObservedRun, evidence: Evidence) -> Diagnosis | None:
     """The rules over the run's telemetry, naming a load generator that wanted nearly all its
-    usable CPUs (None: nothing to judge)."""
-    return with_saturated_generators(_by_the_rules(run, evidence), run.generators)
+    usable CPUs, and above all a pooler that used its one CPU (None: nothing to judge)."""
+    found = with_saturated_generators(_by_the_rules(run, evidence), run.generators)
+    return with_saturated_pooler(found, pooler_load(run.telemetry))
 
 
 def stale(details: Mapping[str, object]) -> bool:

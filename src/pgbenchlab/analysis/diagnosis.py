@@ -26,6 +26,9 @@ match in this order, the others are kept as ``also``:
    ≥ 50 % of samples; or the server was pinned to fewer CPUs than the host has and its
    processes wanted ≥ 90 % of those.
 5. unclear — none of the above.
+
+A run through a pooler that used its one CPU is pooler_bound whatever the rules found
+(`analysis.pooler_load`), as a saturated load generator makes a run client_bound.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Bottleneck(StrEnum):
     """What limited a run: the verdict of its diagnosis."""
 
     CLIENT_BOUND = "client_bound"
+    POOLER_BOUND = "pooler_bound"
     CHECKPOINT_DISTURBED = "checkpoint_disturbed"
     LOCK_BOUND = "lock_bound"
     WAL_FLUSH_BOUND = "wal_flush_bound"

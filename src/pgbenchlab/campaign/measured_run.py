@@ -31,12 +31,13 @@ from pgbenchlab.campaign.together import GroupExecutor, diagnosed, generators_of
 from pgbenchlab.diagnosing import diagnose_run
 from pgbenchlab.invocation.command import Completed
 from pgbenchlab.pgbench.progress import ProgressLine
-from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan import POOLER, Plan, RunSpec
 from pgbenchlab.profiles import RunProfiles
 from pgbenchlab.profiles.counting import TOOL, ProcessCounts, counted_run
 from pgbenchlab.records.telemetry import Point, RunTelemetry
 from pgbenchlab.results import RunResult
-from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.server import Endpoint, ManagedServer, Server
+from pgbenchlab.telemetry.pooler import PooledCapture
 
 
 class RunSession(Protocol):
@@ -76,14 +77,7 @@ def measured_run(
     def phase(text: str) -> None:
         session.reporter.phase(spec, text)
 
-    def sampled(member: str) -> Callable[[Sequence[Point]], None]:
-        return lambda points: session.reporter.sampled(spec, member, points)
-
-    threads = spec.pgbench_threads
-    captures = {
-        m.name: session.telemetry.capture(m.server, m.endpoint, threads, phase, sampled(m.name))
-        for m in members
-    }
+    captures = {m.name: _capture(session, spec, m, phase) for m in members}
     profiler = None if grouped else _profiler(session, spec, members[0].server, artifacts)
     if profiler is None:
         return _measured(session, spec, members, artifacts, started, captures, None)
@@ -92,6 +86,24 @@ def measured_run(
         return _measured(session, spec, members, artifacts, started, captures, profiler)
     finally:
         profiler.close()
+
+
+def _capture(
+    session: RunSession, spec: RunSpec, member: Member, phase: Callable[[str], None]
+) -> Capturing:
+    """The member's telemetry for the run, with its pooler's when the run goes through one."""
+    server = member.server
+
+    def sampled(points: Sequence[Point]) -> None:
+        session.reporter.sampled(spec, member.name, points)
+
+    threads = spec.pgbench_threads
+    capture = session.telemetry.capture(server, member.endpoint, threads, phase, sampled)
+    if spec.options.connection != POOLER or not isinstance(server, ManagedServer):
+        return capture
+    if server.pooler is None:
+        return capture
+    return PooledCapture(capture, server.pooler, member.endpoint, member.endpoint.dbname)
 
 
 def _profiler(

@@ -30,13 +30,14 @@ from pgbenchlab.campaign.hosts import used_hosts
 from pgbenchlab.campaign.pinning import check_cpu_list, check_numa, cpu_lists, numa_places
 from pgbenchlab.campaign.servers import (
     check_external,
+    check_pooler,
     check_settings,
     check_tls,
     data_dir_clashes,
 )
 from pgbenchlab.hosts import Host
 from pgbenchlab.invocation.scripts import check_script
-from pgbenchlab.plan import Plan, ServerPlan
+from pgbenchlab.plan import POOLER, Plan, ServerPlan
 from pgbenchlab.store.metrics import METRICS
 from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
@@ -184,6 +185,11 @@ def scripts(ready: Readiness, found: Findings) -> None:
         found.attempt(partial(check_script, host, binary, name, text))
 
 
+def pooler(ready: Readiness, found: Findings) -> None:
+    if ready.plan.uses_connection(POOLER):
+        found.attempt(partial(check_pooler, ready.plan))
+
+
 def settings(ready: Readiness, found: Findings) -> None:
     """Every combination of settings each managed server starts with, judged by its own
     postgres; and TLS where the plan connects with it."""
@@ -301,6 +307,14 @@ CHECKS: tuple[Check, ...] = (
         scripts,
         "correct the script where pgbench points (pgbench-reference: script syntax)",
         needs=("pgbench",),
+    ),
+    Check(
+        "pooler",
+        'connection = "pgbouncer": PgBouncer found ([pooler] install, PATH or Debian\'s), '
+        "and able to pool the runs through it (-M prepared in a transaction or statement pool "
+        "needs 1.21)",
+        pooler,
+        "install Debian's package pgbouncer (or name one), or change the protocol or pool_mode",
     ),
     Check(
         "server settings",

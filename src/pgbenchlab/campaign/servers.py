@@ -14,11 +14,19 @@ from pgbenchlab.builds.shipping import shipped
 from pgbenchlab.campaign.hosts import CampaignHosts
 from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.claims import Claim
-from pgbenchlab.errors import ServerError, UserError
+from pgbenchlab.errors import PlanError, ServerError, UserError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
-from pgbenchlab.plan import Plan, RunSpec, ServerPlan
-from pgbenchlab.server import ExternalServer, ManagedServer, Server
+from pgbenchlab.osuser import OsAccount
+from pgbenchlab.plan import POOLER, Plan, RunSpec, ServerPlan
+from pgbenchlab.server import SUPERUSER, ExternalServer, ManagedServer, Server
+from pgbenchlab.server.pooler import (
+    PgBouncer,
+    PoolerConfig,
+    find_pgbouncer,
+    pgbouncer_version,
+    prepared_problem,
+)
 
 
 class ServerPool(Protocol):
@@ -176,7 +184,24 @@ class Servers:
             # from another host, pgbench's address is not the server's: any, by password
             client_network=None if plan.host is None else "all",
             counting=self.plan.counts(plan.name),
+            pooler=self.pooler(plan, account),
         )
+
+    def pooler(self, plan: ServerPlan, account: OsAccount) -> PgBouncer | None:
+        """The PgBouncer in front of the server, when a run connects through it."""
+        if not self.plan.uses_connection(POOLER, plan.name):
+            return None
+        wanted = self.plan.pooler
+        binary = find_pgbouncer(wanted.install)
+        config = PoolerConfig(
+            binary,
+            wanted.pool_mode,
+            wanted.pool_size,
+            wanted.max_client_conn,
+            wanted.cpus,
+            SUPERUSER,
+        )
+        return PgBouncer(plan.name, config, account)
 
     def stop_all(self) -> list[str]:
         """Stop every started server; those that could not be (their host unreachable) are
@@ -242,3 +267,16 @@ def check_tls(server: ServerPlan, plan: Plan, install: Installation, host: Host)
             'remove "tls" for it or build one with configure = ["--with-openssl"]',
             where=plan.path,
         )
+
+
+def check_pooler(plan: Plan) -> None:
+    """connection = "pgbouncer": a PgBouncer found, and one that can pool the runs through it
+    (pgbench's -M prepared through a transaction or statement pool needs 1.21)."""
+    binary = find_pgbouncer(plan.pooler.install)
+    text, version = pgbouncer_version(binary)
+    prepared = any(
+        s.options.connection == POOLER and s.options.protocol == "prepared" for s in plan.specs
+    )
+    problem = prepared_problem(plan.pooler.pool_mode, version, text) if prepared else None
+    if problem is not None:
+        raise PlanError(problem, where=plan.path)

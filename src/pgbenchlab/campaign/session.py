@@ -31,7 +31,7 @@ from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
-from pgbenchlab.server import Endpoint, Server
+from pgbenchlab.server import Endpoint, ManagedServer, Server
 from pgbenchlab.stopsignals import StopSignals
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
@@ -249,6 +249,8 @@ class Session:
             self.store.record_server(
                 self.campaign_id, server.facts(), dict(spec.variant), described
             )
+            if isinstance(server, ManagedServer) and server.pooler is not None:
+                self.store.record_pooler(self.campaign_id, server.pooler.facts())
             self.recorded_variants.add(key)
         return server
 

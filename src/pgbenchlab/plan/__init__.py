@@ -26,10 +26,12 @@ and psycopg's connection-string parser, never the runner, the store or the repor
 from pgbenchlab.plan.auto import AutoRepeats, Verdicts, stored_verdicts
 from pgbenchlab.plan.dataset import DatasetOptions
 from pgbenchlab.plan.parsing import load, parse
+from pgbenchlab.plan.pooler import POOLER
 from pgbenchlab.plan.records import (
     GroupPlan,
     HostPlan,
     Plan,
+    PoolerPlan,
     RunOptions,
     RunSpec,
     Script,
@@ -44,11 +46,13 @@ from pgbenchlab.plan.values import plan_path, planned_axis_orders, setting_text
 __all__ = [
     "DEFAULT_MAX_TRIES",
     "MAX_RUNS",
+    "POOLER",
     "AutoRepeats",
     "DatasetOptions",
     "GroupPlan",
     "HostPlan",
     "Plan",
+    "PoolerPlan",
     "RunOptions",
     "RunSpec",
     "Script",

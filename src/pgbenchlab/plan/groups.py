@@ -13,7 +13,9 @@ from pgbenchlab.plan.records import GroupPlan, RunSpec, ServerPlan
 from pgbenchlab.plan.schema import AXIS_KEYS, GROUP_KEYS, SERVER_OPTIONS
 from pgbenchlab.plan.values import Context, check_name, parse_bool
 
-UNSUPPORTED = {"connection": "tls"}  # one authority file per run: a group's members have two
+# tls: one authority file per run, and a group's members have two; pgbouncer: one pooler per
+# server, its telemetry a single server's run's
+UNSUPPORTED = {"connection": ("tls", "pgbouncer")}
 
 
 def parse_groups(
@@ -91,8 +93,8 @@ def check_group_specs(
             continue
         if spec.options.profile != "off":
             raise ctx.fail("profile", f"group {spec.server}: a group's runs are not profiled")
-        for option, value in UNSUPPORTED.items():
-            if getattr(spec.options, option) == value:
+        for option, values in UNSUPPORTED.items():
+            if (value := getattr(spec.options, option)) in values:
                 raise ctx.fail(
                     option, f'group {spec.server}: "{value}" is not available for a group\'s runs'
                 )

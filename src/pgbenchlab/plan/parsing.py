@@ -22,6 +22,7 @@ from pgbenchlab.plan.hosts import (
     parse_hosts,
 )
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
+from pgbenchlab.plan.pooler import check_pooled, parse_pooler
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.schema import (
     CAMPAIGN_KEYS,
@@ -136,6 +137,7 @@ def parse(
     check_generator_clients(specs, len(pgbench_hosts), ctx)
     check_group_specs(specs, groups, ctx)
     check_counting(specs, servers, groups, ctx)
+    pooler = check_pooled(*parse_pooler(data.get("pooler"), ctx, base), specs, servers, ctx)
     warnings = plan_warnings(specs, quick=quick)
     return Plan(
         name,
@@ -162,6 +164,7 @@ def parse(
         auto_cpus=cpus,
         dataset=dataset,
         verdicts=parse_verdicts(campaign, ctx),
+        pooler=pooler,
     )
 
 

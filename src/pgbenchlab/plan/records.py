@@ -77,6 +77,24 @@ class ServerPlan:
         return self.dsn is None
 
 
+# PgBouncer's own defaults: a plan that says nothing measures the pooler as it ships.
+DEFAULT_POOL_SIZE = 20
+DEFAULT_MAX_CLIENT_CONN = 100
+
+
+@dataclass(frozen=True)
+class PoolerPlan:
+    """[pooler]: the pool mode, the server connections per database and user (pool_size), the
+    client connections it accepts, the CPU list it is pinned to and which PgBouncer runs (None:
+    the one on PATH, else Debian's /usr/sbin/pgbouncer)."""
+
+    pool_mode: str = "transaction"
+    pool_size: int = DEFAULT_POOL_SIZE
+    max_client_conn: int = DEFAULT_MAX_CLIENT_CONN
+    cpus: str | None = None
+    install: str | None = None
+
+
 @dataclass(frozen=True)
 class GroupPlan:
     """A [[server_group]]: servers a run drives together, each given the whole cell (its
@@ -104,7 +122,7 @@ class RunOptions:
     reinit: str
     latency_log: str  # auto | full | off | a sampling rate such as "0.1"
     max_tries: int  # pgbench --max-tries (15+): 1 = no retry, 0 = unlimited
-    connection: str = "socket"  # socket | tcp | tls: how pgbench reaches the server
+    connection: str = "socket"  # socket | tcp | tls | pgbouncer: how pgbench reaches the server
     profile: str = "off"  # off | on | auto (plan) → "extra" on the repeat auto adds
     threads_auto: bool = False  # threads = "auto" made `threads` (which the cell keeps)
     count: str = "off"  # off | instructions: the server under callgrind, instructions counted
@@ -260,6 +278,8 @@ class Plan:
     dataset: DatasetOptions = field(default_factory=DatasetOptions)
     # [campaign] decide, equivalence, correction: how its comparisons are judged
     verdicts: Verdicts = field(default_factory=Verdicts)
+    # [pooler]: the managed PgBouncer of connection = "pgbouncer"
+    pooler: PoolerPlan = field(default_factory=PoolerPlan)
 
     @property
     def counts_generator_cpus(self) -> bool:

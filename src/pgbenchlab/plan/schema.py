@@ -14,8 +14,9 @@ BUILTINS = {
 }
 ORDERS = ("interleaved", "sequential", "random")
 PROTOCOLS = ("simple", "extended", "prepared")
-# How pgbench reaches the server: the Unix socket, TCP, TCP with TLS (verify-full).
-CONNECTIONS = ("socket", "tcp", "tls")
+# How pgbench reaches the server: the Unix socket, TCP, TCP with TLS (verify-full), a managed
+# PgBouncer in front of it ([pooler]).
+CONNECTIONS = ("socket", "tcp", "tls", "pgbouncer")
 VACUUM_MODES = ("pgbench", "all", "none")
 REINIT_MODES = ("never", "per-scale", "per-run")
 LATENCY_LOG_MODES = ("auto", "full", "off")
@@ -38,6 +39,7 @@ TOP_KEYS = (
     "matrix",
     "build",
     "host",
+    "pooler",
 )
 CAMPAIGN_KEYS = (
     "name",

@@ -144,6 +144,13 @@ def external_connection(server: ServerPlan, layer: dict[str, Any], ctx: Context)
     assert server.dsn is not None
     kind = dsn_connection(server.dsn)
     for asked in as_list(layer.get("connection", kind)):
+        if asked == "pgbouncer":
+            raise ctx.fail(
+                "connection",
+                f'server {server.name}: "pgbouncer" needs a managed server (the pooler is '
+                "started beside the server pgbenchlab runs); an external one connects as its "
+                "dsn says",
+            )
         if asked != kind and asked in CONNECTIONS:
             raise ctx.fail(
                 "connection",

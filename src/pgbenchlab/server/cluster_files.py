@@ -18,6 +18,10 @@ MARKER = "pgbenchlab-cluster.json"
 SOCKET_PREFIX = "pgbl-"
 SOCKET_RECORD = "pgbenchlab-socket-dir"  # in the data directory: the last socket directory
 SOCKET_PARENT = PurePath("/tmp")
+# connection = "pgbouncer": the pooler's private directory (beside the socket directories), and
+# in the data directory the last one a pooler in front of the cluster used
+POOLER_PREFIX = "pgbl-pooler-"
+POOLER_RECORD = "pgbenchlab-pooler-dir"
 LOG_FILE = "pgbenchlab-server.log"
 # TLS (connection = "tls"): the cluster's own authority, and the certificate and key it signed.
 TLS_CA = "pgbenchlab-ca.crt"
@@ -72,6 +76,24 @@ def remove_socket_dir(directory: PurePath, host: Host) -> None:
         host.remove_tree(directory)
 
 
+def stop_recorded_pooler(data_dir: PurePath, host: Host = LOCAL_HOST) -> None:
+    """The pooler a killed campaign left in front of this cluster: stopped (SIGTERM to the pid
+    in its directory, when that process was started with its configuration), its directory
+    removed. Called once no server runs on the cluster."""
+    try:
+        recorded = PurePath(host.read_text(data_dir / POOLER_RECORD).strip())
+    except OSError:
+        return
+    if recorded.parent == SOCKET_PARENT and recorded.name.startswith(POOLER_PREFIX):
+        with suppress(OSError, ValueError):
+            pid = int(host.read_text(recorded / "pgbouncer.pid").strip())
+            if str(recorded) in host.read_text(PurePath("/proc") / str(pid) / "cmdline"):
+                host.signal(pid, signal.SIGTERM)
+        remove_socket_dir(recorded, host)
+    with suppress(OSError):
+        host.remove_tree(data_dir / POOLER_RECORD)
+
+
 def remove_recorded_socket_dir(
     data_dir: PurePath, keep: PurePath | None = None, host: Host = LOCAL_HOST
 ) -> None:
@@ -112,6 +134,7 @@ def stop_leftover(data_dir: PurePath, timeout: float = 60, host: Host = LOCAL_HO
         host.signal(pid, signal.SIGINT)
     except OSError:
         remove_recorded_socket_dir(data_dir, host=host)
+        stop_recorded_pooler(data_dir, host)
         return False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -119,6 +142,7 @@ def stop_leftover(data_dir: PurePath, timeout: float = 60, host: Host = LOCAL_HO
             host.signal(pid, 0)
         except ProcessLookupError:
             remove_recorded_socket_dir(data_dir, host=host)
+            stop_recorded_pooler(data_dir, host)
             return True
         time.sleep(0.1)
     return False

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import secrets
-import shlex
 from pathlib import Path, PurePath
 
 import psycopg
@@ -24,6 +23,7 @@ from pgbenchlab.server.cluster_files import (
     HBA_FILE,
     LOG_FILE,
     MARKER,
+    POOLER_RECORD,
     SOCKET_PARENT,
     SOCKET_PREFIX,
     SOCKET_RECORD,
@@ -35,7 +35,9 @@ from pgbenchlab.server.cluster_files import (
     remove_cluster_files,
     remove_recorded_socket_dir,
     remove_socket_dir,
+    stop_recorded_pooler,
 )
+from pgbenchlab.server.counting import COUNT_DIR, counted_start
 from pgbenchlab.server.endpoint import (
     LOST_NETWORK_OPTIONS,
     Endpoint,
@@ -43,30 +45,12 @@ from pgbenchlab.server.endpoint import (
     ServerFacts,
     query_facts,
 )
+from pgbenchlab.server.pooler import PgBouncer
 from pgbenchlab.server.settings import BASE_SETTINGS, SETTINGS_FILE, postgres_env, settings_text
 
 SUPERUSER = "pgbenchlab"
 LOOPBACK = "127.0.0.1"
 SCRAM_SINCE = (10,)  # before 10 a TCP password is md5; never anything weaker
-
-
-COUNT_DIR = "pgbenchlab_counts"
-# Each process's counts from its fork: callgrind zeroes them when the postmaster enters
-# fork_process, else a child would start with everything its parent had executed.
-CALLGRIND = (
-    "valgrind", "--tool=callgrind", "--trace-children=yes", "--zero-before=fork_process",
-    "--compress-strings=no", "--compress-pos=no", "--dump-line=no", "-q",
-)  # fmt: skip
-
-
-def callgrind_wrapper(postgres: PurePath, count_dir: PurePath) -> str:
-    """The script pg_ctl starts instead of postgres: postgres under callgrind."""
-    files = [
-        f"--callgrind-out-file={count_dir}/callgrind.%p",
-        f"--log-file={count_dir}/valgrind.log",
-    ]
-    argv = " ".join(shlex.quote(a) for a in [*CALLGRIND, *files, str(postgres)])
-    return f'#!/bin/sh\nexec {argv} "$@"\n'
 
 
 def password_method(install: Installation) -> str:
@@ -98,6 +82,7 @@ class ManagedServer:
         address: str = LOOPBACK,
         client_network: str | None = None,
         counting: bool = False,
+        pooler: PgBouncer | None = None,
     ) -> None:
         self.name = name
         self.install = install
@@ -122,6 +107,7 @@ class ManagedServer:
         self.counting = counting  # run under callgrind: every process's instructions counted
         self.port = 0
         self.socket_dir: PurePath | None = None
+        self.pooler = pooler  # connection = "pgbouncer": started and stopped with the server
 
     @property
     def endpoint(self) -> Endpoint:
@@ -138,6 +124,10 @@ class ManagedServer:
         from another host, a copy of it: never the server's key)."""
         if connection == "socket" and not self.remote:
             return self.endpoint
+        if connection == "pgbouncer":
+            if self.pooler is None:
+                raise RuntimeError(f"server {self.name} was not started with a pooler")
+            return self.pooler.client_endpoint("postgres")
         if connection == "tls" and not self.tls:
             raise RuntimeError(f"server {self.name} was not started with TLS")
         options = {"sslmode": "verify-full" if connection == "tls" else "disable"}
@@ -192,6 +182,7 @@ class ManagedServer:
             if result.returncode == 0:
                 self._check_settings()
                 self._set_password()
+                self._start_pooler()
                 return
             if "could not bind" not in "\n".join(self.log_tail(10)):
                 break
@@ -201,6 +192,8 @@ class ManagedServer:
         )
 
     def stop(self) -> None:
+        if self.pooler is not None:
+            self.pooler.stop()
         self._stop_if_running()
         if self.socket_dir is not None:
             remove_socket_dir(self.socket_dir, self.host)
@@ -257,16 +250,27 @@ class ManagedServer:
     # -- internals ---------------------------------------------------------------------------
 
     def _counted(self) -> list[str]:
-        """pg_ctl's -p for a counting server: a script that starts postgres under callgrind,
-        with an empty directory for the counts."""
-        if not self.counting:
-            return []
-        self.host.remove_tree(self.count_dir)
-        self.host.mkdir(self.count_dir, owner=self.account)
-        wrapper = self.count_dir / "postgres"
-        script = callgrind_wrapper(self.install.binary("postgres"), self.count_dir)
-        self.host.write_text(wrapper, script, mode=0o700, owner=self.account)
-        return ["-p", str(wrapper)]
+        """pg_ctl's -p for a counting server (none otherwise)."""
+        postgres = self.install.binary("postgres")
+        return (
+            counted_start(self.host, postgres, self.count_dir, self.account)
+            if self.counting
+            else []
+        )
+
+    def _start_pooler(self) -> None:
+        """The pooler in front of the server's socket; if it cannot start, neither does the
+        server (a half-started pair would be reused by the next run)."""
+        if self.pooler is None:
+            return
+        assert self.socket_dir is not None
+        try:
+            self.pooler.start(self.socket_dir, self.port)
+        except ServerError:
+            self.stop()
+            raise
+        assert self.pooler.directory is not None  # recorded: a kill -9 leaves nothing unfound
+        self._write_owned(self.data_dir / POOLER_RECORD, f"{self.pooler.directory}\n")
 
     def _pg_ctl(
         self, *args: str, cpus: str | None = None, numa: NumaPolicy | None = None
@@ -311,6 +315,7 @@ class ManagedServer:
             if leftover_socket_dir and leftover_socket_dir != self.socket_dir:
                 remove_socket_dir(leftover_socket_dir, self.host)
         remove_recorded_socket_dir(self.data_dir, keep=self.socket_dir, host=self.host)
+        stop_recorded_pooler(self.data_dir, self.host)
 
     def _initdb(self) -> None:
         if self.claim is not None:

@@ -25,7 +25,8 @@ from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
-from pgbenchlab.store import bisections, follows, imports
+from pgbenchlab.server.pooler import PoolerFacts
+from pgbenchlab.store import bisections, follows, imports, side_tables
 from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.backfills import BACKFILLS, axis_orders_json
@@ -395,25 +396,24 @@ class Store(Reading):
         with self.transaction():
             telemetry_tables.write_server_facts(self.db, campaign_id, facts)
 
+    def record_pooler(self, campaign_id: int, facts: PoolerFacts) -> None:
+        with self.transaction():
+            side_tables.write_pooler(self.db, campaign_id, facts)
+
+    def poolers(self, campaign_id: int) -> dict[str, PoolerFacts]:
+        """Each server's pooler in the campaign, by server name."""
+        return side_tables.read_poolers(self.db, campaign_id)
+
     def save_bisection(self, record: BisectionRecord) -> None:
         with self.transaction():
             bisections.write_bisection(self.db, record)
 
     def record_noise_floor(self, campaign_id: int, floor: NoiseFloor) -> None:
         with self.transaction():
-            self.db.execute(
-                "INSERT INTO noise_floors VALUES (?,?,?,?,?,?)",
-                (campaign_id, floor.server, floor.metric, floor.kind, floor.spread,
-                 floor.evidence),
-            )  # fmt: skip
+            side_tables.write_noise_floor(self.db, campaign_id, floor)
 
     def noise_floors(self, campaign_id: int) -> tuple[NoiseFloor, ...]:
-        rows = self.db.execute(
-            "SELECT metric, kind, spread, server, evidence FROM noise_floors "
-            "WHERE campaign_id = ? ORDER BY metric, kind, server",
-            (campaign_id,),
-        ).fetchall()
-        return tuple(NoiseFloor(str(m), str(k), float(s), str(v), str(e)) for m, k, s, v, e in rows)
+        return side_tables.read_noise_floors(self.db, campaign_id)
 
     def save_follow_commit(self, record: FollowCommit) -> None:
         with self.transaction():

@@ -45,6 +45,7 @@ TABLES: dict[str, Carry] = {
     "runs": Carry.RUNS,
     "servers": Carry.FIRST,
     "server_facts": Carry.FIRST,
+    "poolers": Carry.FIRST,
     "datasets": Carry.ROWS,
     "run_seconds": Carry.ROWS,
     "run_histograms": Carry.ROWS,

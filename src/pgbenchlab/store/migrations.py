@@ -79,4 +79,18 @@ LATER: dict[int, str] = {
         PRIMARY KEY (campaign_id, path)
     );
     """,
+    # 29: the connection pooler in front of a server (connection = "pgbouncer"): its kind,
+    # version and the settings it was started with, once per campaign and server.
+    29: """
+    CREATE TABLE poolers (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        version TEXT NOT NULL,
+        settings_json TEXT NOT NULL,
+        binary TEXT NOT NULL,
+        recorded_at REAL NOT NULL,
+        PRIMARY KEY (campaign_id, server)
+    );
+    """,
 }

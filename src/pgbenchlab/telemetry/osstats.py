@@ -15,7 +15,8 @@ from pathlib import Path, PurePath
 
 from pgbenchlab.hosts import LOCAL_HOST, Host
 
-GAUGE_SOURCES = ("memory",)  # read as they are, never summed or differenced
+# read as they are, never summed or differenced (the pooler's: `telemetry.pooler`)
+GAUGE_SOURCES = ("memory", "pgbouncer_pools")
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's sector size
 MB = 1024 * 1024
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")

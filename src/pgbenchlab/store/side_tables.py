@@ -1,0 +1,57 @@
+"""Writing and reading the small tables kept beside a campaign's runs: the pooler in front of
+each server (`poolers`) and the noise floors measured for it (`noise_floors`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+from pgbenchlab.redaction import redact_settings
+from pgbenchlab.server.pooler import PoolerFacts
+from pgbenchlab.store.records import NoiseFloor
+
+
+def write_pooler(db: sqlite3.Connection, campaign_id: int, facts: PoolerFacts) -> None:
+    """The pooler in front of a server: its version and settings (as server settings are:
+    masked where a secret could be)."""
+    db.execute(
+        "INSERT OR REPLACE INTO poolers VALUES (?,?,?,?,?,?,?)",
+        (
+            campaign_id,
+            facts.server,
+            facts.kind,
+            facts.version,
+            json.dumps(redact_settings(facts.settings), sort_keys=True),
+            facts.binary,
+            time.time(),
+        ),
+    )
+
+
+def read_poolers(db: sqlite3.Connection, campaign_id: int) -> dict[str, PoolerFacts]:
+    rows = db.execute(
+        "SELECT server, kind, version, settings_json, binary FROM poolers "
+        "WHERE campaign_id = ? ORDER BY server",
+        (campaign_id,),
+    )
+    return {
+        str(r[0]): PoolerFacts(str(r[0]), str(r[1]), str(r[2]), json.loads(r[3]), str(r[4]))
+        for r in rows
+    }
+
+
+def write_noise_floor(db: sqlite3.Connection, campaign_id: int, floor: NoiseFloor) -> None:
+    db.execute(
+        "INSERT INTO noise_floors VALUES (?,?,?,?,?,?)",
+        (campaign_id, floor.server, floor.metric, floor.kind, floor.spread, floor.evidence),
+    )
+
+
+def read_noise_floors(db: sqlite3.Connection, campaign_id: int) -> tuple[NoiseFloor, ...]:
+    rows = db.execute(
+        "SELECT metric, kind, spread, server, evidence FROM noise_floors "
+        "WHERE campaign_id = ? ORDER BY metric, kind, server",
+        (campaign_id,),
+    ).fetchall()
+    return tuple(NoiseFloor(str(m), str(k), float(s), str(v), str(e)) for m, k, s, v, e in rows)
