@@ -262,7 +262,10 @@ def assert_workloads(runs: dict[str, dict[str, Any]], method: str) -> None:
     # WAL: what the writes log, next to nothing for reads
     assert runs["write"]["wal_bytes_per_tx"] > 50
     assert runs["read"]["wal_bytes_per_tx"] < runs["write"]["wal_bytes_per_tx"] / 20
-    assert runs["write"]["buffers_dirtied_per_tx"] > 0.5
+    # dirtied counts clean-to-dirty changes: at scale 1 most pages stay dirty between
+    # checkpoints, so per transaction it falls as TPS rises (0.27 on a quiet 2-CPU machine, 0.9
+    # on a loaded one); any write dirties some
+    assert runs["write"]["buffers_dirtied_per_tx"] > 0.05
     # -C: every transaction's backend forks and exits during the run and is still accounted
     assert runs["connect"]["server_cpu_us_per_tx"] > 3 * runs["read"]["server_cpu_us_per_tx"]
     assert connect.seen_cpu_s is not None and connect.server_cpu_s is not None

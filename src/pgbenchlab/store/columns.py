@@ -86,7 +86,7 @@ class RunColumn:
 CELL = Codec(RunCell.stored, RunCell.from_stored)
 REPORT = Codec(lambda r: r.stored() if r else {}, PgbenchReport.from_stored)
 STATUS = Codec(str, RunStatus)
-COSTS = Codec(RunCosts.stored, RunCosts.from_stored)
+COSTS = Codec(lambda c: c.stored() if c else None, RunCosts.from_stored)  # NULL before 26
 
 
 def _c(

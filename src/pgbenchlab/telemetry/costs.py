@@ -32,6 +32,7 @@ from typing import Any
 
 import psycopg
 
+from pgbenchlab.errors import HostError, first_line
 from pgbenchlab.hosts import LOCAL_HOST, Host, Process
 from pgbenchlab.records.costs import CGROUP, DATABASE, PROCESS_TREE, RunCosts
 from pgbenchlab.telemetry import osstats
@@ -152,28 +153,41 @@ class CostProbe:
         buffers: tuple[str, dict[str, float]] | None,
         pgbench_cpu_s: float | None,
     ) -> RunCosts:
-        """The second reading and the totals in between; everything it opened is closed."""
+        """The second reading and the totals in between; everything it opened is closed. A
+        host lost meanwhile gives no costs, saying why (the run's own outcome says the rest)."""
         try:
-            last = self._read() if self.postmaster is not None else _Reading()
-            exits = self._exits.close() if self._exits is not None else None
-            lost = self._exits is not None and self._exits.lost
-            self._exits = None
-            costs = RunCosts(window_s=round(mono - self._mono, 3))
-            costs = self._cpu(costs, last, exits)
-            costs = self._switched(costs, last, exits, lost)
-            costs = self._counters(costs)
-            _, lsn = self._read_lsn(conn, version)
-            busy = self._busy()
-            costs = replace(
-                costs,
-                wal_bytes=None if lsn is None or self._lsn is None else float(lsn - self._lsn),
-                host_busy_s=_difference(self._host_busy, busy),
-                host_others_s=pgbench_cpu_s if self.pgbench_here else None,
-            )
-            costs = _with_buffers(costs, buffers)
+            costs = self._totals(conn, version, mono, buffers, pgbench_cpu_s)
+        except (OSError, HostError) as exc:  # its host lost meanwhile (a connection error)
+            costs = RunCosts(notes={"costs": f"not read: {first_line(exc)}"})
         finally:
             self.close()
         return replace(costs, notes=_absent(costs) | self.notes | costs.notes)
+
+    def _totals(
+        self,
+        conn: psycopg.Connection[Any] | None,
+        version: int | None,
+        mono: float,
+        buffers: tuple[str, dict[str, float]] | None,
+        pgbench_cpu_s: float | None,
+    ) -> RunCosts:
+        last = self._read() if self.postmaster is not None else _Reading()
+        exits = self._exits.close() if self._exits is not None else None
+        lost = self._exits is not None and self._exits.lost
+        self._exits = None
+        costs = RunCosts(window_s=round(mono - self._mono, 3))
+        costs = self._cpu(costs, last, exits)
+        costs = self._switched(costs, last, exits, lost)
+        costs = self._counters(costs)
+        _, lsn = self._read_lsn(conn, version)
+        busy = self._busy()
+        costs = replace(
+            costs,
+            wal_bytes=None if lsn is None or self._lsn is None else float(lsn - self._lsn),
+            host_busy_s=_difference(self._host_busy, busy),
+            host_others_s=pgbench_cpu_s if self.pgbench_here else None,
+        )
+        return _with_buffers(costs, buffers)
 
     def close(self) -> None:
         """Stop what `start` opened (a run that failed, or after `finish`)."""
