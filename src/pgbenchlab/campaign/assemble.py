@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pgbenchlab import findings
 from pgbenchlab.analysis.stats import STANDARD_PERCENTILES
@@ -53,6 +54,25 @@ class Hygiene:
             _sum(self.vacuum_s, other.vacuum_s),
             _sum(self.checkpoint_s, other.checkpoint_s),
         )
+
+
+def report_figures(report: PgbenchReport) -> dict[str, Any]:
+    """A run's figures as pgbench's report states them (a run here and an imported one alike)."""
+    connection = report.initial_connection_time_ms
+    return {
+        "tps": report.tps,
+        "transactions": report.transactions,
+        "failed": report.failed,
+        "skipped": report.skipped,
+        "late": report.late,
+        "latency_avg_ms": report.latency_avg_ms if report.latency_avg_measured else None,
+        "latency_stddev_ms": report.latency_stddev_ms,
+        "lag_avg_ms": report.lag_avg_ms,
+        "lag_max_ms": report.lag_max_ms,
+        "connection_time_ms": connection
+        if connection is not None
+        else report.average_connection_time_ms,
+    }
 
 
 def _sum(a: float | None, b: float | None) -> float | None:
@@ -120,18 +140,7 @@ def assemble(spec: RunSpec, pgbench_version: str, run: MeasuredRun) -> RunResult
         finished_at=run.finished_at,
         pgbench_version=pgbench_version,
         error=error_summary(done.stderr) if aborted else None,
-        tps=report.tps,
-        transactions=report.transactions,
-        failed=report.failed,
-        skipped=report.skipped,
-        late=report.late,
-        latency_avg_ms=report.latency_avg_ms if report.latency_avg_measured else None,
-        latency_stddev_ms=report.latency_stddev_ms,
-        lag_avg_ms=report.lag_avg_ms,
-        lag_max_ms=report.lag_max_ms,
-        connection_time_ms=report.initial_connection_time_ms
-        if report.initial_connection_time_ms is not None
-        else report.average_connection_time_ms,
+        **report_figures(report),
         warmup_tps=run.warmup_tps,
         vacuum_s=run.hygiene.vacuum_s,
         checkpoint_s=run.hygiene.checkpoint_s,

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pgbenchlab import tomltext
-from pgbenchlab.campaign.assemble import latency_summary, log_series, seconds_from_progress
+from pgbenchlab.campaign.assemble import (
+    latency_summary,
+    log_series,
+    report_figures,
+    seconds_from_progress,
+)
 from pgbenchlab.errors import PgbenchParseError, UserError
 from pgbenchlab.importing.axes import AxisMap, Unusable, cell_id, cell_of
 from pgbenchlab.importing.logs import LogUse, match_logs, use_log
@@ -122,18 +127,7 @@ def _result(run: ImportedRun, sequence: int, identity: str, repeat: int) -> RunR
         finished_at=finished,
         pgbench_version=pgbench_version(report.client_version),
         error=_error(run.output.stderr_lines) if aborted else None,
-        tps=report.tps,
-        transactions=report.transactions,
-        failed=report.failed,
-        skipped=report.skipped,
-        late=report.late,
-        latency_avg_ms=report.latency_avg_ms if report.latency_avg_measured else None,
-        latency_stddev_ms=report.latency_stddev_ms,
-        lag_avg_ms=report.lag_avg_ms,
-        lag_max_ms=report.lag_max_ms,
-        connection_time_ms=report.initial_connection_time_ms
-        if report.initial_connection_time_ms is not None
-        else report.average_connection_time_ms,
+        **report_figures(report),
         latency=None if summary is None else latency_summary(summary, 1.0),
         seconds=(log_series(summary, 1.0) if summary else ())
         or seconds_from_progress(stderr.progress),
