@@ -290,7 +290,9 @@ def test_full_disk_fails_runs_without_losing_others(tmp_path: Path, results_dir:
 
 def test_second_campaign_on_the_same_results_is_refused(tmp_path: Path, results_dir: Path) -> None:
     require_installs("embedded")
-    plan_path = write_plan(tmp_path, three_runs("first", "4s"))
+    # Runs far longer than the test: the first campaign still holds its results when the
+    # second starts, however slow a loaded host makes that start (it is stopped below).
+    plan_path = write_plan(tmp_path, three_runs("first", "120s"))
     first = start_cli(plan_path, results_dir)
     try:
         wait_for(lambda: (results_dir / RESULTS_DB).exists())

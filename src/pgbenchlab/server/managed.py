@@ -308,8 +308,11 @@ class ManagedServer:
     def _stop_if_running(self) -> None:
         if self._pg_ctl("status").returncode == 0:
             leftover_socket_dir = postmaster_socket_dir(self.data_dir, self.host)
-            stopped = self._pg_ctl("stop", "-m", "fast", "-w", "-t", "60")
-            if stopped.returncode != 0:  # e.g. its shutdown checkpoint cannot write
+            # A postmaster that no longer accepts connections (a crash whose recovery cannot
+            # write, as on a full disk) would spend the whole timeout on a fast stop.
+            healthy = self.is_alive()
+            stopped = self._pg_ctl("stop", "-m", "fast", "-w", "-t", "60") if healthy else None
+            if stopped is None or stopped.returncode != 0:  # its shutdown checkpoint cannot write
                 self._pg_ctl("stop", "-m", "immediate", "-w", "-t", "60")
             # A killed campaign's server: its private socket directory goes with it.
             if leftover_socket_dir and leftover_socket_dir != self.socket_dir:

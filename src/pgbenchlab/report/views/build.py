@@ -20,6 +20,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.plan import stored_verdicts
 from pgbenchlab.plan.schema import CONNECTIONS
 from pgbenchlab.profiles import PGBENCH, Profile
+from pgbenchlab.profiles.counting import TOOL as COUNTING_TOOL
 from pgbenchlab.report.views import advice
 from pgbenchlab.report.views.capacity import capacity_views
 from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
@@ -92,7 +93,8 @@ def build_view(
     labels = _server_labels(servers, runs)
     chosen = choose_baseline(labels, servers, baseline)
     correction = stored_verdicts(campaign.plan_text).correction
-    changes = compare_servers(cells, counted, chosen, confidence, correction) if chosen else ()
+    pairs = compared_cells(cells, chosen) if chosen else []
+    changes = compare_servers(pairs, counted, confidence, correction)
     view = ReportView(
         campaign=campaign,
         servers=tuple(servers),
@@ -113,7 +115,9 @@ def build_view(
         scans=tuple(report_scans(view)),
         scalability=scalability(cells, runs, axes),
         profiles=profiled,
-        profile_changes=profile_changes(profiled, changes),
+        profile_changes=profile_changes(
+            profiled, [(p.baseline.cell_id, p.candidate.cell_id) for p in pairs]
+        ),
     )
 
 
@@ -296,20 +300,26 @@ def differing_settings(servers: Sequence[ServerView]) -> tuple[str, ...]:
     return tuple(n for n in names if len({t.get(n) for t in tables}) > 1)
 
 
+def compared_cells(cells: Sequence[CellView], baseline: str) -> list[Matched[CellView]]:
+    """Every candidate cell with the baseline server's cell of the same other axes."""
+    base = [c for c in cells if c.dim("server") == baseline]
+    others = [c for c in cells if c.dim("server") != baseline]
+    return match_cells(base, others, _dims, ignore=("server",))
+
+
 def compare_servers(
-    cells: Sequence[CellView],
+    pairs: Sequence[Matched[CellView]],
     runs: Sequence[RunView],
-    baseline: str,
     confidence: float,
     correction: Correction = DEFAULT_CORRECTION,
 ) -> tuple[ChangeView, ...]:
-    """Every candidate cell against the baseline server's cell with the same other axes, the
-    changes adjusted across them all (`analysis.multiplicity`)."""
+    """Each pair's TPS and p99 compared, the changes adjusted across them all
+    (`analysis.multiplicity`)."""
     by_id = {r.id: r for r in runs}
-    base = [c for c in cells if c.dim("server") == baseline]
-    others = [c for c in cells if c.dim("server") != baseline]
     found: list[tuple[ChangeView, float]] = []
-    for pair in match_cells(base, others, _dims, ignore=("server",)):
+    for pair in pairs:
+        if _simulated(pair.baseline, by_id) or _simulated(pair.candidate, by_id):
+            continue  # its TPS and latency are the simulator's: its instructions compare
         for metric, higher_is_better in (("tps", True), ("p99", False)):
             change = _change(pair, by_id, metric, higher_is_better, confidence)
             if change is not None:
@@ -332,6 +342,11 @@ def _held(
     reason = f"{change.reason}; not significant across the {many} comparisons "
     reason += f"({correction.described}: adjusted p={p:.2g})"
     return replace(change, verdict=ComparisonVerdict.NOT_ENOUGH_DATA, reason=reason)
+
+
+def _simulated(cell: CellView, by_id: Mapping[int, RunView]) -> bool:
+    """A cell counted under a CPU simulator (`count = "instructions"`)."""
+    return any(by_id[i].instructions_tool == COUNTING_TOOL for i in cell.run_ids if i in by_id)
 
 
 def _dims(cell: CellView) -> Pairs:

@@ -14,7 +14,6 @@ from pgbenchlab.profiles import PROCESSES, Profile, diff, merged, top_functions
 from pgbenchlab.report.views.model import (
     CellProfile,
     CellView,
-    ChangeView,
     ProfileChange,
     RunView,
 )
@@ -72,12 +71,11 @@ def _per_cell(
 
 
 def profile_changes(
-    found: Sequence[CellProfile], changes: Sequence[ChangeView], limit: int = 15
+    found: Sequence[CellProfile], pairs: Sequence[tuple[str, str]], limit: int = 15
 ) -> tuple[ProfileChange, ...]:
-    """Per candidate cell compared with the baseline's (TPS changes name the pairs), the
-    server's profiles and pgbench's each with its own."""
+    """Per candidate cell compared with the baseline's (the pairs: baseline and candidate cell
+    ids), the server's profiles and pgbench's each with its own."""
     by_cell = {(c.cell_id, c.profile.process): c for c in found}
-    pairs = dict.fromkeys((c.baseline_cell_id, c.cell_id) for c in changes if c.metric == "tps")
     result = []
     for (base_id, cand_id), process in product(pairs, PROCESSES):
         base, cand = by_cell.get((base_id, process)), by_cell.get((cand_id, process))
