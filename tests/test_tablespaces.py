@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,10 +22,17 @@ from pgbenchlab.plan.dataset import tablespace_name
 from pgbenchlab.report.render import run_text
 from pgbenchlab.report.views import run as runview
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.setup import setup_facts
 from pgbenchlab.results import RunStatus
-from pgbenchlab.server.tablespaces import MARKER
-from pgbenchlab.store import Store
-from pgbenchlab.store.server_setup import preparations, tablespaces
+from pgbenchlab.server.tablespaces import MARKER, Tablespace
+from pgbenchlab.store import MIGRATIONS, SCHEMA_VERSION, Store
+from pgbenchlab.store.server_setup import (
+    Preparation,
+    preparations,
+    record_preparation,
+    record_tablespaces,
+    tablespaces,
+)
 from support import QuietReporter, require_installs
 
 # Fails (division by zero) unless every pgbench table lies in the tables' tablespace, the
@@ -171,6 +179,34 @@ def test_mistakes_in_a_preparation_are_refused(tmp_path: Path, prepare: str, say
         parsed(tmp_path, "", f'install = "embedded"\nprepare = {prepare}')
     wanted = parsed(tmp_path, "", 'install = "embedded"\nprepare = { duration = "5min" }')
     assert wanted.servers[0].prepare == plan.PreparePlan(300, "select-only", 1)
+
+
+def test_a_database_of_schema_29_gets_the_setup_tables(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)
+    db.executescript("".join(MIGRATIONS[v] for v in range(1, 30)))
+    db.execute("PRAGMA user_version = 29")
+    db.close()
+    spaces = (
+        Tablespace("pgbenchlab_a", "/fast/pg-1", ("tables", "indexes")),
+        Tablespace("pgbenchlab_b", "/tmpfs/pg-1", ("temporary files",)),
+    )
+    done = Preparation("pg", 1.0, "select-only", 4, 10, 300, 300.2, 41234.5)
+    with Store(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        campaign = store.start_campaign("c", "p.toml", "", "d", {"pgbenchlab": "x"}, {})
+        assert tablespaces(store, campaign) == {} and preparations(store, campaign) == ()
+        record_tablespaces(store, campaign, "pg", spaces)
+        record_tablespaces(store, campaign, "pg", spaces)  # a server met again: once
+        record_preparation(store, campaign, done)
+        assert tablespaces(store, campaign) == {"pg": spaces}
+        assert preparations(store, campaign) == (done,)
+        assert dict(setup_facts(store, campaign)["pg"]) == {
+            "tablespace for tables and indexes": "/fast/pg-1 (pgbenchlab_a)",
+            "tablespace for temporary files": "/tmpfs/pg-1 (pgbenchlab_b)",
+            "one-off preparation": "select-only, 4 clients, 5 min on scale 10: 41,234 TPS "
+            "(took 5 min)",
+        }
 
 
 @pytest.mark.server

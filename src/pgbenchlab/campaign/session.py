@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgbenchlab.campaign import preparation
+from pgbenchlab.campaign import setup
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, Hygiene, failure
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.events import Reporter
@@ -32,9 +32,9 @@ from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
-from pgbenchlab.server import Endpoint, ManagedServer, Server, tablespaces
+from pgbenchlab.server import Endpoint, ManagedServer, Server
 from pgbenchlab.stopsignals import StopSignals
-from pgbenchlab.store import Store, server_setup
+from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
 from pgbenchlab.tunables import KernelTunables
 
@@ -257,9 +257,7 @@ class Session:
             )
             if isinstance(server, ManagedServer) and server.pooler is not None:
                 self.store.record_pooler(self.campaign_id, server.pooler.facts())
-            if isinstance(server, ManagedServer) and self.plan.dataset.tablespaces:
-                made = tablespaces.planned(self.plan.dataset, server.name, server.data_dir)
-                server_setup.record_tablespaces(self.store, self.campaign_id, server.name, made)
+            setup.record_cluster(self.store, self.campaign_id, self.plan, server)
             self.recorded_variants.add(key)
         return server
 
@@ -267,8 +265,10 @@ class Session:
         """The server's one-off preparation, once after its start, stored as it finishes."""
         wanted = self.plan.server(server.name).prepare
         assert wanted is not None
-        self.reporter.phase(spec, preparation.PHASE)
-        done = preparation.prepare_server(
+        self.reporter.phase(spec, setup.PHASE)
+        setup.prepare_and_record(
+            self.store,
+            self.campaign_id,
             self.pgbench,
             wanted,
             server,
@@ -277,7 +277,6 @@ class Session:
             self.results_dir,
             lambda line: self.reporter.progress(spec, line),
         )
-        server_setup.record_preparation(self.store, self.campaign_id, done)
         self.unprepared.discard(server.name)
 
     def record_group(self, spec: RunSpec, servers: list[Server]) -> None:
