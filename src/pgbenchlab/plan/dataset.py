@@ -15,7 +15,8 @@ Every option, and the setup SQL's content, is part of the dataset's identity: a 
 with other options (or another setup) is never reused for these; its database name carries the
 identity (`pgbench_s10_3f2a9c01`), so datasets of different options live side by side. A plan
 without `[dataset]` makes the datasets it always made (`pgbench_s10`). The temporary files'
-directory is not: it holds no part of the dataset (it is a server setting, a changed plan).
+directory alone is no part of the identity: no part of the dataset lies there (it is a server
+setting; changing it changes the plan).
 
 A tablespace directory is absolute and serves managed servers on this machine only (each
 cluster gets a directory of its own under it: `server.tablespaces`).
@@ -115,12 +116,6 @@ class DatasetOptions:
             return ()
         return ((TEMP_SETTING, tablespace_name(self.temp_tablespaces)),)
 
-
-def tablespace_name(directory: str) -> str:
-    """The tablespace of a directory the plan names: one per directory in every cluster, so a
-    dataset made in another directory keeps its own."""
-    return "pgbenchlab_" + hashlib.sha256(directory.encode()).hexdigest()[:8]
-
     def needs_pgbench(self) -> tuple[tuple[int, ...], str] | None:
         """The oldest pgbench these options need and why (None: any)."""
         if self.partitions or self.partition_method:
@@ -128,6 +123,12 @@ def tablespace_name(directory: str) -> str:
         if self.init_steps:
             return INIT_STEPS_SINCE, "init_steps"
         return None
+
+
+def tablespace_name(directory: str) -> str:
+    """The tablespace of a directory the plan names: one per directory in every cluster, so a
+    dataset made in another directory keeps its own."""
+    return "pgbenchlab_" + hashlib.sha256(directory.encode()).hexdigest()[:8]
 
 
 def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:

@@ -28,11 +28,13 @@ def setup_facts(store: Store, campaign_id: int) -> dict[str, Pairs]:
 
 
 def preparation_text(runs: list[Preparation]) -> str:
-    """ "select-only, 4 clients, 5 min on scale 10: 41,200 TPS" for each (a count past a few)."""
+    """Each as "select-only, 4 clients, 5 min on scale 10: 41,200 TPS (took 5 min)", the
+    first few of them and a count of the rest."""
     texts = [_one(p) for p in runs[:SHOWN_PREPARATIONS]]
     more = len(runs) - SHOWN_PREPARATIONS
     after = f"; and {more} more" if more > 0 else ""
-    return f"{len(runs)} after its starts: " * (len(runs) > 1) + "; ".join(texts) + after
+    each = f"{len(runs)}, after its starts: " if len(runs) > 1 else ""
+    return each + "; ".join(texts) + after
 
 
 def _one(p: Preparation) -> str:
