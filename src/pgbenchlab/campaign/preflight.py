@@ -39,6 +39,7 @@ from pgbenchlab.campaign.servers import (
 from pgbenchlab.campaign.tablespace_checks import tablespace_problems
 from pgbenchlab.hosts import Host
 from pgbenchlab.invocation.scripts import check_script
+from pgbenchlab.osuser import known_server_account
 from pgbenchlab.plan import POOLER, Plan, ServerPlan
 from pgbenchlab.store.metrics import METRICS
 from pgbenchlab.telemetry.profiler import check_perf
@@ -222,10 +223,12 @@ def tablespace_dirs(ready: Readiness, found: Findings) -> None:
     if not ready.plan.dataset.tablespaces:
         return
     servers, local = ready.servers, managed(ready)
-    if servers is None:  # the explicit data directories now; the rest as the server account
+    if servers is None:  # the data directories named now, the others when the campaign starts
         named = {s.name: Path(s.data_dir) for s in local if s.data_dir}
-        found.add(tablespace_problems(ready.plan, named, None))
-        found.leave("the tablespace directories are checked as the server account")
+        account = known_server_account()  # as root, made when the first campaign starts
+        found.add(tablespace_problems(ready.plan, named, account))
+        if len(named) < len(local) or account is None:
+            found.leave("the tablespace directories (as the server account) are checked")
     else:
         every = {s.name: servers.data_dir(s) for s in local}
         found.add(tablespace_problems(ready.plan, every, servers.account))
