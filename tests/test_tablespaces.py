@@ -48,7 +48,8 @@ SELECT count(*) AS indexes_in FROM pg_class c JOIN pg_tablespace t ON t.oid = c.
     AND pg_tablespace_location(t.oid) LIKE '{indexes_dir}/%' \gset
 CREATE TEMP TABLE IF NOT EXISTS lab_scratch (i int);
 SELECT count(*) AS temp_in FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace
-  WHERE c.relname = 'lab_scratch' AND t.spcname = '{temp}' \gset
+  WHERE c.relname = 'lab_scratch' AND c.relnamespace = pg_my_temp_schema()
+    AND t.spcname = '{temp}' \gset
 \if :tables_in != 4
 SELECT 1 / 0;
 \endif
