@@ -19,6 +19,7 @@ from pgbenchlab.campaign import remove_clusters, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan.dataset import tablespace_name
+from pgbenchlab.report import write_report
 from pgbenchlab.report.render import run_text
 from pgbenchlab.report.views import run as runview
 from pgbenchlab.report.views.build import load_view
@@ -104,6 +105,11 @@ def shared_dir() -> Iterator[Path]:
             'temp_tablespaces = "/t"',
             'dsn = "host=/tmp dbname=x"\ninit = true',
             "managed servers on this machine; server pg is external",
+        ),
+        (
+            'tablespace = "/t"',
+            'install = "15"\nhost = "db1"',
+            "managed servers on this machine; server pg runs on host db1",
         ),
         (
             'tablespace = "/t"',
@@ -266,6 +272,10 @@ def test_a_campaign_in_tablespaces_with_a_preparation(
             first_run = int(store.runs(outcome.campaign_id)[0]["id"])
             shown = run_text.as_text(runview.load(store, first_run))
             servers = load_view(store, outcome.campaign_id).servers
+        page = write_report(results_dir / "results.db", output=tmp_path / "report.html")
+        assert isinstance(page, Path)
+        html = page.read_text(encoding="utf-8")  # the servers table, readable without scripts
+        assert "tablespace for indexes" in html and "one-off preparation" in html
         # the cluster's own directory under each, with the server's files in it
         located = {s.roles: Path(s.location) for s in made}
         assert set(located) == {("tables",), ("indexes",), ("temporary files",)}
