@@ -136,6 +136,7 @@ def test_charts_exist_for_what_was_measured(hostile_view: ReportView) -> None:
         "chart-latency",
         "chart-efficiency",
         "chart-dist",
+        "chart-sorted",
         "chart-heat-tps",
         "chart-heat-p99",
         "chart-version-tps",  # pg15 and pg18: the majors differ

@@ -84,6 +84,18 @@ def server_account() -> OsAccount:
     return OsAccount(entry.pw_name, entry.pw_uid, entry.pw_gid)
 
 
+def known_server_account() -> OsAccount | None:
+    """The server account when it exists already: None as root before the first campaign
+    made it (nothing is created here)."""
+    if os.geteuid() != 0:
+        return current_account()
+    try:
+        entry = pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        return None
+    return OsAccount(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
 def _create_service_user() -> None:
     argv = ["useradd", "--system", "--user-group", "--no-create-home"]
     argv += ["--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", SERVICE_USER]

@@ -11,6 +11,7 @@ from pgbenchlab import server as server_module
 from pgbenchlab.campaign.layout import RESULTS_DB, cluster_root
 from pgbenchlab.claims import Claim
 from pgbenchlab.errors import ServerError
+from pgbenchlab.server.tablespaces import remove_linked
 from pgbenchlab.store import Store
 
 
@@ -36,6 +37,7 @@ def remove_clusters(results_dir: Path) -> list[Path]:
         removed = [d for d in explicit if _remove_explicit_cluster(d, results_dir)]
         for data_dir in data_dirs:
             server_module.stop_leftover(data_dir)
+            remove_linked(data_dir)  # its tablespaces, outside the cluster root
         shutil.rmtree(root, ignore_errors=True)
         return data_dirs + removed
     finally:

@@ -13,6 +13,7 @@ second pass (`check_equipment`, from `equipment.prepared`), which runs the check
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 from pgbenchlab import builds
 from pgbenchlab.analysis.slo import Slo
@@ -35,8 +36,10 @@ from pgbenchlab.campaign.servers import (
     check_tls,
     data_dir_clashes,
 )
+from pgbenchlab.campaign.tablespace_checks import tablespace_problems
 from pgbenchlab.hosts import Host
 from pgbenchlab.invocation.scripts import check_script
+from pgbenchlab.osuser import known_server_account
 from pgbenchlab.plan import POOLER, Plan, ServerPlan
 from pgbenchlab.store.metrics import METRICS
 from pgbenchlab.telemetry.profiler import check_perf
@@ -216,6 +219,21 @@ def data_dirs(ready: Readiness, found: Findings) -> None:
             found.attempt(partial(ready.servers.check_data_dir, server))
 
 
+def tablespace_dirs(ready: Readiness, found: Findings) -> None:
+    if not ready.plan.dataset.tablespaces:
+        return
+    servers, local = ready.servers, managed(ready)
+    if servers is None:  # the data directories named now, the others when the campaign starts
+        named = {s.name: Path(s.data_dir) for s in local if s.data_dir}
+        account = known_server_account()  # as root, made when the first campaign starts
+        found.add(tablespace_problems(ready.plan, named, account))
+        if len(named) < len(local) or account is None:
+            found.leave("the tablespace directories (as the server account) are checked")
+    else:
+        every = {s.name: servers.data_dir(s) for s in local}
+        found.add(tablespace_problems(ready.plan, every, servers.account))
+
+
 def external_servers(ready: Readiness, found: Findings) -> None:
     for server in (s for s in ready.plan.servers if not s.managed):
         if ready.servers is None:
@@ -330,6 +348,13 @@ CHECKS: tuple[Check, ...] = (
         data_dirs,
         "choose another data_dir, or make its parent writable for the server account",
         needs=("hosts",),
+    ),
+    Check(
+        "tablespaces",
+        "[dataset] tablespace directories: outside every managed server's data directory, and "
+        "creatable (or writable) by the server account",
+        tablespace_dirs,
+        "choose a directory outside the data directories that the server account can write",
     ),
     Check(
         "external servers",

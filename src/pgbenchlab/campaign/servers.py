@@ -19,7 +19,7 @@ from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.plan import POOLER, Plan, RunSpec, ServerPlan
-from pgbenchlab.server import SUPERUSER, ExternalServer, ManagedServer, Server
+from pgbenchlab.server import SUPERUSER, ExternalServer, ManagedServer, Server, tablespaces
 from pgbenchlab.server.pooler import (
     PgBouncer,
     PoolerConfig,
@@ -134,6 +134,7 @@ class Servers:
             self.live[plan.name] = server
             self._configure(server, plan, spec.server_settings)
             server.prepare()
+            self._make_tablespaces(server)
             return server, True
         if isinstance(server, ManagedServer) and (
             self.variants.get(plan.name) != spec.server_settings or not server.is_alive()
@@ -142,6 +143,12 @@ class Servers:
             server.restart()
             return server, True
         return server, False
+
+    def _make_tablespaces(self, server: Server) -> None:
+        """The dataset's tablespaces in a managed cluster, made once it runs."""
+        if isinstance(server, ManagedServer) and self.plan.dataset.tablespaces:
+            wanted = tablespaces.planned(self.plan.dataset, server.name, server.data_dir)
+            tablespaces.ensure(server.endpoint, wanted, server.account, server.host)
 
     def _configure(
         self, server: Server, plan: ServerPlan, variant: tuple[tuple[str, str], ...]

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pgbenchlab.campaign import setup
 from pgbenchlab.campaign.assemble import INTERRUPTED_TEXT, Hygiene, failure
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.events import Reporter
@@ -128,6 +129,7 @@ class Session:
         fsync_test = fsync_test_wanted(plan.estimated_seconds())
         self.telemetry = executor.telemetry(store, campaign_id, fsync_test=fsync_test)
         self.initialised: set[tuple[str, int]] = set()
+        self.unprepared: set[str] = set()  # started since, their one-off preparation to run
         self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
 
     @property
@@ -236,13 +238,17 @@ class Session:
         server = self.prepare_server(own)
         started.append(server)
         endpoint = self.prepare_dataset(server, own)
+        if name in self.unprepared:
+            self.run_preparation(server, endpoint, own)
         client = server.client_endpoint(spec.options.connection).with_dbname(endpoint.dbname)
         client = place_authority(client, artifacts, name if grouped else "")
         return Member(name, server, endpoint, client)
 
     def prepare_server(self, spec: RunSpec) -> Server:
         self.reporter.phase(spec, "server")
-        server, _ = self.servers.get(spec)
+        server, started = self.servers.get(spec)
+        if started and self.plan.server(spec.server).prepare is not None:
+            self.unprepared.add(server.name)
         key = (server.name, spec.variant)
         if key not in self.recorded_variants:
             described = self.plan.server(spec.server).description
@@ -251,8 +257,27 @@ class Session:
             )
             if isinstance(server, ManagedServer) and server.pooler is not None:
                 self.store.record_pooler(self.campaign_id, server.pooler.facts())
+            setup.record_cluster(self.store, self.campaign_id, self.plan, server)
             self.recorded_variants.add(key)
         return server
+
+    def run_preparation(self, server: Server, endpoint: Endpoint, spec: RunSpec) -> None:
+        """The server's one-off preparation, once after its start, stored as it finishes."""
+        wanted = self.plan.server(server.name).prepare
+        assert wanted is not None
+        self.reporter.phase(spec, setup.PHASE)
+        setup.prepare_and_record(
+            self.store,
+            self.campaign_id,
+            self.pgbench,
+            wanted,
+            server,
+            endpoint,
+            spec,
+            self.results_dir,
+            lambda line: self.reporter.progress(spec, line),
+        )
+        self.unprepared.discard(server.name)
 
     def record_group(self, spec: RunSpec, servers: list[Server]) -> None:
         """The group as a server of the campaign (reports show its cells like any server's):

@@ -7,11 +7,19 @@
     foreign_keys = true          # --foreign-keys
     init_steps = "dtgvp"         # -I (pgbench 11+): the steps and their order; keys (p) kept
     setup_sql = "setup.sql"      # run in the dataset once pgbench -i is done (functions, indexes)
+    tablespace = "/fast/ts"      # --tablespace: the tables in a tablespace under this directory
+    index_tablespace = "/ssd/ix" # --index-tablespace: the indexes likewise
+    temp_tablespaces = "/tmpfs"  # the server's temp_tablespaces: temporary files there
 
 Every option, and the setup SQL's content, is part of the dataset's identity: a dataset made
 with other options (or another setup) is never reused for these; its database name carries the
 identity (`pgbench_s10_3f2a9c01`), so datasets of different options live side by side. A plan
-without `[dataset]` makes the datasets it always made (`pgbench_s10`).
+without `[dataset]` makes the datasets it always made (`pgbench_s10`). The temporary files'
+directory alone is no part of the identity: no part of the dataset lies there (it is a server
+setting; changing it changes the plan).
+
+A tablespace directory is absolute and serves managed servers on this machine only (each
+cluster gets a directory of its own under it: `server.tablespaces`).
 """
 
 from __future__ import annotations
@@ -19,12 +27,20 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pgbenchlab import files
 from pgbenchlab.plan.values import Context, plan_path
 
+# The directories of the dataset's tablespaces, by the role each serves.
+TABLESPACE_KEYS = ("tablespace", "index_tablespace", "temp_tablespaces")
+TABLESPACE_ROLES = {
+    "tablespace": "tables",
+    "index_tablespace": "indexes",
+    "temp_tablespaces": "temporary files",
+}
+TEMP_SETTING = "temp_tablespaces"
 DATASET_KEYS = (
     "partitions",
     "partition_method",
@@ -33,6 +49,7 @@ DATASET_KEYS = (
     "foreign_keys",
     "init_steps",
     "setup_sql",
+    *TABLESPACE_KEYS,
 )
 INIT_STEPS = frozenset("dtgGvpf")
 PARTITIONS_SINCE = (13,)  # pgbench --partitions
@@ -49,14 +66,34 @@ class DatasetOptions:
     init_steps: str | None = None
     setup_sql: str | None = None  # the file, as the plan names it (absolute)
     setup_text: str = ""  # its content, read when the plan was
+    tablespace: str | None = None  # directories (absolute) of the tables' tablespace,
+    index_tablespace: str | None = None  # the indexes',
+    temp_tablespaces: str | None = None  # and the temporary files'
 
     @property
     def identity(self) -> str:
-        """A short digest of how the datasets are made ("" for pgbench -i's defaults)."""
-        if self == DatasetOptions():
-            return ""
+        """A short digest of how the datasets are made ("" for pgbench -i's defaults). The
+        tablespaces count when given (a dataset made before them keeps its digest); the
+        temporary files' directory never (no part of the dataset lies there)."""
         fields = asdict(self) | {"setup_sql": None}  # the content counts, not where it lies
+        fields = {
+            k: v
+            for k, v in fields.items()
+            if k not in TABLESPACE_KEYS or (v is not None and k != "temp_tablespaces")
+        }
+        if fields == _DEFAULT_FIELDS:
+            return ""
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
+
+    @property
+    def tablespaces(self) -> dict[str, tuple[str, ...]]:
+        """Each tablespace directory the plan names, with the roles it serves."""
+        found: dict[str, tuple[str, ...]] = {}
+        for key in TABLESPACE_KEYS:
+            directory = getattr(self, key)
+            if directory is not None:
+                found[directory] = (*found.get(directory, ()), TABLESPACE_ROLES[key])
+        return found
 
     def init_arguments(self) -> list[str]:
         """pgbench -i's options for these (before the scale and database)."""
@@ -67,7 +104,17 @@ class DatasetOptions:
             argv.append(f"--partition-method={self.partition_method}")
         argv += ["--unlogged-tables"] if self.unlogged_tables else []
         argv += ["--foreign-keys"] if self.foreign_keys else []
+        if self.tablespace:
+            argv.append(f"--tablespace={tablespace_name(self.tablespace)}")
+        if self.index_tablespace:
+            argv.append(f"--index-tablespace={tablespace_name(self.index_tablespace)}")
         return argv
+
+    def server_settings(self) -> tuple[tuple[str, str], ...]:
+        """The settings the dataset's servers start with: temp_tablespaces when it is given."""
+        if self.temp_tablespaces is None:
+            return ()
+        return ((TEMP_SETTING, tablespace_name(self.temp_tablespaces)),)
 
     def needs_pgbench(self) -> tuple[tuple[int, ...], str] | None:
         """The oldest pgbench these options need and why (None: any)."""
@@ -76,6 +123,12 @@ class DatasetOptions:
         if self.init_steps:
             return INIT_STEPS_SINCE, "init_steps"
         return None
+
+
+def tablespace_name(directory: str) -> str:
+    """The tablespace of a directory the plan names: one per directory in every cluster, so a
+    dataset made in another directory keeps its own."""
+    return "pgbenchlab_" + hashlib.sha256(directory.encode()).hexdigest()[:8]
 
 
 def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:
@@ -110,7 +163,9 @@ def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:
             text = files.read_text(Path(setup))
         except files.Unreadable as exc:
             raise ctx.fail("dataset.setup_sql", f"cannot read {setup}: {exc}") from None
+    places = {k: _directory(value, k, ctx) for k in TABLESPACE_KEYS}
     return DatasetOptions(
+        **places,
         partitions=partitions,
         partition_method=method,
         fillfactor=fillfactor,
@@ -120,6 +175,15 @@ def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:
         setup_sql=setup,
         setup_text=text,
     )
+
+
+def _directory(value: dict[str, Any], key: str, ctx: Context) -> str | None:
+    found = value.get(key)
+    if found is None:
+        return None
+    if not isinstance(found, str) or not found.startswith("/"):
+        raise ctx.fail(f"dataset.{key}", f"must be an absolute directory path; got {found!r}")
+    return str(PurePosixPath(found))  # one spelling per directory: "/a/b/" is "/a/b"
 
 
 def _whole(
@@ -140,3 +204,8 @@ def _flag(value: dict[str, Any], key: str, ctx: Context) -> bool:
     if not isinstance(found, bool):
         raise ctx.fail(f"dataset.{key}", f"must be true or false; got {found!r}")
     return found
+
+
+_DEFAULT_FIELDS = {
+    k: v for k, v in asdict(DatasetOptions()).items() if k not in TABLESPACE_KEYS
+} | {"setup_sql": None}

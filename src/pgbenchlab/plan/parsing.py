@@ -32,7 +32,7 @@ from pgbenchlab.plan.schema import (
     PGBENCH_KEYS,
     TOP_KEYS,
 )
-from pgbenchlab.plan.servers import parse_servers
+from pgbenchlab.plan.servers import parse_servers, with_tablespaces
 from pgbenchlab.plan.values import (
     Context,
     check_finite,
@@ -124,6 +124,7 @@ def parse(
     matrix = table(data, "matrix", ctx)
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
+    servers = with_tablespaces(dataset, servers, ctx)
     groups, group_axes = parse_groups(data.get("server_group"), ctx, servers, server_axes)
     hosts = parse_hosts(data.get("host"), ctx, base)
     pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)

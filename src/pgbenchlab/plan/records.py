@@ -60,6 +60,16 @@ class HostPlan:
 
 
 @dataclass(frozen=True)
+class PreparePlan:
+    """[[server]] prepare: pgbench's builtin workload for duration_s at clients, once after
+    each start of the server, before its first run (a long read-only warmup)."""
+
+    duration_s: int
+    workload: str = "select-only"
+    clients: int = 1
+
+
+@dataclass(frozen=True)
 class ServerPlan:
     name: str
     install: str | None = None  # managed: an installation spec
@@ -71,6 +81,7 @@ class ServerPlan:
     numa: NumaPolicy | None = None  # managed only: numactl's placement of its processes
     host: str | None = None  # the [[host]] it runs on; None: this machine
     description: str = ""  # what this server is (a tuning test set: what changed), reported
+    prepare: PreparePlan | None = None  # the one-off preparation after each start
 
     @property
     def managed(self) -> bool:

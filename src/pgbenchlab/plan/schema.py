@@ -99,10 +99,12 @@ SERVER_KEYS = (
     "cpus",
     "numa",
     "host",
+    "prepare",
     *AXIS_KEYS,
     "setting",
     *SERVER_OPTIONS,
 )
+PREPARE_KEYS = ("duration", "workload", "clients")
 HOST_KEYS = ("name", "ssh", "port", "identity", "known_hosts")
 GROUP_KEYS = ("name", "servers", "solo", *AXIS_KEYS)
 WORKLOAD_KEYS = (

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +14,13 @@ from psycopg import conninfo as pg_conninfo
 
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.plan.builds import install_spec
-from pgbenchlab.plan.records import ServerPlan
+from pgbenchlab.plan.dataset import TEMP_SETTING, DatasetOptions
+from pgbenchlab.plan.records import PreparePlan, ServerPlan
 from pgbenchlab.plan.schema import (
     AXIS_KEYS,
+    BUILTINS,
     CONNECTIONS,
+    PREPARE_KEYS,
     RESERVED_SETTINGS,
     SERVER_KEYS,
     SERVER_OPTIONS,
@@ -26,6 +31,7 @@ from pgbenchlab.plan.values import (
     check_name,
     cpu_list,
     numa_policy,
+    parse_seconds,
     plan_path,
     setting_text,
 )
@@ -108,7 +114,52 @@ def parse_server(
         numa=numa_policy(item["numa"], ctx, f"{key}.numa") if "numa" in item else None,
         host=host,
         description=description,
+        prepare=parse_prepare(item["prepare"], ctx, f"{key}.prepare")
+        if "prepare" in item
+        else None,
     )
+
+
+def parse_prepare(value: Any, ctx: Context, key: str) -> PreparePlan:
+    """prepare = { duration = "5min", workload = "select-only", clients = 4 }: a builtin
+    workload (read-only by default) for a duration, at 1 client unless told."""
+    if not isinstance(value, dict) or "duration" not in value:
+        raise ctx.fail(key, 'must be a table with a duration, such as { duration = "5min" }')
+    ctx.check_keys(value, PREPARE_KEYS, key)
+    workload = value.get("workload", "select-only")
+    if workload not in BUILTINS:
+        raise ctx.fail(f"{key}.workload", f"must be a builtin: {', '.join(BUILTINS)}")
+    clients = value.get("clients", 1)
+    if isinstance(clients, bool) or not isinstance(clients, int) or clients < 1:
+        raise ctx.fail(f"{key}.clients", f"must be a whole number ≥ 1; got {clients!r}")
+    duration = parse_seconds(value["duration"], ctx, f"{key}.duration")
+    return PreparePlan(duration, BUILTINS[workload], clients)
+
+
+def with_tablespaces(
+    options: DatasetOptions, servers: Sequence[ServerPlan], ctx: Context
+) -> list[ServerPlan]:
+    """The servers with the settings the dataset needs (temp_tablespaces): tablespaces are made
+    in managed clusters on this machine, and the plan's own temp_tablespaces would fight the
+    temporary files' directory."""
+    if not options.tablespaces:
+        return list(servers)
+    for server in servers:
+        where = "is external (a dsn)" if not server.managed else f"runs on host {server.host}"
+        if server.managed and server.host is None:
+            if any(k == TEMP_SETTING for k, _ in server.settings) and options.temp_tablespaces:
+                raise ctx.fail(
+                    f"server {server.name}: settings.{TEMP_SETTING}",
+                    "is set by [dataset] temp_tablespaces; remove one of them",
+                )
+            continue
+        raise ctx.fail(
+            "dataset",
+            f"tablespaces are made in managed servers on this machine; server {server.name} "
+            f"{where}: remove the tablespace keys or run that server here",
+        )
+    added = options.server_settings()
+    return [replace(s, settings=tuple(sorted(s.settings + added))) for s in servers]
 
 
 def check_dsn(value: Any, ctx: Context, key: str) -> None:

@@ -6,8 +6,9 @@ server acts on its machine only through its `hosts.Host`.
 
 `endpoint` holds the records and the interface, `settings` what a plan may set and how
 PostgreSQL is asked about it, `cluster_files` what pgbenchlab leaves in and about a data
-directory, `managed` and `external` the two kinds of server. May import hosts, installs,
-osuser, claims, redaction and errors.
+directory, `managed` and `external` the two kinds of server, `tablespaces` a managed
+cluster's tablespaces. May import hosts, installs, osuser, claims, redaction, errors and plan
+(the dataset's tablespaces).
 """
 
 from pgbenchlab.server.cluster_files import (

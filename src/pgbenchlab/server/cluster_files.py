@@ -13,6 +13,7 @@ from pathlib import PurePath
 
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
+from pgbenchlab.server.tablespaces import remove_linked
 
 MARKER = "pgbenchlab-cluster.json"
 SOCKET_PREFIX = "pgbl-"
@@ -66,7 +67,9 @@ def postmaster_socket_dir(data_dir: PurePath, host: Host = LOCAL_HOST) -> PurePa
 
 
 def remove_cluster_files(data_dir: PurePath, host: Host = LOCAL_HOST) -> None:
-    """Empty a data directory, keeping the directory itself (it may be a mount point)."""
+    """Empty a data directory, keeping the directory itself (it may be a mount point); the
+    tablespace directories pgbenchlab made for the cluster go with it."""
+    remove_linked(data_dir, host)
     for name in host.list_dir(data_dir):
         host.remove_tree(data_dir / name)
 

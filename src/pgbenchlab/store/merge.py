@@ -68,6 +68,8 @@ TABLES: dict[str, Carry] = {
     "run_servers": Carry.ROWS,
     "noise_floors": Carry.ROWS,
     "imported_files": Carry.ROWS,
+    "server_tablespaces": Carry.FIRST,
+    "server_preparations": Carry.ROWS,
     "bisections": Carry.BY_NAME,
     "follow_commits": Carry.BY_NAME,
 }

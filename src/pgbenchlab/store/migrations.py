@@ -93,4 +93,29 @@ LATER: dict[int, str] = {
         PRIMARY KEY (campaign_id, server)
     );
     """,
+    # 30: what a campaign set up around its servers: the tablespaces of each managed cluster
+    # ([dataset] tablespace, index_tablespace, temp_tablespaces: name, location, what they
+    # hold), and each one-off preparation ([[server]] prepare: the read-only run after a start
+    # of the server, its length and TPS). Campaigns stored before it: none.
+    30: """
+    CREATE TABLE server_tablespaces (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        name TEXT NOT NULL,
+        location TEXT NOT NULL,
+        roles TEXT NOT NULL,
+        PRIMARY KEY (campaign_id, server, name)
+    );
+    CREATE TABLE server_preparations (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        server TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        workload TEXT NOT NULL,
+        clients INTEGER NOT NULL,
+        scale INTEGER NOT NULL,
+        duration_s INTEGER NOT NULL,
+        seconds REAL NOT NULL,
+        tps REAL
+    );
+    """,
 }

@@ -211,6 +211,25 @@ def event_rows(run: RunView) -> list[Row]:
     return [{"t": e.t, "kind": e.kind, "detail": e.detail} for e in run.events]
 
 
+def sorted_rows(view: ReportView) -> list[Row]:
+    """Every ok run's seconds sorted by TPS, fastest first, at the middle of its share of the
+    run's seconds, with its cell's series and panel fields (the page builds the same)."""
+    cells = {c["id"]: c for c in cell_rows(view)}
+    rows: list[Row] = []
+    for run in view.runs:
+        if not run.seconds or not run.ok:
+            continue
+        keys = {k: v for k, v in cells[run.cell_id].items() if k[:2] in ("s_", "p_")}
+        base = {"run": run.id, "repeat": run.repeat, "clients": run.clients, **keys}
+        base["link"] = run_link(run.id)
+        ranked = sorted(run.seconds, key=lambda s: -s.tps)
+        rows += [
+            {**base, "t": s.t, "tps": _tps(s.tps), "position": (rank + 0.5) / len(ranked)}
+            for rank, s in enumerate(ranked)
+        ]
+    return rows
+
+
 def dist_rows(view: ReportView) -> list[Row]:
     """Every run's CDF points (non-empty bins only), with its cell's series and panel fields."""
     cells = {c["id"]: c for c in cell_rows(view)}

@@ -1,5 +1,5 @@
 """Charts that put servers and runs side by side: the change heatmap against the baseline,
-and every run's latency CDF. Same conventions as `charts`."""
+every run's latency CDF and every run's per-second TPS sorted. Same conventions as `charts`."""
 
 from __future__ import annotations
 
@@ -147,4 +147,59 @@ def distribution_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
     spec["params"] = [pick_clients]
     spec["transform"] = [{"filter": "datum.clients == clients_shown"}]
     spec["resolve"] = {"scale": {"y": "shared"}}
+    return spec
+
+
+def sorted_tps_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
+    """Every run's per-second TPS sorted from fastest to slowest second, the share of its
+    seconds on x (the classic "percentile TPS" plot): configurations side by side, one colour
+    each, one panel per other axis, for one chosen client count (data "sorted")."""
+    values = sorted(set(clients))
+    x: Spec = {
+        "field": "position",
+        "type": "quantitative",
+        "title": "share of the run's seconds (sorted by TPS)",
+        "axis": {"format": ".0%"},
+        "scale": {"domain": [0, 1]},
+    }
+    y: Spec = {"field": "tps", "type": "quantitative", "title": "TPS in the second"}
+    color = series_channel(series, title)
+    tooltip = [
+        {"field": f"s_{series}", "title": title},
+        {"field": "run", "title": "run id"},
+        {"field": "repeat"},
+        {"field": "t", "title": "second"},
+        {"field": "tps", "title": "TPS", "format": ",.0f"},
+        {"field": "position", "title": "share of seconds faster", "format": ".0%"},
+    ]
+    pick_clients = {
+        "name": "sorted_clients",
+        "value": values[-1] if values else 1,
+        "bind": {"input": "select", "options": values, "name": "clients: "},
+    }
+    spec = faceted(
+        "Per-second TPS sorted, per run",
+        f"Each line is one run's seconds sorted from fastest to slowest (one colour per {title}): "
+        "a flat line is steady throughput, a cliff on the right is stalls (a run's first and "
+        "last seconds can be partial, and low). Choose the client count below.",
+        "sorted",
+        f"p_{series}",
+        [
+            {
+                "params": [legend_toggle(series)],
+                "mark": {"type": "line", "interpolate": "step", "strokeWidth": 1.5},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": color,
+                    "detail": {"field": "run", "type": "nominal"},
+                    "opacity": FADE,
+                    "tooltip": tooltip,
+                    "href": {"field": "link"},
+                },
+            }
+        ],
+    )
+    spec["params"] = [pick_clients]
+    spec["transform"] = [{"filter": "datum.clients == sorted_clients"}]
     return spec

@@ -73,6 +73,7 @@ def main_charts(view: ReportView) -> list[dict[str, Any]]:
 def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
     """(element id, kind, spec maker) of the charts the campaign has data for."""
     clients = [c.clients for c in view.cells]
+    timed = [r.clients for r in view.runs if r.ok and r.seconds]  # runs with their seconds
     cells = view.cells
     candidates: list[tuple[str, str, bool, Maker]] = [
         (
@@ -111,6 +112,12 @@ def _series_charts(view: ReportView) -> list[tuple[str, str, Maker]]:
             "dist",
             any(r.histogram is not None and r.ok for r in view.runs),
             lambda a, t: compare_charts.distribution_chart(a, t, clients),
+        ),
+        (
+            "chart-sorted",
+            "sorted",
+            bool(timed),
+            lambda a, t: compare_charts.sorted_tps_chart(a, t, timed),
         ),
     ]
     return [(chart_id, kind, make) for chart_id, kind, present, make in candidates if present]
@@ -181,6 +188,7 @@ CHART_TITLES = {
     "efficiency": "Scaling efficiency",
     "rate": "Rate-limited runs",
     "dist": "Latency distributions",
+    "sorted": "Per-second TPS sorted",
     "heatmap": "Change against the baseline",
     "knee": "Capacity knee",
 }

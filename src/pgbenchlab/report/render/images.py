@@ -59,6 +59,7 @@ def chart_specs(view: ReportView, *, per_run: bool = True) -> Iterator[tuple[str
         "tps_points": chart_data.tps_points(view),
         "changes": chart_data.change_rows(view),
         "dist": chart_data.dist_rows(view),
+        "sorted": chart_data.sorted_rows(view),
     }
     axis = chart_data.default_series(view)
     for chart in main_charts(view):

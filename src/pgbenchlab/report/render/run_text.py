@@ -64,6 +64,7 @@ def run_lines(campaign: str, d: dict[str, Any]) -> list[str]:
         lines.append(f"command: {shlex.join(d['argv'])}")
     if d.get("server_build"):
         lines += [f"{title}: {text}" for title, text in builds.describe(d["server_build"])]
+    lines += [f"{title}: {text}" for title, text in d.get("server_setup", ())]
     if d.get("profile"):
         p = d["profile"]
         extra = " (auto's extra repeat, out of the statistics)" if p["profiled"] == "extra" else ""

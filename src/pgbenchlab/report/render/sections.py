@@ -88,6 +88,7 @@ def servers_table(view: ReportView) -> ServersTable | None:
         _server_row("variant", [_pairs_text(s.variant) or "-" for s in servers]),
     ]
     rows += build_rows(servers)
+    rows += setup_rows(servers)
     if any(s.telemetry_gaps for s in servers):  # stated, never a blank chart panel alone
         lacks = ["; ".join(why for _, why in s.telemetry_gaps) or "-" for s in servers]
         rows.append(_server_row("telemetry its major lacks", lacks))
@@ -110,6 +111,12 @@ def build_rows(servers: Sequence[ServerView]) -> list[ServerRow]:
         differs = len(set(values)) > 1 and fact not in ("build", "build time")
         rows.append(_server_row(fact, values, css="differs" if differs else ""))
     return rows
+
+
+def setup_rows(servers: Sequence[ServerView]) -> list[ServerRow]:
+    """Each server's tablespaces and one-off preparation, a row per kind of fact."""
+    titles = list(dict.fromkeys(t for s in servers for t, _ in s.setup))
+    return [_server_row(t, [dict(s.setup).get(t, "-") for s in servers]) for t in titles]
 
 
 def _server_row(title: str, values: Sequence[str], css: str = "") -> ServerRow:

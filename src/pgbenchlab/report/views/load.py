@@ -29,6 +29,7 @@ from pgbenchlab.report.views.model import (
     ServerView,
     TelemetrySeries,
 )
+from pgbenchlab.report.views.setup import setup_facts
 from pgbenchlab.report.views.telemetry_series import charted, drawn_series, wanted
 from pgbenchlab.report.views.text import affinity_text
 from pgbenchlab.report.views.variants import run_variant, server_label
@@ -103,6 +104,7 @@ def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
     servers = []
     storage = store.server_storage(campaign_id)
     gaps = store.major_gaps(campaign_id)
+    setup = setup_facts(store, campaign_id)
     for s in store.server_records(campaign_id):
         # Masked again on the way out: databases written before settings were masked on the way in.
         variant = redact_settings(s.variant)
@@ -122,6 +124,7 @@ def load_servers(store: Store, campaign_id: int) -> tuple[ServerView, ...]:
                 storage=storage_text(storage.get(s.name)),
                 description=s.description,
                 telemetry_gaps=tuple(sorted(gaps.get(s.name, {}).items())),
+                setup=setup.get(s.name, ()),
             )
         )
     return tuple(servers)

@@ -70,6 +70,7 @@ class ServerView:
     storage: str | None = None  # its data directory's file system and mount options
     description: str = ""  # what it is, in the plan's words (a test set: what changed)
     telemetry_gaps: Pairs = ()  # (source, why): the telemetry its major could not give
+    setup: Pairs = ()  # its tablespaces and one-off preparations (`views.setup`)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import zstandard
 from pgbenchlab.errors import UserError
 from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.profiles import PGBENCH
+from pgbenchlab.report.views.setup import setup_facts
 from pgbenchlab.report.views.text import affinity_text
 from pgbenchlab.store import Store, run_artifacts, run_as_dict
 
@@ -59,6 +60,9 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     detail["generators"] = [asdict(g) for g in store.run_generators(run_id)]
     detail["server_parts"] = [asdict(p) for p in store.run_server_parts(run_id)]  # a group's
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
+    setup = setup_facts(store, int(detail["campaign_id"])).get(str(detail["server"]))
+    if setup:  # its tablespaces and one-off preparations, when the plan asked for them
+        detail["server_setup"] = [list(fact) for fact in setup]
     profile = store.profiles_by_run([run_id]).get(run_id)
     detail["profile"] = None
     if profile is not None:  # the stacks themselves: `pgbenchlab profile RUN_ID`

@@ -72,8 +72,27 @@
     return rows;
   }
 
+  // Every ok run's seconds sorted by TPS, fastest first, each at the middle of its share of
+  // the run's seconds (chart_data.sorted_rows builds the same for the images).
+  function sortedRows() {
+    const rows = [];
+    for (const run of runRows) {
+      if (run.status !== "ok") continue;
+      const d = R.detail.runs[run.id];
+      const cell = cellsById.get(run.cell);
+      if (!d || !d.s || !cell) continue;
+      const seconds = columns(d.s, ["t", "tps"]).sort((a, b) => b.tps - a.tps);
+      const base = { run: run.id, repeat: run.repeat, clients: run.clients, link: "#run-" + run.id };
+      for (const [k, v] of Object.entries(cell)) if (k.startsWith("s_") || k.startsWith("p_")) base[k] = v;
+      seconds.forEach((s, rank) => {
+        rows.push(Object.assign({ t: s.t, tps: s.tps, position: (rank + 0.5) / seconds.length }, base));
+      });
+    }
+    return rows;
+  }
+
   const datasets = {
-    cells: R.cells, tps_points: R.cells.concat(R.usl || []), changes: R.changes, dist: [],
+    cells: R.cells, tps_points: R.cells.concat(R.usl || []), changes: R.changes, dist: [], sorted: [],
   };
 
   function embed(id, spec, data) {
@@ -336,6 +355,7 @@
     performance.mark("pgbenchlab:table");
     datasets.dist = distRows();
     performance.mark("pgbenchlab:dist");
+    datasets.sorted = sortedRows();
     window.addEventListener("hashchange", route);
     drawMain(R.defaultAxis).then(route).then(() => {
       // Read by the browser test: the page is drawn, and how long that took.
