@@ -9,6 +9,7 @@ The same against PostgreSQL's own source: test_series_real.py."""
 from __future__ import annotations
 
 import mailbox
+from dataclasses import replace
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from pgbenchlab import builds, plan
 from pgbenchlab.builds import cache
 from pgbenchlab.builds.builder import patch_files
 from pgbenchlab.builds.series import failed_hunk, read_series
-from pgbenchlab.cli import main
+from pgbenchlab.cli import build_parser, main
 from pgbenchlab.errors import BuildError, PlanError, UserError
 from pgbenchlab.studies import StudyOptions, render
 from test_builds import assert_nothing_built, build_cache, refused, scripted_tree
@@ -292,6 +293,11 @@ def test_new_patch_takes_a_series_and_its_prefixes(tmp_path: Path) -> None:
     assert [len(patch_files(b)) for b in the_plan.needed_builds] == [0, 1, 2, 3, 1, 2, 3]
     assert the_plan.description == (
         "a series of 3 patch(es), a series of 3 patch(es) against master"
+    )
+    argv = f"new patch --source {source} --base master --series thread.mbox --series v1 --prefixes"
+    args = build_parser().parse_args(argv.split())
+    assert args.options_from(args).study_options == replace(
+        given, series=(Path("thread.mbox"), Path("v1"))
     )
     alone = StudyOptions(source=source, base="master", prefixes=True, patches=(tmp_path / "x",))
     with pytest.raises(UserError, match="--prefixes belongs to --series"):
