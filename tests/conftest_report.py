@@ -66,6 +66,7 @@ class SyntheticPlan:
     aborted: tuple[int, ...] = ()
     seed: int = 7
     telemetry: bool = False  # sampled series of every source, as a real run stores them
+    plan_text: str = "[campaign]\nname = 'synthetic'\n"  # the stored plan (its verdict rules)
 
 
 def spec_for(
@@ -362,7 +363,7 @@ def write_synthetic(results_dir: Path, plan: SyntheticPlan = SyntheticPlan()) ->
         campaign = store.start_campaign(
             plan.name,
             "plan.toml",
-            "[campaign]\nname = 'synthetic'\n",
+            plan.plan_text,
             "digest",
             {"pgbenchlab": "0.1.0", "pgbench": "pgbench (PostgreSQL) 18.1"},
             {"cpu_model": "Test CPU", "cpus": 2, "memory_bytes": 24 * 2**30, "os": "Debian 12"},

@@ -20,6 +20,7 @@ from conftest_report import FakeServer, SyntheticPlan, add_events, write_synthet
 from pgbenchlab.report import write_report
 from pgbenchlab.report.views import telemetry_series
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.mail import mail_view
 from pgbenchlab.store import Store
 from report_browser import Browser, open_report, screenshot_of
 from support import embedded_data
@@ -220,6 +221,60 @@ def test_lines_per_any_axis_the_reader_picks(browser: Browser, tmp_path: Path) -
     assert first.console == [] and problems == []
     assert labels == ["unlimited", "2000 tps"]  # in the matrix order, not alphabetical
     assert all(redrawn[c] > 0 for c in ("chart-tps", "chart-latency", "chart-efficiency"))
+
+
+def table_rows(anchor: str) -> str:
+    """A probe: the text of every row (header first) of the table under heading ``anchor``."""
+    return (
+        f"[...document.getElementById('{anchor}').nextElementSibling.querySelectorAll('tr')]"
+        ".map(r => [...r.cells].map(c => c.textContent))"
+    )
+
+
+def test_equivalence_verdicts_in_the_comparisons_table(browser: Browser, tmp_path: Path) -> None:
+    """A plan with `equivalence`: each candidate's change is followed by its verdict within the
+    margin, the very verdict `report --format text` prints for that cell and metric."""
+    candidates = ("same", "close", "faster")
+    plan = SyntheticPlan(
+        servers=(
+            FakeServer("pg15", "15.18"),
+            FakeServer("same", "15.18"),
+            FakeServer("close", "15.18", 1.25),
+            FakeServer("faster", "15.18", 1.6),
+        ),
+        workloads=("select-only",),
+        clients=(1, 2),
+        duration_s=5,
+        seed=2,  # one that gives each kind of verdict
+        plan_text="[campaign]\nname = 'synthetic'\nequivalence = \"25%\"\n",
+    )
+    db = write_synthetic(tmp_path, plan)
+    out = write_report(db, output=tmp_path / "r.html")
+    mail = write_report(db, fmt="text")
+    assert isinstance(out, Path) and isinstance(mail, str)
+    probes = {"tps": table_rows("change-tps"), "p99": table_rows("change-p99")}
+    result = open_report(out, probes=probes, browser=browser)
+    assert result.console == [], result.console
+    with Store(db) as store:
+        judged = dict(mail_view(load_view(store, 1, detail=False)).candidates)
+    said = " ".join(mail.split())  # the text report unwrapped
+    shown = set()
+    for metric in ("tps", "p99"):
+        header, *rows = result.checks[metric]
+        assert header == ["panel", "clients"] + [
+            h for c in candidates for h in (c, f"{c} within ±25%")
+        ]
+        assert len(rows) == 2
+        for row in rows:
+            for index, candidate in enumerate(candidates):
+                (change,) = [
+                    c for c in judged[candidate]
+                    if c.cell == f"clients={row[1]}" and c.metric == metric
+                ]  # fmt: skip
+                assert row[3 + 2 * index] == change.equivalence_reason.split(" (")[0]
+                assert change.equivalence_reason in said  # printed by the text report
+                shown.add(row[3 + 2 * index].split(":")[0])
+    assert {"equivalent within ±25%", "not equivalent within ±25%", "not decided"} <= shown
 
 
 def assert_timeline(data: dict[str, Any], run_id: int, checks: dict[str, Any]) -> None:

@@ -116,7 +116,7 @@ def _the_build(data: dict[str, Any], path: Path, source: str | None) -> str:
     ((name, table),) = builds.items()
     if not isinstance(table, dict):
         raise PlanError(f"build.{name} must be a table", where=where)
-    for key in ("from", "patches"):
+    for key in ("from", "patches", "series", "prefixes"):
         if key in table:
             raise PlanError(
                 f"build.{name}.{key}: a bisection builds commits as they are", where=where

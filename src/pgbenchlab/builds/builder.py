@@ -3,6 +3,7 @@ under the key's lock) when missing."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab import osuser
-from pgbenchlab.builds import cache, sources
+from pgbenchlab.builds import cache, series, sources
 from pgbenchlab.builds.compile import (
     BuildLog,
     Progress,
@@ -97,7 +98,9 @@ def ensure_all(
     root: Path | None = None,
     host: Host = LOCAL_HOST,
 ) -> list[Installation]:
-    """Every recipe's installation, in order, each built unless the cache holds it."""
+    """Every recipe's installation, in order, each built unless the cache holds it; every
+    series tried first (`try_patches`)."""
+    try_patches(recipes, root or cache.cache_root(), host)
     made = []
     for recipe in recipes:
 
@@ -146,13 +149,61 @@ def check_build_system(recipe: BuildRecipe) -> None:
 
 
 def patch_files(recipe: BuildRecipe) -> tuple[PatchFile, ...]:
-    found = []
+    """The recipe's patches in order, a file holding a series (an mbox) as its patches; a
+    prefix build's first ones only."""
+    found: list[PatchFile] = []
     for text in recipe.patches:
         path = Path(text)
         if not path.is_file():
             raise BuildError(f"build {recipe.name}: patch {path} does not exist")
-        found.append(PatchFile(path.name, str(path), sources.file_digest(path)))
-    return tuple(found)
+        parts = series.file_parts(path)
+        found += [
+            PatchFile(p.name, str(path), hashlib.sha256(p.text).hexdigest(), p.text) for p in parts
+        ] or [PatchFile(path.name, str(path), sources.file_digest(path))]
+    return tuple(found[: recipe.patch_limit])
+
+
+def try_patches(recipes: Sequence[BuildRecipe], root: Path, host: Host = LOCAL_HOST) -> None:
+    """Apply each build's patches to a scratch copy of its source, thrown away after: a series
+    that does not apply is refused (BuildError naming the patch, file and hunk) before any
+    build starts. Builds cached, unpatched, or the first to be made (its own build applies its
+    patches before compiling anything) are not tried, nor a prefix of a series tried whole."""
+    if not any(r.patches for r in recipes):
+        return
+    first, waiting = True, []
+    for recipe in recipes:
+        if not recipe.patches:
+            first = first and cached(recipe, root=root) is not None
+            continue
+        _, patches, source, key = identified(recipe, root, host)
+        if cache.is_complete(cache.build_dir(root, key)):
+            continue
+        if not first:
+            waiting.append((recipe, source, patches, key))
+        first = False
+    for index, (recipe, source, patches, key) in enumerate(waiting):
+        later = waiting[index + 1 :]
+        if not any(s == source and p[: len(patches)] == patches for _, s, p, _ in later):
+            _try(recipe, source, patches, key, root, host)
+
+
+def _try(
+    recipe: BuildRecipe,
+    source: SourceIdentity,
+    patches: tuple[PatchFile, ...],
+    key: str,
+    root: Path,
+    host: Host,
+) -> None:
+    work = root / "tmp" / f"{key}.{os.getpid()}"
+    with StopSignals(), cache.build_lock(root, key, None, host):
+        log = BuildLog(root / "logs" / f"{key}.log", None, host)
+        try:
+            log.enter(f"trying the patches of {recipe.name} before any build")
+            apply_patches(sources.unpack(source, work / "src", root, host), patches, log)
+        finally:
+            log.close()
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def build(

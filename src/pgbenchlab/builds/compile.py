@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from pgbenchlab.builds import series
 from pgbenchlab.builds.recipe import PatchFile, pgbench_dir
 from pgbenchlab.errors import BuildError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -94,23 +96,43 @@ class BuildLog:
 
 def apply_patches(tree: Path, patches: tuple[PatchFile, ...], log: BuildLog) -> None:
     """Apply the patches in order (git apply semantics, patch -p1 for what git refuses);
-    BuildError naming the patch and the first file and hunk that do not apply."""
+    BuildError naming the patch (its place in a series of several), the file and the hunk
+    that do not apply."""
     if patches:
         log.enter("patch")
     # git apply must not take a repository above the tree for the tree's root.
     env = {"GIT_CEILING_DIRECTORIES": str(tree.parent)}
-    for patch in patches:
-        try:
-            log.run(["git", "apply", "--check", "-p1", patch.path], tree, "git apply", env)
-            log.run(["git", "apply", "-p1", patch.path], tree, "git apply", env)
-            continue
-        except StepFailed as refused:
-            git_says = _first_error(refused.tail)
-        try:
-            log.run(["patch", "-p1", "-f", "-s", "--dry-run", "-i", patch.path], tree, "patch")
-        except StepFailed:
-            raise BuildError(f"patch {patch.name} does not apply: {git_says}") from None
-        log.run(["patch", "-p1", "-f", "-s", "-i", patch.path], tree, "patch")
+    with tempfile.TemporaryDirectory(prefix="pgbenchlab-patch-") as scratch:
+        for index, patch in enumerate(patches, start=1):
+            path = patch.path
+            if patch.content is not None:  # one patch of a file holding several
+                path = str(Path(scratch) / f"{index:04d}.patch")
+                Path(path).write_bytes(patch.content)
+            try:
+                log.run(["git", "apply", "--check", "-p1", path], tree, "git apply", env)
+                log.run(["git", "apply", "-p1", path], tree, "git apply", env)
+                continue
+            except StepFailed as refused:
+                git_says = _first_error(refused.tail)
+            try:
+                log.run(["patch", "-p1", "-f", "-s", "--dry-run", "-i", path], tree, "patch")
+            except StepFailed:
+                text = Path(path).read_text(errors="replace")
+                raise BuildError(
+                    f"patch {_which(patch, index, len(patches))} does not apply: {git_says}"
+                    + series.failed_hunk(text, git_says)
+                ) from None
+            log.run(["patch", "-p1", "-f", "-s", "-i", path], tree, "patch")
+
+
+def _which(patch: PatchFile, index: int, count: int) -> str:
+    """The patch as a person finds it: its name (quoted when it has spaces, a subject say),
+    and in a series of several its place, and the file holding it when that holds several."""
+    name = f'"{patch.name}"' if " " in patch.name else patch.name
+    if count == 1:
+        return name
+    held = f" in {Path(patch.path).name}" if patch.content is not None else ""
+    return f"{name} ({index} of {count}{held})"
 
 
 def _first_error(lines: list[str]) -> str:

@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Raised whenever what a recipe produces changes (steps, targets, version flags): every
@@ -58,6 +58,9 @@ class BuildRecipe:
     based_on: str | None = None  # the build it came "from" (same source and options)
     profiling: bool = False  # the plan profiles it: frame pointers and debug info added
     build_system: str = DEFAULT_BUILD_SYSTEM  # "autoconf" (./configure, make) or "meson"
+    # A prefix of a series (`prefixes = true`): only the first N of the patches (a file holding
+    # several counts each); None: every patch.
+    patch_limit: int | None = None
 
     @property
     def kind(self) -> str:
@@ -102,9 +105,13 @@ class SourceIdentity:
 
 @dataclass(frozen=True)
 class PatchFile:
+    """A patch as applied: a file, or one patch of a file holding a series (an mbox), whose
+    text is then ``content`` and its name the attachment's or the message's subject."""
+
     name: str
     path: str
     sha256: str
+    content: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

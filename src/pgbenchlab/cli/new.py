@@ -32,6 +32,8 @@ class NewOptions:
                 source=args.source,
                 base=args.base,
                 patches=tuple(args.patch or ()),
+                series=tuple(args.series or ()),
+                prefixes=args.prefixes,
                 data_dirs=tuple(args.data_dir or ()),
                 majors=tuple(m.strip() for m in (args.majors or "").split(",") if m.strip()),
             ),
@@ -59,6 +61,19 @@ def add_arguments(subparsers: Subparsers) -> None:
         action="append",
         metavar="FILE",
         help="patch: a patch (repeatable)",
+    )
+    parser.add_argument(
+        "--series",
+        type=path_argument,
+        action="append",
+        metavar="PATH",
+        help="patch: a series as posted, applied in order as one build: an mbox, or a "
+        "directory of v3-0001-… files (repeatable)",
+    )
+    parser.add_argument(
+        "--prefixes",
+        action="store_true",
+        help="patch: each prefix of each series a build too (NAME-p1, NAME-p2 …)",
     )
     parser.add_argument(
         "--majors",

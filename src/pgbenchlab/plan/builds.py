@@ -2,17 +2,21 @@
 
 A build names its source (debian:PACKAGE, git:PATH with a ref, tar:PATH, dir:PATH), its build
 system (autoconf, or meson for trees that have it), configure (or meson) options, a compiler
-and patches in order; `from = "other"` takes another build's source and
-options and adds patches, so two builds that differ only by a patch say so. Paths are resolved
-against the plan's directory. Nothing is fetched or built here (see `pgbenchlab.builds`).
+and patches in order, then a series as posted (`series`: an mbox, or a directory of
+v3-0001-… files; `builds.series`); `prefixes = true` adds a build per prefix of its patches
+(NAME-p1, NAME-p2 …; NAME itself has them all). `from = "other"` takes another build's source
+and options and adds patches, so two builds that differ only by a patch say so. Paths are
+resolved against the plan's directory. Nothing is fetched or built here (see
+`pgbenchlab.builds`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pgbenchlab.builds import prebuilt
+from pgbenchlab.builds import prebuilt, series
 from pgbenchlab.builds.recipe import (
     BUILD_SYSTEMS,
     DEFAULT_BUILD_SYSTEM,
@@ -21,11 +25,12 @@ from pgbenchlab.builds.recipe import (
     refused_option,
     split_source,
 )
+from pgbenchlab.errors import BuildError
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan.schema import BUILD_KEYS
 from pgbenchlab.plan.values import Context, check_name, plan_path
 
-INHERITING_KEYS = ("from", "patches")
+INHERITING_KEYS = ("from", "patches", "series", "prefixes")
 
 
 def parse_builds(value: Any, ctx: Context, base: Path) -> dict[str, BuildRecipe]:
@@ -61,6 +66,7 @@ def _resolve(
     item = tables[name]
     key = f"build.{name}"
     patches = _paths(item.get("patches", []), ctx, f"{key}.patches", base)
+    patches += _series(item.get("series"), ctx, f"{key}.series", base)
     parent_name = item.get("from")
     if parent_name is not None:
         extra = [k for k in item if k not in INHERITING_KEYS]
@@ -93,8 +99,39 @@ def _resolve(
             patches,
             build_system=_build_system(item, ctx, key),
         )
+    wanted = item.get("prefixes", False)
+    done.update(_prefixes(recipe, len(patches), wanted, tables, ctx, f"{key}.prefixes"))
     done[name] = recipe
     return recipe
+
+
+def _prefixes(
+    recipe: BuildRecipe,
+    own_files: int,
+    wanted: Any,
+    tables: dict[str, Any],
+    ctx: Context,
+    key: str,
+) -> dict[str, BuildRecipe]:
+    """NAME-p1 … NAME-p(N-1): the build with the first 1 … N-1 of the N patches it adds to
+    the build it comes "from" (its last ``own_files`` files, an mbox counting each of its
+    patches); NAME has them all."""
+    if not isinstance(wanted, bool):
+        raise ctx.fail(key, f"must be true or false; got {wanted!r}")
+    if not wanted:
+        return {}
+    counts = [series.patch_count(Path(p)) for p in recipe.patches]
+    inherited = sum(counts[: len(counts) - own_files])
+    own = sum(counts) - inherited
+    if own < 2:
+        raise ctx.fail(key, f"build {recipe.name} adds {own} patch(es); prefixes need 2 or more")
+    found: dict[str, BuildRecipe] = {}
+    for count in range(1, own):
+        name = check_name(f"{recipe.name}-p{count}", ctx, key)
+        if name in tables:
+            raise ctx.fail(key, f"the prefix build {name} is also a [build.{name}]; rename one")
+        found[name] = replace(recipe, name=name, patch_limit=inherited + count)
+    return found
 
 
 def _source(item: dict[str, Any], ctx: Context, key: str, base: Path) -> str:
@@ -151,12 +188,32 @@ def _configure(value: Any, ctx: Context, key: str) -> tuple[str, ...]:
 
 
 def _paths(value: Any, ctx: Context, key: str, base: Path) -> tuple[str, ...]:
-    """Patch files, which must exist: their contents are part of the plan's identity."""
+    """Patch files, which must exist: their contents are part of the plan's identity. A file
+    holding several patches (an mbox) must hold a series that can apply as one."""
     paths = tuple(plan_path(p, base) for p in _strings(value, ctx, key))
     for path in paths:
         if not Path(path).is_file():
             raise ctx.fail(key, f"no patch file {path}")
+        try:
+            series.file_parts(Path(path))
+        except BuildError as exc:
+            raise ctx.fail(key, str(exc)) from None
     return paths
+
+
+def _series(value: Any, ctx: Context, key: str, base: Path) -> tuple[str, ...]:
+    """A series as posted, as patch files in order: a directory's numbered files, or the
+    mbox (applied as its patches)."""
+    if value is None:
+        return ()
+    if not isinstance(value, str) or not value.strip():
+        raise ctx.fail(key, f"must be an mbox file or a directory of patches; got {value!r}")
+    path = Path(plan_path(value, base))
+    try:
+        found = series.read_series(path)
+    except BuildError as exc:
+        raise ctx.fail(key, str(exc)) from None
+    return tuple(str(path / p.name) for p in found) if path.is_dir() else (str(path),)
 
 
 def install_spec(value: Any, builds: dict[str, BuildRecipe], ctx: Context, key: str) -> str:

@@ -118,7 +118,10 @@ WORKLOAD_KEYS = (
     "clients",
 )
 PGBENCH_KEYS = ("install", "cpus", "numa", "hosts", "profile", "keep_logs")
-BUILD_KEYS = ("source", "ref", "configure", "compiler", "build_system", "patches", "from")
+BUILD_KEYS = (
+    "source", "ref", "configure", "compiler", "build_system", "patches", "series", "prefixes",
+    "from",
+)  # fmt: skip
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl", "sysfs")
 
 # A kernel tunable's name as sysctl writes it: vm.dirty_bytes, net.ipv4.tcp_fin_timeout, ...

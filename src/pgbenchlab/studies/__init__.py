@@ -48,8 +48,9 @@ def render(study: str, facts: MachineFacts, options: StudyOptions) -> str:
     """The plan of a study for a machine with these facts: TOML text, commented."""
     if study not in STUDIES:
         raise UserError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
-    if study != "patch" and (options.source or options.base or options.patches):
-        raise UserError("--source, --base and --patch belong to `new patch`")
+    given = options.source or options.base or options.patches or options.series
+    if study != "patch" and (given or options.prefixes):
+        raise UserError("--source, --base, --patch, --series and --prefixes belong to `new patch`")
     if study not in ("platform", "tuning") and options.data_dirs:
         raise UserError("--data-dir belongs to `new platform` and `new tuning`")
     check_data_dirs(options.data_dirs)

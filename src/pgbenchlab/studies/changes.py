@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from pgbenchlab import builds
-from pgbenchlab.builds import BuildRecipe
+from pgbenchlab.builds import BuildRecipe, series
 from pgbenchlab.errors import UserError
 from pgbenchlab.studies.common import Machine, branch_rows_needed, finish, profile, server
 from pgbenchlab.studies.toml import Text
@@ -143,23 +143,30 @@ def tuning(m: Machine) -> str:
 
 
 def patch(m: Machine) -> str:
-    source, base, patches = m.options.source, m.options.base, m.options.patches
-    if not source or not patches:
-        raise UserError("new patch needs --source git:/path/to/postgresql and --patch FILE")
+    source, base = m.options.source, m.options.base
+    patches, posted = m.options.patches, m.options.series
+    if not source or not (patches or posted):
+        raise UserError(
+            "new patch needs --source git:/path/to/postgresql and --patch FILE or --series PATH"
+        )
     if not source.startswith("git:"):
         raise UserError(f"--source {source}: give a git checkout as git:/path/to/postgresql")
+    if m.options.prefixes and not posted:
+        raise UserError("--prefixes belongs to --series (each prefix of a series a build)")
     for path in patches:
         if not path.is_file():
             raise UserError(f"--patch {path}: no such file")
+    counts = [len(series.read_series(path)) for path in posted]  # BuildError: one line
     # command-line paths are the working directory's; the plan holds them absolute
     source = f"git:{Path(source.removeprefix('git:')).expanduser().resolve()}"
     builds.check(BuildRecipe("base", source, base, patches=tuple(str(p) for p in patches)))
     text = m.start(
         "patch",
         "does this patch change performance?",
-        "The base build and one build per patch (each alone on the base, same options),",
-        "select-only and tpcb-like at a client ladder; the report gives a verdict per cell.",
-        description=f"{len(patches)} patch(es) against {base or 'HEAD'}",
+        "The base build and one build per patch (each alone on the base, same options) or",
+        "series (its patches applied in order), select-only and tpcb-like at a client ladder;",
+        "the report gives a verdict per cell.",
+        description=_described(patches, counts, base),
         repeats=5,
     )
     m.timing(text, 20)
@@ -170,16 +177,32 @@ def patch(m: Machine) -> str:
     if base:
         text.key("ref", base)
     text.key("configure", PATCH_CONFIGURE)
-    names = patch_names(patches)
-    for name, path in zip(names, patches, strict=True):
+    names = patch_names((*patches, *posted))
+    servers = ["base"]
+    for name, path in zip(names[: len(patches)], patches, strict=True):
         text.table(f"build.{name}", "the base and this patch alone")
         text.key("from", "base")
         text.key("patches", [str(path.resolve())])
+        servers.append(name)
+    for name, path, count in zip(names[len(patches) :], posted, counts, strict=True):
+        text.table(f"build.{name}", f"the base and this series of {count} patch(es), in order")
+        text.key("from", "base")
+        text.key("series", str(path.resolve()))
+        if m.options.prefixes and count > 1:
+            text.key("prefixes", True, f"{name}-p1 … {name}-p{count - 1}: its first patches")
+            servers += [f"{name}-p{k}" for k in range(1, count)]
+        servers.append(name)
     clients = m.ladder()
-    for name in ["base", *names]:
+    for name in servers:
         server(text, name, {"build": name}, m.settings(clients[-1]))
     m.matrix(text, m.scales[:1], ["select-only", "tpcb-like"], clients)
     return finish(text, m.facts.cpus)
+
+
+def _described(patches: tuple[Path, ...], counts: list[int], base: str | None) -> str:
+    parts = [f"{len(patches)} patch(es)"] if patches else []
+    parts += [f"a series of {count} patch(es)" for count in counts]
+    return f"{', '.join(parts)} against {base or 'HEAD'}"
 
 
 def dirty_background(text: Text, m: Machine) -> None:

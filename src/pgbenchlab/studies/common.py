@@ -30,6 +30,8 @@ class StudyOptions:
     source: str | None = None  # patch: git:/path of a PostgreSQL checkout
     base: str | None = None  # patch: the ref the patches apply to
     patches: tuple[Path, ...] = ()
+    series: tuple[Path, ...] = ()  # patch: series as posted (an mbox, or a directory)
+    prefixes: bool = False  # patch: each prefix of each series a build too
     data_dirs: tuple[Path, ...] = ()  # platform, tuning: where data directories go
     majors: tuple[str, ...] = ()  # archaeology: the majors to compare ("9.6", "13", ...)
 

@@ -8,12 +8,14 @@ from collections.abc import Sequence
 
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.analysis.connection_cost import ConnectionCost
+from pgbenchlab.analysis.equivalence import margin_text
 from pgbenchlab.analysis.multiplicity import Correction
 from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.render.charts import VERDICT_MARKS
 from pgbenchlab.report.views.answer import CHANGE_TABLES
 from pgbenchlab.report.views.connection_cost import CostGroup, cost_groups
 from pgbenchlab.report.views.labels import panel_label
+from pgbenchlab.report.views.mail import Equivalences, equivalences
 from pgbenchlab.report.views.model import CellView, ChangeView, ReportView
 from pgbenchlab.report.views.text import Table, fmt_ms, fmt_tps
 
@@ -71,11 +73,14 @@ def _repeats_note(view: ReportView, cells: Sequence[CellView]) -> str:
 
 
 def change_tables(view: ReportView) -> list[Table]:
-    """Relative change against the baseline: one table per metric, one column per candidate."""
+    """Relative change against the baseline: one table per metric, one column per candidate,
+    each followed by its equivalence verdict when the plan names a margin."""
     if view.baseline is None or not view.changes:
         return []
     cells = {c.cell_id: c for c in view.cells}
     candidates = list(dict.fromkeys(ch.candidate for ch in view.changes))
+    judged = equivalences(view)
+    header = [h for c in candidates for h in (c, *_within(c, judged))]
     tables = []
     for metric, (name, anchor) in CHANGE_TABLES.items():
         by_key: dict[tuple[str, int], dict[str, ChangeView]] = {}
@@ -86,7 +91,7 @@ def change_tables(view: ReportView) -> list[Table]:
                 by_key.setdefault(key, {})[ch.candidate] = ch
         order = {panel: i for i, (panel, _) in enumerate(by_key)}
         rows = tuple(
-            (panel, str(clients), *(fmt_change(found.get(c)) for c in candidates))
+            (panel, str(clients), *_row(found, candidates, judged))
             for (panel, clients), found in sorted(
                 by_key.items(), key=lambda item: (order[item[0][0]], item[0][1])
             )
@@ -95,13 +100,32 @@ def change_tables(view: ReportView) -> list[Table]:
             tables.append(
                 Table(
                     f"{name}: change against {view.baseline}",
-                    ("panel", "clients", *candidates),
+                    ("panel", "clients", *header),
                     rows,
-                    _change_note(view),
+                    _change_note(view) + _equivalence_note(judged),
                     anchor=anchor,
                 )
             )
     return tables
+
+
+def _within(candidate: str, judged: Equivalences | None) -> tuple[str, ...]:
+    return () if judged is None else (f"{candidate} within ±{margin_text(judged.margin)}",)
+
+
+def _row(
+    found: dict[str, ChangeView], candidates: list[str], judged: Equivalences | None
+) -> list[str]:
+    """Each candidate's change, and its equivalence verdict as `compare --equivalence` prints
+    it in its table ("-": none for that cell)."""
+    row = []
+    for candidate in candidates:
+        change = found.get(candidate)
+        row.append(fmt_change(change))
+        if judged is not None:
+            verdict = judged.verdicts.get((change.cell_id, change.metric)) if change else None
+            row.append(verdict.equivalence_reason.split(" (")[0] if verdict else "-")
+    return row
 
 
 def _change_note(view: ReportView) -> str:
@@ -110,6 +134,18 @@ def _change_note(view: ReportView) -> str:
         f"{view.confidence:.0%} confidence interval; ↑ improved, ↓ regressed, ≈ within noise "
         f"(±{DEFAULT_THRESHOLD:.0%}), ? not enough data to tell. Verdicts adjusted across the "
         f"{len(view.changes)} comparisons: {Correction(view.correction).described}."
+    )
+
+
+def _equivalence_note(judged: Equivalences | None) -> str:
+    if judged is None:
+        return ""
+    level = 1 - 2 * (1 - judged.rules.confidence)
+    return (
+        f" Within ±{margin_text(judged.margin)}: equivalence by two one-sided tests (the "
+        f"{level:.0%} interval inside the margin), as the text report (report --format text) "
+        f"gives it, adjusted across its {len(judged.verdicts)} comparisons: "
+        f"{judged.rules.correction.described}."
     )
 
 

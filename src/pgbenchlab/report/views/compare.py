@@ -68,6 +68,7 @@ class CellChange:
     equivalence_reason: str = ""
     equivalence_p: float | None = None  # of the claim made or nearest, adjusted across cells
     adjusted_away: bool = False  # a change alone, not once adjusted across the comparisons
+    cell_id: str = ""  # the candidate's cell in its view (the report's tables key on it)
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,7 @@ def cell_change(
         equivalence=equivalent.verdict if equivalent else None,
         equivalence_reason=equivalent.text("runs per side") if equivalent else "",
         equivalence_p=_claim_p(equivalent) if equivalent else None,
+        cell_id=cand.cell_id,
     )
 
 

@@ -54,6 +54,27 @@ def mail_view(view: ReportView, stored: Sequence[NoiseFloor] = ()) -> MailView:
     return MailView(view, rules, tuple(candidates), floors)
 
 
+@dataclass(frozen=True)
+class Equivalences:
+    """The equivalence verdicts `report --format text` gives, by (candidate's cell id,
+    metric), judged against ±margin and adjusted together."""
+
+    margin: float
+    rules: CompareRules
+    verdicts: dict[tuple[str, str], CellChange]
+
+
+def equivalences(view: ReportView) -> Equivalences | None:
+    """The campaign's equivalence verdicts; None when its plan names no `equivalence`."""
+    if stored_verdicts(view.campaign.plan_text).equivalence is None:
+        return None
+    mail = mail_view(view)
+    if mail.rules.equivalence is None:
+        return None
+    found = {(c.cell_id, c.metric): c for _, changes in mail.candidates for c in changes}
+    return Equivalences(mail.rules.equivalence, mail.rules, found)
+
+
 def _rules(verdicts: Verdicts) -> CompareRules:
     wanted = verdicts.decide if verdicts.decide != ("tps",) else DEFAULT_METRICS
     return CompareRules(
