@@ -7,23 +7,29 @@
     foreign_keys = true          # --foreign-keys
     init_steps = "dtgvp"         # -I (pgbench 11+): the steps and their order; keys (p) kept
     setup_sql = "setup.sql"      # run in the dataset once pgbench -i is done (functions, indexes)
+    reset = "snapshot"           # how each run's dataset starts: "reuse", "snapshot", "init"
 
 Every option, and the setup SQL's content, is part of the dataset's identity: a dataset made
 with other options (or another setup) is never reused for these; its database name carries the
 identity (`pgbench_s10_3f2a9c01`), so datasets of different options live side by side. A plan
 without `[dataset]` makes the datasets it always made (`pgbench_s10`).
+
+`reset` is not how a dataset is made but how each run finds it, so it is no part of the
+identity: "reuse" (the default) runs on the dataset as the runs before left it, "snapshot"
+restores the data directory from an image taken once the dataset was built
+(`server.snapshot`), "init" runs pgbench -i again before every run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pgbenchlab import files
-from pgbenchlab.plan.values import Context, plan_path
+from pgbenchlab.plan.values import Context, choice, plan_path
 
 DATASET_KEYS = (
     "partitions",
@@ -33,7 +39,10 @@ DATASET_KEYS = (
     "foreign_keys",
     "init_steps",
     "setup_sql",
+    "reset",
 )
+REUSE, SNAPSHOT, INIT = "reuse", "snapshot", "init"
+RESET_MODES = (REUSE, SNAPSHOT, INIT)
 INIT_STEPS = frozenset("dtgGvpf")
 PARTITIONS_SINCE = (13,)  # pgbench --partitions
 INIT_STEPS_SINCE = (11,)  # pgbench -I
@@ -49,13 +58,16 @@ class DatasetOptions:
     init_steps: str | None = None
     setup_sql: str | None = None  # the file, as the plan names it (absolute)
     setup_text: str = ""  # its content, read when the plan was
+    reset: str = REUSE  # how each run finds its dataset (RESET_MODES); not how it is made
 
     @property
     def identity(self) -> str:
         """A short digest of how the datasets are made ("" for pgbench -i's defaults)."""
-        if self == DatasetOptions():
+        made = replace(self, reset=REUSE)
+        if made == DatasetOptions():
             return ""
-        fields = asdict(self) | {"setup_sql": None}  # the content counts, not where it lies
+        fields = asdict(made) | {"setup_sql": None}  # the content counts, not where it lies
+        del fields["reset"]
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:8]
 
     def init_arguments(self) -> list[str]:
@@ -76,6 +88,12 @@ class DatasetOptions:
         if self.init_steps:
             return INIT_STEPS_SINCE, "init_steps"
         return None
+
+
+def run_reset(reset: str, reinit: str) -> str:
+    """How a run finds its dataset: the plan's reset, or "init" where its cell runs pgbench -i
+    before each run anyway (reinit = "per-run")."""
+    return INIT if reinit == "per-run" else reset
 
 
 def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:
@@ -119,6 +137,7 @@ def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:
         init_steps=steps,
         setup_sql=setup,
         setup_text=text,
+        reset=choice(value.get("reset", REUSE), RESET_MODES, ctx, "dataset.reset"),
     )
 
 

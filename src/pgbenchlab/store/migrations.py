@@ -93,4 +93,7 @@ LATER: dict[int, str] = {
         PRIMARY KEY (campaign_id, server)
     );
     """,
+    # 30: how each run's dataset started ([dataset] reset): reused, made again by pgbench -i,
+    # or restored from its snapshot (and whether by reflink or a plain copy). NULL before.
+    30: added_columns_sql(30),
 }
