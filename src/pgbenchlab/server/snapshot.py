@@ -54,12 +54,14 @@ def image_directory(server: ManagedServer, database: str) -> PurePath:
 
 
 def stored_image(server: ManagedServer, database: str) -> Image | None:
-    """The image of database's dataset, when one was taken whole (its record written)."""
+    """The image of database's dataset, when one was taken whole (its record written); where
+    it lies now, should the data directory have moved since."""
+    directory = image_directory(server, database)
     try:
-        text = server.host.read_text(image_directory(server, database) / RECORD)
+        text = server.host.read_text(directory / RECORD)
     except OSError:
         return None
-    return Image(**json.loads(text))
+    return Image(**json.loads(text) | {"directory": str(directory)})
 
 
 def take(server: ManagedServer, database: str) -> Image:
@@ -71,7 +73,8 @@ def take(server: ManagedServer, database: str) -> Image:
     try:
         if host.exists(directory):
             host.remove_tree(directory)
-        host.mkdir(directory / FILES, owner=server.account)
+        for level in (directory.parent, directory, directory / FILES):  # each the server's
+            host.mkdir(level, owner=server.account)
         made = _copy(server, server.data_dir, directory / FILES)
         control = _control(server, directory / FILES)
         image = Image(
@@ -120,7 +123,10 @@ def _differences(
 ) -> list[str]:
     found = []
     if before != image.system_identifier:
-        found.append(f"the cluster's system identifier is {before}, the image's is of another")
+        found.append(
+            f"the image is of another cluster (system identifier {image.system_identifier}, "
+            f"this cluster's {before})"
+        )
     if after.get("Database system identifier") != image.system_identifier:
         said = after.get("Database system identifier")
         found.append(f"system identifier {said} (image: {image.system_identifier})")
