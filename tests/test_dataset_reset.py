@@ -12,13 +12,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from conftest_report import FakeServer, SyntheticPlan, write_synthetic
 from pgbenchlab import plan
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.plan import DatasetOptions, RunSpec
 from pgbenchlab.report.render.run_text import tps_text
-from pgbenchlab.report.views.spread import reset_mode
+from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.spread import reset_mode, spread_table
 from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.server import SUPERUSER
 from pgbenchlab.server.snapshot import FILES, RECORD, SNAPSHOTS
@@ -146,6 +148,25 @@ def test_show_says_how_the_dataset_started_unless_reused() -> None:
     ]  # fmt: skip
 
 
+def test_the_report_sets_the_spread_of_each_reset_side_by_side(tmp_path: Path) -> None:
+    servers = (FakeServer("reused", "18.1"), FakeServer("restored", "18.1"))
+    synthetic = SyntheticPlan(servers=servers, workloads=("tpcb-like",), clients=(1, 2))
+    path = write_synthetic(tmp_path, synthetic)
+    with Store(path) as store:
+        assert spread_table(load_view(store, 1)) is None  # every run reused its dataset
+        store.db.execute("UPDATE runs SET reset = 'snapshot (copy)' WHERE server = 'restored'")
+        store.db.commit()
+        found = spread_table(load_view(store, 1))
+    assert found is not None
+    assert [row[:3] for row in found.rows] == [
+        ("reused · 1 client", "reuse", "3"),
+        ("restored · 1 client", "snapshot", "3"),
+        ("reused · 2 clients", "reuse", "3"),
+        ("restored · 2 clients", "snapshot", "3"),
+    ]
+    assert all(row[4].endswith("%") and " … " in row[5] for row in found.rows)  # CV, interval
+
+
 # -- for real ------------------------------------------------------------------------------------
 
 
@@ -232,4 +253,3 @@ def test_each_repeat_starts_from_the_snapshot_and_a_tampered_image_fails_its_run
     report = capsys.readouterr().out
     assert "### Repeat-to-repeat spread by dataset reset" in report
     assert "| 1 client | snapshot | 2 |" in report, report
-

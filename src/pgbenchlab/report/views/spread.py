@@ -27,14 +27,15 @@ def reset_mode(reset: str | None) -> str:
 
 
 def spread_table(view: ReportView) -> Table | None:
-    """One row per cell: its reset, its runs, TPS, CV and interval; None when every run reused
-    its dataset."""
+    """One row per cell: the reset of its successful runs (those its figures are of), their
+    count, TPS, CV and interval; None when every run reused its dataset."""
     by_id = {r.id: r for r in view.runs}
     modes = {
-        c.cell_id: ", ".join(sorted({reset_mode(by_id[i].reset) for i in c.run_ids}))
+        c.cell_id: ", ".join(sorted({reset_mode(by_id[i].reset) for i in c.run_ids if by_id[i].ok}))
+        or "-"
         for c in view.cells
     }
-    if set(modes.values()) <= {REUSE}:
+    if set(modes.values()) <= {REUSE, "-"}:
         return None
     order = sorted(view.cells, key=lambda c: (_point(c), modes[c.cell_id], c.dim("server")))
     header = ("cell", "dataset reset", "runs", "TPS", "CV", f"{view.confidence:.0%} interval")
