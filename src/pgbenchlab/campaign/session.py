@@ -290,12 +290,17 @@ class Session:
 
     def prepare_dataset(self, server: Server, spec: RunSpec) -> Endpoint:
         """The run's dataset ready on server, as the run's reset asks (noted for the run's
-        record): reused, made again by pgbench -i, or its data directory restored from the
-        snapshot taken once it was built (taken now when there is none, or it was just made)."""
+        record): reused, made again by pgbench -i, or its cluster restored from the image
+        taken once its datasets were built (taken again when the run's dataset was made)."""
         reset = self.plan.reset_of(spec)
         key = (server.name, spec.scale)
         first = spec.options.reinit == "per-scale" and key not in self.initialised
+        imaged = server if reset == SNAPSHOT and isinstance(server, ManagedServer) else None
         self.reporter.phase(spec, "dataset")
+        image = None if imaged is None else snapshot.stored_image(imaged)
+        if imaged is not None and image is not None:
+            self.reporter.phase(spec, "dataset: restoring its snapshot")
+            reset = f"{SNAPSHOT} ({snapshot.restore(imaged, image)})"
         prepared = self.executor.prepare_dataset(
             server,
             spec.scale,
@@ -305,16 +310,10 @@ class Session:
             options=self.plan.dataset,
         )
         endpoint = prepared.endpoint
-        if reset == SNAPSHOT and isinstance(server, ManagedServer):
-            made = prepared.init_seconds is not None
-            image = None if made else snapshot.stored_image(server, endpoint.dbname)
-            if image is None:
-                self.reporter.phase(spec, "dataset: taking its snapshot")
-                reset = f"{SNAPSHOT} ({snapshot.take(server, endpoint.dbname).copy})"
-            else:
-                self.reporter.phase(spec, "dataset: restoring its snapshot")
-                reset = f"{SNAPSHOT} ({snapshot.restore(server, image)})"
-            endpoint = server.endpoint.with_dbname(endpoint.dbname)  # restarted: a new port
+        if imaged is not None and (image is None or prepared.init_seconds is not None):
+            self.reporter.phase(spec, "dataset: taking its snapshot")
+            reset = f"{SNAPSHOT} ({snapshot.take(imaged).copy})"
+            endpoint = imaged.endpoint.with_dbname(endpoint.dbname)  # restarted: a new port
         self.resets.append(reset)
         if key not in self.initialised or prepared.init_seconds is not None:
             self.store.record_dataset(

@@ -1,9 +1,11 @@
-"""A managed cluster's data directory imaged once a dataset is built, and restored from that
-image before each run (`[dataset] reset = "snapshot"`), so every repeat starts from the same
-files.
+"""A managed cluster's data directory imaged once its datasets are built, and restored from
+that image before each run (`[dataset] reset = "snapshot"`), so every repeat starts from the
+same files.
 
-An image lies inside the data directory it copies (``pgbenchlab-snapshots/DATABASE``): on the
-same file system, so a reflink copy serves where the file system makes them (btrfs, XFS), a
+A cluster has one image, holding every dataset made in it so far (taken again, from the
+restored image, when a run needs a dataset the image lacks: the others stay as they were
+built). It lies inside the data directory it copies (``pgbenchlab-snapshots``): on the same
+file system, so a reflink copy serves where the file system makes them (btrfs, XFS), a
 plain copy otherwise, and the run records which. Taking one stops the server cleanly (its
 shutdown checkpoint leaves the files whole), copies every file PostgreSQL owns and records the
 cluster's system identifier and latest checkpoint (pg_controldata) and the SHA-256 of every
@@ -49,14 +51,14 @@ class Image:
     taken_at: float
 
 
-def image_directory(server: ManagedServer, database: str) -> PurePath:
-    return server.data_dir / SNAPSHOTS / database
+def image_directory(server: ManagedServer) -> PurePath:
+    return server.data_dir / SNAPSHOTS
 
 
-def stored_image(server: ManagedServer, database: str) -> Image | None:
-    """The image of database's dataset, when one was taken whole (its record written); where
-    it lies now, should the data directory have moved since."""
-    directory = image_directory(server, database)
+def stored_image(server: ManagedServer) -> Image | None:
+    """The cluster's image, when one was taken whole (its record written); where it lies now,
+    should the data directory have moved since."""
+    directory = image_directory(server)
     try:
         text = server.host.read_text(directory / RECORD)
     except OSError:
@@ -64,16 +66,16 @@ def stored_image(server: ManagedServer, database: str) -> Image | None:
     return Image(**json.loads(text) | {"directory": str(directory)})
 
 
-def take(server: ManagedServer, database: str) -> Image:
+def take(server: ManagedServer) -> Image:
     """The data directory imaged with the server stopped (an earlier image replaced); the
     server started again."""
-    directory = image_directory(server, database)
+    directory = image_directory(server)
     host = server.host
     server.stop()
     try:
         if host.exists(directory):
             host.remove_tree(directory)
-        for level in (directory.parent, directory, directory / FILES):  # each the server's
+        for level in (directory, directory / FILES):  # the server account's, as its files
             host.mkdir(level, owner=server.account)
         made = _copy(server, server.data_dir, directory / FILES)
         control = _control(server, directory / FILES)
