@@ -148,15 +148,16 @@ def _copy(server: ManagedServer, source: PurePath, target: PurePath) -> str:
     owners and modes stay): a reflink copy where the file system makes them, else a plain one."""
     host = server.host
     entries = [source / n for n in sorted(host.list_dir(source)) if n not in OWN]
+    reason = ""
     for how, options in ((REFLINK, ["--reflink=always"]), (COPY, [])):
         argv = ["cp", *options, "-a", "--", *(str(e) for e in entries), str(target)]
         done = host.run(argv, as_user=server.account)
         if done.returncode == 0:
             return how
+        reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
         for entry in entries:  # a reflink refused part way: start over with plain copies
             if host.exists(target / entry.name):
                 host.remove_tree(target / entry.name)
-    reason = (done.stderr.strip().splitlines() or ["no message"])[-1]
     raise ServerError(f"copying {source} into {target} failed: {reason}")
 
 
