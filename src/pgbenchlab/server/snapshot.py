@@ -105,7 +105,7 @@ def restore(server: ManagedServer, image: Image) -> str:
         for name in host.list_dir(data_dir):
             if name not in OWN:
                 host.remove_tree(data_dir / name)
-        made = _copy(server, PurePath(image.directory) / FILES, data_dir)
+        made = _copy(server, PurePath(image.directory) / FILES, data_dir, image.copy)
         after = _control(server, data_dir)
         problems = _differences(image, before, after, _checksums(server, data_dir))
     finally:
@@ -143,13 +143,15 @@ def _differences(
     return found
 
 
-def _copy(server: ManagedServer, source: PurePath, target: PurePath) -> str:
+def _copy(server: ManagedServer, source: PurePath, target: PurePath, tried: str = REFLINK) -> str:
     """Every entry of source but pgbenchlab's own into target (as the server's account, so
-    owners and modes stay): a reflink copy where the file system makes them, else a plain one."""
+    owners and modes stay): a reflink copy where the file system makes them, else a plain one
+    (at once when `tried` says the image was one: its file system makes none)."""
     host = server.host
     entries = [source / n for n in sorted(host.list_dir(source)) if n not in OWN]
+    ways = ((REFLINK, ["--reflink=always"]), (COPY, []))
     reason = ""
-    for how, options in ((REFLINK, ["--reflink=always"]), (COPY, [])):
+    for how, options in ways if tried == REFLINK else ways[1:]:
         argv = ["cp", *options, "-a", "--", *(str(e) for e in entries), str(target)]
         done = host.run(argv, as_user=server.account)
         if done.returncode == 0:
