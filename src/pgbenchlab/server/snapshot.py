@@ -149,7 +149,7 @@ def _copy(server: ManagedServer, source: PurePath, target: PurePath, tried: str 
     (at once when `tried` says the image was one: its file system makes none)."""
     host = server.host
     entries = [source / n for n in sorted(host.list_dir(source)) if n not in OWN]
-    ways = ((REFLINK, ["--reflink=always"]), (COPY, []))
+    ways: tuple[tuple[str, list[str]], ...] = ((REFLINK, ["--reflink=always"]), (COPY, []))
     reason = ""
     for how, options in ways if tried == REFLINK else ways[1:]:
         argv = ["cp", *options, "-a", "--", *(str(e) for e in entries), str(target)]
