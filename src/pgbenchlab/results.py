@@ -207,6 +207,9 @@ class RunResult:
     generators: tuple[GeneratorFigures, ...] = ()  # a run split across load generators
     pgbench_profile: Profile | None = None  # pgbench's, when it was profiled too
     servers: tuple[ServerPart, ...] = ()  # a group's run: each member server's part
+    # how the run's dataset started ([dataset] reset): "reuse", "init" (pgbench -i before it) or
+    # "snapshot (reflink)" / "snapshot (copy)" (restored from its image so); None: not known
+    reset: str | None = None
 
     @property
     def client_cpu_us_per_tx(self) -> float | None:

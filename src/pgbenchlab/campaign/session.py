@@ -4,7 +4,8 @@ executor, its telemetry, the kernel tunables and the stop signals — and runs o
 by the one measured-run sequence (`measured_run`), a single server's run and a group's alike.
 
 Per run: the kernel tunables of its cell, its servers with their setting variant and their
-datasets, then `measured_run`; the result stored at once. A failure in one run is recorded
+datasets (reused, made again, or restored from their snapshot: `[dataset] reset`), then
+`measured_run`; the result stored at once. A failure in one run is recorded
 with its reason and the campaign goes on; an interruption ends it with the runs before kept.
 """
 
@@ -31,8 +32,9 @@ from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
 from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan.dataset import INIT, SNAPSHOT
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
-from pgbenchlab.server import Endpoint, ManagedServer, Server
+from pgbenchlab.server import Endpoint, ManagedServer, Server, snapshot
 from pgbenchlab.stopsignals import StopSignals
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.campaign import fsync_test_wanted
@@ -119,6 +121,7 @@ class Session:
         self.plan = plan
         self.tunables = tunables
         self.applied: tuple[tuple[str, str], ...] = ()  # the current run's tunables
+        self.resets: list[str] = []  # how the current run's datasets started, per server
         self.store = store
         self.campaign_id = campaign_id
         self.results_dir = results_dir
@@ -136,6 +139,11 @@ class Session:
     def version(self) -> str:
         return self.pgbench.client.version_text
 
+    @property
+    def reset(self) -> str | None:
+        """How the current run's datasets started (a group's members' when they differ)."""
+        return ", ".join(dict.fromkeys(self.resets)) or None
+
     def run(self, todo: list[RunSpec], outcome: Outcome) -> None:
         for index, spec in enumerate(todo, start=1):
             self.run_stored(spec, index, len(todo), outcome)
@@ -147,7 +155,7 @@ class Session:
         stored, then the interruption goes on)."""
         with self.stopped_by_results_faults():
             self.reporter.run_started(spec, index, total)
-            result = replace(self.run_one(spec), sysctl=self.applied)
+            result = replace(self.run_one(spec), sysctl=self.applied, reset=self.reset)
             hosts = run_hosts(self.plan, spec)
             run_id = self.store.record_run(self.campaign_id, result, hosts, run_origin(self.plan))
             self.reporter.run_finished(spec, result)
@@ -173,6 +181,7 @@ class Session:
         artifacts = artifact_dir(self.results_dir, self.plan.name, self.campaign_id, spec)
         servers: list[Server] = []  # each as soon as it is started: a failure names its log
         self.applied = ()
+        self.resets = []
         try:
             self.applied = tuple(self.tunables.apply(spec.sysctl).items())
             grouped = self.plan.is_group(spec.server)
@@ -305,18 +314,32 @@ class Session:
         self.recorded_variants.add(key)
 
     def prepare_dataset(self, server: Server, spec: RunSpec) -> Endpoint:
-        reinit = spec.options.reinit
+        """The run's dataset ready on server, as the run's reset asks (noted for the run's
+        record): reused, made again by pgbench -i, or its cluster restored from the image
+        taken once its datasets were built (taken again when the run's dataset was made)."""
+        reset = self.plan.reset_of(spec)
         key = (server.name, spec.scale)
-        force = reinit == "per-run" or (reinit == "per-scale" and key not in self.initialised)
+        first = spec.options.reinit == "per-scale" and key not in self.initialised
+        imaged = server if reset == SNAPSHOT and isinstance(server, ManagedServer) else None
         self.reporter.phase(spec, "dataset")
+        image = None if imaged is None else snapshot.stored_image(imaged)
+        if imaged is not None and image is not None:
+            self.reporter.phase(spec, "dataset: restoring its snapshot")
+            reset = f"{SNAPSHOT} ({snapshot.restore(imaged, image)})"
         prepared = self.executor.prepare_dataset(
             server,
             spec.scale,
             pgbench=self.pgbench.client.binary,
             work_dir=self.results_dir,
-            force=force,
+            force=reset == INIT or first,
             options=self.plan.dataset,
         )
+        endpoint = prepared.endpoint
+        if imaged is not None and (image is None or prepared.init_seconds is not None):
+            self.reporter.phase(spec, "dataset: taking its snapshot")
+            reset = f"{SNAPSHOT} ({snapshot.take(imaged).copy})"
+            endpoint = imaged.endpoint.with_dbname(endpoint.dbname)  # restarted: a new port
+        self.resets.append(reset)
         if key not in self.initialised or prepared.init_seconds is not None:
             self.store.record_dataset(
                 self.campaign_id,
@@ -326,7 +349,7 @@ class Session:
                 prepared.init_seconds,
             )
         self.initialised.add(key)
-        return prepared.endpoint
+        return endpoint
 
     def hygiene(self, spec: RunSpec, endpoint: Endpoint) -> Hygiene:
         """The run's VACUUM and CHECKPOINT (as the cell asks), each timed."""

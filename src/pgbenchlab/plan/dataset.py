@@ -10,6 +10,7 @@
     tablespace = "/fast/ts"      # --tablespace: the tables in a tablespace under this directory
     index_tablespace = "/ssd/ix" # --index-tablespace: the indexes likewise
     temp_tablespaces = "/tmpfs"  # the server's temp_tablespaces: temporary files there
+    reset = "snapshot"           # how each run's dataset starts: "reuse", "snapshot", "init"
 
 Every option, and the setup SQL's content, is part of the dataset's identity: a dataset made
 with other options (or another setup) is never reused for these; its database name carries the
@@ -20,6 +21,11 @@ setting; changing it changes the plan).
 
 A tablespace directory is absolute and serves managed servers on this machine only (each
 cluster gets a directory of its own under it: `server.tablespaces`).
+
+`reset` is not how a dataset is made but how each run finds it, so it is no part of the
+identity: "reuse" (the default) runs on the dataset as the runs before left it, "snapshot"
+restores the data directory from an image taken once the dataset was built
+(`server.snapshot`), "init" runs pgbench -i again before every run.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pgbenchlab import files
-from pgbenchlab.plan.values import Context, plan_path
+from pgbenchlab.plan.values import Context, choice, plan_path
 
 # The directories of the dataset's tablespaces, by the role each serves.
 TABLESPACE_KEYS = ("tablespace", "index_tablespace", "temp_tablespaces")
@@ -50,7 +56,10 @@ DATASET_KEYS = (
     "init_steps",
     "setup_sql",
     *TABLESPACE_KEYS,
+    "reset",
 )
+REUSE, SNAPSHOT, INIT = "reuse", "snapshot", "init"
+RESET_MODES = (REUSE, SNAPSHOT, INIT)
 INIT_STEPS = frozenset("dtgGvpf")
 PARTITIONS_SINCE = (13,)  # pgbench --partitions
 INIT_STEPS_SINCE = (11,)  # pgbench -I
@@ -69,17 +78,20 @@ class DatasetOptions:
     tablespace: str | None = None  # directories (absolute) of the tables' tablespace,
     index_tablespace: str | None = None  # the indexes',
     temp_tablespaces: str | None = None  # and the temporary files'
+    reset: str = REUSE  # how each run finds its dataset (RESET_MODES); not how it is made
 
     @property
     def identity(self) -> str:
         """A short digest of how the datasets are made ("" for pgbench -i's defaults). The
         tablespaces count when given (a dataset made before them keeps its digest); the
-        temporary files' directory never (no part of the dataset lies there)."""
+        temporary files' directory never (no part of the dataset lies there), nor the reset
+        (how each run finds the dataset, not how it is made)."""
         fields = asdict(self) | {"setup_sql": None}  # the content counts, not where it lies
         fields = {
             k: v
             for k, v in fields.items()
-            if k not in TABLESPACE_KEYS or (v is not None and k != "temp_tablespaces")
+            if k != "reset"
+            and (k not in TABLESPACE_KEYS or (v is not None and k != "temp_tablespaces"))
         }
         if fields == _DEFAULT_FIELDS:
             return ""
@@ -131,6 +143,12 @@ def tablespace_name(directory: str) -> str:
     return "pgbenchlab_" + hashlib.sha256(directory.encode()).hexdigest()[:8]
 
 
+def run_reset(reset: str, reinit: str) -> str:
+    """How a run finds its dataset: the plan's reset, or "init" where its cell runs pgbench -i
+    before each run anyway (reinit = "per-run")."""
+    return INIT if reinit == "per-run" else reset
+
+
 def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:
     if value is None:
         return DatasetOptions()
@@ -174,6 +192,7 @@ def parse_dataset(value: Any, ctx: Context, base: Path) -> DatasetOptions:
         init_steps=steps,
         setup_sql=setup,
         setup_text=text,
+        reset=choice(value.get("reset", REUSE), RESET_MODES, ctx, "dataset.reset"),
     )
 
 
@@ -207,5 +226,5 @@ def _flag(value: dict[str, Any], key: str, ctx: Context) -> bool:
 
 
 _DEFAULT_FIELDS = {
-    k: v for k, v in asdict(DatasetOptions()).items() if k not in TABLESPACE_KEYS
+    k: v for k, v in asdict(DatasetOptions()).items() if k not in (*TABLESPACE_KEYS, "reset")
 } | {"setup_sql": None}

@@ -24,6 +24,7 @@ from pgbenchlab.plan.hosts import (
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.pooler import check_pooled, parse_pooler
 from pgbenchlab.plan.records import Plan, RunSpec
+from pgbenchlab.plan.reset import check_reset
 from pgbenchlab.plan.schema import (
     CAMPAIGN_KEYS,
     MATRIX_KEYS,
@@ -138,6 +139,7 @@ def parse(
     check_generator_clients(specs, len(pgbench_hosts), ctx)
     check_group_specs(specs, groups, ctx)
     check_counting(specs, servers, groups, ctx)
+    check_reset(specs, servers, groups, dataset, ctx)
     pooler = check_pooled(*parse_pooler(data.get("pooler"), ctx, base), specs, servers, ctx)
     warnings = plan_warnings(specs, quick=quick)
     return Plan(

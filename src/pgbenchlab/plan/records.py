@@ -13,7 +13,7 @@ from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.findings import BRANCH_UPDATING_BUILTINS, updates_branch_rows
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
 from pgbenchlab.plan.auto import AutoRepeats, Verdicts
-from pgbenchlab.plan.dataset import DatasetOptions
+from pgbenchlab.plan.dataset import DatasetOptions, run_reset
 from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.plan.values import planned_axis_orders
 from pgbenchlab.records.cell import RunCell
@@ -397,6 +397,10 @@ class Plan:
         """Whether the server's runs are counted: it runs under callgrind (all its runs or
         none, as the parser checks)."""
         return any(s.counted for s in self.specs if s.server == server)
+
+    def reset_of(self, spec: RunSpec) -> str:
+        """How the run finds its dataset: "reuse", "snapshot" or "init" (`run_reset`)."""
+        return run_reset(self.dataset.reset, spec.options.reinit)
 
     def members(self, name: str) -> tuple[str, ...]:
         """The servers a run of this server or group drives."""

@@ -361,6 +361,15 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
         since=25,
     ),
     *COST_COLUMNS,
+    _c(
+        "reset",
+        TEXT,
+        "",
+        'how the dataset started: "reuse", "init" (pgbench -i before the run) or "snapshot" '
+        "(restored from its image, by reflink or plain copy)",
+        _attr("reset"),
+        since=31,
+    ),
 )
 COLUMN = {c.name: c for c in RUN_COLUMNS}
 BY_KEY = {c.key: c for c in RUN_COLUMNS}

@@ -118,4 +118,7 @@ LATER: dict[int, str] = {
         tps REAL
     );
     """,
+    # 31: how each run's dataset started ([dataset] reset): reused, made again by pgbench -i,
+    # or restored from its snapshot (and whether by reflink or a plain copy). NULL before.
+    31: added_columns_sql(31),
 }

@@ -14,6 +14,7 @@ from pgbenchlab.report.views.answer import findings
 from pgbenchlab.report.views.capacity_tables import answers_table
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.report.views.scalability import scalability_table
+from pgbenchlab.report.views.spread import spread_table
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
 
@@ -110,9 +111,10 @@ def render(view: ReportView) -> str:
         parts += ["", f"### Relative change against {escape(view.baseline or '')}"]
         for t in changes:
             parts += ["", f"**{escape(t.title)}**", "", table(t), "", f"_{escape(t.note)}_"]
-    usl = scalability_table(view)
-    if usl is not None:
-        parts += ["", f"### {escape(usl.title)}", "", table(usl), "", f"_{escape(usl.note)}_"]
+    for extra in (spread_table(view), scalability_table(view)):
+        if extra is not None:
+            parts += ["", f"### {escape(extra.title)}", "", table(extra), ""]
+            parts += [f"_{escape(extra.note)}_"]
     for t in connection_cost_tables(view):
         parts += ["", f"### {escape(t.title)}", "", table(t), "", f"_{escape(t.note)}_"]
     for found in view.scans:

@@ -101,6 +101,7 @@ COLUMNS: tuple[Column, ...] = (
     _run("warmup_tps", "warmup TPS", "tps"),
     _run("vacuum_s", "vacuum s", "num"),
     _run("checkpoint_s", "checkpoint s", "num"),
+    _run("reset", "dataset reset", "text"),
     _run("instructions_per_tx", "instructions/tx", "num"),
     _run("latency_source", "latency from", "text"),
     Column(

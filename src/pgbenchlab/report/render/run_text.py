@@ -108,6 +108,7 @@ def tps_text(d: dict[str, Any]) -> str:
         for name, key in (("VACUUM", "vacuum_s"), ("CHECKPOINT", "checkpoint_s"))
         if d.get(key) is not None
     ]
+    took = [*_reset_text(d.get("reset")), *took]
     if took:
         text += f"; before it {', '.join(took)}"
     if d.get("instructions_per_tx") is not None:
@@ -116,6 +117,20 @@ def tps_text(d: dict[str, Any]) -> str:
             f"(counted by {d['instructions_tool']}, connection setup excluded)"
         )
     return text
+
+
+RESET_TEXTS = {
+    "init": "the dataset made again by pgbench -i",
+    "snapshot (reflink)": "the dataset restored from its snapshot (a reflink copy)",
+    "snapshot (copy)": "the dataset restored from its snapshot (a plain copy)",
+}
+
+
+def _reset_text(reset: str | None) -> list[str]:
+    """How the run's dataset started, unless as the runs before left it (the default)."""
+    if reset is None or reset == "reuse":
+        return []
+    return [RESET_TEXTS.get(reset, f"the dataset: {reset}")]
 
 
 def pgbench_lines(view: RunDetail) -> list[str]:

@@ -18,6 +18,7 @@ from pgbenchlab.report.render.tables import change_tables, connection_cost_table
 from pgbenchlab.report.views.answer import warning_anchor
 from pgbenchlab.report.views.model import Advice, ReportView, ServerView
 from pgbenchlab.report.views.scalability import scalability_table
+from pgbenchlab.report.views.spread import spread_table
 from pgbenchlab.report.views.steps import step_table, summary, title
 from pgbenchlab.report.views.text import Table
 from pgbenchlab.results import RunStatus
@@ -201,9 +202,9 @@ def advice_items(advice: Sequence[Advice]) -> list[AdviceItem]:
 
 def summary_tables(view: ReportView) -> list[Table]:
     tables = [*key_tables(view), *change_tables(view)]
-    usl = scalability_table(view)
-    if usl is not None:
-        tables.append(usl)
+    for extra in (spread_table(view), scalability_table(view)):
+        if extra is not None:
+            tables.append(extra)
     return tables + connection_cost_tables(view)
 
 

@@ -212,6 +212,7 @@ class RunView:
     context_switches_per_tx: float | None = None
     cycles_per_tx: float | None = None
     costs: RunCosts | None = None
+    reset: str | None = None  # how its dataset started: reuse, init, snapshot (reflink|copy)
 
     @property
     def ok(self) -> bool:
