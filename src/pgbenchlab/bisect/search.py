@@ -399,12 +399,13 @@ class Bisection:
         identity = self.request.identity()
         if found is not None:
             asked = {k: found.request.get(k) for k in identity}
-            if asked != identity:
+            if asked == identity:
+                return found
+            if found.status != REFUSED:  # a refused one has no step to keep: it starts over
                 raise CampaignStopped(
                     f'bisection "{self.plan.name}" in this results database asked {asked}; '
                     "rename the campaign or use another --results directory"
                 )
-            return found
         commits = tuple(
             {"hash": c.hash, "subject": c.subject, "author_date": c.author_date}
             for c in self.commits
