@@ -25,7 +25,7 @@ import pytest
 from bisect_repo import git
 from pgbenchlab import report
 from pgbenchlab.bisect.rounds import Rounds
-from pgbenchlab.bisect.search import Equip, Kit
+from pgbenchlab.bisect.running import Equip, Kit
 from pgbenchlab.builds import Progress, provenance_of
 from pgbenchlab.builds.cache import PROVENANCE
 from pgbenchlab.builds.recipe import BuildRecipe
@@ -38,8 +38,15 @@ from pgbenchlab.invocation.command import Call, Completed
 from pgbenchlab.plan import Plan
 from pgbenchlab.server import Endpoint, ServerFacts
 from pgbenchlab.store import Store
-from replay import Replay, ReplayExecutor, StandInServer, StandInServers, client, golden_log
-from replay import recorded
+from replay import (
+    Replay,
+    ReplayExecutor,
+    StandInServer,
+    StandInServers,
+    client,
+    golden_log,
+    recorded,
+)
 from support import QuietReporter
 
 COMMITS = 9  # follow --every 4 measures 0, 4 and 8
@@ -140,7 +147,10 @@ def world(slow: set[str], bisections_alike: bool = False) -> Equip:
 
 
 def follow(
-    tmp_path: Path, build: Callable[[BuildRecipe, Progress], Installation], equip: Equip, **asked: object
+    tmp_path: Path,
+    build: Callable[[BuildRecipe, Progress], Installation],
+    equip: Equip,
+    **asked: object,
 ) -> FollowOutcome:
     suite = tmp_path / "suite.toml"
     suite.write_text(SUITE)

@@ -142,7 +142,9 @@ def test_per_test_statistics_become_the_runs_seconds_and_totals(
             files = {f.path: f for f in store.imported_files(int(campaign or 0))}
             run_id = int(files[f"tests/{test['test']}"].run or 0)
             mine = [m for m in metrics if m["test"] == test["test"]]
-            rate = sorted((m["collected"], float(m["value"])) for m in mine if m["metric"] == "rate")
+            rate = sorted(
+                (m["collected"], float(m["value"])) for m in mine if m["metric"] == "rate"
+            )
             seconds = store.seconds_by_run([run_id])[run_id]
             first = datetime.fromisoformat(rate[0][0])
             assert [(s.t, s.tps) for s in seconds] == [

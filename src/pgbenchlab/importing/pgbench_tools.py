@@ -171,7 +171,10 @@ def _kept_figures(test: Mapping[str, Any]) -> str:
     """pgbench-tools' latency figures that are not pgbenchlab's latency distribution."""
     kept = [
         f"{label} {test[column]} ms"
-        for column, label in (("percentile_90_latency", "90th percentile"), ("max_latency", "maximum"))
+        for column, label in (
+            ("percentile_90_latency", "90th percentile"),
+            ("max_latency", "maximum"),
+        )
         if test.get(column) is not None
     ]
     if not kept:

@@ -118,15 +118,19 @@ def test_statistics(
         ]
     for row in rows.get(DATABASE, ())[:1]:
         wanted = DATABASE_COLUMNS[(90600, None)]
-        placed = [Total("pg_stat_database", c, float(row[c])) for c in wanted if row.get(c) is not None]
+        placed = [
+            Total("pg_stat_database", c, float(row[c])) for c in wanted if row.get(c) is not None
+        ]
         totals += placed
-        left = [c for c in ("numbackends", "conflicts") if row.get(c) is not None]
-        if left:
-            why = "a gauge at the test's end, and a counter pgbenchlab does not read"
-            unmapped.append(Unmapped(DATABASE, ", ".join(left), why))
+        unmapped += [
+            Unmapped(DATABASE, column, why)
+            for column, why in (("numbackends", "a gauge at the test's end"),
+                                ("conflicts", "recovery conflicts: pgbenchlab reads none"))
+            if row.get(column) is not None
+        ]  # fmt: skip
         notes[DATABASE] = f"{len(placed)} counter(s) as telemetry totals"
-        sources.append(SourceStatus("pg_stat_database", True, "imported: pgbench-tools' "
-                                    "test_stat_database (its own queries counted too)"))  # fmt: skip
+        note = "imported: pgbench-tools' test_stat_database (its own queries counted too)"
+        sources.append(SourceStatus("pg_stat_database", True, note))
     seconds, missed = _seconds(rows.get(METRICS, ()), rated=test.get("rate_limit") is not None)
     unmapped += missed
     if seconds:
@@ -150,15 +154,15 @@ def _bgwriter(row: Mapping[str, Any], version_num: int) -> tuple[list[Total], li
         missed.append(Unmapped(BGWRITER, "max_dirty", "the largest Dirty of /proc/meminfo (0 "
                                "when pgbench-tools collected no OS data): a gauge"))  # fmt: skip
     if not version_num:
-        why = "the server's version is unknown, so the view each counter is pgbenchlab's is"
-        return [], [*missed, Unmapped(BGWRITER, ", ".join(present), why)]
+        why = "the server's version is unknown, and the view of each counter depends on it"
+        return [], [*missed, Unmapped(BGWRITER, "every counter", why, tuple(present))]
     if version_num < 170000:
         return [Total("pg_stat_bgwriter", c, float(row[c])) for c in present], missed
     placed = [Total(*FROM_17[c], float(row[c])) for c in present if c in FROM_17]
     zeros = [c for c in present if c not in FROM_17]
     if zeros:
         why = "pgbench-tools writes 0 from PostgreSQL 17 on (not measured)"
-        missed.append(Unmapped(BGWRITER, ", ".join(zeros), why))
+        missed.append(Unmapped(BGWRITER, "backend writes", why, tuple(zeros)))
     return placed, missed
 
 
@@ -190,10 +194,14 @@ def _seconds(
     first = min(by_time)
     seconds = tuple(
         Second(
-            t=round(at - first) + 1, tps=got["rate"], latency_mean_ms=got.get("avg_latency"),
-            latency_stddev_ms=None, latency_min_ms=got.get("min_latency"),
-            latency_max_ms=got.get("max_latency"), lag_ms=got.get(LAG),
-        )  # fmt: skip
+            t=round(at - first) + 1,
+            tps=got["rate"],
+            latency_mean_ms=got.get("avg_latency"),
+            latency_stddev_ms=None,
+            latency_min_ms=got.get("min_latency"),
+            latency_max_ms=got.get("max_latency"),
+            lag_ms=got.get(LAG),
+        )
         for at, got in sorted(by_time.items())
         if "rate" in got
     )
