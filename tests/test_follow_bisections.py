@@ -124,7 +124,7 @@ class ScaledExecutor(ReplayExecutor):
 
     def pgbench(self, call: Call) -> Completed:
         done = super().pgbench(call)
-        speed = self.speeds[int(call.argv[list(call.argv).index("-p") + 1])]
+        speed = self.speeds[int(call.env["PGPORT"])]
         tps = re.sub(r"tps = ([\d.]+)", lambda m: f"tps = {float(m[1]) * speed:.6f}", done.stdout)
         return replace(done, stdout=tps)
 
