@@ -172,4 +172,5 @@ def test_per_test_statistics_become_the_runs_seconds_and_totals(
     assert "max_dirty" in " ".join(unread) and "test_bgwriter: max_dirty" in unread
     assert "pg_clients_active" in unread["test_metrics_data: other metrics"]
     assert "not measured" in unread["test_metrics_data: schedule lag"]
+    assert "(test(s) 5)" in unread["test_metrics_data: least and largest schedule lag"]
     assert "test_statio: every row" in unread

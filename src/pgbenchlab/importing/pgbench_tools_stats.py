@@ -178,14 +178,13 @@ def _seconds(
         else:
             others.add(metric)
     missed = []
-    lags = sorted(others & set(LAGS))
-    if lags:
-        why = (
-            "a second's least and largest schedule lag: a run's seconds keep its mean"
-            if rated
-            else "schedule lag without a rate limit: pgbench-tools writes 0 (not measured)"
-        )
-        missed.append(Unmapped(METRICS, "schedule lag", why, tuple(lags)))
+    lags = tuple(sorted(others & set(LAGS)))
+    if lags and rated:
+        why = "a second's least and largest schedule lag: a run's seconds keep the mean"
+        missed.append(Unmapped(METRICS, "least and largest schedule lag", why, lags))
+    elif lags:
+        why = "without a rate limit pgbench-tools writes 0 (not measured)"
+        missed.append(Unmapped(METRICS, "schedule lag", why, lags))
     if others - set(LAGS):
         why = "pgbench-tools' own samples of the server and the OS (pgbenchlab samples its own)"
         missed.append(Unmapped(METRICS, "other metrics", why, tuple(sorted(others - set(LAGS)))))
