@@ -48,27 +48,11 @@ from replay import (
     recorded,
 )
 from support import QuietReporter
+from test_bisect_search import PLAN
 
 COMMITS = 9  # follow --every 4 measures 0, 4 and 8
 SLOW = 2  # the first slow commit: the change lies between 0 and 4, bisected over 1 to 3
-SUITE = """
-[campaign]
-name = "nightly"
-repeats = 4
-[build.pg]
-configure = ["--without-icu"]
-[[server]]
-name = "pg"
-install = { build = "pg" }
-[defaults]
-duration = "2s"
-warmup = "0s"
-threads = 1
-[matrix]
-scale = 8
-workload = "tpcb-like"
-clients = 1
-"""
+SUITE = PLAN.replace('name = "budgeted"', 'name = "nightly"\nrepeats = 4')  # fixed repeats
 
 
 @pytest.fixture
