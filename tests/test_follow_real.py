@@ -20,6 +20,7 @@ from bisect_repo import _change, git, kept_history
 from pgbenchlab.builds.sources import debian_tarball
 from pgbenchlab.cli import main
 from pgbenchlab.report import write_site
+from pgbenchlab.store import Store
 from report_browser import Browser
 from test_bisect_real import SERIES, UNOPTIMISED
 
@@ -109,6 +110,10 @@ def test_follow_finds_the_slowdown_and_bisects_it(
     assert found["exit"] == 1  # --fail-on-change: a regression among the commits measured
     assert list(found["bisections"].values()) == ["answered"]
     assert change["culprit"] == commits[2][0]  # the bisection's answer, attached to the change
+    with Store(tmp_path / "results" / "results.db") as store:
+        bisection = store.bisection(next(iter(found["bisections"])))
+    assert bisection is not None  # its ends' first rounds: the runs follow measured (4 repeats)
+    assert "4 of its rounds from the runs that measured them before" in bisection.steps[0]["detail"]
 
     history_csv = tmp_path / "history.csv"
     argv = ["export", "--format", "history", "--results", str(tmp_path / "results")]

@@ -3,12 +3,15 @@
 rows dumped; see CAPTURED.md there), loaded into a real results database on a real server:
 each test set a campaign, each test's TPS the number pgbench-tools stored, its initialisation
 step listed and not imported, a re-import a no-op, and pgbench-tools' older schema (no server
-column) read alike."""
+column) read alike. Its per-test statistics (`tests/golden/pgbench-tools-stats/`, a capture
+with every table) become each run's seconds and telemetry totals, exactly as stored, and what
+does not map is listed."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,12 +24,15 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.importing import import_pgbench_tools
 from pgbenchlab.server import ManagedServer
 from pgbenchlab.store import Store
+from pgbenchlab.store.telemetry import read_telemetry
 from support import embedded_server
 
 pytestmark = pytest.mark.server
 
-ROWS = json.loads((Path(__file__).parent / "golden" / "pgbench-tools" / "rows.json").read_text())
-RUNTIME = 3  # the config's RUNTIME of the capture
+GOLDEN = Path(__file__).parent / "golden"
+ROWS = json.loads((GOLDEN / "pgbench-tools" / "rows.json").read_text())
+STATS = json.loads((GOLDEN / "pgbench-tools-stats" / "rows.json").read_text())
+RUNTIME = 3  # the config's RUNTIME of the captures
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +41,15 @@ def server() -> Iterator[ManagedServer]:
         yield started
 
 
-def load(server: ManagedServer, database: str, *, drop: tuple[str, ...] = ()) -> str:
+def load(
+    server: ManagedServer, database: str, *, drop: tuple[str, ...] = (), rows: Any = ROWS
+) -> str:
     """A database holding the captured rows (without the `drop` columns); its conninfo."""
     with server.endpoint.connect() as conn:
         conn.execute(f'CREATE DATABASE "{database}"')  # type: ignore[arg-type]
     endpoint = server.endpoint.with_dbname(database)
     with endpoint.connect() as conn:
-        for table, captured in ROWS.items():
+        for table, captured in rows.items():
             kept = [(i, c) for i, c in enumerate(captured["columns"]) if c[0] not in drop]
             ddl = ", ".join(f'"{name}" {kind}' for _, (name, kind) in kept)
             conn.execute(f"CREATE TABLE {table} ({ddl})")  # type: ignore[arg-type]
@@ -52,9 +60,9 @@ def load(server: ManagedServer, database: str, *, drop: tuple[str, ...] = ()) ->
     return f"host={endpoint.host} port={endpoint.port} user={endpoint.user} dbname={database}"
 
 
-def captured(table: str) -> list[dict[str, Any]]:
-    names = [c[0] for c in ROWS[table]["columns"]]
-    return [dict(zip(names, row, strict=True)) for row in ROWS[table]["rows"]]
+def captured(table: str, rows: Any = ROWS) -> list[dict[str, Any]]:
+    names = [c[0] for c in rows[table]["columns"]]
+    return [dict(zip(names, row, strict=True)) for row in rows[table]["rows"]]
 
 
 def test_each_test_set_becomes_a_campaign(
@@ -115,3 +123,54 @@ def test_a_database_that_is_not_pgbench_tools_is_refused(
     with pytest.raises(UserError, match="not a pgbench-tools results database: testset lacks"):
         import_pgbench_tools(tmp_path / "results", conninfo, RUNTIME)
     assert not (tmp_path / "results").exists()
+
+
+def test_per_test_statistics_become_the_runs_seconds_and_totals(
+    server: ManagedServer, tmp_path: Path
+) -> None:
+    conninfo = load(server, "results_stats", rows=STATS)
+    outcomes = import_pgbench_tools(tmp_path / "results", conninfo, RUNTIME)
+    runs = [t for t in captured("tests", STATS) if float(t["tps"] or 0) > 0]
+    metrics = captured("test_metrics_data", STATS)
+    bgwriter = {r["test"]: r for r in captured("test_bgwriter", STATS)}
+    database = {r["test"]: r for r in captured("test_stat_database", STATS)}
+    ids = {o.campaign.name: o.campaign_id for o in outcomes}
+    assert runs and bgwriter and database and metrics
+    with Store(tmp_path / "results" / RESULTS_DB) as store:
+        for test in runs:
+            campaign = ids[f"{test['server']}-set-{test['set']}"]
+            files = {f.path: f for f in store.imported_files(int(campaign or 0))}
+            run_id = int(files[f"tests/{test['test']}"].run or 0)
+            mine = [m for m in metrics if m["test"] == test["test"]]
+            rate = sorted(
+                (m["collected"], float(m["value"])) for m in mine if m["metric"] == "rate"
+            )
+            seconds = store.seconds_by_run([run_id])[run_id]
+            first = datetime.fromisoformat(rate[0][0])
+            assert [(s.t, s.tps) for s in seconds] == [
+                (round((datetime.fromisoformat(at) - first).total_seconds()) + 1, value)
+                for at, value in rate
+            ]
+            for metric, field in (("avg_latency", "latency_mean_ms"),
+                                  ("max_latency", "latency_max_ms")):  # fmt: skip
+                by_second = dict(sorted((m["collected"], float(m["value"]))
+                                        for m in mine if m["metric"] == metric))  # fmt: skip
+                assert [getattr(s, field) for s in seconds] == list(by_second.values())
+            lagged = [s.lag_ms for s in seconds]
+            assert all(lag is not None for lag in lagged) == (test["rate_limit"] is not None)
+            telemetry = read_telemetry(store.db, run_id)
+            assert telemetry is not None
+            totals = {(t.source, t.metric): t.value for t in telemetry.totals}
+            counters = bgwriter[test["test"]]
+            for column in ("checkpoints_timed", "checkpoints_req", "buffers_checkpoint",
+                           "buffers_clean", "buffers_backend", "buffers_alloc"):  # fmt: skip
+                assert totals[("pg_stat_bgwriter", column)] == float(counters[column])
+            for column in ("xact_commit", "blks_hit", "tup_updated"):
+                assert totals[("pg_stat_database", column)] == float(database[test["test"]][column])
+            assert files[f"test_bgwriter/{test['test']}"].role == "statistics"
+        unread = {f.path: f.note for o in outcomes for f in o.files if f.role == "unread"}
+    assert "max_dirty" in " ".join(unread) and "test_bgwriter: max_dirty" in unread
+    assert "pg_clients_active" in unread["test_metrics_data: other metrics"]
+    assert "not measured" in unread["test_metrics_data: schedule lag"]
+    assert "(test(s) 5)" in unread["test_metrics_data: least and largest schedule lag"]
+    assert "test_statio: every row" in unread

@@ -32,6 +32,11 @@ class BuildError(UserError):
     compilation that failed (its message ends with the compiler's last lines and the log)."""
 
 
+class BisectionRefused(UserError):
+    """A bisection's range cannot be searched as asked: its ends not told apart, alike, or
+    changed the other way than expected (the message says what to change)."""
+
+
 class ServerError(UserError):
     """A server cannot be prepared or reached for a reason the user can act on."""
 

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pgbenchlab import files, plan, tomltext
+from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.errors import PlanError
+from pgbenchlab.records.cell import RunCell
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,18 @@ class BisectPlan:
     build: str  # the one build's name
     server: dict[str, Any]  # the one [[server]] table
     cell: Mapping[str, Any] | None = None  # the one cell measured: its options but the server
+
+    @property
+    def source(self) -> str:
+        return str(self.data["build"][self.build]["source"])
+
+    def recipe(self, name: str, commit: str) -> BuildRecipe:
+        """The plan's build at a commit, named as the step or suite calls it."""
+        template = self.data["build"][self.build]
+        return BuildRecipe(
+            name, self.source, ref=commit, configure=tuple(template.get("configure", ())),
+            compiler=str(template.get("compiler", "gcc")),
+        )  # fmt: skip
 
     def step_text(self, step: str, commits: dict[str, str], repeats: int) -> str:
         """The plan of one step: a build and a server per label (label → commit)."""
@@ -61,7 +75,12 @@ def same_cell(spec: plan.RunSpec, cell: Mapping[str, Any]) -> bool:
 
 def cell_options(spec: plan.RunSpec) -> dict[str, Any]:
     """A run's cell without its server, the same whatever the server is called."""
-    return {k: v for k, v in spec.cell.stored().items() if k != "server"}
+    return options_of(spec.cell)
+
+
+def options_of(cell: RunCell) -> dict[str, Any]:
+    """A cell's options but its server (a stored run's cell compares with `cell_options`)."""
+    return {k: v for k, v in cell.stored().items() if k != "server"}
 
 
 def same_but_rounds(stored_text: str, text: str) -> bool:

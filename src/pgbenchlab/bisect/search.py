@@ -2,14 +2,15 @@
 against both ends in interleaved rounds until what it is like is decided, then the change the
 first bad commit introduced measured against its parent. Every step is a campaign in the results
 database (NAME.ends, NAME.at-COMMIT, NAME.confirm) and the bisection's record is saved after
-each, so an interrupted bisection resumes from what is stored.
+each, so an interrupted bisection resumes from what is stored. The ends' runs that a followed
+branch already measured (same cell, same build) are their first rounds; a range that cannot be
+searched is refused (`BisectionRefused`), and a caller may store the refusal (`refuse`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,30 +26,24 @@ from pgbenchlab.analysis.bisection import (
 )
 from pgbenchlab.bisect.plans import BisectPlan, same_but_rounds
 from pgbenchlab.bisect.plans import load as load_plan
-from pgbenchlab.bisect.rounds import Rounds, judge, stored_rounds
+from pgbenchlab.bisect.rounds import Rounds, judge, measured_rounds, stored_rounds
+from pgbenchlab.bisect.running import Build, Equip, Say, build_at, run_campaign
+from pgbenchlab.bisect.running import Kit as Kit  # the equipment seam, as bench/ names it
 from pgbenchlab.builds.compile import Progress
 from pgbenchlab.builds.history import first_parent_range
 from pgbenchlab.builds.recipe import BuildRecipe, split_source
 from pgbenchlab.campaign import RESULTS_DB, Reporter
-from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.equipment import equipped
-from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.resume import plan_difference
-from pgbenchlab.campaign.servers import ServerPool
-from pgbenchlab.campaign.session import Outcome as CampaignOutcome
-from pgbenchlab.campaign.session import Session, drive
-from pgbenchlab.errors import BuildError, CampaignStopped, UserError
+from pgbenchlab.errors import BisectionRefused, BuildError, CampaignStopped, UserError
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
 from pgbenchlab.results import RunResult
 from pgbenchlab.store import BisectionRecord, Store
 from pgbenchlab.store.metrics import metric
 
-Say = Callable[[str], None]
-Build = Callable[[BuildRecipe, Progress], Installation]
-Kit = tuple[PgbenchClient, ServerPool, Executor]
-Equip = Callable[[Plan, Path, list[Installation]], AbstractContextManager[Kit]]
 EXPECTATIONS = ("worse", "better")
+REFUSED = "refused"
 
 
 def build_incrementally(recipe: BuildRecipe, progress: Progress) -> Installation:
@@ -81,6 +76,9 @@ class BisectRequest:
     max_rounds: int = 10
     name: str | None = None  # the bisection's name (else the plan's campaign name)
     cell: Mapping[str, Any] | None = None  # the plan's cell to measure (its options but the server)
+    # campaigns that measured the good and the bad commit already (a followed branch's): their
+    # runs of the cell, on the same build, are the ends' first rounds
+    ends_measured: tuple[str, str] | None = None
 
     def identity(self) -> dict[str, Any]:
         """What a resumed bisection must share with the stored one."""
@@ -115,8 +113,7 @@ class Bisection:
         self.plan: BisectPlan = load_plan(request.plan, request.source, request.cell)
         if request.name is not None:
             self.plan = replace(self.plan, name=request.name)
-        template = self.plan.data["build"][self.plan.build]
-        self.source = str(template["source"])
+        self.source = self.plan.source
         self.commits = first_parent_range(
             Path(split_source(self.source)[1]), request.good, request.bad
         )
@@ -168,24 +165,29 @@ class Bisection:
         if self.record.steps and self.record.steps[0].get("step") == "ends":
             return
         labels = {"good": 0, "bad": len(self.commits) - 1}
-        rounds = self._measure("ends", labels, lambda r: judge(r, "good", "bad", self).decided)
+        earlier = dict(zip(labels, self.request.ends_measured or (), strict=False))
+        rounds = self._measure(
+            "ends", labels, lambda r: judge(r, "good", "bad", self).decided, earlier
+        )
         verdict = judge(rounds, "good", "bad", self)
         said = f"bad against good: {verdict.reason}"
+        if rounds.reused:
+            said += f" ({rounds.reused} of its rounds from the runs that measured them before)"
         change = verdict.relative_change
         worse = change < 0 if self.metric.higher_is_better else change > 0
         found = "worse" if worse else "better"
         if not verdict.decided:
-            raise UserError(
+            raise BisectionRefused(
                 f"the ends could not be told apart in {rounds.complete} rounds ({said}); "
                 "raise --max-rounds (the rounds so far are kept) or lengthen the runs (with "
                 "another --results directory)"
             )
         if verdict.within_noise:
-            raise UserError(
+            raise BisectionRefused(
                 f"the ends do not differ beyond {self.threshold:.0%} ({said}): nothing to bisect"
             )
         if found != self.request.expect:
-            raise UserError(
+            raise BisectionRefused(
                 f"the bad end is {found} than the good one, not {self.request.expect} "
                 f"({said}); use --expect {found}"
             )
@@ -275,20 +277,37 @@ class Bisection:
     # -- measuring a step ---------------------------------------------------------------------
 
     def _measure(
-        self, step: str, labels: dict[str, int], decided: Callable[[Rounds], bool]
+        self,
+        step: str,
+        labels: dict[str, int],
+        decided: Callable[[Rounds], bool],
+        earlier: Mapping[str, str] | None = None,
     ) -> Rounds:
-        """The step's rounds: those stored, then more until decided or max_rounds."""
+        """The step's rounds: those that earlier campaigns (label → campaign) measured of the
+        same cell and build, then those stored, then more until decided or max_rounds."""
         commits = {label: self.commits[i].hash for label, i in labels.items()}
-        built = [self._build(label, commit) for label, commit in commits.items()]
-        step_plan = self.plan.step_plan(step, commits, self.request.max_rounds)
-        rounds = stored_rounds(self.database, step_plan.name, self.metric)
-        if not self._enough(rounds, decided):
+        built = {label: self._build(label, commit) for label, commit in commits.items()}
+        before = self._earlier_rounds(earlier or {}, built)
+        room = self.request.max_rounds - before.complete
+        step_plan = self.plan.step_plan(step, commits, max(room, 1))
+        stored = stored_rounds(self.database, step_plan.name, self.metric)
+        if room > 0 and not self._enough(stored.after(before), decided):
             self._continue_stored(step_plan)
             self._run_until(
-                step_plan, built, lambda new: self._enough(rounds.plus(new, self.metric), decided)
+                step_plan,
+                list(built.values()),
+                lambda new: self._enough(stored.plus(new, self.metric).after(before), decided),
             )
-            rounds = stored_rounds(self.database, step_plan.name, self.metric)
-        return rounds
+            stored = stored_rounds(self.database, step_plan.name, self.metric)
+        return stored.after(before)
+
+    def _earlier_rounds(
+        self, earlier: Mapping[str, str], built: Mapping[str, Installation]
+    ) -> Rounds:
+        if not earlier or self.plan.cell is None:  # reused only for a cell named among several
+            return Rounds({}, {})
+        keys = {label: build_key(built[label]) for label in earlier}
+        return measured_rounds(self.database, earlier, self.plan.cell, keys, self.metric)
 
     def _continue_stored(self, step_plan: Plan) -> None:
         """A step stored with another --max-rounds goes on with this one, its rounds kept; one
@@ -323,39 +342,14 @@ class Bisection:
     ) -> None:
         """The step's campaign, its runs in order until enough says so or the budget is spent
         (BudgetSpent; a resumed step continues where it stopped)."""
-        results_dir = self.request.results.resolve()
-        out_of_budget = False
-
-        def body(campaign: Session, outcome: CampaignOutcome, done: set[str]) -> None:
-            nonlocal out_of_budget
-            todo = [s for s in step_plan.specs if s.run_key not in done]
-            self.reporter.campaign_started(step_plan, todo, len(done))
-            for index, spec in enumerate(todo, start=1):
-                if self._budget_spent():
-                    out_of_budget = True
-                    return
-                campaign.run_stored(spec, index, len(todo), outcome)
-                if enough(outcome.results):
-                    return
-
-        with self.equip(step_plan, results_dir, built) as (pgbench, servers, executor):
-            outcome = drive(step_plan, results_dir, self.reporter, pgbench, servers, executor, body)
-        if outcome.interrupted:
-            raise KeyboardInterrupt
-        if out_of_budget:
+        results = self.request.results.resolve()
+        if run_campaign(
+            step_plan, built, results, self.reporter, self.equip, self._budget_spent, enough
+        ):
             raise BudgetSpent(step_plan.name)
 
     def _build(self, label: str, commit: str) -> Installation:
-        template = self.plan.data["build"][self.plan.build]
-        recipe = BuildRecipe(
-            label, self.source, ref=commit, configure=tuple(template.get("configure", ())),
-            compiler=str(template.get("compiler", "gcc")),
-        )  # fmt: skip
-
-        def progress(phase: str, elapsed: float) -> None:
-            self.say(f"  build {commit[:10]}: {phase} ({elapsed:.0f} s)")
-
-        return self.build(recipe, progress)
+        return build_at(self.build, self.plan.recipe(label, commit), self.say)
 
     # -- the record ---------------------------------------------------------------------------
 
@@ -374,6 +368,10 @@ class Bisection:
             "outcome": str(probe.outcome), "position": probe.position, "figure": figure,
             "detail": detail,
         }  # fmt: skip
+
+    def refuse(self, reason: str) -> BisectionRecord:
+        """The refusal stored with its reason (its rounds stay, for a later try to go on)."""
+        return self._save(REFUSED, {"refused": reason})
 
     def _add_step(self, step: dict[str, Any]) -> None:
         self._save("running", None, (*self.record.steps, step))
@@ -401,12 +399,13 @@ class Bisection:
         identity = self.request.identity()
         if found is not None:
             asked = {k: found.request.get(k) for k in identity}
-            if asked != identity:
+            if asked == identity:
+                return found
+            if found.status != REFUSED:  # a refused one has no step to keep: it starts over
                 raise CampaignStopped(
                     f'bisection "{self.plan.name}" in this results database asked {asked}; '
                     "rename the campaign or use another --results directory"
                 )
-            return found
         commits = tuple(
             {"hash": c.hash, "subject": c.subject, "author_date": c.author_date}
             for c in self.commits
@@ -427,3 +426,9 @@ class Bisection:
         budget = self.request.budget_s
         spent = float(self.record.request.get("spent_s", 0.0)) + time.monotonic() - self.started
         return budget is not None and spent >= budget
+
+
+def build_key(install: Installation) -> str | None:
+    """The build's cache key, as a campaign's servers record it (None: not a build)."""
+    facts = builds.provenance_of(install)
+    return None if facts is None else str(facts.get("key"))

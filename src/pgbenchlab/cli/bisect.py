@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +36,6 @@ class BisectOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BisectOptions:
-        budget = None
-        if args.budget is not None:
-            budget = float(parse_seconds(args.budget, Context("--budget"), "budget"))
         request = BisectRequest(
             plan=args.plan,
             source=args.source,
@@ -47,11 +45,38 @@ class BisectOptions:
             metric=args.metric,
             threshold=percentage(args.threshold),
             expect=args.expect,
-            budget_s=budget,
+            budget_s=budget_seconds(args),
             min_rounds=args.min_rounds,
             max_rounds=args.max_rounds,
         )
         return cls(request, args.json, args.quiet)
+
+
+def budget_seconds(args: argparse.Namespace) -> float | None:
+    if args.budget is None:
+        return None
+    return float(parse_seconds(args.budget, Context("--budget"), "budget"))
+
+
+def add_search_options(
+    parser: argparse.ArgumentParser, *, threshold: str, budget: str, rounds: str
+) -> None:
+    """The options bisect and follow share: the checkout, the smallest change, the budget and
+    the rounds a bisection's step may take."""
+    parser.add_argument("--source", help="the git checkout: git:PATH (else the build's source)")
+    parser.add_argument("--threshold", default=threshold, help="the smallest change that counts")
+    parser.add_argument("--budget", help=budget)
+    parser.add_argument("--max-rounds", type=int, default=10, help=rounds)
+
+
+def say_unless(quiet: bool) -> Callable[[str], None]:
+    """Progress lines on stderr, none with --quiet."""
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    return say
 
 
 def percentage(text: str) -> float:
@@ -73,7 +98,12 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "plan", type=path_argument, help="the plan: one [build.NAME], one server, one cell"
     )
-    parser.add_argument("--source", help="the git checkout: git:PATH (else the build's source)")
+    add_search_options(
+        parser,
+        threshold="3%",
+        budget='stop after this long, such as "6h" (resumable)',
+        rounds="rounds a step may take",
+    )
     parser.add_argument("--good", required=True, help="a ref that performs as expected")
     parser.add_argument("--bad", required=True, help="a later ref that does not")
     parser.add_argument(
@@ -82,26 +112,20 @@ def add_arguments(subparsers: Subparsers) -> None:
         metavar="NAME",
         help="the metric a step is judged on (default %(default)s): " + ", ".join(METRICS),
     )
-    parser.add_argument("--threshold", default="3%", help="the smallest change that counts")
     parser.add_argument(
         "--expect",
         default="worse",
         choices=("worse", "better"),
         help="the bad end is worse (a regression, the default) or better than the good one",
     )
-    parser.add_argument("--budget", help='stop after this long, such as "6h" (resumable)')
     parser.add_argument("--min-rounds", type=int, default=3, help="rounds before a step decides")
-    parser.add_argument("--max-rounds", type=int, default=10, help="rounds a step may take")
     add_results_option(parser)
     add_json_option(parser, "the bisection's record as JSON on stdout")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the answer")
 
 
 def run(options: BisectOptions) -> int:
-    def say(line: str) -> None:
-        if not options.quiet:
-            print(line, file=sys.stderr, flush=True)
-
+    say = say_unless(options.quiet)
     with reporter_for(json=False, quiet=True) as reporter:
         record = Bisection(options.request, reporter, say).run()
     results = options.request.results

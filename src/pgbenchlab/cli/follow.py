@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 from pgbenchlab.campaign import RESULTS_DB
-from pgbenchlab.cli.bisect import percentage
+from pgbenchlab.cli.bisect import add_search_options, budget_seconds, percentage, say_unless
 from pgbenchlab.cli.common import (
     EXIT_OK,
     EXIT_RUNS_FAILED,
@@ -25,8 +24,7 @@ from pgbenchlab.errors import UserError
 from pgbenchlab.follow import Follow, FollowOutcome, FollowRequest
 from pgbenchlab.follow.history import FOLLOWED, Change
 from pgbenchlab.follow.selection import ORDERS, Selection, parse_since
-from pgbenchlab.plan.values import Context, parse_seconds
-from pgbenchlab.report.views.follow import follow_view
+from pgbenchlab.report.views.follow import FollowChangeView, follow_view
 from pgbenchlab.store import Store
 
 
@@ -39,9 +37,6 @@ class FollowOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> FollowOptions:
-        budget = None
-        if args.budget is not None:
-            budget = float(parse_seconds(args.budget, Context("--budget"), "budget"))
         refs = None
         if args.range is not None:
             first, dots, last = args.range.partition("..")
@@ -63,9 +58,10 @@ class FollowOptions:
             results=args.results,
             selection=selection,
             range=refs,
-            budget_s=budget,
+            budget_s=budget_seconds(args),
             threshold=percentage(args.threshold),
             bisect=not args.no_bisect,
+            retry_bisections=args.retry_bisections,
             max_rounds=args.max_rounds,
             metrics=tuple(m.strip() for m in args.metric.split(",") if m.strip()),
         )
@@ -84,7 +80,12 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "plan", type=path_argument, help="the suite: one [build.NAME], one server, its cells"
     )
-    parser.add_argument("--source", help="the git checkout: git:PATH (else the build's source)")
+    add_search_options(
+        parser,
+        threshold="2%",
+        budget='stop after this long, such as "8h" (the next call goes on)',
+        rounds="rounds a bisection step may take",
+    )
     parser.add_argument("--branch", required=True, help="the branch whose first-parent line")
     parser.add_argument("--every", type=int, help="every N-th commit (counted from the root)")
     parser.add_argument("--daily", action="store_true", help="the last commit of each day")
@@ -92,17 +93,15 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument("--range", help="the commits from A to B on the branch, both included")
     parser.add_argument("--order", choices=ORDERS, default="newest", help="which come first")
     parser.add_argument(
-        "--budget", help='stop after this long, such as "8h" (the next call goes on)'
-    )
-    parser.add_argument("--threshold", default="2%", help="the smallest change that counts")
-    parser.add_argument(
         "--metric",
         default=",".join(FOLLOWED),
         help=f"the metrics whose changes are bisected and gate (default {','.join(FOLLOWED)})",
     )
     parser.add_argument("--no-bisect", action="store_true", help="find changes, bisect none")
     parser.add_argument(
-        "--max-rounds", type=int, default=10, help="rounds a bisection step may take"
+        "--retry-bisections",
+        action="store_true",
+        help="try again the bisections refused before (their rounds are kept)",
     )
     parser.add_argument(
         "--fail-on-change",
@@ -115,34 +114,36 @@ def add_arguments(subparsers: Subparsers) -> None:
 
 
 def run(options: FollowOptions) -> int:
-    def say(line: str) -> None:
-        if not options.quiet:
-            print(line, file=sys.stderr, flush=True)
-
+    say = say_unless(options.quiet)
     with reporter_for(json=False, quiet=True) as reporter:
         outcome = Follow(options.request, reporter, say).run()
-    culprits = culprits_of(options.request, outcome)
+    views = change_views(options.request, outcome)
     if options.json:
-        print(json.dumps(as_json(outcome, culprits), indent=2, sort_keys=True))
+        print(json.dumps(as_json(outcome, views), indent=2, sort_keys=True))
     else:
-        print(summary_text(outcome, culprits))
+        print(summary_text(outcome, views))
     bad = outcome.new_bad_changes()
     return EXIT_RUNS_FAILED if options.fail_on_change and bad else EXIT_OK
 
 
-def culprits_of(request: FollowRequest, outcome: FollowOutcome) -> dict[str, str]:
-    """Each change's culprit (by the change's key), as the site attaches it."""
+def change_views(request: FollowRequest, outcome: FollowOutcome) -> dict[str, FollowChangeView]:
+    """Each change as the site shows it (its culprit, its bisection), by the change's key."""
     if outcome.history is None or not outcome.history.changes:
         return {}
     with Store(request.results.resolve() / RESULTS_DB) as store:
         view = follow_view(store, outcome.history.follow)
-    return {c.key: c.culprit for c in view.changes if c.culprit}
+    return {c.key: c for c in view.changes}
 
 
-def change_json(change: Change, culprits: dict[str, str]) -> dict[str, Any]:
+def change_json(change: Change, views: dict[str, FollowChangeView]) -> dict[str, Any]:
     found = change.found
+    view = views.get(change.key)
+    bisection = view.bisection if view else None
     return {
-        "culprit": culprits.get(change.key),
+        "culprit": view.culprit if view else None,
+        "bisection": None if bisection is None else {
+            "name": bisection.name, "status": bisection.status, "refused": bisection.refused,
+        },
         "cell": change.series.cell, "metric": change.series.metric,
         "before": change.before.commit_hash, "after": change.after.commit_hash,
         "untested": change.untested, "relative": found.relative_step,
@@ -150,29 +151,30 @@ def change_json(change: Change, culprits: dict[str, str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def as_json(outcome: FollowOutcome, culprits: dict[str, str]) -> dict[str, Any]:
+def as_json(outcome: FollowOutcome, views: dict[str, FollowChangeView]) -> dict[str, Any]:
     return {
         "measured": [c.commit_hash for c in outcome.measured],
         "skipped": {c.commit_hash: f"{c.status}: {c.detail}" for c in outcome.skipped},
         "budget_spent": outcome.budget_spent,
-        "changes": [change_json(c, culprits) for c in outcome.changes],
-        "new_regressions": [change_json(c, culprits) for c in outcome.new_bad_changes()],
+        "changes": [change_json(c, views) for c in outcome.changes],
+        "new_regressions": [change_json(c, views) for c in outcome.new_bad_changes()],
         "bisections": outcome.bisected,
     }
 
 
-def summary_text(outcome: FollowOutcome, culprits: dict[str, str]) -> str:
+def summary_text(outcome: FollowOutcome, views: dict[str, FollowChangeView]) -> str:
     lines = [
         f"measured {len(outcome.measured)} commit(s), skipped {len(outcome.skipped)}"
         + (" (budget spent)" if outcome.budget_spent else "")
     ]
     for change in outcome.changes:
         found = change.found
+        culprit = views[change.key].culprit if change.key in views else None
         lines.append(
             f"  {found.verdict}: {change.series.cell} {change.series.metric} "
             f"{found.relative_step:+.1%} [{found.ci_low:+.1%} … {found.ci_high:+.1%}] between "
             f"{change.before.short} and {change.after.short}"
-            + (f"; culprit {culprits[change.key][:10]}" if change.key in culprits else "")
+            + (f"; culprit {culprit[:10]}" if culprit else "")
         )
     for name, status in outcome.bisected.items():
         lines.append(f"  bisection {name}: {status}")

@@ -6,7 +6,9 @@ interrupted commit resumes where it stopped) and recorded in the results databas
 it is. Commits recorded as measured, or as not building or starting, are never taken again.
 Then the change points of every cell's series are found over the commits measured, and a
 change with commits between its two measured ends that were not measured is bisected by the
-`bisect` machinery over that range, within what is left of the budget.
+`bisect` machinery over that range, within what is left of the budget: its ends' rounds start
+from the runs that measured them here, and a bisection `bisect` refuses is stored with its
+reason and not tried again unless asked (`retry_bisections`).
 """
 
 from __future__ import annotations
@@ -20,15 +22,14 @@ from pathlib import Path
 from pgbenchlab import plan, tomltext
 from pgbenchlab.bisect.plans import BisectPlan, cell_options
 from pgbenchlab.bisect.plans import load as load_plan
-from pgbenchlab.bisect.search import Bisection, BisectRequest, Build, Equip, build_incrementally
+from pgbenchlab.bisect.running import Build, Equip, build_at, run_campaign
+from pgbenchlab.bisect.search import REFUSED, Bisection, BisectRequest, build_incrementally
 from pgbenchlab.builds.history import BranchCommit, branch_line
-from pgbenchlab.builds.recipe import BuildRecipe, split_source
+from pgbenchlab.builds.recipe import split_source
 from pgbenchlab.builds.sources import resolve_ref
 from pgbenchlab.campaign import RESULTS_DB, Reporter
 from pgbenchlab.campaign.equipment import equipped
-from pgbenchlab.campaign.session import Outcome as CampaignOutcome
-from pgbenchlab.campaign.session import Session, drive
-from pgbenchlab.errors import BuildError, PlanError, UserError
+from pgbenchlab.errors import BisectionRefused, BuildError, PlanError, UserError
 from pgbenchlab.follow.history import (
     DEFAULT_THRESHOLD,
     FOLLOWED,
@@ -41,7 +42,7 @@ from pgbenchlab.follow.history import (
 from pgbenchlab.follow.selection import Selection, select
 from pgbenchlab.installs import Installation
 from pgbenchlab.results import RunStatus
-from pgbenchlab.store import FollowCommit, Store
+from pgbenchlab.store import BisectionRecord, FollowCommit, Store
 
 Say = Callable[[str], None]
 RUNNING = "running"
@@ -61,6 +62,7 @@ class FollowRequest:
     budget_s: float | None = None
     threshold: float = DEFAULT_THRESHOLD
     bisect: bool = True
+    retry_bisections: bool = False  # those refused before are tried again
     max_rounds: int = 10
     metrics: tuple[str, ...] = FOLLOWED  # whose changes are bisected and gate a call
 
@@ -119,8 +121,7 @@ class Follow:
                 "a followed suite has a fixed number of repeats: give campaign.repeats a number",
                 where=str(request.plan),
             )
-        template = self.plan.data["build"][self.plan.build]
-        self.source = str(template["source"])
+        self.source = self.plan.source
         self.repo = Path(split_source(self.source)[1])
         self.line = branch_line(self.repo, request.branch)
         self.selection = self._selection()
@@ -240,17 +241,7 @@ class Follow:
         return record
 
     def _build(self, commit: str) -> list[Installation]:
-        template = self.plan.data["build"][self.plan.build]
-        recipe = BuildRecipe(
-            self.plan.build, self.source, ref=commit,
-            configure=tuple(template.get("configure", ())),
-            compiler=str(template.get("compiler", "gcc")),
-        )  # fmt: skip
-
-        def progress(phase: str, elapsed: float) -> None:
-            self.say(f"  build {commit[:10]}: {phase} ({elapsed:.0f} s)")
-
-        return [self.build(recipe, progress)]
+        return [build_at(self.build, self.plan.recipe(self.plan.build, commit), self.say)]
 
     def _commit_plan(self, campaign: str, commit: str) -> plan.Plan:
         """The suite as a campaign of its own for the commit: its build at that commit."""
@@ -263,26 +254,8 @@ class Follow:
     def _run_campaign(self, commit_plan: plan.Plan, built: list[Installation]) -> None:
         """The commit's campaign, its runs not yet stored, until the budget is spent
         (FollowBudgetSpent: the commit stays running, and the next call resumes it)."""
-        results_dir = self.request.results.resolve()
-        out_of_budget = False
-
-        def body(campaign: Session, outcome: CampaignOutcome, done: set[str]) -> None:
-            nonlocal out_of_budget
-            todo = [s for s in commit_plan.specs if s.run_key not in done]
-            self.reporter.campaign_started(commit_plan, todo, len(done))
-            for index, spec in enumerate(todo, start=1):
-                if self._spent():
-                    out_of_budget = True
-                    return
-                campaign.run_stored(spec, index, len(todo), outcome)
-
-        with self.equip(commit_plan, results_dir, built) as (pgbench, servers, executor):
-            outcome = drive(
-                commit_plan, results_dir, self.reporter, pgbench, servers, executor, body
-            )
-        if outcome.interrupted:
-            raise KeyboardInterrupt
-        if out_of_budget:
+        results = self.request.results.resolve()
+        if run_campaign(commit_plan, built, results, self.reporter, self.equip, self._spent):
             raise FollowBudgetSpent
 
     # -- changes and their bisections -----------------------------------------------------------
@@ -301,8 +274,11 @@ class Follow:
     def _bisect(self, name: str, change: Change) -> str:
         with Store(self.database) as store:
             stored = store.bisection(name)
-        if stored is not None and stored.status == "answered":
-            return stored.status
+        retried = stored is not None and stored.status == REFUSED
+        if stored is not None and (
+            stored.status == "answered" or (retried and not self.request.retry_bisections)
+        ):
+            return bisection_status(stored)
         spent_before = 0.0 if stored is None else float(stored.request.get("spent_s", 0.0))
         left = self.remaining()
         cell = next(
@@ -316,18 +292,34 @@ class Follow:
             expect="worse" if change.regressed else "better",
             budget_s=None if left is None else spent_before + left,
             max_rounds=self.request.max_rounds, name=name, cell=cell,
+            ends_measured=(change.before.campaign, change.after.campaign),
         )  # fmt: skip
         self.say(
             f"change in {change.series.cell} ({change.series.metric} "
             f"{change.found.relative_step:+.1%}) between {change.before.short} and "
-            f"{change.after.short}: bisecting {change.untested} commit(s)"
+            f"{change.after.short}: {'bisecting again' if retried else 'bisecting'} "
+            f"{change.untested} commit(s)"
         )
+        bisection = None
         try:
-            record = Bisection(request, self.reporter, lambda line: self.say(f"  {line}"),
-                               build=self.build, equip=self.equip).run()  # fmt: skip
+            bisection = Bisection(request, self.reporter, lambda line: self.say(f"  {line}"),
+                                  build=self.build, equip=self.equip)  # fmt: skip
+            record = bisection.run()
+        except BisectionRefused as exc:  # by the search, once the bisection is open
+            assert bisection is not None
+            record = bisection.refuse(str(exc))
+            self.say(f"  {bisection_status(record)}")
         except UserError as exc:
             self.say(f"  bisection not made: {exc}")
             return f"not made: {exc}"
         if record.status == "budget spent":
             raise FollowBudgetSpent
+        return bisection_status(record)
+
+
+def bisection_status(record: BisectionRecord) -> str:
+    """A bisection's status; a refused one's with its reason and how to try it again."""
+    if record.status != REFUSED:
         return record.status
+    reason = (record.answer or {}).get("refused", "")
+    return f"{REFUSED}: {reason} (not tried again unless follow --retry-bisections)"

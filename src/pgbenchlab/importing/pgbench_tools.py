@@ -5,10 +5,13 @@ pgbench-tools keeps one row per test set (`testset`: its number and label, and f
 versions the server's name) and one per test (`tests`: scale, clients, workers, script, rate
 limit, the TPS line pgbench printed, transactions, the average, maximum and 90th percentile
 latency it computed from the -l log, start and end). Its per-transaction `timing` rows are
-deleted after each test, so no exact percentile can be had from it; the run time is its config's
-(RUNTIME), not stored: the user gives it (`--duration`). Columns an older pgbench-tools lacks are
-absent, never invented. The initialisation steps it records as tests (script ``:-i …``) and tests
-with no TPS are listed, not imported.
+deleted after each test, so no exact percentile can be had from it (its 90th percentile and
+maximum, by its own rank rule, are not pgbenchlab's latency distribution: they stay in the
+test's listing); the run time is its config's (RUNTIME), not stored: the user gives it
+(`--duration`). Columns an older pgbench-tools lacks are absent, never invented. The
+initialisation steps it records as tests (script ``:-i …``) and tests with no TPS are listed,
+not imported. Its per-test statistics become the run's seconds and telemetry totals where they
+map, and are listed where they do not (`pgbench_tools_stats`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -27,6 +31,14 @@ from pgbenchlab import files, tomltext
 from pgbenchlab.errors import UserError
 from pgbenchlab.importing.axes import cell_id
 from pgbenchlab.importing.outputs import version_num
+from pgbenchlab.importing.pgbench_tools_stats import (
+    TABLES,
+    Statistics,
+    Unmapped,
+    read_statistics,
+    test_statistics,
+    unmapped_files,
+)
 from pgbenchlab.records.cell import RunCell
 from pgbenchlab.redaction import redact_conninfo
 from pgbenchlab.results import RunResult, RunStatus
@@ -51,10 +63,13 @@ def read_pgbench_tools(conninfo: str, duration_s: int) -> list[ImportedCampaign]
             columns = _columns(conn)
             sets = _rows(conn, "testset", columns["testset"], "set")
             tests = _rows(conn, "tests", columns["tests"], "test")
+            stats = read_statistics(conn, {t for t in TABLES if columns.get(t)})
     except psycopg.Error as exc:
         first = str(exc).strip().split("\n", 1)[0]
         raise UserError(f"cannot read pgbench-tools' results at {source!r}: {first}") from None
-    found = [_campaign(s, [t for t in tests if _of_set(t, s)], source, duration_s) for s in sets]
+    found = [
+        _campaign(s, [t for t in tests if _of_set(t, s)], source, duration_s, stats) for s in sets
+    ]
     if not any(c.runs for c in found):
         raise UserError(f"no test with a TPS in pgbench-tools' results at {source!r}")
     return [c for c in found if c.runs]
@@ -68,11 +83,12 @@ def _of_set(test: Mapping[str, Any], testset: Mapping[str, Any]) -> bool:
 def _columns(conn: psycopg.Connection[Any]) -> dict[str, set[str]]:
     rows = conn.execute(
         "SELECT table_name, column_name FROM information_schema.columns "
-        "WHERE table_schema = current_schema() AND table_name IN ('testset', 'tests')"
+        "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+        ([*REQUIRED, *TABLES],),
     ).fetchall()
     found: dict[str, set[str]] = {"testset": set(), "tests": set()}
     for table, column in rows:
-        found[str(table)].add(str(column))
+        found.setdefault(str(table), set()).add(str(column))
     for table, needed in REQUIRED.items():
         if not needed <= found[table]:
             missing = ", ".join(sorted(needed - found[table]))
@@ -95,13 +111,18 @@ def _rows(
 
 
 def _campaign(
-    testset: Mapping[str, Any], tests: Sequence[Mapping[str, Any]], source: str, duration_s: int
+    testset: Mapping[str, Any],
+    tests: Sequence[Mapping[str, Any]],
+    source: str,
+    duration_s: int,
+    stats: Statistics,
 ) -> ImportedCampaign:
     server = files.file_name(str(testset.get("server") or DEFAULT_SERVER))
     name = files.file_name(f"{server}-set-{testset['set']}")
     runs: list[RunResult] = []
     listed: list[ImportedFile] = []
     repeats: Counter[str] = Counter()
+    unmapped: list[tuple[int, Unmapped]] = []
     for test in tests:
         row = hashlib.sha256(json.dumps(test, sort_keys=True, default=str).encode()).hexdigest()
         path = f"tests/{test['test']}"
@@ -112,8 +133,19 @@ def _campaign(
         cell = _cell(test, server, duration_s)
         identity = cell_id(cell)
         repeats[identity] += 1
-        listed.append(ImportedFile(path, row, 0, "output", len(runs)))
-        runs.append(_result(test, cell, identity, repeats[identity], len(runs)))
+        listed.append(ImportedFile(path, row, 0, "output", len(runs), _kept_figures(test)))
+        result = _result(test, cell, identity, repeats[identity], len(runs))
+        found = test_statistics(
+            test, stats.get((test.get("server"), int(test["test"])), {}),
+            version_num(_server_version(test)), result.started_at, result.finished_at,
+        )  # fmt: skip
+        listed += [
+            ImportedFile(f"{table}/{test['test']}", digest, 0, "statistics", len(runs), note)
+            for table, digest, note in found.read
+        ]
+        unmapped += [(int(test["test"]), item) for item in found.unmapped]
+        runs.append(replace(result, seconds=found.seconds, telemetry=found.telemetry))
+    listed += unmapped_files(unmapped)
     versions = {_server_version(t) for t in tests if not _not_a_run(t)}
     version = next(iter(versions)) if len(versions) == 1 else "unknown"
     facts = ServerFacts(server, "imported", version, version_num(version), {}, {}, None, None)
@@ -132,6 +164,24 @@ def _campaign(
         files=tuple(listed),
         started_at=min((r.started_at for r in runs), default=0.0),
         finished_at=max((r.finished_at for r in runs), default=0.0),
+    )
+
+
+def _kept_figures(test: Mapping[str, Any]) -> str:
+    """pgbench-tools' latency figures that are not pgbenchlab's latency distribution."""
+    kept = [
+        f"{label} {test[column]} ms"
+        for column, label in (
+            ("percentile_90_latency", "90th percentile"),
+            ("max_latency", "maximum"),
+        )
+        if test.get(column) is not None
+    ]
+    if not kept:
+        return ""
+    return (
+        f"pgbench-tools' {' and '.join(kept)} (by its own rank rule, its per-transaction rows "
+        "deleted): kept here, not as a latency distribution"
     )
 
 

@@ -267,9 +267,9 @@ class FollowCommit:
 @dataclass(frozen=True)
 class ImportedFile:
     """A file an import read (`pgbenchlab import`): its path under the imported directory, its
-    SHA-256 and size, its role (output, stderr, log, unread) and, for one that gave a run, the
-    run's index in the import's runs (its id once stored); why it was not read (unread) or what
-    was made of it."""
+    SHA-256 and size, its role (output, stderr, log, statistics, unread) and, for one that gave
+    or fed a run, the run's index in the import's runs (its id once stored); why it was not read
+    (unread) or what was made of it."""
 
     path: str
     sha256: str

@@ -1,7 +1,9 @@
 """Dump the rows of a pgbench-tools results database that `import pgbench-tools` reads (its
-`testset` and `tests` tables), with each column's SQL type, as JSON on stdout.
+`testset` and `tests` tables, or the tables named after the connection string), with each
+column's SQL type, as JSON on stdout.
 
     python tests/golden/pgbench-tools/dump_rows.py "host=/tmp port=5487 dbname=results" > rows.json
+    python tests/golden/pgbench-tools/dump_rows.py "…" testset tests test_bgwriter > rows.json
 
 The values are the text PostgreSQL prints for them (numeric TPS exactly as stored).
 """
@@ -16,10 +18,10 @@ import psycopg
 TABLES = ("testset", "tests")
 
 
-def dump(conninfo: str) -> dict[str, object]:
+def dump(conninfo: str, tables: tuple[str, ...] = TABLES) -> dict[str, object]:
     found: dict[str, object] = {}
     with psycopg.connect(conninfo) as conn:
-        for table in TABLES:
+        for table in tables:
             columns = conn.execute(
                 "SELECT column_name, data_type FROM information_schema.columns "
                 "WHERE table_schema = current_schema() AND table_name = %s "
@@ -34,5 +36,5 @@ def dump(conninfo: str) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    json.dump(dump(sys.argv[1]), sys.stdout, indent=1)
+    json.dump(dump(sys.argv[1], tuple(sys.argv[2:]) or TABLES), sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -36,6 +36,7 @@ class BisectionView:
     change: str | None  # the first bad commit against its parent
     unsplit: tuple[str, ...]  # commits the search could not split (skipped ones)
     stopped: str | None  # why the search stopped before its answer, and what is left
+    refused: str | None = None  # why the range could not be searched (a followed change's)
 
     @property
     def tested(self) -> int:
@@ -78,6 +79,7 @@ def bisection_view(record: BisectionRecord) -> BisectionView:
         points=tuple(points), first_bad=first_point, change=change,
         unsplit=tuple(answer.get("unsplit", ())),
         stopped=stopped_text(answer["stopped"]) if answer.get("stopped") else None,
+        refused=answer.get("refused"),
     )  # fmt: skip
 
 
