@@ -3,7 +3,8 @@ every query of it. Nothing else in pgbenchlab writes SQL for results.db.
 
 `database.Store` opens, migrates, locks and writes; `reading` answers with the frozen records
 of `records`; `columns` describes the `runs` table; `telemetry` writes the telemetry tables;
-`imports` writes an imported campaign and the files it was read from; `faults` turns the
+`imports` writes an imported campaign and the files it was read from; `plan_changes` keeps a
+campaign's earlier plans when a later one adds test sets; `faults` turns the
 environment's faults (full disk, lock, damage) into one-line errors; `merge` joins databases
 into a new one, every table carried.
 May import: errors, files (safe paths), redaction, plan (axis orders), results, server (its
@@ -14,6 +15,7 @@ cli.
 from pgbenchlab.store.backfills import BACKFILLS
 from pgbenchlab.store.columns import RUN_COLUMNS, RunColumn, run_as_dict
 from pgbenchlab.store.database import Store
+from pgbenchlab.store.plan_changes import JoinedSets, PlanChange
 from pgbenchlab.store.records import (
     BUILD_FLOOR,
     BisectionRecord,
@@ -53,7 +55,9 @@ __all__ = [
     "ImportedCampaign",
     "ImportedFile",
     "ImportedServer",
+    "JoinedSets",
     "NoiseFloor",
+    "PlanChange",
     "ProbeRecord",
     "RunColumn",
     "RunDiagnosis",

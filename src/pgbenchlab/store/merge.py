@@ -68,6 +68,7 @@ TABLES: dict[str, Carry] = {
     "run_servers": Carry.ROWS,
     "noise_floors": Carry.ROWS,
     "imported_files": Carry.ROWS,
+    "plan_changes": Carry.ROWS,
     "bisections": Carry.BY_NAME,
     "follow_commits": Carry.BY_NAME,
 }

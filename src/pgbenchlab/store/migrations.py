@@ -93,4 +93,17 @@ LATER: dict[int, str] = {
         PRIMARY KEY (campaign_id, server)
     );
     """,
+    # 30: a campaign's plan replaced by one that adds test sets (servers) to it: when, which
+    # sets, and the plan (text, digest, files) it replaced; the campaign row holds the current
+    # one. Campaigns stored before it, and those run under one plan: no rows.
+    30: """
+    CREATE TABLE plan_changes (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        changed_at REAL NOT NULL,
+        added_json TEXT NOT NULL,
+        plan_text TEXT NOT NULL,
+        plan_digest TEXT NOT NULL,
+        files_json TEXT NOT NULL
+    );
+    """,
 }
