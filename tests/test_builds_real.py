@@ -184,10 +184,10 @@ def test_a_configure_option_the_major_does_not_know_is_refused_at_plan_check(
     before = {b.key for b in builds.cached_builds(builds.cache_root())}
     assert main(["run", "--dry-run", "-q", str(plan_file)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-2:] == [
-        "builds: build made-up: configure of PostgreSQL 13 (13.16) does not know "
+        "  - builds: build made-up: configure of PostgreSQL 13 (13.16) does not know "
         "--with-nonexistent: remove it from [build.made-up] configure (its `configure --help` "
         "lists the options that major takes)",
-        "builds: build newer: configure of PostgreSQL 13 (13.16) does not know --with-ssl: "
+        "  - builds: build newer: configure of PostgreSQL 13 (13.16) does not know --with-ssl: "
         "remove it from [build.newer] configure (its `configure --help` lists the options that "
         "major takes)",
     ]

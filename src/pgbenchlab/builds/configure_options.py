@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
+from functools import partial
 from pathlib import Path
 
 from pgbenchlab.builds import sources
@@ -25,13 +28,13 @@ from pgbenchlab.hosts import LOCAL_HOST
 HELP_DIR = "configure-help"
 # autoconf's feature and package options: --with-X and --without-X name one package,
 # --enable-X and --disable-X one feature; other arguments (VAR=value, --host) are configure's.
-_FEATURE = re.compile(r"--(with|without|enable|disable)-([a-z0-9][a-z0-9_-]*)")
+_FEATURE = re.compile(r"--(with|without|enable|disable)-([a-z0-9][a-z0-9-]*)")
 _KIND = {"with": "with", "without": "with", "enable": "enable", "disable": "enable"}
-Reader = Callable[[], "str | None"]  # the `configure` script's text, None when unreadable
+Reader = Callable[[], str | None]  # the `configure` script's text, None when unreadable
 
 
 def check_configure_options(recipe: BuildRecipe, root: Path) -> bool:
-    """BuildError naming the first configure option the recipe's source does not list; False
+    """BuildError naming every configure option the recipe's source does not list; False
     when its configure cannot be read yet (a Debian package not fetched, a tree without one):
     configure itself judges the options when the build is made."""
     asked = [option for option in recipe.configure if _feature(option)]
@@ -42,13 +45,14 @@ def check_configure_options(recipe: BuildRecipe, root: Path) -> bool:
         return False
     version, text = known
     listed = {_feature(found[0]) for found in _FEATURE.finditer(text)}
-    for option in asked:
-        if _feature(option) not in listed:
-            raise BuildError(
-                f"build {recipe.name}: configure of PostgreSQL {major_of(version)} ({version}) "
-                f"does not know {option.split('=')[0]}: remove it from [build.{recipe.name}] "
-                "configure (its `configure --help` lists the options that major takes)"
-            )
+    unknown = [option.split("=")[0] for option in asked if _feature(option) not in listed]
+    if unknown:
+        raise BuildError(
+            f"build {recipe.name}: configure of PostgreSQL {major_of(version)} ({version}) "
+            f"does not know {', '.join(unknown)}: remove {'it' if len(unknown) == 1 else 'them'} "
+            f"from [build.{recipe.name}] configure (its `configure --help` lists the options "
+            "that major takes)"
+        )
     return True
 
 
@@ -61,8 +65,9 @@ def major_of(version: str) -> str:
 
 
 def _feature(option: str) -> tuple[str, str] | None:
-    """("with", "openssl") for --with-openssl and --without-openssl=…; None for the rest."""
-    found = _FEATURE.fullmatch(option.split("=")[0])
+    """("with", "openssl") for --with-openssl and --without-openssl=…; None for the rest
+    (configure takes "_" for "-" in a name)."""
+    found = _FEATURE.fullmatch(option.split("=")[0].replace("_", "-"))
     return None if found is None else (_KIND[found[1]], found[2])
 
 
@@ -83,10 +88,11 @@ def configure_help(recipe: BuildRecipe, root: Path) -> tuple[str, str] | None:
     found = sources.VERSION_IN_CONFIGURE.search(text)
     version = found[1] if found else ""
     shown = _run_help(text)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    staged = cached.with_name(f".{cached.name}.tmp")
-    staged.write_text(json.dumps({"version": version, "help": shown}))
-    staged.replace(cached)
+    with suppress(OSError):  # a cache it cannot write: read again next time
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        staged = cached.with_name(f".{cached.name}.{os.getpid()}")
+        staged.write_text(json.dumps({"version": version, "help": shown}))
+        staged.replace(cached)
     return version, shown
 
 
@@ -95,7 +101,7 @@ def _configure_source(recipe: BuildRecipe, root: Path) -> tuple[str, Reader] | N
     kind, location = recipe.kind, Path(recipe.location)
     if kind == "git":
         commit = sources.resolve_ref(location, recipe.ref or "HEAD")
-        return f"git-{commit}", lambda: _git_configure(location, commit)
+        return f"git-{commit}", partial(_git_configure, location, commit)
     if kind == "dir":
         script = location / "configure"
         if not script.is_file():
@@ -105,7 +111,7 @@ def _configure_source(recipe: BuildRecipe, root: Path) -> tuple[str, Reader] | N
     tarball = sources.fetched_tarball(recipe.location, root) if kind == "debian" else location
     if tarball is None:
         return None
-    return f"tar-{sources.file_digest(tarball)}", lambda: _tar_configure(tarball)
+    return f"tar-{sources.file_digest(tarball)}", partial(_tar_configure, tarball)
 
 
 def _git_configure(repo: Path, commit: str) -> str | None:
