@@ -26,21 +26,22 @@ from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
 from pgbenchlab.server import ServerFacts
 from pgbenchlab.server.pooler import PoolerFacts
-from pgbenchlab.store import bisections, follows, imports, plan_changes, side_tables
+from pgbenchlab.store import bisections, follows, imports, side_tables
 from pgbenchlab.store import profiles as profile_tables
 from pgbenchlab.store import telemetry as telemetry_tables
 from pgbenchlab.store.backfills import BACKFILLS, axis_orders_json
 from pgbenchlab.store.columns import run_insert
 from pgbenchlab.store.faults import connect, results_os_error
 from pgbenchlab.store.generators import write_generators, write_server_parts
-from pgbenchlab.store.plan_changes import JoinedSets, PlanChange
 from pgbenchlab.store.reading import Reading
 from pgbenchlab.store.records import (
     BisectionRecord,
     FollowCommit,
     ImportedCampaign,
     ImportedFile,
+    JoinedSets,
     NoiseFloor,
+    PlanChange,
     ProbeRecord,
 )
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -246,7 +247,7 @@ class Store(Reading):
         with the plan it replaced, `plan_changes`): its record says so from now on."""
         with self.transaction():
             if joined is not None:
-                plan_changes.record(self.db, campaign_id, joined)
+                side_tables.write_plan_change(self.db, campaign_id, joined)
             self.db.execute(
                 "UPDATE campaigns SET plan_text = ?, plan_digest = ? WHERE id = ?",
                 (plan_text, plan_digest, campaign_id),
@@ -433,7 +434,7 @@ class Store(Reading):
         return follows.follow_names(self.db)
 
     def plan_changes(self, campaign_id: int) -> tuple[PlanChange, ...]:
-        return plan_changes.read(self.db, campaign_id)
+        return side_tables.read_plan_changes(self.db, campaign_id)
 
     def imported_files(self, campaign_id: int) -> tuple[ImportedFile, ...]:
         """The files an imported campaign was read from (`pgbenchlab import`)."""
