@@ -30,6 +30,7 @@ HELP_DIR = "configure-help"
 # --enable-X and --disable-X one feature; other arguments (VAR=value, --host) are configure's.
 _FEATURE = re.compile(r"--(with|without|enable|disable)-([a-z0-9][a-z0-9-]*)")
 _KIND = {"with": "with", "without": "with", "enable": "enable", "disable": "enable"}
+_UNIQUE_FILE = re.compile(r"^ac_unique_file=\"([\w./-]+)\"", re.M)
 Reader = Callable[[], str | None]  # the `configure` script's text, None when unreadable
 
 
@@ -127,9 +128,16 @@ def _tar_configure(tarball: Path) -> str | None:
 
 
 def _run_help(text: str) -> str:
+    """`configure --help` run alone: autoconf looks for its source tree first (a file it names,
+    `ac_unique_file`), so an empty one stands beside it."""
     with tempfile.TemporaryDirectory(prefix="pgbenchlab-configure-") as scratch:
         script = Path(scratch) / "configure"
         script.write_text(text)
+        unique = _UNIQUE_FILE.search(text)
+        if unique and ".." not in Path(unique[1]).parts:
+            marker = Path(scratch) / unique[1]
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
         shown = LOCAL_HOST.run(["sh", str(script), "--help"], cwd=scratch, timeout=60)
     if shown.returncode != 0:
         reason = (shown.stderr.strip().splitlines() or ["no output"])[-1]
