@@ -131,7 +131,7 @@ def test_the_check_runs_each_script_once_on_a_dataset_made_as_the_plan_makes_it(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(
         f"pgbenchlab: error: script {tmp_path / 'script.sql'}, line 6: ERROR: column "
-        '"nonexistent" does not exist (on a scale-1 dataset of debian-15 (15.'
+        '"nonexistent" does not exist (on a scale-1 dataset of debian-15, PostgreSQL 15.'
     ), err
     assert not results.exists()
 

@@ -92,7 +92,8 @@ def try_on_dataset(
     with throwaway_dataset(ready, server, pgbench) as (endpoint, install, work):
         problems = [p for t in wanted if (p := run_once(pgbench, endpoint, t, work))]
     if problems:
-        where = f"on a scale-{TRIAL_SCALE} dataset of {install.name} ({install.version.text})"
+        release = install.version.text.split(" ")[0]  # 15.18, without the vendor's suffix
+        where = f"on a scale-{TRIAL_SCALE} dataset of {install.name}, PostgreSQL {release}"
         raise PlanError(f"{'; '.join(problems)} ({where})")
 
 
