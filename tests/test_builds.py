@@ -318,6 +318,43 @@ def test_a_failed_configure_leaves_its_log_and_no_build(
     assert "no luck here" in log.read_text()
 
 
+HELP_ONLY = """#!/bin/sh
+PACKAGE_VERSION='9.6.24'
+ac_unique_file="src/backend/x.c"
+test -f src/backend/x.c || { echo "configure: error: cannot find sources" >&2; exit 1; }
+cat <<'END'
+  --with-openssl          build with OpenSSL support
+  --without-readline      do not use GNU Readline
+  --enable-debug          build with debugging symbols (-g)
+END
+"""
+
+
+def test_configure_options_are_judged_by_the_source_s_own_help(
+    tmp_path: Path, build_cache: Path
+) -> None:
+    """The options a tree's `configure --help` lists pass (with or without, enable or disable,
+    _ for -); the others are refused together, naming the major; a Debian package not fetched
+    yet is left to configure itself, and nothing is fetched for it."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "configure").write_text(HELP_ONLY)
+    fine = ("--with-openssl", "--with-readline", "--with_openssl", "--disable-debug", "CFLAGS=-O0")
+    assert builds.check_configure_options(
+        builds.BuildRecipe("a", f"dir:{tree}", configure=fine), build_cache
+    )
+    bad = builds.BuildRecipe("b", f"dir:{tree}", configure=("--with-ssl=openssl", "--enable-nls"))
+    with pytest.raises(BuildError) as refused:
+        builds.check_configure_options(bad, build_cache)
+    assert str(refused.value).startswith(
+        "build b: configure of PostgreSQL 9.6 (9.6.24) does not know --with-ssl, --enable-nls: "
+        "remove them from [build.b] configure"
+    )
+    unfetched = builds.BuildRecipe("c", "debian:postgresql-99", configure=("--with-openssl",))
+    assert not builds.check_configure_options(unfetched, build_cache)
+    assert not (build_cache / "sources").exists()
+
+
 def test_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PGBENCHLAB_BUILD_CACHE", "/somewhere/builds")
     assert cache.cache_root() == Path("/somewhere/builds")

@@ -163,6 +163,39 @@ def test_configure_option_rejected(
     assert {b.key for b in builds.cached_builds(builds.cache_root())} == before
 
 
+def test_a_configure_option_the_major_does_not_know_is_refused_at_plan_check(
+    build_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """13's configure --help is read once (cached by the tarball's digest): an option it does
+    not list (a made-up one; 14's --with-ssl) is refused by the plan check, every one at once,
+    naming the option and the major, before anything is built; the options it lists pass."""
+    sources.debian_tarball("postgresql-13", build_cache)  # the suite's, fetched once
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(
+        f'[build.made-up]\nsource = "debian:postgresql-13"\nconfigure = {FAST[:-1]}, '
+        '"--with-nonexistent"]\n'
+        '[build.newer]\nsource = "debian:postgresql-13"\nconfigure = ["--with-ssl=openssl"]\n'
+        f'[build.fine]\nsource = "debian:postgresql-13"\nconfigure = {FAST[:-1]}, '
+        '"--enable-debug", "--disable-spinlocks", "--with-openssl"]\n'
+        '[[server]]\nname = "a"\ninstall = { build = "made-up" }\n'
+        '[[server]]\nname = "b"\ninstall = { build = "newer" }\n'
+        '[[server]]\nname = "c"\ninstall = { build = "fine" }\n'
+    )
+    before = {b.key for b in builds.cached_builds(builds.cache_root())}
+    assert main(["run", "--dry-run", "-q", str(plan_file)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-2:] == [
+        "  - builds: build made-up: configure of PostgreSQL 13 (13.16) does not know "
+        "--with-nonexistent: remove it from [build.made-up] configure (its `configure --help` "
+        "lists the options that major takes)",
+        "  - builds: build newer: configure of PostgreSQL 13 (13.16) does not know --with-ssl: "
+        "remove it from [build.newer] configure (its `configure --help` lists the options that "
+        "major takes)",
+    ]
+    assert {b.key for b in builds.cached_builds(builds.cache_root())} == before
+    fine = plan.load(plan_file).builds[2]
+    assert builds.check_configure_options(fine, builds.cache_root())
+
+
 @pytest.mark.timeout(1800)  # cold: a whole meson build on 2 cores, with other work around
 def test_meson_build_of_a_postgresql_git_tree(
     pg18_build: Pg18Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]

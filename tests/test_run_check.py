@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pgbenchlab.cli import main
-from pgbenchlab.invocation.scripts import parse_problem
+from pgbenchlab.invocation.scripts import aborted_at, command_lines, parse_problem
+from support import require_installs
 
 BROKEN = "\\set aid random(1, \nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
 FINE = "\\set aid random(1, 100000 * :scale)\nSELECT :aid;\n"
@@ -96,3 +97,69 @@ def test_only_what_pgbench_says_before_connecting_is_a_problem() -> None:
     assert parse_problem(refused + "\npgbench: error: could not create connection") == ""
     old = 'connection to database "x" failed:\ncould not connect to server: No such file'
     assert parse_problem(old) == ""
+
+
+MISSING_COLUMN = """\\set aid random(1, 100000 * :scale)
+BEGIN;
+-- the balance, then a column no pgbench table has
+SELECT abalance
+  FROM pgbench_accounts WHERE aid = :aid \\gset
+SELECT nonexistent FROM pgbench_accounts WHERE aid = :aid;
+END;
+"""
+SET_UP = """[[server]]
+name = "pg"
+install = "15"
+[dataset]
+setup_sql = "setup.sql"
+[matrix]
+clients = [1]
+workload = [{{ script = "{script}" }}]
+"""
+
+
+@pytest.mark.server
+def test_the_check_runs_each_script_once_on_a_dataset_made_as_the_plan_makes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A column no table has is refused with the script's line, the built server (not made)
+    left alone; a table the plan's setup SQL makes is there to be used."""
+    require_installs("15")
+    results = tmp_path / "results"
+    plan = plan_file(tmp_path, MISSING_COLUMN)
+    assert main(["run", str(plan), "--check", "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(
+        f"pgbenchlab: error: script {tmp_path / 'script.sql'}, line 6: ERROR: column "
+        '"nonexistent" does not exist (on a scale-1 dataset of debian-15, PostgreSQL 15.'
+    ), err
+    assert not results.exists()
+
+    (tmp_path / "setup.sql").write_text("CREATE TABLE extra (n int); INSERT INTO extra VALUES (1);")
+    (tmp_path / "script.sql").write_text("SELECT n FROM extra;\n")
+    plan.write_text(SET_UP.format(script=tmp_path / "script.sql"))
+    assert main(["run", str(plan), "--check", "--json", "--results", str(results)]) == 0
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["scripts on a dataset"]["outcome"] == "passed"
+    assert not results.exists()
+
+
+def test_a_failed_command_is_found_at_its_line_as_pgbench_counts_commands() -> None:
+    assert command_lines(MISSING_COLUMN) == [1, 2, 4, 6, 7]
+    script = (
+        "\\set a 1\n/* a comment; with a semicolon */\nSELECT ';' \\; SELECT $$x;$$;"
+        ' SELECT "a;b" FROM t;\n\\sleep \\\n  1 ms\n\n-- done\nINSERT INTO t VALUES (:a)'
+    )
+    assert command_lines(script) == [1, 3, 3, 4, 8]
+    new = (
+        "pgbench: error: client 0 script 0 aborted in command 3 query 0: ERROR:  column "
+        '"nonexistent" does not exist\nLINE 1: SELECT nonexistent FROM pgbench_accounts\n'
+    )
+    said = 'line 6: ERROR: column "nonexistent" does not exist'
+    assert aborted_at(MISSING_COLUMN, new) == said
+    old = (
+        "client 0 aborted in command 3 (SQL) of script 0; ERROR:  column "
+        '"nonexistent" does not exist\n'
+    )
+    assert aborted_at(MISSING_COLUMN, old) == said
+    assert aborted_at(MISSING_COLUMN, "pgbench: error: could not connect") is None

@@ -15,7 +15,7 @@ from pgbenchlab.redaction import redact_plan_text
 from pgbenchlab.report.render.payload import COLUMNS
 from pgbenchlab.report.views import load
 from pgbenchlab.report.views.model import RunView
-from pgbenchlab.store import MIGRATIONS, RUN_COLUMNS, SCHEMA_VERSION, Store
+from pgbenchlab.store import MIGRATIONS, RUN_COLUMNS, SCHEMA_VERSION, JoinedSets, Store
 from pgbenchlab.store.columns import COLUMN, KEY_COLUMNS, added_columns_sql
 
 PLAN = """
@@ -134,3 +134,22 @@ def test_schema_28_records_the_files_an_import_read(tmp_path: Path) -> None:
         columns = [r["name"] for r in store.db.execute("PRAGMA table_info(imported_files)")]
         assert store.imported_files(1) == ()  # campaigns run here read no file
     assert columns == ["campaign_id", "path", "sha256", "size", "role", "run_id", "note"]
+
+
+def test_schema_32_keeps_the_plans_a_campaign_replaced_to_add_test_sets(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    older_database(path, 31)
+    with Store(path) as store:
+        columns = [r["name"] for r in store.db.execute("PRAGMA table_info(plan_changes)")]
+        assert store.plan_changes(1) == ()  # a campaign run under one plan
+        campaign = store.start_campaign("c", "p.toml", "old plan", "d1", {"pgbenchlab": "0"}, {})
+        joined = JoinedSets(("b",), {"s.sql": "abc"}, {"server": ["a", "b"]})
+        store.replace_plan(campaign, "new plan", "d2", joined)
+        (change,) = store.plan_changes(campaign)
+        record = store.find_campaign("c")
+    assert columns == [
+        "campaign_id", "changed_at", "added_json", "plan_text", "plan_digest", "files_json"
+    ]  # fmt: skip
+    assert (change.added, change.plan_text, change.plan_digest) == (("b",), "old plan", "d1")
+    assert record is not None and (record.plan_text, record.plan_digest) == ("new plan", "d2")
+    assert record.files == {"s.sql": "abc"} and record.axis_orders["server"] == ("a", "b")

@@ -22,7 +22,7 @@ DEBIAN_SUITES = ("bullseye", "bookworm", "trixie", "sid")  # PostgreSQL 13, 15, 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 APT_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
-_VERSION_IN_CONFIGURE = re.compile(r"^PACKAGE_VERSION='([^']+)'", re.M)
+VERSION_IN_CONFIGURE = re.compile(r"^PACKAGE_VERSION='([^']+)'", re.M)
 _VERSION_IN_MESON = re.compile(r"version\s*:\s*'([^']+)'")
 _VERSION_IN_NAME = re.compile(r"postgresql-(\d+(?:\.\d+)*(?:devel|beta\d+|rc\d+)?)")
 
@@ -118,7 +118,7 @@ def resolve_ref(repo: Path, ref: str, host: Host = LOCAL_HOST) -> str:
 
 
 def git_version(repo: Path, commit: str, host: Host = LOCAL_HOST) -> str:
-    for name, pattern in (("configure", _VERSION_IN_CONFIGURE), ("meson.build", _VERSION_IN_MESON)):
+    for name, pattern in (("configure", VERSION_IN_CONFIGURE), ("meson.build", _VERSION_IN_MESON)):
         shown = host.run(["git", "-C", str(repo), "show", f"{commit}:{name}"], timeout=30)
         if shown.returncode == 0 and (found := pattern.search(shown.stdout)):
             return found[1]
@@ -127,7 +127,7 @@ def git_version(repo: Path, commit: str, host: Host = LOCAL_HOST) -> str:
 
 def tree_version(tree: Path) -> str:
     """PostgreSQL's version as an unpacked tree states it ("" when it does not)."""
-    for name, pattern in (("configure", _VERSION_IN_CONFIGURE), ("meson.build", _VERSION_IN_MESON)):
+    for name, pattern in (("configure", VERSION_IN_CONFIGURE), ("meson.build", _VERSION_IN_MESON)):
         path = tree / name
         if path.is_file() and (found := pattern.search(path.read_text(errors="replace"))):
             return found[1]
@@ -159,10 +159,10 @@ def tree_digest(tree: Path) -> str:
 
 def debian_tarball(package: str, root: Path, host: Host = LOCAL_HOST) -> Path:
     """The upstream tarball (`.orig.tar.*`) of a Debian source package, downloaded once."""
+    found = fetched_tarball(package, root)
+    if found is not None:
+        return found
     where = root / "sources" / "debian" / package
-    found = sorted(where.glob("*.orig.tar.*")) if where.is_dir() else []
-    if found:
-        return found[-1]
     staging = where.with_name(f".{package}.{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -177,10 +177,17 @@ def debian_tarball(package: str, root: Path, host: Host = LOCAL_HOST) -> Path:
         )
     shutil.rmtree(where, ignore_errors=True)
     staging.rename(where)
-    found = sorted(where.glob("*.orig.tar.*"))
-    if not found:
+    tarballs = sorted(where.glob("*.orig.tar.*"))
+    if not tarballs:
         raise BuildError(f"source debian:{package}: the package has no upstream tarball")
-    return found[-1]
+    return tarballs[-1]
+
+
+def fetched_tarball(package: str, root: Path) -> Path | None:
+    """The upstream tarball of a Debian source package when it was fetched before."""
+    where = root / "sources" / "debian" / package
+    found = sorted(where.glob("*.orig.tar.*")) if where.is_dir() else []
+    return found[-1] if found else None
 
 
 def apt_options(root: Path, host: Host = LOCAL_HOST) -> list[str]:

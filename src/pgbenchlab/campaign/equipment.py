@@ -22,7 +22,9 @@ from pgbenchlab.campaign.preflight import (
     check_equipment,
     completed,
     first_pass,
+    run_checks,
 )
+from pgbenchlab.campaign.script_trial import TRIAL
 from pgbenchlab.campaign.servers import Servers
 from pgbenchlab.errors import UserError
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
@@ -65,7 +67,8 @@ def checked(
     """`run --check`: every check as far as it goes with nothing built, started or changed:
     the plan's hosts reached, its prebuilt binaries fetched (the campaign needs them; a fetch
     that fails is that server's problem), its builds taken from the cache when made (those
-    not made are left, with what needs them)."""
+    not made are left, with what needs them); then its custom scripts tried on a throwaway
+    dataset (`script_trial`)."""
     first = first_pass(plan)
     with builds.using():
         made, waiting = [], {}
@@ -85,7 +88,8 @@ def checked(
         try:
             servers = Servers(plan, results_dir, installs.discover() + made + fetched, hosts)
             ready = Readiness(plan, servers=servers, waiting=waiting, unavailable=unavailable)
-            return completed(ready, first)
+            outcomes = completed(ready, first)
+            return outcomes + run_checks(ready, (TRIAL,), outcomes)
         finally:
             hosts.close()
 

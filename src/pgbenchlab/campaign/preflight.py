@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pgbenchlab import builds
 from pgbenchlab.analysis.slo import Slo
+from pgbenchlab.builds import BuildRecipe
 from pgbenchlab.campaign.checklist import (
     Check,
     CheckOutcome,
@@ -100,7 +101,15 @@ def searchable_problems(plan: Plan, slo: Slo) -> list[str]:
 
 def build_sources(ready: Readiness, found: Findings) -> None:
     for recipe in ready.plan.needed_builds:
-        found.attempt(partial(builds.check, recipe))
+        found.attempt(partial(build_source, recipe, found))
+
+
+def build_source(recipe: BuildRecipe, found: Findings) -> None:
+    """What building the recipe needs, and its configure options as its source's configure
+    lists them (left to the build when the source is not fetched yet)."""
+    builds.check(recipe)
+    if not builds.check_configure_options(recipe, builds.cache_root()):
+        found.leave(f"build {recipe.name}: its configure options (its source not fetched yet)")
 
 
 def perf(ready: Readiness, found: Findings) -> None:
@@ -258,9 +267,11 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "builds",
         "each [build.NAME] used: its compiler, build system, patch files and source (a file, "
-        "a repository and its ref, a source tree)",
+        "a repository and its ref, a source tree), and its configure options as its source's "
+        "`configure --help` lists them",
         build_sources,
-        "correct the [build.NAME] table (source, ref, compiler, patches) or install what it needs",
+        "correct the [build.NAME] table (source, ref, compiler, patches, configure) or install "
+        "what it needs",
     ),
     Check(
         "perf",

@@ -1,36 +1,40 @@
 """Resuming: a campaign of the same name and plan continues where it stopped (its complete
-runs are kept and skipped); the same name with another plan is refused, saying what changed."""
+runs are kept and skipped); a plan that only adds test sets (servers, with the builds they name
+and their scripts) continues it too, the new sets' cells run and the old runs kept, as
+pgbench-tools users add sets to the same results; the same name with any other plan is
+refused, saying what changed."""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pgbenchlab import __version__
 from pgbenchlab.analysis.capacity import SearchIdentity, rules_since
 from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.errors import StoreError
 from pgbenchlab.plan import Plan
-from pgbenchlab.store import Store
+from pgbenchlab.store import CampaignRecord, JoinedSets, Store
 from pgbenchlab.telemetry import machine_facts
 
 
 def open_campaign(
-    store: Store, plan: Plan, pgbench: PgbenchClient, *, fresh: bool
+    store: Store,
+    plan: Plan,
+    pgbench: PgbenchClient,
+    *,
+    fresh: bool,
+    note: Callable[[str], None] | None = None,
 ) -> tuple[int, set[str]]:
-    """Continue the campaign of the same name (same plan), or start a new one: its id and the
-    run keys already complete."""
+    """Continue the campaign of the same name (same plan, or one that adds test sets to it:
+    told to `note`), or start a new one: its id and the run keys already complete."""
     existing = store.find_campaign(plan.name)
     redacted = plan.stored_text
     if existing is not None and not fresh:
         if existing.plan_digest != plan.digest:
-            old_files = existing.files
-            raise StoreError(
-                f'campaign "{plan.name}" in this results database was run with a different plan '
-                f"({plan_difference(existing.plan_text, redacted, old_files, plan.files)})"
-                "; run with --fresh to start it anew (earlier results are kept) or rename the "
-                "campaign",
-            )
+            join_or_refuse(store, existing, plan, note)
         store.reopen_campaign(existing.id)
         return existing.id, store.done_run_keys(existing.id)
     versions = {"pgbenchlab": __version__, "pgbench": pgbench.version_text}
@@ -46,6 +50,61 @@ def open_campaign(
         plan.axis_orders,
     )
     return campaign_id, set()
+
+
+def join_or_refuse(
+    store: Store, existing: CampaignRecord, plan: Plan, note: Callable[[str], None] | None
+) -> None:
+    """The test sets the plan adds joined to the stored campaign (its plan replaced, the one
+    before kept in its history); StoreError saying what changed for any other change."""
+    joined = joined_sets(existing, plan)
+    if joined is None:
+        changed = plan_difference(existing.plan_text, plan.stored_text, existing.files, plan.files)
+        raise StoreError(
+            f'campaign "{plan.name}" in this results database was run with a different plan '
+            f"({changed}); run with --fresh to start it anew (earlier results are kept) or "
+            "rename the campaign",
+        )
+    store.replace_plan(existing.id, plan.stored_text, plan.digest, joined)
+    if note is not None:
+        sets = ", ".join(joined.added)
+        note(f'test set(s) {sets} join campaign "{plan.name}": their cells run, its earlier '
+             "runs are kept")  # fmt: skip
+
+
+def joined_sets(existing: CampaignRecord, plan: Plan) -> JoinedSets | None:
+    """The test sets plan adds to the stored campaign when that is all it changes (its other
+    servers, builds, tables and files as they were; new files may come with the new sets);
+    None for any other change."""
+    added = added_servers(existing.plan_text, plan.stored_text)
+    kept = all(plan.files.get(name) == digest for name, digest in existing.files.items())
+    if not added or not kept:
+        return None
+    return JoinedSets(added, plan.files, plan.axis_orders)
+
+
+def added_servers(old: str, new: str) -> tuple[str, ...]:
+    """The [[server]] tables the new plan text adds to the old one when nothing else differs
+    but the [build.NAME] tables it adds with them; () for any other difference."""
+    try:
+        before, after = tomllib.loads(old), tomllib.loads(new)
+    except tomllib.TOMLDecodeError:  # a plan stored by an older pgbenchlab
+        return ()
+    servers_before, servers_after = (
+        _named(before.pop("server", [])),
+        _named(after.pop("server", [])),
+    )
+    builds_before, builds_after = before.pop("build", {}), after.pop("build", {})
+    kept = all(servers_after.get(n) == s for n, s in servers_before.items()) and all(
+        builds_after.get(n) == b for n, b in builds_before.items()
+    )
+    if before != after or not kept:
+        return ()
+    return tuple(name for name in servers_after if name not in servers_before)
+
+
+def _named(tables: list[Any]) -> dict[str, Any]:
+    return {str(t.get("name")): t for t in tables if isinstance(t, dict)}
 
 
 def plan_difference(

@@ -75,7 +75,7 @@ def drive(
     try:
         store.acquire()
         servers.claim()
-        campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh)
+        campaign_id, done = open_campaign(store, plan, pgbench, fresh=fresh, note=reporter.note)
         outcome = Outcome(campaign_id, results_dir, skipped_done=len(done))
         tunables = tunables or KernelTunables(())
         session = Session(

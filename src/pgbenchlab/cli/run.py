@@ -90,8 +90,9 @@ def add_arguments(subparsers: Subparsers) -> None:
                 action="store_true",
                 help="verify everything the plan needs without running it: hosts reached, "
                 "installations and binaries resolved (binaries fetched), cached builds' "
-                "settings judged by their postgres, scripts parsed by pgbench; every problem "
-                "listed at once (exit 2), nothing built or started",
+                "settings judged by their postgres, scripts parsed by pgbench and run once on a "
+                "throwaway scale-1 dataset; every problem listed at once (exit 2), nothing built "
+                "and no campaign server started",
             )
         add_results_option(parser)
         parser.add_argument(

@@ -3,7 +3,9 @@ every query of it. Nothing else in pgbenchlab writes SQL for results.db.
 
 `database.Store` opens, migrates, locks and writes; `reading` answers with the frozen records
 of `records`; `columns` describes the `runs` table; `telemetry` writes the telemetry tables;
-`imports` writes an imported campaign and the files it was read from; `faults` turns the
+`imports` writes an imported campaign and the files it was read from; `side_tables` the small
+tables beside a campaign's runs (poolers, noise floors, the plans a campaign ran under before
+test sets were added); `faults` turns the
 environment's faults (full disk, lock, damage) into one-line errors; `merge` joins databases
 into a new one, every table carried.
 May import: errors, files (safe paths), redaction, plan (axis orders), results, server (its
@@ -24,7 +26,9 @@ from pgbenchlab.store.records import (
     ImportedCampaign,
     ImportedFile,
     ImportedServer,
+    JoinedSets,
     NoiseFloor,
+    PlanChange,
     ProbeRecord,
     RunDiagnosis,
     RunEvent,
@@ -53,7 +57,9 @@ __all__ = [
     "ImportedCampaign",
     "ImportedFile",
     "ImportedServer",
+    "JoinedSets",
     "NoiseFloor",
+    "PlanChange",
     "ProbeRecord",
     "RunColumn",
     "RunDiagnosis",

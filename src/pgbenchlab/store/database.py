@@ -39,7 +39,9 @@ from pgbenchlab.store.records import (
     FollowCommit,
     ImportedCampaign,
     ImportedFile,
+    JoinedSets,
     NoiseFloor,
+    PlanChange,
     ProbeRecord,
 )
 from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -237,10 +239,15 @@ class Store(Reading):
             )
         self.db.campaign_running = True
 
-    def replace_plan(self, campaign_id: int, plan_text: str, plan_digest: str) -> None:
+    def replace_plan(
+        self, campaign_id: int, plan_text: str, plan_digest: str, joined: JoinedSets | None = None
+    ) -> None:
         """The campaign goes on under a plan that differs only in how many rounds it may take
-        (a bisection step given a higher --max-rounds): its record says so from now on."""
+        (a bisection step given a higher --max-rounds) or in the test sets it adds (joined: kept
+        with the plan it replaced, `plan_changes`): its record says so from now on."""
         with self.transaction():
+            if joined is not None:
+                side_tables.write_plan_change(self.db, campaign_id, joined)
             self.db.execute(
                 "UPDATE campaigns SET plan_text = ?, plan_digest = ? WHERE id = ?",
                 (plan_text, plan_digest, campaign_id),
@@ -425,6 +432,9 @@ class Store(Reading):
 
     def follow_names(self) -> list[str]:
         return follows.follow_names(self.db)
+
+    def plan_changes(self, campaign_id: int) -> tuple[PlanChange, ...]:
+        return side_tables.read_plan_changes(self.db, campaign_id)
 
     def imported_files(self, campaign_id: int) -> tuple[ImportedFile, ...]:
         """The files an imported campaign was read from (`pgbenchlab import`)."""

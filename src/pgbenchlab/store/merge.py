@@ -70,6 +70,7 @@ TABLES: dict[str, Carry] = {
     "imported_files": Carry.ROWS,
     "server_tablespaces": Carry.FIRST,
     "server_preparations": Carry.ROWS,
+    "plan_changes": Carry.ROWS,
     "bisections": Carry.BY_NAME,
     "follow_commits": Carry.BY_NAME,
 }

@@ -121,4 +121,17 @@ LATER: dict[int, str] = {
     # 31: how each run's dataset started ([dataset] reset): reused, made again by pgbench -i,
     # or restored from its snapshot (and whether by reflink or a plain copy). NULL before.
     31: added_columns_sql(31),
+    # 32: a campaign's plan replaced by one that adds test sets (servers) to it: when, which
+    # sets, and the plan (text, digest, files) it replaced; the campaign row holds the current
+    # one. Campaigns stored before it, and those run under one plan: no rows.
+    32: """
+    CREATE TABLE plan_changes (
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+        changed_at REAL NOT NULL,
+        added_json TEXT NOT NULL,
+        plan_text TEXT NOT NULL,
+        plan_digest TEXT NOT NULL,
+        files_json TEXT NOT NULL
+    );
+    """,
 }

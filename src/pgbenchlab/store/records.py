@@ -6,7 +6,7 @@ them by key rather than listing them again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -302,3 +302,23 @@ class ImportedCampaign:
     files: tuple[ImportedFile, ...]
     started_at: float
     finished_at: float
+
+
+@dataclass(frozen=True)
+class JoinedSets:
+    """The test sets a plan adds to a campaign, and what of the new plan the campaign keeps
+    beside its text: its files' digests and its axes' orders."""
+
+    added: tuple[str, ...]
+    files: Mapping[str, str]
+    axis_orders: Mapping[str, Sequence[str]]
+
+
+@dataclass(frozen=True)
+class PlanChange:
+    """One change of a campaign's plan: when, the test sets it added, and the plan before."""
+
+    changed_at: float
+    added: tuple[str, ...]
+    plan_text: str
+    plan_digest: str

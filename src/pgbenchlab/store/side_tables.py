@@ -1,5 +1,7 @@
 """Writing and reading the small tables kept beside a campaign's runs: the pooler in front of
-each server (`poolers`) and the noise floors measured for it (`noise_floors`)."""
+each server (`poolers`), the noise floors measured for it (`noise_floors`), and the plans a
+campaign ran under before a later one added test sets to it (`plan_changes`: which sets were
+added when, and the plan each replaced; the campaign row holds the current one)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import time
 
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.server.pooler import PoolerFacts
-from pgbenchlab.store.records import NoiseFloor
+from pgbenchlab.store.backfills import axis_orders_json
+from pgbenchlab.store.records import JoinedSets, NoiseFloor, PlanChange
 
 
 def write_pooler(db: sqlite3.Connection, campaign_id: int, facts: PoolerFacts) -> None:
@@ -55,3 +58,34 @@ def read_noise_floors(db: sqlite3.Connection, campaign_id: int) -> tuple[NoiseFl
         (campaign_id,),
     ).fetchall()
     return tuple(NoiseFloor(str(m), str(k), float(s), str(v), str(e)) for m, k, s, v, e in rows)
+
+
+def write_plan_change(db: sqlite3.Connection, campaign_id: int, joined: JoinedSets) -> None:
+    """The plan the campaign ran under until now kept as its history, with the sets added;
+    the campaign's files and axis orders become the new plan's (its text: the caller's)."""
+    db.execute(
+        "INSERT INTO plan_changes (campaign_id, changed_at, added_json, plan_text, plan_digest, "
+        "files_json) SELECT id, ?, ?, plan_text, plan_digest, files_json FROM campaigns "
+        "WHERE id = ?",
+        (time.time(), json.dumps(list(joined.added)), campaign_id),
+    )
+    db.execute(
+        "UPDATE campaigns SET files_json = ?, axis_orders_json = ? WHERE id = ?",
+        (
+            json.dumps(dict(joined.files), sort_keys=True),
+            axis_orders_json(joined.axis_orders),
+            campaign_id,
+        ),
+    )
+
+
+def read_plan_changes(db: sqlite3.Connection, campaign_id: int) -> tuple[PlanChange, ...]:
+    rows = db.execute(
+        "SELECT changed_at, added_json, plan_text, plan_digest FROM plan_changes "
+        "WHERE campaign_id = ? ORDER BY changed_at",
+        (campaign_id,),
+    ).fetchall()
+    return tuple(
+        PlanChange(float(at), tuple(json.loads(added)), str(text), str(digest))
+        for at, added, text, digest in rows
+    )

@@ -79,6 +79,7 @@ def header(view: ReportView) -> list[str]:
         f"- client: {escape(c.pgbench_version or 'pgbench')}; machine: {host or '-'}",
         f"- {_when(c.started_at)} to {_when(c.finished_at)} ({escape(c.status)}); "
         f"{len(view.runs)} runs, {ok} ok, {len(view.runs) - ok} failed or aborted",
+        *(f"- test sets added {_when(at)}: {escape(', '.join(sets))}" for at, sets in c.joined),
     ]
 
 

@@ -57,6 +57,7 @@ def campaign_facts(view: ReportView) -> Facts:
         ("pgbench (the client for every run)", c.pgbench_version or "-"),
         ("baseline server for comparisons", view.baseline or "-"),
         ("pgbenchlab", c.pgbenchlab_version),
+        *(("test sets added", f"{', '.join(added)} ({when(at)})") for at, added in c.joined),
     ]
 
 

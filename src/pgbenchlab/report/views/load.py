@@ -86,6 +86,7 @@ def load_campaign(store: Store, campaign_id: int) -> CampaignView:
         description=c.description,
         axis_orders=tuple(c.axis_orders.items()),
         missing_shards=c.missing_shards,
+        joined=tuple((p.changed_at, p.added) for p in store.plan_changes(c.id)),
     )
 
 

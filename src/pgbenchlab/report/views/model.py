@@ -50,6 +50,8 @@ class CampaignView:
     # servers ("server") and server-setting values in the order the plan lists them
     axis_orders: tuple[tuple[str, tuple[str, ...]], ...] = ()
     missing_shards: tuple[str, ...] = ()  # an incomplete merge: its plan's shards it lacks
+    # test sets later plans added: (when, the servers added), oldest first
+    joined: tuple[tuple[float, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
