@@ -22,6 +22,7 @@ from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.fleet import run_origin
+from pgbenchlab.campaign.floors import between_rounds
 from pgbenchlab.campaign.hosts import run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, artifact_dir, place_authority
 from pgbenchlab.campaign.measure import Pgbench, RunAborted
@@ -129,6 +130,7 @@ class Session:
         self.telemetry = executor.telemetry(store, campaign_id, fsync_test=fsync_test)
         self.initialised: set[tuple[str, int]] = set()
         self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        self.round: int | None = None  # the round of the last run (restart = "each-round")
 
     @property
     def version(self) -> str:
@@ -172,6 +174,9 @@ class Session:
         servers: list[Server] = []  # each as soon as it is started: a failure names its log
         self.applied = ()
         try:
+            if self.plan.restart != "never" and spec.repeat != self.round:
+                between_rounds(self.servers, self.reporter, spec.repeat)
+            self.round = spec.repeat
             self.applied = tuple(self.tunables.apply(spec.sysctl).items())
             grouped = self.plan.is_group(spec.server)
             members = [

@@ -22,10 +22,10 @@ from pgbenchlab.builds.recipe import (
     split_source,
 )
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
-from pgbenchlab.plan.schema import BUILD_KEYS
+from pgbenchlab.plan.schema import BUILD_KEYS, MAX_REBUILD
 from pgbenchlab.plan.values import Context, check_name, plan_path
 
-INHERITING_KEYS = ("from", "patches")
+INHERITING_KEYS = ("from", "patches", "rebuild")
 
 
 def parse_builds(value: Any, ctx: Context, base: Path) -> dict[str, BuildRecipe]:
@@ -67,7 +67,8 @@ def _resolve(
         if extra:
             raise ctx.fail(
                 f"{key}.{extra[0]}",
-                'a build "from" another takes its source and options; it may only add patches',
+                'a build "from" another takes its source and options; it may only add patches '
+                "(and rebuild)",
             )
         if not isinstance(parent_name, str) or parent_name not in tables:
             known = ", ".join(tables) or "none"
@@ -82,6 +83,7 @@ def _resolve(
             (*parent.patches, *patches),
             based_on=parent_name,
             build_system=parent.build_system,
+            rebuild=_rebuild(item, ctx, key),
         )
     else:
         recipe = BuildRecipe(
@@ -92,6 +94,7 @@ def _resolve(
             _compiler(item.get("compiler", DEFAULT_COMPILER), ctx, f"{key}.compiler", base),
             patches,
             build_system=_build_system(item, ctx, key),
+            rebuild=_rebuild(item, ctx, key),
         )
     done[name] = recipe
     return recipe
@@ -128,6 +131,15 @@ def _build_system(item: dict[str, Any], ctx: Context, key: str) -> str:
     if value not in BUILD_SYSTEMS:
         raise ctx.fail(f"{key}.build_system", f'must be "autoconf" or "meson"; got {value!r}')
     return str(value)
+
+
+def _rebuild(item: dict[str, Any], ctx: Context, key: str) -> int:
+    value = item.get("rebuild", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REBUILD:
+        raise ctx.fail(
+            f"{key}.rebuild", f"must be a whole number from 1 to {MAX_REBUILD}; got {value!r}"
+        )
+    return value
 
 
 def _compiler(value: Any, ctx: Context, key: str, base: Path) -> str:

@@ -412,6 +412,14 @@ class Store(Reading):
         with self.transaction():
             side_tables.write_noise_floor(self.db, campaign_id, floor)
 
+    def replace_noise_floors(self, campaign_id: int, floors: Sequence[NoiseFloor]) -> None:
+        """The campaign's floors as measured now, those recorded before removed (one
+        transaction)."""
+        with self.transaction():
+            side_tables.forget_noise_floors(self.db, campaign_id)
+            for floor in floors:
+                side_tables.write_noise_floor(self.db, campaign_id, floor)
+
     def noise_floors(self, campaign_id: int) -> tuple[NoiseFloor, ...]:
         return side_tables.read_noise_floors(self.db, campaign_id)
 

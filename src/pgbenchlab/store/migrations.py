@@ -93,4 +93,7 @@ LATER: dict[int, str] = {
         PRIMARY KEY (campaign_id, server)
     );
     """,
+    # 30: the cell a noise floor was measured in (its cell id): floors are measured per cell
+    # (`restart = "each-round"`, `rebuild = N`); '' for a floor of the whole campaign.
+    30: "ALTER TABLE noise_floors ADD COLUMN cell TEXT NOT NULL DEFAULT '';\n",
 }
