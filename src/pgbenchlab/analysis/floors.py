@@ -65,7 +65,7 @@ def build_offset(
 
 
 @dataclass(frozen=True)
-class Judged:
+class FloorJudgement:
     """Which floors a change beat, and whether the build-to-build floor holds it (then it is
     no change of the patch, whatever the test said)."""
 
@@ -79,19 +79,19 @@ def judge(
     ci_low: float | None,
     ci_high: float | None,
     floors: Mapping[str, float],
-) -> Judged:
+) -> FloorJudgement:
     """A change (``changed``: its verdict says improved or regressed) against the floors
     measured for its cells (kind → relative floor)."""
     if not changed:
-        return Judged((), held=False)
+        return FloorJudgement((), held=False)
     beaten = [k for k in (RUN_FLOOR, RESTART_FLOOR) if k in floors]
     build = floors.get(BUILD_FLOOR)
     if build is None:
-        return Judged(tuple(beaten), held=False)
+        return FloorJudgement(tuple(beaten), held=False)
     low, high = (change, change) if ci_low is None or ci_high is None else (ci_low, ci_high)
     if low > build or high < -build:  # the whole interval beyond ±floor
-        return Judged((*beaten, BUILD_FLOOR), held=False)
-    return Judged(tuple(beaten), held=True)
+        return FloorJudgement((*beaten, BUILD_FLOOR), held=False)
+    return FloorJudgement(tuple(beaten), held=True)
 
 
 def held_reason(floor: float) -> str:

@@ -116,7 +116,8 @@ def valgrind(ready: Readiness, found: Findings) -> None:
 
 
 def restarts(ready: Readiness, found: Findings) -> None:
-    found.add(restart_problems(ready.plan))
+    if ready.plan.restart != "never":
+        found.add(restart_problems(ready.plan))
 
 
 def kernel_tunables(ready: Readiness, found: Findings) -> None:

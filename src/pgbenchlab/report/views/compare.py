@@ -33,7 +33,7 @@ from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.advice import likely_cause
 from pgbenchlab.report.views.build import load_view
-from pgbenchlab.report.views.floors import HELD_VERDICT, against_floors, measured
+from pgbenchlab.report.views.floors import HELD_VERDICT, against_floors, floors_of
 from pgbenchlab.report.views.metrics import (
     DEFAULT_METRICS,
     METRICS,
@@ -217,7 +217,7 @@ def cell_change(
         equivalence_reason=equivalent.text("runs per side") if equivalent else "",
         equivalence_p=_claim_p(equivalent) if equivalent else None,
     )
-    found = measured(floors, metric, (base.cell_id, cand.cell_id))
+    found = floors_of(floors, metric, (base.cell_id, cand.cell_id))
     return replace(change, measured_floors=tuple(found.items()))
 
 

@@ -20,7 +20,7 @@ CHANGED = (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED)
 HELD_VERDICT = "within the build-to-build floor"
 
 
-def measured(
+def floors_of(
     floors: Sequence[NoiseFloor], metric: str, cell_ids: Collection[str]
 ) -> dict[str, float]:
     """kind → the largest floor of that kind measured for ``metric`` in these cells."""
@@ -73,7 +73,7 @@ def against_floors(
 
 def judged_change(change: ChangeView, floors: Sequence[NoiseFloor]) -> ChangeView:
     """The report's change against its cells' floors."""
-    found = measured(floors, change.metric, (change.cell_id, change.baseline_cell_id))
+    found = floors_of(floors, change.metric, (change.cell_id, change.baseline_cell_id))
     if not found:
         return change
     interval = (change.ci_low, change.ci_high)
