@@ -17,6 +17,7 @@ from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.rounds import Values, by_metric
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.plan import Plan, RunSpec
+from pgbenchlab.plan.schema import PROFILED_EXTRA
 from pgbenchlab.store import BUILD_FLOOR, RESTART_FLOOR, RUN_FLOOR, NoiseFloor, Store
 from pgbenchlab.store.metrics import DEFAULT_METRICS, metrics
 
@@ -48,7 +49,9 @@ def record_floors(store: Store, campaign_id: int, plan: Plan) -> None:
     if not plan.measures_floors:
         return
     wanted = metrics(tuple(dict.fromkeys((*DEFAULT_METRICS, *plan.verdicts.decide))))
-    values = store.run_values(campaign_id, wanted)
+    extra = {(s.cell_id, s.repeat) for s in plan.specs if s.options.profile == PROFILED_EXTRA}
+    stored = store.run_values(campaign_id, wanted)  # less the profiled extra repeats
+    values = [v for v in stored if (v.cell_id, v.repeat) not in extra]
     known = by_metric(values, [m.name for m in wanted])
     store.replace_noise_floors(campaign_id, cell_floors(plan, known))
 

@@ -47,38 +47,47 @@ def expand_rebuilds(
     if not rebuilt:
         return builds, servers, axes
     recipes = dict(builds)
-    for name, recipe in rebuilt.items():
-        for copy in range(1, recipe.rebuild + 1):
-            copied = copy_name(name, copy)
-            recipes[copied] = replace(recipe, name=copied, rebuild=1, layout=copy)
+    for name, made in rebuilt.items():
+        for copy in range(1, made.rebuild + 1):
+            recipes[copy_name(name, copy)] = replace(
+                made, name=copy_name(name, copy), rebuild=1, layout=copy
+            )
     found: list[ServerPlan] = []
     found_axes: Axes = {}
     for server in servers:
-        recipe = rebuilt.get((server.install or "").removeprefix(BUILD_PREFIX))
-        if recipe is None or not (server.install or "").startswith(BUILD_PREFIX):
-            found.append(server)
-            found_axes[server.name] = axes[server.name]
-            continue
-        if server.data_dir is not None:
-            raise ctx.fail(
-                "server",
-                f"server {server.name}: build {recipe.name} is rebuilt {recipe.rebuild} times "
-                "and each copy needs a data directory of its own: remove data_dir",
-            )
-        for copy in range(1, recipe.rebuild + 1):
-            about = f"copy {copy} of {recipe.rebuild} of build {recipe.name} (rebuild)"
-            copied = replace(
-                server,
-                name=copy_name(server.name, copy),
-                install=BUILD_PREFIX + copy_name(recipe.name, copy),
-                copy_of=server.name,
-                description=f"{server.description}; {about}" if server.description else about,
-            )
-            found.append(copied)
-            found_axes[copied.name] = axes[server.name]
+        install = server.install or ""
+        recipe = rebuilt.get(install.removeprefix(BUILD_PREFIX))
+        copies = [server]
+        if recipe is not None and install.startswith(BUILD_PREFIX):
+            copies = server_copies(server, recipe, ctx)
+        found += copies
+        found_axes |= {c.name: axes[server.name] for c in copies}
     names = [s.name for s in found]
     if twice := next((n for n in names if names.count(n) > 1), None):
         raise ctx.fail(
             "server", f'server name "{twice}" is used twice (a rebuild copy is named so)'
         )
     return recipes, found, found_axes
+
+
+def server_copies(server: ServerPlan, recipe: BuildRecipe, ctx: Context) -> list[ServerPlan]:
+    """One server per copy of its rebuilt build, each on its own data directory."""
+    if server.data_dir is not None:
+        raise ctx.fail(
+            "server",
+            f"server {server.name}: build {recipe.name} is rebuilt {recipe.rebuild} times "
+            "and each copy needs a data directory of its own: remove data_dir",
+        )
+    copies = []
+    for copy in range(1, recipe.rebuild + 1):
+        about = f"copy {copy} of {recipe.rebuild} of build {recipe.name} (rebuild)"
+        copies.append(
+            replace(
+                server,
+                name=copy_name(server.name, copy),
+                install=BUILD_PREFIX + copy_name(recipe.name, copy),
+                copy_of=server.name,
+                description=f"{server.description}; {about}" if server.description else about,
+            )
+        )
+    return copies

@@ -74,9 +74,9 @@ def _floors(view: ReportView, metrics: tuple[str, ...]) -> list[NoiseFloor]:
     found = []
     for metric in metrics:
         spreads = [
-            found
+            value
             for cell in view.cells
-            if (found := spread(run_values(cell, runs, metric))) is not None
+            if (value := spread(run_values(cell, runs, metric))) is not None
         ]
         if spreads:
             floor = statistics.median(spreads)
