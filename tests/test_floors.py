@@ -7,6 +7,7 @@ campaign records per cell from its stored runs, and how `compare` and the text r
 from __future__ import annotations
 
 import math
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views.build import load_view
-from pgbenchlab.store import NoiseFloor, Store
+from pgbenchlab.store import MIGRATIONS, NoiseFloor, Store
 
 # -- estimators --------------------------------------------------------------------------------
 
@@ -187,6 +188,24 @@ def test_each_cell_records_its_spread_and_each_copy_the_offset_between_the_copie
     assert len(found) == len(first) + 4  # a spread per cell, the offset on each copy's 2 cells
 
 
+def test_floors_stored_before_their_cells_were_are_the_whole_campaigns(tmp_path: Path) -> None:
+    """Migration 30: a floor stored by version 29 reads back with no cell."""
+    path = tmp_path / "results.db"
+    db = sqlite3.connect(path)
+    db.executescript("".join(MIGRATIONS[v] for v in range(1, 30)))
+    db.execute("PRAGMA user_version = 29")
+    db.execute(
+        "INSERT INTO campaigns (name, plan_path, plan_text, plan_digest, started_at, "
+        "pgbenchlab_version) VALUES ('c', 'p.toml', '', 'd', 0, '0')"
+    )
+    db.execute("INSERT INTO noise_floors VALUES (1, 'pg18', 'tps', 'build to build', 0.01, 'x')")
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 30
+        assert store.noise_floors(1) == (NoiseFloor("tps", BUILD_FLOOR, 0.01, "pg18", "x", ""),)
+
+
 def test_floors_are_replaced_with_their_cells(tmp_path: Path) -> None:
     db = write_synthetic(tmp_path, SyntheticPlan(workloads=("select-only",), clients=(1,)))
     with Store(db) as store:
@@ -250,3 +269,9 @@ def test_a_change_within_the_build_floor_is_never_called_a_change(
     assert "noise floors: beat run to run 6.0%; within build to build 50.0%" in flat
     assert "TPS: build to build 50.0% (two builds)" in flat
     assert "restart to restart: not measured" in flat
+    html = tmp_path / "report.html"
+    assert main(["report", *argv, "-o", str(html)]) == 0
+    page = html.read_text()
+    assert '<h3 id="floors">Noise floors</h3>' in page
+    assert "Verdicts against the noise floors (against pg15)" in page
+    assert "within the build-to-build floor" in page and "beat run to run 6.0%" in page
