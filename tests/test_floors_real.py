@@ -57,7 +57,7 @@ def test_a_restarted_campaign_stores_the_restart_floor_of_its_cell(
     assert outcome.failed == 0 and outcome.ran == 2
     notes = [text for kind, text in reporter.events if kind == "note"]
     for round_ in (1, 2):
-        assert f"round {round_}: servers restarted, page cache dropped" in notes
+        assert f"round {round_}: page cache dropped, servers started afresh" in notes
     with Store(results_dir / RESULTS_DB) as store:
         floors = store.noise_floors(outcome.campaign_id)
         runs = store.run_records(outcome.campaign_id)
@@ -130,6 +130,7 @@ def test_two_builds_of_one_source_are_laid_out_apart_and_give_the_build_floor(
     for copy in ("base.build1", "base.build2"):
         assert (RUN_FLOOR, cells[copy], "tps") in by_kind
         build = by_kind[(BUILD_FLOOR, cells[copy], "tps")]
+        print(f"{copy}: TPS build-to-build floor {build.spread:.1%} ({build.evidence})")
         assert build.server == "base" and build.evidence.startswith(
             "base.build2 against base.build1"
         )

@@ -41,7 +41,7 @@ def between_rounds(servers: ServerPool, reporter: Reporter, round_: int) -> None
         reporter.note(problem)
     os.sync()
     DROP_CACHES.write_text("1\n")
-    reporter.note(f"round {round_}: servers restarted, page cache dropped")
+    reporter.note(f"round {round_}: page cache dropped, servers started afresh")
 
 
 def record_floors(store: Store, campaign_id: int, plan: Plan) -> None:
