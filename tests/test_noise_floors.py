@@ -26,7 +26,7 @@ def test_a_database_of_the_previous_version_gets_an_empty_floor_table(tmp_path: 
         campaign = store.start_campaign("c", "p.toml", "", "d", {"pgbenchlab": "0"}, {})
         assert store.noise_floors(campaign) == ()
         floor = NoiseFloor("tps", BUILD_FLOOR, 0.013, "pg18", "two builds, 10 rounds")
-        store.record_noise_floor(campaign, floor)
+        store.replace_noise_floors(campaign, [floor])
         assert store.noise_floors(campaign) == (floor,)
 
 
@@ -46,8 +46,13 @@ def test_a_margin_below_the_build_floor_is_refused(
     assert "no build-to-build floor was measured for TPS; the margin is not checked" in out
     with Store(db) as store:
         campaign = store.campaign_id(None)
-        store.record_noise_floor(campaign, NoiseFloor("tps", BUILD_FLOOR, 0.013, "pg18"))
-        store.record_noise_floor(campaign, NoiseFloor("p99", BUILD_FLOOR, 0.05, "pg18"))
+        store.replace_noise_floors(
+            campaign,
+            [
+                NoiseFloor("tps", BUILD_FLOOR, 0.013, "pg18"),
+                NoiseFloor("p99", BUILD_FLOOR, 0.05, "pg18"),
+            ],
+        )
     code, out = compare(tmp_path, capsys, "--equivalence", "1%")
     assert code == 2 and out.count("\n") == 1
     assert (

@@ -34,6 +34,7 @@ from pgbenchlab.builds.recipe import (
     PatchFile,
     SourceIdentity,
     cache_key,
+    layout_cflags,
     version_flags,
     with_cflags,
 )
@@ -83,7 +84,7 @@ def identified(
     source = sources.identify(recipe, root, host)
     key = cache_key(
         source, patches, recipe.configure, compiler, recipe.build_system,
-        profiling=recipe.profiling,
+        profiling=recipe.profiling, layout=recipe.layout,
     )  # fmt: skip
     return compiler, patches, source, key
 
@@ -231,6 +232,8 @@ def build(
         options, reasons = version_flags(version, recipe.configure)
         if recipe.profiling:
             options = with_cflags(options, PROFILING_CFLAGS)
+        if layout_cflags(recipe.layout):
+            options = with_cflags(options, layout_cflags(recipe.layout))
         staging, jobs = work / "dest", host.cpu_count() or 2
         if incremental:
             with kept_tree(root, source, options, compiler, progress, host) as kept:

@@ -61,6 +61,8 @@ class BuildRecipe:
     # A prefix of a series (`prefixes = true`): only the first N of the patches (a file holding
     # several counts each); None: every patch.
     patch_limit: int | None = None
+    rebuild: int = 1  # the plan's `rebuild = N`: built N times, each copy laid out differently
+    layout: int = 0  # which copy this is (`layout_cflags`); 0 or 1: laid out as it comes
 
     @property
     def kind(self) -> str:
@@ -128,6 +130,7 @@ def cache_key(
     build_system: str = DEFAULT_BUILD_SYSTEM,
     *,
     profiling: bool = False,
+    layout: int = 0,
 ) -> str:
     """The build's address in the cache: everything that changes what is built, and nothing
     else (a patch's or the source's path does not count, their contents do)."""
@@ -142,6 +145,8 @@ def cache_key(
         identity["profiling"] = list(PROFILING_CFLAGS)
     if build_system != DEFAULT_BUILD_SYSTEM:  # autoconf keys stay those cached before meson
         identity["build_system"] = build_system
+    if layout_cflags(layout):  # the first copy of a rebuild is the plain build, cached once
+        identity["layout"] = list(layout_cflags(layout))
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -180,6 +185,15 @@ VERSION_RECIPES = (
 DEFAULT_CFLAGS = "-O2"
 # Whole stacks and named functions in CPU profiles (recorded in provenance, part of the key).
 PROFILING_CFLAGS = ("-fno-omit-frame-pointer", "-g")
+
+
+def layout_cflags(layout: int) -> tuple[str, ...]:
+    """The flags of copy ``layout`` of a rebuilt build (`rebuild = N`). Copy 1 is the build as
+    it comes (its cache entry is the plain build's); copy k aligns every function to 8·2^k
+    bytes (32, 64, 128) instead of the compiler's 16: each function starts at another address,
+    so the hot code falls on other cache lines and pages, while the instructions executed stay
+    the same (the padding lies between functions)."""
+    return (f"-falign-functions={8 << layout}",) if layout > 1 else ()
 
 
 def version_key(version: str) -> tuple[int, int]:

@@ -5,6 +5,7 @@ Owns the orchestration (`runner`), the server pool (`servers`), which pgbench ru
 (`resume`), `clean` (`clean`), stop signals (`signals`), running pgbench (`measure`) through
 the executor seam (`executor`), what it tells a display (`events`), the pure assembly of a
 run's result (`assemble`), with repeats = "auto" which cells the next round runs (`rounds`),
+the restarts between rounds and the noise floors recorded when the campaign ends (`floors`),
 the capacity search executed probe by probe (`capacity`), and where a run was made and
 the results of a plan's shards joined (`fleet`), and what is refused before anything starts
 (`preflight`: one ordered list of checks, every problem reported at once; `run --dry-run`

@@ -28,6 +28,7 @@ from pgbenchlab.campaign.checklist import (
     run_checks,
 )
 from pgbenchlab.campaign.counting import check_valgrind
+from pgbenchlab.campaign.floors import restart_problems
 from pgbenchlab.campaign.hosts import used_hosts
 from pgbenchlab.campaign.pinning import check_cpu_list, check_numa, cpu_lists, numa_places
 from pgbenchlab.campaign.servers import (
@@ -124,6 +125,11 @@ def valgrind(ready: Readiness, found: Findings) -> None:
             found.leave(f"server {server.name}: valgrind on host {server.host}")
         else:
             found.attempt(partial(check_valgrind, host), f"server {server.name}")
+
+
+def restarts(ready: Readiness, found: Findings) -> None:
+    if ready.plan.restart != "never":
+        found.add(restart_problems(ready.plan))
 
 
 def kernel_tunables(ready: Readiness, found: Findings) -> None:
@@ -291,6 +297,12 @@ CHECKS: tuple[Check, ...] = (
         "[matrix.sysctl]: pgbenchlab runs as root, and each tunable exists here",
         kernel_tunables,
         "run as root, and name tunables this kernel has (or remove [matrix.sysctl])",
+    ),
+    Check(
+        "restarts",
+        'restart = "each-round": pgbenchlab runs as root (it drops the page cache)',
+        restarts,
+        "run as root, or remove restart from [campaign]",
     ),
     Check(
         "data directories apart",

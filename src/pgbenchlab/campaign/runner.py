@@ -15,6 +15,7 @@ from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.equipment import prepared
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
+from pgbenchlab.campaign.floors import record_floors
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.session import Outcome, Session, drive
 from pgbenchlab.plan import AutoRepeats, Plan
@@ -65,6 +66,7 @@ def conduct(
         session.run(todo, outcome)
         if plan.auto is not None:
             add_rounds(session, plan.auto, outcome, rounds.Budget(started, budget_s))
+        record_floors(session.store, session.campaign_id, plan)
 
     return drive(
         plan, results_dir, reporter, pgbench, servers, executor, run_todo, fresh=fresh,

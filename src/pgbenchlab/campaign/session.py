@@ -24,6 +24,7 @@ from pgbenchlab.campaign.client import PgbenchClient
 from pgbenchlab.campaign.events import Reporter
 from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.fleet import run_origin
+from pgbenchlab.campaign.floors import between_rounds
 from pgbenchlab.campaign.hosts import run_hosts
 from pgbenchlab.campaign.layout import RESULTS_DB, artifact_dir, place_authority
 from pgbenchlab.campaign.measure import Pgbench, RunAborted
@@ -31,8 +32,7 @@ from pgbenchlab.campaign.measured_run import Member, measured_run
 from pgbenchlab.campaign.resume import open_campaign
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.errors import PgbenchParseError, StoreError, UserError
-from pgbenchlab.plan import Plan, RunSpec
-from pgbenchlab.plan.dataset import INIT, SNAPSHOT
+from pgbenchlab.plan import INIT, SNAPSHOT, Plan, RunSpec
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
 from pgbenchlab.server import Endpoint, ManagedServer, Server, snapshot
 from pgbenchlab.stopsignals import StopSignals
@@ -134,6 +134,7 @@ class Session:
         self.initialised: set[tuple[str, int]] = set()
         self.unprepared: set[str] = set()  # started since, their one-off preparation to run
         self.recorded_variants: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        self.round: int | None = None  # the round of the last run (restart = "each-round")
 
     @property
     def version(self) -> str:
@@ -183,6 +184,9 @@ class Session:
         self.applied = ()
         self.resets = []
         try:
+            if self.plan.restart != "never" and spec.repeat != self.round:
+                between_rounds(self.servers, self.reporter, spec.repeat)
+            self.round = spec.repeat
             self.applied = tuple(self.tunables.apply(spec.sysctl).items())
             grouped = self.plan.is_group(spec.server)
             members = [

@@ -24,7 +24,7 @@ and psycopg's connection-string parser, never the runner, the store or the repor
 """
 
 from pgbenchlab.plan.auto import AutoRepeats, Verdicts, stored_verdicts
-from pgbenchlab.plan.dataset import DatasetOptions
+from pgbenchlab.plan.dataset import INIT, SNAPSHOT, DatasetOptions
 from pgbenchlab.plan.parsing import load, parse
 from pgbenchlab.plan.pooler import POOLER
 from pgbenchlab.plan.records import (
@@ -46,8 +46,10 @@ from pgbenchlab.plan.values import plan_path, planned_axis_orders, setting_text
 
 __all__ = [
     "DEFAULT_MAX_TRIES",
+    "INIT",
     "MAX_RUNS",
     "POOLER",
+    "SNAPSHOT",
     "AutoRepeats",
     "DatasetOptions",
     "GroupPlan",

@@ -27,10 +27,10 @@ from pgbenchlab.builds.recipe import (
 )
 from pgbenchlab.errors import BuildError
 from pgbenchlab.installs import BINARIES_PREFIX, BUILD_PREFIX
-from pgbenchlab.plan.schema import BUILD_KEYS
+from pgbenchlab.plan.schema import BUILD_KEYS, MAX_REBUILD
 from pgbenchlab.plan.values import Context, check_name, plan_path
 
-INHERITING_KEYS = ("from", "patches", "series", "prefixes")
+INHERITING_KEYS = ("from", "patches", "series", "prefixes", "rebuild")
 
 
 def parse_builds(value: Any, ctx: Context, base: Path) -> dict[str, BuildRecipe]:
@@ -73,7 +73,8 @@ def _resolve(
         if extra:
             raise ctx.fail(
                 f"{key}.{extra[0]}",
-                'a build "from" another takes its source and options; it may only add patches',
+                'a build "from" another takes its source and options; it may only add patches '
+                "(and rebuild)",
             )
         if not isinstance(parent_name, str) or parent_name not in tables:
             known = ", ".join(tables) or "none"
@@ -88,6 +89,7 @@ def _resolve(
             (*parent.patches, *patches),
             based_on=parent_name,
             build_system=parent.build_system,
+            rebuild=_rebuild(item, ctx, key),
         )
     else:
         recipe = BuildRecipe(
@@ -98,6 +100,7 @@ def _resolve(
             _compiler(item.get("compiler", DEFAULT_COMPILER), ctx, f"{key}.compiler", base),
             patches,
             build_system=_build_system(item, ctx, key),
+            rebuild=_rebuild(item, ctx, key),
         )
     wanted = item.get("prefixes", False)
     done.update(_prefixes(recipe, len(patches), wanted, tables, ctx, f"{key}.prefixes"))
@@ -165,6 +168,15 @@ def _build_system(item: dict[str, Any], ctx: Context, key: str) -> str:
     if value not in BUILD_SYSTEMS:
         raise ctx.fail(f"{key}.build_system", f'must be "autoconf" or "meson"; got {value!r}')
     return str(value)
+
+
+def _rebuild(item: dict[str, Any], ctx: Context, key: str) -> int:
+    value = item.get("rebuild", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REBUILD:
+        raise ctx.fail(
+            f"{key}.rebuild", f"must be a whole number from 1 to {MAX_REBUILD}; got {value!r}"
+        )
+    return value
 
 
 def _compiler(value: Any, ctx: Context, key: str, base: Path) -> str:

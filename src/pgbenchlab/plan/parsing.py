@@ -23,6 +23,7 @@ from pgbenchlab.plan.hosts import (
 )
 from pgbenchlab.plan.matrix import check_size, count_cells, expand_cells, order_runs
 from pgbenchlab.plan.pooler import check_pooled, parse_pooler
+from pgbenchlab.plan.rebuilds import check_restarts, expand_rebuilds
 from pgbenchlab.plan.records import Plan, RunSpec
 from pgbenchlab.plan.reset import check_reset
 from pgbenchlab.plan.schema import (
@@ -31,6 +32,7 @@ from pgbenchlab.plan.schema import (
     OPTION_KEYS,
     ORDERS,
     PGBENCH_KEYS,
+    RESTART_MODES,
     TOP_KEYS,
 )
 from pgbenchlab.plan.servers import parse_servers, with_tablespaces
@@ -126,6 +128,9 @@ def parse(
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
     servers = with_tablespaces(dataset, servers, ctx)
+    builds, servers, server_axes = expand_rebuilds(builds, servers, server_axes, ctx)
+    restart = choice(campaign.get("restart", "never"), RESTART_MODES, ctx, "campaign.restart")
+    check_restarts(restart, servers, ctx)
     groups, group_axes = parse_groups(data.get("server_group"), ctx, servers, server_axes)
     hosts = parse_hosts(data.get("host"), ctx, base)
     pgbench_hosts = check_host_names(hosts, servers, pgbench, ctx)
@@ -168,6 +173,7 @@ def parse(
         dataset=dataset,
         verdicts=parse_verdicts(campaign, ctx),
         pooler=pooler,
+        restart=restart,
     )
 
 

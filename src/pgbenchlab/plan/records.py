@@ -82,6 +82,7 @@ class ServerPlan:
     host: str | None = None  # the [[host]] it runs on; None: this machine
     description: str = ""  # what this server is (a tuning test set: what changed), reported
     prepare: PreparePlan | None = None  # the one-off preparation after each start
+    copy_of: str = ""  # a copy of a rebuilt build (`rebuild = N`): the [[server]] it copies
 
     @property
     def managed(self) -> bool:
@@ -291,6 +292,14 @@ class Plan:
     verdicts: Verdicts = field(default_factory=Verdicts)
     # [pooler]: the managed PgBouncer of connection = "pgbouncer"
     pooler: PoolerPlan = field(default_factory=PoolerPlan)
+    # [campaign] restart: "each-round" restarts the managed servers and drops the page cache
+    # before every round of repeats
+    restart: str = "never"
+
+    @property
+    def measures_floors(self) -> bool:
+        """Whether the campaign records noise floors: restarts between rounds, or rebuilds."""
+        return self.restart != "never" or any(s.copy_of for s in self.servers)
 
     @property
     def counts_generator_cpus(self) -> bool:

@@ -54,7 +54,11 @@ CAMPAIGN_KEYS = (
     "seed",
     "description",
     "quick",
+    "restart",
 )
+# Between rounds of repeats: nothing, or every managed server restarted and the page cache
+# dropped (the restart-to-restart noise floor).
+RESTART_MODES = ("never", "each-round")
 OPTION_KEYS = (
     "duration",
     "transactions",
@@ -120,8 +124,10 @@ WORKLOAD_KEYS = (
 PGBENCH_KEYS = ("install", "cpus", "numa", "hosts", "profile", "keep_logs")
 BUILD_KEYS = (
     "source", "ref", "configure", "compiler", "build_system", "patches", "series", "prefixes",
-    "from",
+    "from", "rebuild",
 )  # fmt: skip
+# rebuild = N: at most this many builds of the same source, each laid out differently.
+MAX_REBUILD = 4
 MATRIX_KEYS = (*AXIS_KEYS, "setting", "sysctl", "sysfs")
 
 # A kernel tunable's name as sysctl writes it: vm.dirty_bytes, net.ipv4.tcp_fin_timeout, ...

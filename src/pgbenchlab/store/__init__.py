@@ -18,6 +18,8 @@ from pgbenchlab.store.columns import RUN_COLUMNS, RunColumn, run_as_dict
 from pgbenchlab.store.database import Store
 from pgbenchlab.store.records import (
     BUILD_FLOOR,
+    RESTART_FLOOR,
+    RUN_FLOOR,
     BisectionRecord,
     CampaignRecord,
     CampaignSummary,
@@ -47,7 +49,9 @@ __all__ = [
     "BACKFILLS",
     "BUILD_FLOOR",
     "MIGRATIONS",
+    "RESTART_FLOOR",
     "RUN_COLUMNS",
+    "RUN_FLOOR",
     "SCHEMA_VERSION",
     "BisectionRecord",
     "CampaignRecord",

@@ -415,9 +415,11 @@ class Store(Reading):
         with self.transaction():
             bisections.write_bisection(self.db, record)
 
-    def record_noise_floor(self, campaign_id: int, floor: NoiseFloor) -> None:
-        with self.transaction():
-            side_tables.write_noise_floor(self.db, campaign_id, floor)
+    def replace_noise_floors(self, campaign_id: int, floors: Sequence[NoiseFloor]) -> None:
+        with self.transaction():  # those recorded before go: the campaign's floors as of now
+            side_tables.forget_noise_floors(self.db, campaign_id)
+            for floor in floors:
+                side_tables.write_noise_floor(self.db, campaign_id, floor)
 
     def noise_floors(self, campaign_id: int) -> tuple[NoiseFloor, ...]:
         return side_tables.read_noise_floors(self.db, campaign_id)

@@ -134,4 +134,7 @@ LATER: dict[int, str] = {
         files_json TEXT NOT NULL
     );
     """,
+    # 33: the cell a noise floor was measured in (its cell id): floors are measured per cell
+    # (`restart = "each-round"`, `rebuild = N`); '' for a floor of the whole campaign.
+    33: "ALTER TABLE noise_floors ADD COLUMN cell TEXT NOT NULL DEFAULT '';\n",
 }

@@ -13,6 +13,9 @@ from typing import Any
 
 from pgbenchlab import files
 from pgbenchlab.analysis.diagnosis import Bottleneck
+from pgbenchlab.analysis.floors import BUILD_FLOOR as BUILD_FLOOR
+from pgbenchlab.analysis.floors import RESTART_FLOOR as RESTART_FLOOR
+from pgbenchlab.analysis.floors import RUN_FLOOR as RUN_FLOOR
 from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.records.cell import RunCell
 from pgbenchlab.results import CampaignStatus, RunResult, RunStatus
@@ -215,13 +218,11 @@ class NoiseFloor:
     CV), ``evidence`` how it was measured."""
 
     metric: str
-    kind: str  # "run to run" | "restart to restart" | "build to build"
+    kind: str  # RUN_FLOOR | RESTART_FLOOR | BUILD_FLOOR
     spread: float
     server: str = ""  # the server it was measured on ("" for the campaign's median)
     evidence: str = ""
-
-
-BUILD_FLOOR = "build to build"
+    cell: str = ""  # the cell id it was measured in ("" for the whole campaign)
 
 
 @dataclass(frozen=True)

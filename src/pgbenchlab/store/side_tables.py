@@ -46,18 +46,29 @@ def read_poolers(db: sqlite3.Connection, campaign_id: int) -> dict[str, PoolerFa
 
 def write_noise_floor(db: sqlite3.Connection, campaign_id: int, floor: NoiseFloor) -> None:
     db.execute(
-        "INSERT INTO noise_floors VALUES (?,?,?,?,?,?)",
-        (campaign_id, floor.server, floor.metric, floor.kind, floor.spread, floor.evidence),
-    )
+        "INSERT INTO noise_floors (campaign_id, server, metric, kind, spread, evidence, cell) "
+        "VALUES (?,?,?,?,?,?,?)",
+        (
+            campaign_id, floor.server, floor.metric, floor.kind, floor.spread, floor.evidence,
+            floor.cell,
+        ),
+    )  # fmt: skip
+
+
+def forget_noise_floors(db: sqlite3.Connection, campaign_id: int) -> None:
+    """The campaign's floors removed, to be measured anew (a resumed campaign has more runs)."""
+    db.execute("DELETE FROM noise_floors WHERE campaign_id = ?", (campaign_id,))
 
 
 def read_noise_floors(db: sqlite3.Connection, campaign_id: int) -> tuple[NoiseFloor, ...]:
     rows = db.execute(
-        "SELECT metric, kind, spread, server, evidence FROM noise_floors "
-        "WHERE campaign_id = ? ORDER BY metric, kind, server",
+        "SELECT metric, kind, spread, server, evidence, cell FROM noise_floors "
+        "WHERE campaign_id = ? ORDER BY metric, kind, server, cell",
         (campaign_id,),
     ).fetchall()
-    return tuple(NoiseFloor(str(m), str(k), float(s), str(v), str(e)) for m, k, s, v, e in rows)
+    return tuple(
+        NoiseFloor(str(m), str(k), float(s), str(v), str(e), str(c)) for m, k, s, v, e, c in rows
+    )
 
 
 def write_plan_change(db: sqlite3.Connection, campaign_id: int, joined: JoinedSets) -> None:

@@ -139,7 +139,7 @@ def _change(c: CellChange) -> list[str]:
         if c.ci_low is not None and c.ci_high is not None
         else "no interval"
     )
-    verdict = c.verdict.replace("_", " ")
+    verdict = c.verdict_text
     text = f"{label(c.metric)}: {c.relative_change:+.1%} ({interval}, n={c.baseline_n}/"
     text += f"{c.candidate_n}) {verdict}"
     if c.adjusted_away:
@@ -149,6 +149,8 @@ def _change(c: CellChange) -> list[str]:
     elif c.repeats_needed:
         text += f", about {c.repeats_needed} runs per side would decide it"
     lines = wrap(text, INDENT * 3, INDENT * 4)
+    if c.floors:
+        lines += wrap(f"noise floors: {c.floors}", INDENT * 4, INDENT * 4)
     if c.equivalence is not None:
         lines += wrap(c.equivalence_reason, INDENT * 4, INDENT * 4)
     return lines
@@ -158,7 +160,12 @@ def _floors(mail: MailView) -> list[str]:
     lines = ["Noise floors"]
     for floor in mail.floors:
         lines += wrap(floor_line(floor), INDENT, INDENT * 3)
-    kinds = {f.kind for f in mail.floors}
+    for cell in dict.fromkeys(r.cell for r in mail.cell_floors):
+        lines += wrap(cell, INDENT, INDENT * 3)
+        for r in (r for r in mail.cell_floors if r.cell == cell):
+            text = f"{r.metric}: {r.kind} {r.spread:.1%} ({r.evidence})"
+            lines += wrap(text, INDENT * 2, INDENT * 4)
+    kinds = {f.kind for f in mail.floors} | {r.kind for r in mail.cell_floors}
     if "run to run" not in kinds:
         lines += wrap("run to run: not measured (fewer than 2 repeats per cell)", INDENT)
     missing = [k for k in ("restart to restart", "build to build") if k not in kinds]

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from pgbenchlab.analysis.comparison import DEFAULT_THRESHOLD
 from pgbenchlab.durations import duration_text
 from pgbenchlab.report.render.chart_data import cell_link, run_link
-from pgbenchlab.report.render.tables import change_tables, connection_cost_tables, key_tables
+from pgbenchlab.report.render.tables import (
+    change_tables,
+    connection_cost_tables,
+    floor_tables,
+    key_tables,
+)
 from pgbenchlab.report.views.answer import warning_anchor
 from pgbenchlab.report.views.model import Advice, ReportView, ServerView
 from pgbenchlab.report.views.scalability import scalability_table
@@ -206,7 +211,7 @@ def summary_tables(view: ReportView) -> list[Table]:
     for extra in (spread_table(view), scalability_table(view)):
         if extra is not None:
             tables.append(extra)
-    return tables + connection_cost_tables(view)
+    return tables + connection_cost_tables(view) + floor_tables(view)
 
 
 @dataclass(frozen=True)

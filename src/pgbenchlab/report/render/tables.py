@@ -14,8 +14,10 @@ from pgbenchlab.analysis.stats import DEFAULT_CV_LIMIT
 from pgbenchlab.report.render.charts import VERDICT_MARKS
 from pgbenchlab.report.views.answer import CHANGE_TABLES
 from pgbenchlab.report.views.connection_cost import CostGroup, cost_groups
-from pgbenchlab.report.views.labels import panel_label
+from pgbenchlab.report.views.floors import HELD_VERDICT, floor_rows
+from pgbenchlab.report.views.labels import cell_title, panel_label
 from pgbenchlab.report.views.mail import Equivalences, equivalences
+from pgbenchlab.report.views.metrics import label
 from pgbenchlab.report.views.model import CellView, ChangeView, ReportView
 from pgbenchlab.report.views.text import Table, fmt_ms, fmt_tps
 
@@ -181,3 +183,38 @@ def _interval(cost: ConnectionCost) -> str:
 
 def _runs(cost: ConnectionCost) -> str:
     return f"{cost.runs[0]} / {cost.runs[1]}"
+
+
+FLOOR_NOTE = (
+    "How much each metric moved between identical members of the cell: run to run and restart "
+    "to restart, the spread of its runs across rounds, exp(sd of ln) − 1; build to build, the "
+    "offset between two builds of the same source laid out differently. A verdict beat a "
+    "floor when its interval lies beyond it; a change within the build-to-build floor is said "
+    "within noise."
+)
+
+
+def floor_tables(view: ReportView) -> list[Table]:
+    """The noise floors measured per cell, and which of them each change's verdict beat."""
+    rows = tuple(
+        (r.cell, r.metric, r.kind, f"{r.spread:.1%}", r.evidence) for r in floor_rows(view)
+    )
+    if not rows:
+        return []
+    header = ("cell", "metric", "floor", "measured", "how")
+    tables = [Table("Noise floors", header, rows, FLOOR_NOTE, anchor="floors")]
+    cells = {c.cell_id: c for c in view.cells}
+    judged = tuple(
+        (
+            cell_title(cells[ch.cell_id], view.axes), label(ch.metric),
+            f"{ch.relative_change:+.1%}",
+            HELD_VERDICT if ch.held else ch.verdict.replace("_", " "), ch.floors,
+        )
+        for ch in view.changes
+        if ch.floors
+    )  # fmt: skip
+    if judged:
+        header = ("cell", "metric", "change", "verdict", "noise floors")
+        title = f"Verdicts against the noise floors (against {view.baseline})"
+        tables.append(Table(title, header, judged))
+    return tables

@@ -23,6 +23,7 @@ from pgbenchlab.profiles import PGBENCH, Profile
 from pgbenchlab.profiles.counting import TOOL as COUNTING_TOOL
 from pgbenchlab.report.views import advice
 from pgbenchlab.report.views.capacity import capacity_views
+from pgbenchlab.report.views.floors import judged_change
 from pgbenchlab.report.views.load import load_campaign, load_runs, load_servers
 from pgbenchlab.report.views.metrics import run_values
 from pgbenchlab.report.views.model import (
@@ -72,7 +73,10 @@ def load_view(
         profiles=store.profiles_by_run(ids),
         pgbench_profiles=store.profiles_by_run(ids, PGBENCH),
     )
-    return replace(view, capacity=tuple(capacity_views(store, campaign)))
+    floors = store.noise_floors(campaign)
+    changes = tuple(judged_change(c, floors) for c in view.changes)
+    capacity = tuple(capacity_views(store, campaign))
+    return replace(view, capacity=capacity, floors=floors, changes=changes)
 
 
 def build_view(

@@ -33,6 +33,7 @@ from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.advice import likely_cause
 from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.floors import HELD_VERDICT, against_floors, floors_of
 from pgbenchlab.report.views.metrics import (
     DEFAULT_METRICS,
     METRICS,
@@ -42,7 +43,7 @@ from pgbenchlab.report.views.metrics import (
     run_values,
 )
 from pgbenchlab.report.views.model import CellView, ReportView, RunView
-from pgbenchlab.store import BUILD_FLOOR, Store
+from pgbenchlab.store import BUILD_FLOOR, NoiseFloor, Store
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,13 @@ class CellChange:
     equivalence_p: float | None = None  # of the claim made or nearest, adjusted across cells
     adjusted_away: bool = False  # a change alone, not once adjusted across the comparisons
     cell_id: str = ""  # the candidate's cell in its view (the report's tables key on it)
+    measured_floors: tuple[tuple[str, float], ...] = ()  # kind → floor, for its cells
+    floors: str = ""  # the floors measured for its cells, and which its verdict beat
+    held: bool = False  # within the build-to-build floor: no change of the patch
+
+    @property
+    def verdict_text(self) -> str:
+        return HELD_VERDICT if self.held else self.verdict.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -142,13 +150,14 @@ def match(
     base_runs = {r.id: r for r in base_view.runs}
     cand_runs = {r.id: r for r in cand_view.runs}
     pairs = match_cells(base_cells, cand_cells, _dims, ignore)
+    floors = (*base_view.floors, *(cand_view.floors if cand_view is not base_view else ()))
     varying = varying_axes([match_key(c.dims, ignore) for c in base_cells])
     changes = []
     for pair in pairs:
         name = cell_label(pair.key, varying)
         for metric in rules.metrics:
             change = cell_change(
-                name, metric, pair.baseline, base_runs, pair.candidate, cand_runs, rules
+                name, metric, pair.baseline, base_runs, pair.candidate, cand_runs, rules, floors
             )
             if change is not None:
                 changes.append(change)
@@ -169,6 +178,7 @@ def cell_change(
     cand: CellView,
     cand_runs: dict[int, RunView],
     rules: CompareRules,
+    floors: Sequence[NoiseFloor] = (),
 ) -> CellChange | None:
     base_values = run_values(base, base_runs, metric)
     cand_values = run_values(cand, cand_runs, metric)
@@ -186,7 +196,7 @@ def cell_change(
         equivalent = tost(
             base_values, cand_values, margin=rules.equivalence, confidence=rules.confidence
         )
-    return CellChange(
+    change = CellChange(
         cell=label,
         metric=metric,
         baseline_n=len(base_values),
@@ -209,6 +219,18 @@ def cell_change(
         equivalence_p=_claim_p(equivalent) if equivalent else None,
         cell_id=cand.cell_id,
     )
+    found = floors_of(floors, metric, (base.cell_id, cand.cell_id))
+    return replace(change, measured_floors=tuple(found.items()))
+
+
+def _floored(change: CellChange) -> CellChange:
+    """The change against its cells' floors, once its verdict is adjusted across cells."""
+    if not change.measured_floors:
+        return change
+    interval = (change.ci_low, change.ci_high)
+    found = dict(change.measured_floors)
+    f = against_floors(found, change.verdict, change.reason, change.relative_change, interval)
+    return replace(change, verdict=f.verdict, reason=f.reason, floors=f.floors, held=f.held)
 
 
 def _claim_p(found: Equivalence) -> float:
@@ -253,7 +275,7 @@ def corrected(changes: Sequence[CellChange], rules: CompareRules) -> list[CellCh
                 f"({rules.correction.described}: adjusted p={p:.2g}); alone: "
                 + found[i].equivalence_reason,
             )
-    return found
+    return [_floored(c) for c in found]
 
 
 _CHANGED = (ComparisonVerdict.IMPROVED, ComparisonVerdict.REGRESSED)
@@ -298,7 +320,7 @@ def as_text(
             if c.ci_low is not None and c.ci_high is not None
             else "-"
         )
-        verdict = c.verdict.replace("_", " ")
+        verdict = c.verdict_text
         if c.repeats_needed:
             verdict += f" (~{c.repeats_needed} runs per side needed)"
         rows.append([
@@ -318,6 +340,10 @@ def as_text(
         lines += ["", "Equivalence (two one-sided tests):"]
         lines += [f"  {c.cell}, {label(c.metric)}: {c.equivalence_reason}" for c in changes]
         lines += [f"  Build-to-build floor: {note}" for note in notes]
+    floored = [c for c in changes if c.floors]
+    if floored:
+        lines += ["", "Noise floors measured for the cells (and which the verdict beat):"]
+        lines += [f"  {c.cell}, {label(c.metric)}: {c.floors}" for c in floored]
     warnings = [w for c in changes for w in c.warnings]
     if warnings:
         lines += ["", "High variation between repeats:", *(f"  {w}" for w in warnings)]

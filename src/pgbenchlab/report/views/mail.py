@@ -8,15 +8,15 @@ never disagree.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgbenchlab.analysis.comparison import log_values
+from pgbenchlab.analysis.floors import RUN_FLOOR, spread
 from pgbenchlab.errors import UserError
 from pgbenchlab.plan import Verdicts, stored_verdicts
 from pgbenchlab.report.views.compare import CellChange, CompareRules, corrected, match
+from pgbenchlab.report.views.floors import FloorRow, floor_rows
 from pgbenchlab.report.views.metrics import DEFAULT_METRICS, label, run_values
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.store import NoiseFloor
@@ -28,6 +28,7 @@ class MailView:
     rules: CompareRules
     candidates: tuple[tuple[str, tuple[CellChange, ...]], ...]  # (candidate, its changes)
     floors: tuple[NoiseFloor, ...]  # run to run from the repeats, then the stored ones
+    cell_floors: tuple[FloorRow, ...] = ()  # the floors measured in each cell
 
 
 def mail_view(view: ReportView, stored: Sequence[NoiseFloor] = ()) -> MailView:
@@ -50,8 +51,11 @@ def mail_view(view: ReportView, stored: Sequence[NoiseFloor] = ()) -> MailView:
     for name, changes in found:  # the whole campaign is one family
         candidates.append((name, tuple(family[start : start + len(changes)])))
         start += len(changes)
-    floors = (*_floors(view, rules.metrics), *(f for f in stored if f.metric in rules.metrics))
-    return MailView(view, rules, tuple(candidates), floors)
+    whole = [f for f in stored if f.metric in rules.metrics and not f.cell]
+    floors = (*_floors(view, rules.metrics), *whole)
+    labels = {label(m) for m in rules.metrics}
+    cells = tuple(r for r in floor_rows(view) if r.metric in labels)
+    return MailView(view, rules, tuple(candidates), floors, cells)
 
 
 @dataclass(frozen=True)
@@ -91,14 +95,14 @@ def _floors(view: ReportView, metrics: tuple[str, ...]) -> list[NoiseFloor]:
     found = []
     for metric in metrics:
         spreads = [
-            statistics.stdev(log_values(values))
+            value
             for cell in view.cells
-            if len(values := run_values(cell, runs, metric)) >= 2
+            if (value := spread(run_values(cell, runs, metric))) is not None
         ]
         if spreads:
-            spread = math.expm1(statistics.median(spreads))
+            floor = statistics.median(spreads)
             how = f"median over {len(spreads)} cell(s) of the spread between repeats"
-            found.append(NoiseFloor(metric, "run to run", spread, evidence=how))
+            found.append(NoiseFloor(metric, RUN_FLOOR, floor, evidence=how))
     return found
 
 

@@ -18,6 +18,7 @@ from pgbenchlab.profiles import FunctionTime, Profile, ProfileDiff
 from pgbenchlab.records.costs import RunCosts
 from pgbenchlab.report.views.capacity import CapacityView
 from pgbenchlab.results import RunStatus
+from pgbenchlab.store import NoiseFloor
 
 Pairs = tuple[tuple[str, str], ...]
 
@@ -279,6 +280,8 @@ class ChangeView:
     ci_high: float | None
     verdict: ComparisonVerdict
     reason: str
+    floors: str = ""  # the noise floors measured for its cells, and which its verdict beat
+    held: bool = False  # a change within the build-to-build floor: said within noise
 
 
 @dataclass(frozen=True)
@@ -369,6 +372,7 @@ class ReportView:
     profiles: tuple[CellProfile, ...] = ()  # per profiled cell: the server's, then pgbench's
     profile_changes: tuple[ProfileChange, ...] = ()  # candidate cells against the baseline's
     correction: str = "holm"  # how `changes` are adjusted across cells (`analysis.multiplicity`)
+    floors: tuple[NoiseFloor, ...] = ()  # the noise floors measured (`views.floors`)
 
 
 @dataclass(frozen=True)
