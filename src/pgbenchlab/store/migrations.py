@@ -93,4 +93,14 @@ LATER: dict[int, str] = {
         PRIMARY KEY (campaign_id, server)
     );
     """,
+    # 30: what a group member's diagnosis read (its run as its own: TPS, per-second TPS, load
+    # generators, telemetry) and the diagnosis' details, so that a change of the rules judges
+    # the member again. Parts stored before it keep their verdict: every member verdict was
+    # made by rules 3 (member verdicts came with schema 20, after rules 3, and the rules have
+    # not changed since); with nothing stored to judge again, newer rules drop it.
+    30: """
+    ALTER TABLE run_servers ADD COLUMN details_json TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE run_servers ADD COLUMN observed_json TEXT;
+    UPDATE run_servers SET details_json = '{"rules_version": 3}' WHERE verdict IS NOT NULL;
+    """,
 }

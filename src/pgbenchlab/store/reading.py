@@ -50,7 +50,7 @@ from pgbenchlab.store.records import (
     WaitEvents,
     campaign_artifacts,
 )
-from pgbenchlab.store.rediagnosis import rediagnose
+from pgbenchlab.store.rediagnosis import rediagnose, rediagnosed_parts
 from pgbenchlab.store.telemetry import AFFINITY_COLUMNS, read_affinity
 
 CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
@@ -288,8 +288,9 @@ class Reading:
         return read_generators(self.db, run_id)
 
     def run_server_parts(self, run_id: int) -> tuple[ServerPart, ...]:
-        """Each member server's part of a group's run (else none)."""
-        return read_server_parts(self.db, run_id)
+        """Each member server's part of a group's run (else none), its verdict by today's
+        rules."""
+        return rediagnosed_parts(self.db, run_id, read_server_parts(self.db, run_id))
 
     def seconds_by_run(self, ids: Collection[int]) -> dict[int, tuple[Second, ...]]:
         found: dict[int, list[Second]] = defaultdict(list)
