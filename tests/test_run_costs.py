@@ -382,7 +382,7 @@ def test_each_member_of_a_group_has_its_own_servers_costs(
         assert costs.context_switches and costs.context_switches / part.transactions > 0.5
     a, b = parts
     assert a.costs != b.costs
-    assert main(["show", "--results", str(results_dir), str(run["id"])]) == 0
+    assert main(["show", "--results", str(results_dir), str(run.id)]) == 0
     shown = capsys.readouterr().out
     assert "costs per transaction: none (a group's run" in shown
     assert shown.count(" µs (user ") == 2, shown

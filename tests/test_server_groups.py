@@ -236,7 +236,7 @@ def test_two_servers_driven_together_are_one_run(
         assert hosts == (RunHost("pgbench", "local"), RunHost("server", "local"))
     finally:
         store.close()
-    assert main(["show", "--results", str(results_dir), str(run["id"])]) == 0
+    assert main(["show", "--results", str(results_dir), str(run.id)]) == 0
     shown = capsys.readouterr().out
     assert "servers driven together (2; TPS is their sum)" in shown
     assert "2 clients per server · 2 threads per server" in shown
