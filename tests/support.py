@@ -16,15 +16,16 @@ from typing import Any
 import pytest
 
 import ci_guard
-from pgbenchlab import installs, osuser
-from pgbenchlab.campaign import Outcome
+from pgbenchlab import installs, osuser, plan
+from pgbenchlab.campaign import RESULTS_DB, Outcome, run_campaign
 from pgbenchlab.errors import InstallError
 from pgbenchlab.installs import Installation
 from pgbenchlab.pgbench.progress import ProgressLine
 from pgbenchlab.plan import Plan, RunSpec
 from pgbenchlab.records.telemetry import Point
-from pgbenchlab.results import RunResult
+from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.server import ManagedServer
+from pgbenchlab.store import RunRecord, Store
 
 # Two embedded servers, one without index scans: select-only reads the whole accounts table
 # there, some fifty times slower at scale 1, a change far beyond this host's noise.
@@ -36,6 +37,68 @@ name = "seqscan"
 install = "embedded"
 settings = { enable_indexscan = "off", enable_bitmapscan = "off", enable_indexonlyscan = "off" }
 """
+
+EMBEDDED_PG = """[[server]]
+name = "pg"
+install = "embedded"
+"""
+
+
+def one_cell_plan(
+    name: str,
+    *,
+    campaign: str = "",
+    defaults: str = "",
+    servers: str = EMBEDDED_PG,
+    tables: str = "",
+) -> str:
+    """A plan of one select-only cell (scale 1, 1 client) without warmup, for the real tests
+    that measure an effect rather than a workload: ``campaign`` and ``defaults`` are more lines
+    of those tables, ``servers`` its [[server]] (and [build.*]) tables, ``tables`` what follows
+    its [matrix] (a [matrix.sysctl] or [matrix.sysfs])."""
+    return f"""
+[campaign]
+name = "{name}"
+{campaign}[defaults]
+warmup = "0s"
+{defaults}{servers}[matrix]
+scale = [1]
+workload = ["select-only"]
+clients = [1]
+{tables}"""
+
+
+def base_and_patched(patched: str, patch: Path, configure: str) -> str:
+    """The [build.*] and [[server]] tables of a patch measured against its base: Debian's
+    PostgreSQL 13 built with ``configure`` (server "base") and with ``patch`` on top (server
+    ``patched``), each with 32MB of shared buffers."""
+    return f"""[build.pg13]
+source = "debian:postgresql-13"
+configure = {configure}
+[build.pg13-{patched}]
+from = "pg13"
+patches = ["{patch}"]
+[[server]]
+name = "base"
+install = {{ build = "pg13" }}
+settings = {{ shared_buffers = "32MB" }}
+[[server]]
+name = "{patched}"
+install = {{ build = "pg13-{patched}" }}
+settings = {{ shared_buffers = "32MB" }}
+"""
+
+
+def decided_runs(text: str, tmp_path: Path, results: Path) -> list[RunRecord]:
+    """A `repeats = "auto"` campaign of one answer run for real, checked to have decided it;
+    its ok runs."""
+    require_installs("embedded")
+    outcome = run_campaign(plan.parse(text, "p.toml", base=tmp_path), results, QuietReporter())
+    assert outcome.failed == 0
+    assert outcome.answers == ["repeats auto: 1 of 1 answer(s) decided; every answer decided"]
+    with Store(results / RESULTS_DB) as store:
+        return [r for r in store.run_records(outcome.campaign_id) if r.status == RunStatus.OK]
+
 
 TINY_TWO_VERSIONS = """
 [campaign]

@@ -5,49 +5,30 @@ the plan's precision with the noise these runs showed."""
 from __future__ import annotations
 
 import math
-import sqlite3
 import statistics
 from pathlib import Path
 
 import pytest
 
-from pgbenchlab import plan
 from pgbenchlab.analysis.comparison import repeats_for_margin
-from pgbenchlab.campaign import RESULTS_DB, run_campaign
-from support import INDEX_AGAINST_SEQSCAN, QuietReporter, require_installs
+from support import INDEX_AGAINST_SEQSCAN, decided_runs, one_cell_plan
 
 pytestmark = pytest.mark.server
 
-KNOWN_CHANGE = f"""
-[campaign]
-name = "auto-scan"
-repeats = "auto"
-min_repeats = 3
-max_repeats = 8
-precision = "3%"
-[defaults]
-duration = "1s"
-warmup = "0s"
-checkpoint = false
-{INDEX_AGAINST_SEQSCAN}[matrix]
-scale = [1]
-workload = ["select-only"]
-clients = [1]
-"""
+KNOWN_CHANGE = one_cell_plan(
+    "auto-scan",
+    campaign='repeats = "auto"\nmin_repeats = 3\nmax_repeats = 8\nprecision = "3%"\n',
+    defaults='duration = "1s"\ncheckpoint = false\n',
+    servers=INDEX_AGAINST_SEQSCAN,
+)
 
 
 def test_a_known_change_is_decided_in_fewer_runs_than_fixed_repeats_need(
     tmp_path: Path, results_dir: Path
 ) -> None:
-    require_installs("embedded")
-    the_plan = plan.parse(KNOWN_CHANGE, "p.toml", base=tmp_path)
-    outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.failed == 0
-    assert outcome.answers == ["repeats auto: 1 of 1 answer(s) decided; every answer decided"]
-    db = sqlite3.connect(results_dir / RESULTS_DB)
-    rows = db.execute("SELECT server, tps FROM latest_runs WHERE status = 'ok'").fetchall()
-    db.close()
-    logs = {s: [math.log(t) for n, t in rows if n == s] for s in ("index", "seqscan")}
+    runs = decided_runs(KNOWN_CHANGE, tmp_path, results_dir)
+    tps = {s: [r.tps for r in runs if r.spec.server == s] for s in ("index", "seqscan")}
+    logs = {s: [math.log(t) for t in values] for s, values in tps.items()}
     per_side = len(logs["index"])
     assert per_side == len(logs["seqscan"]) == 3  # decided at the minimum: no round added
     # A fixed design sized for the plan's precision (the usual 80 % rule, with the noise these

@@ -215,6 +215,14 @@ def test_old_majors_get_their_flags_recorded() -> None:
     assert pgbench_dir("") == "src/bin/pgbench"
 
 
+def test_a_builds_time_reads_as_every_other_duration() -> None:
+    """The build time `show` and the report give is written as the terminal writes durations
+    (`durations.duration_text`)."""
+    facts = {"name": "pg13", "source": {"kind": "tarball"}, "build_seconds": 95.4}
+    assert ("build time", "1 min 35 s") in builds.describe(facts)
+    assert ("build time", "-") in builds.describe({"source": {"kind": "tarball"}})
+
+
 def test_builds_resolve_only_by_their_name() -> None:
     version = parse_version("postgres (PostgreSQL) 13.16")
     built = installs.Installation("build", Path("/c/bin"), version, True, True, build="base")

@@ -18,7 +18,7 @@ from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli import main
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.report.views import run as runview
-from pgbenchlab.store import Store
+from pgbenchlab.store import Store, run_as_dict
 from support import Campaign, case_id
 
 GOLDEN = Path(__file__).parent / "golden" / "pgbench"
@@ -69,7 +69,7 @@ def test_show_on_real_runs(
 ) -> None:
     results = real_campaign.results_dir
     with Store(results / RESULTS_DB) as store:
-        rows = [dict(r) for r in store.runs(real_campaign.outcome.campaign_id)]
+        rows = [run_as_dict(r) for r in store.run_records(real_campaign.outcome.campaign_id)]
     full = next(r for r in rows if r["latency_source"] == "full log")
     sampled = next(r for r in rows if str(r["latency_source"]).startswith("sampled log"))
     for row in (full, sampled):

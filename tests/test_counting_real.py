@@ -16,41 +16,21 @@ from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.report.views.profile import compare_profiles, run_profile
 from pgbenchlab.store import Store
-from support import QuietReporter
+from support import QuietReporter, base_and_patched, one_cell_plan
 from test_builds_real import FAST
 
 pytestmark = pytest.mark.server
 
 PATCH = Path(__file__).parent / "patches" / "0003-commit-spin.patch"
-CAMPAIGN = f"""
-[campaign]
-name = "counted"
-repeats = 2
-[defaults]
-transactions = 300
-warmup = "0s"
-count = "instructions"
-vacuum = "none"  # select-only on a fresh dataset (pgbench -i vacuumed it): nothing to vacuum,
-checkpoint = false  # nothing to write; under callgrind each costs seconds
-[build.pg13]
-source = "debian:postgresql-13"
-configure = {FAST}
-[build.pg13-commit-spin]
-from = "pg13"
-patches = ["{PATCH}"]
-[[server]]
-name = "base"
-install = {{ build = "pg13" }}
-settings = {{ shared_buffers = "32MB" }}
-[[server]]
-name = "spin"
-install = {{ build = "pg13-commit-spin" }}
-settings = {{ shared_buffers = "32MB" }}
-[matrix]
-scale = [1]
-workload = ["select-only"]
-clients = [1]
-"""
+CAMPAIGN = one_cell_plan(
+    "counted",
+    campaign="repeats = 2\n",
+    defaults='transactions = 300\ncount = "instructions"\n'
+    # select-only on a fresh dataset (pgbench -i vacuumed it): nothing to vacuum, nothing to
+    # write; under callgrind each costs seconds
+    'vacuum = "none"\ncheckpoint = false\n',
+    servers=base_and_patched("spin", PATCH, FAST),
+)
 
 
 @pytest.mark.timeout(2400)  # the patched build from source when the cache lacks it

@@ -76,5 +76,5 @@ def test_older_databases_get_the_description_of_their_plan(tmp_path: Path) -> No
             (PLAN,),
         )
     with Store(db) as store:
-        row = store.campaign("about")
-        assert row is not None and row["description"] == ABOUT
+        found = store.find_campaign("about")
+        assert found is not None and found.description == ABOUT

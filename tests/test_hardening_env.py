@@ -498,7 +498,7 @@ def test_write_lock_held_before_the_campaign_starts(tmp_path: Path) -> None:
         "results.db"
     ]
     with Store(results / RESULTS_DB) as store:
-        assert store.campaigns() == []
+        assert store.campaign_summaries() == ()
 
 
 @pytest.mark.server

@@ -239,9 +239,12 @@ setting = {{ "myext.conninfo" = [{forms["uri_basic_escaped"]}] }}
     database = results_dir / RESULTS_DB
     report.write_report(database, campaign="hostile")
     with Store(database) as store:
-        shown = [runview.run_detail(store, int(r["id"])) for r in store.runs(outcome.campaign_id)]
-        managed = [dict(r) for r in store.servers(outcome.campaign_id) if r["name"] == "managed"]
-        stored_plan = str(store.campaign("hostile")["plan_text"])  # type: ignore[index]
+        shown = [runview.run_detail(store, r.id) for r in store.run_records(outcome.campaign_id)]
+        servers = store.server_records(outcome.campaign_id)
+        managed = [r for r in servers if r.name == "managed"]
+        hostile = store.find_campaign("hostile")
+        assert hostile is not None
+        stored_plan = hostile.plan_text
     written = {path: data for path, data in every_text(results_dir)}
     assert results_dir / "report.html" in written and database in written
     for spelling in spellings(password):
@@ -250,11 +253,11 @@ setting = {{ "myext.conninfo" = [{forms["uri_basic_escaped"]}] }}
         assert spelling not in json.dumps(shown, ensure_ascii=False), "shown by `show`"
     assert_masked(stored_plan, password)
     # Masked, not dropped: the settings still say what they were.
-    [row] = managed
-    effective = json.loads(row["settings_json"])
+    [record] = managed
+    effective = record.settings
     assert effective["primary_conninfo"].endswith("password=********")
-    assert json.loads(row["requested_json"])["primary_conninfo"] == effective["primary_conninfo"]
-    assert json.loads(row["variant_json"]) == {
+    assert record.requested["primary_conninfo"] == effective["primary_conninfo"]
+    assert record.variant == {
         "myext.conninfo": "user=bench password=******** dbname=bench host=127.0.0.1 "
         f"port={server.port}"
     }

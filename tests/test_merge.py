@@ -148,7 +148,8 @@ def test_a_campaign_started_anew_and_runs_without_origin(tmp_path: Path) -> None
     b = write_part(tmp_path / "b", results[3:4], None, machine="m2")
     merge_results(tmp_path / "m", [a, b])
     with Store(tmp_path / "m" / "results.db") as store:
-        campaigns = [(c["name"], c["plan_digest"], c["runs"]) for c in store.campaigns()]
+        listed = store.campaign_summaries()
+        campaigns = [(s.campaign.name, s.campaign.plan_digest, s.runs) for s in listed]
         assert campaigns == [("fleet", "old", 1), ("fleet", "d1", 3)]  # the joined one latest
         ids = [r.id for r in store.run_records(store.campaign_id("fleet"))]
         machines = [o.machine for o in store.origins_by_run(ids).values()]

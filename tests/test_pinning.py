@@ -21,6 +21,7 @@ import pytest
 from pgbenchlab import cpusets, findings, plan
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters, run_campaign
 from pgbenchlab.campaign.pinning import check_cpus, check_numa, numa_places
+from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
 from pgbenchlab.hosts import LOCAL_HOST, pinned
 from pgbenchlab.report.views.build import load_view
@@ -92,6 +93,22 @@ def test_cpus_the_machine_lacks_are_refused_before_anything_starts() -> None:
     with pytest.raises(PlanError, match=f"names CPU {lacking}, which this machine lacks"):
         check_cpus(parse(f'[pgbench]\ncpus = "0,{lacking}"'), lambda _: LOCAL_HOST)
     check_cpus(parse('[pgbench]\ncpus = "0"', 'cpus = "0"'), lambda _: LOCAL_HOST)
+
+
+def test_every_cpu_list_and_numa_policy_the_machine_lacks_is_told_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lacking = max(LOCAL_HOST.allowed_cpus()) + 1
+    path = tmp_path / "pin.toml"
+    path.write_text(
+        BASE.format(pgbench=f'[pgbench]\ncpus = "{lacking}"', server='numa = { membind = "7" }')
+    )
+    results = tmp_path / "results"
+    assert main(["run", str(path), "--check", "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert f'[pgbench] cpus = "{lacking}" names CPU {lacking}, which this machine lacks' in err
+    assert "server pg numa names node 7, which this machine lacks" in err
+    assert not results.exists()
 
 
 # -- real runs: server on CPU 0, pgbench on CPU 1 ----------------------------------------------

@@ -14,7 +14,7 @@ from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.report import write_report
 from pgbenchlab.report.views.profile import compare_profiles, run_profile
 from pgbenchlab.store import Store
-from support import QuietReporter
+from support import QuietReporter, base_and_patched, one_cell_plan
 from test_builds_real import FAST
 
 # -O0 builds in about half the time; at -O0 nothing is inlined, so the call chain is plain.
@@ -23,33 +23,12 @@ UNOPTIMISED = FAST.replace("]", ', "CFLAGS=-O0"]')
 pytestmark = pytest.mark.server
 
 PATCH = Path(__file__).parent / "patches" / "0002-profile-hot-loop.patch"
-CAMPAIGN = f"""
-[campaign]
-name = "hot"
-repeats = 1
-[defaults]
-duration = "3s"
-warmup = "0s"
-profile = "on"
-[build.pg13]
-source = "debian:postgresql-13"
-configure = {UNOPTIMISED}
-[build.pg13-hot]
-from = "pg13"
-patches = ["{PATCH}"]
-[[server]]
-name = "base"
-install = {{ build = "pg13" }}
-settings = {{ shared_buffers = "32MB" }}
-[[server]]
-name = "hot"
-install = {{ build = "pg13-hot" }}
-settings = {{ shared_buffers = "32MB" }}
-[matrix]
-scale = [1]
-workload = ["select-only"]
-clients = [1]
-"""
+CAMPAIGN = one_cell_plan(
+    "hot",
+    campaign="repeats = 1\n",
+    defaults='duration = "3s"\nprofile = "on"\n',
+    servers=base_and_patched("hot", PATCH, UNOPTIMISED),
+)
 
 
 @pytest.mark.timeout(2400)  # two builds from source when the cache lacks them

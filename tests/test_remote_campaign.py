@@ -147,7 +147,7 @@ clients = [1, 2]
     store = Store(tmp_path / "results" / "results.db")
     try:
         servers = store.server_records(outcome.campaign_id)
-        run_ids = [row["id"] for row in store.runs(outcome.campaign_id)]
+        run_ids = [r.id for r in store.run_records(outcome.campaign_id)]
         hosts = {store.run_hosts(run_id) for run_id in run_ids}
     finally:
         store.close()
@@ -228,7 +228,7 @@ def test_pgbench_on_a_load_generator_host(db_host: TestHosts, tmp_path: Path) ->
     assert "pgbench-" not in " ".join(result.argv)
     store = Store(tmp_path / "results" / "results.db")
     try:
-        run_id = store.runs(outcome.campaign_id)[0]["id"]
+        run_id = store.run_records(outcome.campaign_id)[0].id
         hosts = {h.role: h.host for h in store.run_hosts(run_id)}
     finally:
         store.close()
@@ -278,7 +278,7 @@ def test_two_load_generators_split_a_run(
     }
     store = Store(results / "results.db")
     try:
-        run_id = store.runs(outcome.campaign_id)[0]["id"]
+        run_id = store.run_records(outcome.campaign_id)[0].id
         assert store.run_generators(run_id) == result.generators
     finally:
         store.close()

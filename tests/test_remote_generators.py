@@ -130,7 +130,7 @@ def test_a_rate_split_across_two_load_generators(db_host: TestHosts, tmp_path: P
     }
     store = Store(tmp_path / "results" / "results.db")
     try:
-        (stored,) = store.runs(outcome.campaign_id)
+        (stored,) = store.run_records(outcome.campaign_id)
     finally:
         store.close()
     assert (stored["lag_p50_ms"], stored["lag_p99_ms"], stored["lag_p999_ms"]) == (
@@ -190,7 +190,7 @@ def test_a_saturated_load_generator_is_named_in_the_diagnosis(
     assert [e[: len(n)] for e, n in zip(evidence, named, strict=False)] == named, evidence
     store = Store(tmp_path / "results" / "results.db")
     try:
-        run_id = store.runs(outcome.campaign_id)[0]["id"]
+        run_id = store.run_records(outcome.campaign_id)[0].id
         stored = store.diagnoses_by_run([run_id])[run_id]
     finally:
         store.close()

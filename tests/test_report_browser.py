@@ -149,12 +149,12 @@ def test_real_campaign_report_in_the_browser(
         },
     )
     with Store(db) as store:
-        runs = store.runs(1)
+        runs = store.run_records(1)
     assert result.checks["table_rows"] == len(runs)
     assert result.screenshot and result.screenshot.startswith(b"\x89PNG")
     (tmp_path / "report.png").write_bytes(result.screenshot)
     # a run's detail: its per-second series and its latency distribution
-    run_id = int(runs[-1]["id"])
+    run_id = runs[-1].id
     detail = open_report(out, f"#run-{run_id}", probes=PROBES | TIMELINE_PROBES, browser=browser)
     assert detail.console == [], detail.console
     assert detail.checks["detail_hidden"] is False

@@ -369,11 +369,11 @@ def test_each_member_of_a_group_has_its_own_servers_costs(
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
     assert (outcome.ran, outcome.failed) == (1, 0)
     with Store(results_dir / RESULTS_DB) as store:
-        (run,) = store.runs(outcome.campaign_id)
-        parts = store.run_server_parts(run["id"])
+        (run,) = store.run_records(outcome.campaign_id)
+        parts = store.run_server_parts(run.id)
     # the group's row: no figure of its own, and why
     assert run["server_cpu_us_per_tx"] is None
-    assert json.loads(run["costs_json"])["notes"] == {"costs": GROUP_NOTE}
+    assert run["costs"].notes == {"costs": GROUP_NOTE}
     for part in parts:  # each member: its own server's figures
         costs = part.costs
         assert costs is not None and costs.server_cpu_s and part.transactions
@@ -382,7 +382,7 @@ def test_each_member_of_a_group_has_its_own_servers_costs(
         assert costs.context_switches and costs.context_switches / part.transactions > 0.5
     a, b = parts
     assert a.costs != b.costs
-    assert main(["show", "--results", str(results_dir), str(run["id"])]) == 0
+    assert main(["show", "--results", str(results_dir), str(run.id)]) == 0
     shown = capsys.readouterr().out
     assert "costs per transaction: none (a group's run" in shown
     assert shown.count(" µs (user ") == 2, shown

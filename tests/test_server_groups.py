@@ -230,13 +230,13 @@ def test_two_servers_driven_together_are_one_run(
     }
     store = Store(results_dir / "results.db")
     try:
-        (run,) = store.runs(outcome.campaign_id)
-        assert store.run_server_parts(run["id"]) == result.servers
-        hosts = store.run_hosts(run["id"])
+        (run,) = store.run_records(outcome.campaign_id)
+        assert store.run_server_parts(run.id) == result.servers
+        hosts = store.run_hosts(run.id)
         assert hosts == (RunHost("pgbench", "local"), RunHost("server", "local"))
     finally:
         store.close()
-    assert main(["show", "--results", str(results_dir), str(run["id"])]) == 0
+    assert main(["show", "--results", str(results_dir), str(run.id)]) == 0
     shown = capsys.readouterr().out
     assert "servers driven together (2; TPS is their sum)" in shown
     assert "2 clients per server · 2 threads per server" in shown

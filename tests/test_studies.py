@@ -328,7 +328,7 @@ def test_each_quick_study_runs_end_to_end_on_this_machine(
         assert done.returncode == 0, done.stderr[-2000:]
     assert time.monotonic() - started < 300
     with Store.existing(results / "results.db") as store:
-        campaigns = {c["name"]: c["id"] for c in store.campaigns()}
+        campaigns = {s.campaign.name: s.campaign.id for s in store.campaign_summaries()}
         assert sorted(campaigns) == sorted(f"{s}-quick" for s in STUDIES if s not in RUN_APART)
         for campaign_id in campaigns.values():
             runs = store.run_records(campaign_id)
@@ -362,8 +362,8 @@ def test_quick_latency_connects_over_tls_here_and_reports_its_cost(
     assert run_cli(*report, cwd=tmp_path).returncode == 0
     assert time.monotonic() - started < 120
     with Store.existing(results / "results.db") as store:
-        (campaign,) = store.campaigns()
-        runs = store.run_records(campaign["id"])
+        (listed,) = store.campaign_summaries()
+        runs = store.run_records(listed.campaign.id)
     assert {r.status for r in runs} == {"ok"}
     over_tls = [r for r in runs if r["connection"] == "tls"]
     assert len(over_tls) == 2 and all(str(r["tls_protocol"]).startswith("TLSv1.") for r in over_tls)

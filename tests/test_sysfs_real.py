@@ -9,6 +9,7 @@ import json
 import os
 import signal
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.store import Store
 from pgbenchlab.tunables import normal
 from support import QuietReporter, require_installs
-from test_tunables_real import start
+from test_tunables_real import cut_while_measuring, knob_plan, start
 
 pytestmark = pytest.mark.server
 
@@ -36,35 +37,34 @@ def read_ahead_of(path: Path) -> Path:
 
 
 def knobs_plan(name: str, read_ahead: Path, values: str, thp: str, duration: str = "1s") -> str:
-    return f"""
-[campaign]
-name = "{name}"
-[defaults]
-duration = "{duration}"
-warmup = "0s"
-checkpoint = false
-[[server]]
-name = "pg"
-install = "embedded"
-[matrix]
-scale = [1]
-workload = ["select-only"]
-clients = [1]
-[matrix.sysfs]
-"{read_ahead.relative_to("/sys")}" = [{values}]
-"kernel/mm/transparent_hugepage/enabled" = ["{thp}"]
-"""
+    knobs = (
+        f'[matrix.sysfs]\n"{read_ahead.relative_to("/sys")}" = [{values}]\n'
+        f'"kernel/mm/transparent_hugepage/enabled" = ["{thp}"]\n'
+    )
+    return knob_plan(name, knobs, duration)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The read-ahead file of the test's disk, both knobs' values before the test, and a value
+    of each other than those."""
+
+    read_ahead: Path
+    before: dict[Path, str]
+    ahead: str
+    thp: str
 
 
 @pytest.fixture
-def knobs(tmp_path: Path) -> Iterator[tuple[Path, dict[Path, str]]]:
-    """The read-ahead file of the test's disk and the values of both knobs before the test,
-    put back whatever happens."""
+def knobs(tmp_path: Path) -> Iterator[Knobs]:
+    """The knobs of the test (their values put back whatever happens)."""
     if os.geteuid() != 0:
         pytest.skip("sysfs knobs are set as root: test NOT run")
+    require_installs("embedded")
     read_ahead = read_ahead_of(tmp_path)
     before = {path: normal(path.read_text()) for path in (read_ahead, THP)}
-    yield read_ahead, before
+    ahead = other(before[read_ahead], ("256", "512"))
+    yield Knobs(read_ahead, before, ahead, other(before[THP], ("never", "madvise")))
     for path, value in before.items():
         path.write_text(value)
 
@@ -74,12 +74,9 @@ def other(value: str, choices: tuple[str, ...]) -> str:
 
 
 def test_applied_read_back_recorded_and_restored(
-    tmp_path: Path, results_dir: Path, knobs: tuple[Path, dict[Path, str]]
+    tmp_path: Path, results_dir: Path, knobs: Knobs
 ) -> None:
-    require_installs("embedded")
-    read_ahead, before = knobs
-    ahead = other(before[read_ahead], ("256", "512"))
-    thp = other(before[THP], ("never", "madvise"))
+    read_ahead, before, ahead, thp = knobs.read_ahead, knobs.before, knobs.ahead, knobs.thp
     text = knobs_plan("knobs", read_ahead, f"{ahead}, {before[read_ahead]}", thp)
     outcome = run_campaign(plan.parse(text, "p.toml", base=tmp_path), results_dir, QuietReporter())
     assert outcome.failed == 0
@@ -91,24 +88,17 @@ def test_applied_read_back_recorded_and_restored(
 
 
 def test_put_back_after_sigterm_and_after_kill_9_at_the_next_start(
-    tmp_path: Path, results_dir: Path, knobs: tuple[Path, dict[Path, str]]
+    tmp_path: Path, results_dir: Path, knobs: Knobs
 ) -> None:
-    require_installs("embedded")
-    read_ahead, before = knobs
-    ahead = other(before[read_ahead], ("256", "512"))
-    thp = other(before[THP], ("never", "madvise"))
+    read_ahead, before, ahead, thp = knobs.read_ahead, knobs.before, knobs.ahead, knobs.thp
     env = {**os.environ, "PGBENCHLAB_SYSCTL_JOURNAL": str(tmp_path / "run" / "journal.json")}
     plan_path = tmp_path / "plan.toml"
     plan_path.write_text(knobs_plan("cut", read_ahead, ahead, thp, duration="3s"))
     for how in (signal.SIGTERM, signal.SIGKILL):
         proc = start(plan_path, results_dir, env)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if json.loads(line).get("phase") == "measuring":
-                during = (normal(read_ahead.read_text()), normal(THP.read_text()))
-                proc.send_signal(how)
-                break
-        proc.communicate(timeout=120)
+        during = cut_while_measuring(
+            proc, how, lambda: (normal(read_ahead.read_text()), normal(THP.read_text()))
+        )
         assert during == (ahead, thp)
         now = {path: normal(path.read_text()) for path in before}
         assert (now == before) == (how == signal.SIGTERM), (how, now)

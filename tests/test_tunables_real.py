@@ -12,8 +12,9 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -26,34 +27,26 @@ from pgbenchlab.cli import main
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
-from support import QuietReporter, require_installs
+from support import QuietReporter, one_cell_plan, require_installs
 from test_faults import CLI
 
 pytestmark = pytest.mark.server
 
+T = TypeVar("T")
 BYTES = Path("/proc/sys/vm/dirty_background_bytes")
 RATIO = Path("/proc/sys/vm/dirty_background_ratio")
 CHANGED = "67108864"
 
 
 def tuned_plan(name: str, values: str, duration: str = "1s") -> str:
-    return f"""
-[campaign]
-name = "{name}"
-[defaults]
-duration = "{duration}"
-warmup = "0s"
-checkpoint = false
-[[server]]
-name = "pg"
-install = "embedded"
-[matrix]
-scale = [1]
-workload = ["select-only"]
-clients = [1]
-[matrix.sysctl]
-"vm.dirty_background_bytes" = [{values}]
-"""
+    return knob_plan(name, f'[matrix.sysctl]\n"vm.dirty_background_bytes" = [{values}]\n', duration)
+
+
+def knob_plan(name: str, knobs: str, duration: str = "1s") -> str:
+    """One embedded server's select-only cell at the kernel's knobs (a [matrix.sysctl] or
+    [matrix.sysfs] table): short runs without the checkpoint before each."""
+    defaults = f'duration = "{duration}"\ncheckpoint = false\n'
+    return one_cell_plan(name, defaults=defaults, tables=knobs)
 
 
 def kernel() -> tuple[str, str]:
@@ -107,16 +100,20 @@ def start(plan_path: Path, results: Path, env: dict[str, str]) -> subprocess.Pop
     )
 
 
-def cut_while_measuring(proc: subprocess.Popen[str], how: int) -> str:
-    """Signal the campaign as its run measures; the tunable's value at that moment."""
+def cut_while_measuring(proc: subprocess.Popen[str], how: int, read: Callable[[], T]) -> T:
+    """Signal the campaign as its run measures; what ``read`` read at that moment."""
     assert proc.stdout is not None
     for line in proc.stdout:
         if json.loads(line).get("phase") == "measuring":
-            during = BYTES.read_text().strip()
+            during = read()
             proc.send_signal(how)
             break
     proc.communicate(timeout=120)
     return during
+
+
+def dirty_background_bytes() -> str:
+    return kernel()[0]
 
 
 def test_restored_after_sigterm(
@@ -126,7 +123,7 @@ def test_restored_after_sigterm(
     plan_path = tmp_path / "plan.toml"
     plan_path.write_text(tuned_plan("term", CHANGED, duration="5s"))
     proc = start(plan_path, results_dir, journal)
-    assert cut_while_measuring(proc, signal.SIGTERM) == CHANGED
+    assert cut_while_measuring(proc, signal.SIGTERM, dirty_background_bytes) == CHANGED
     assert proc.returncode == 130
     assert kernel() == original
     assert Path(journal["PGBENCHLAB_SYSCTL_JOURNAL"]).read_text() == ""
@@ -139,7 +136,7 @@ def test_repaired_at_the_next_start_after_kill_9(
     plan_path = tmp_path / "plan.toml"
     plan_path.write_text(tuned_plan("killed", CHANGED, duration="5s"))
     proc = start(plan_path, results_dir, journal)
-    assert cut_while_measuring(proc, signal.SIGKILL) == CHANGED
+    assert cut_while_measuring(proc, signal.SIGKILL, dirty_background_bytes) == CHANGED
     assert kernel()[0] == CHANGED  # nothing could put it back
     left = json.loads(Path(journal["PGBENCHLAB_SYSCTL_JOURNAL"]).read_text())
     assert left == {

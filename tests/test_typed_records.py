@@ -4,15 +4,17 @@ member's verdict; the campaign listing is typed too. The stored JSON stays what 
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import replace
 from pathlib import Path
 
+from pgbenchlab import findings
 from pgbenchlab.analysis.diagnosis import RULES_VERSION, Bottleneck, Diagnosis
 from pgbenchlab.pgbench.report import parse_report
 from pgbenchlab.records.cell import RunCell
 from pgbenchlab.redaction import MASK
-from pgbenchlab.results import CampaignStatus, RunResult, RunStatus, ServerPart
+from pgbenchlab.results import CampaignStatus, LatencySummary, RunResult, RunStatus, ServerPart
 from pgbenchlab.store import Store, run_as_dict
 from support import plain
 
@@ -98,3 +100,34 @@ def test_a_run_without_a_report_stores_an_empty_one(tmp_path: Path) -> None:
         (stored,) = store.db.execute("SELECT report_json FROM runs WHERE id = ?", (run_id,))
         record = store.run_record(run_id)
     assert stored[0] == "{}" and record is not None and record.report is None
+
+
+def test_a_stored_runs_figures_and_outcome_read_as_typed_attributes(tmp_path: Path) -> None:
+    store, _, result = stored_run(tmp_path)
+    stalled = findings.RunWarning(findings.WarningCode.RUN_STALLED, {"wall_s": 9, "duration_s": 2})
+    latency = LatencySummary(
+        "full log", 9, {"50": 1.25, "99": 4.5, "99.9": 7.0}, 0.5, 8.0, 1.5, 0.75, "{}"
+    )
+    figures = replace(
+        result, run_key="k-r2", error="pgbench: stopped", transactions=9, failed=2, skipped=1,
+        late=3, latency_avg_ms=1.5, latency=latency, warnings=(stalled,),
+        instructions_per_tx=41000.5, instructions_tool="callgrind",
+    )  # fmt: skip
+    with store:
+        campaign = store.start_campaign("f", "f.toml", "", "d", {"pgbenchlab": "0"}, {})
+        record = store.run_record(store.record_run(campaign, figures))
+    assert record is not None
+    assert (record.cell_id, record.argv, record.error) == ("k", ("pgbench",), "pgbench: stopped")
+    assert (record.tps, record.transactions) == (result.tps, 9)
+    assert (record.failed, record.skipped, record.late, record.latency_avg_ms) == (2, 1, 3, 1.5)
+    assert (record.p50_ms, record.p99_ms, record.p999_ms) == (1.25, 4.5, 7.0)
+    assert record.latency_source == "full log" and record.instructions_per_tx == 41000.5
+    assert findings.from_stored(record.warnings) == (stalled,)
+
+
+def test_no_reader_of_the_store_returns_sqlite_rows() -> None:
+    """The CLI, the views and the exports read frozen records; a row is the store's own."""
+    public = inspect.getmembers(Store, inspect.isfunction)
+    returns = {name: str(f.__annotations__.get("return")) for name, f in public}
+    rows = [name for name, kind in returns.items() if "sqlite3" in kind and name[0] != "_"]
+    assert rows == []

@@ -4,21 +4,22 @@ The evidence is the run's own record (its figures, per-second series, telemetry 
 generators) and two facts about where it ran: the sync rates pg_test_fsync measured on its
 server's storage, and the load generator host its samplers watched. The campaign diagnoses each
 run here as it assembles it, and each group member's part the same way (the part seen as the
-member's own run); a stored run whose verdict came from older rules (`rules_version`) is
-diagnosed here again from what was stored (`store.rediagnosis`). The rules themselves are
-`analysis.diagnosis`, the figures they read `analysis.telemetry_figures`.
+member's own run, which the part keeps: `ServerPart.observed`); a stored run or member part
+whose verdict came from older rules (`rules_version`) is diagnosed here again from what was
+stored (`store.rediagnosis`). The rules themselves are `analysis.diagnosis`, the figures they
+read `analysis.telemetry_figures`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pgbenchlab.analysis import diagnosis, telemetry_figures
 from pgbenchlab.analysis.diagnosis import RULES_VERSION, Diagnosis, with_saturated_generators
 from pgbenchlab.analysis.pooler_load import pooler_load, with_saturated_pooler
-from pgbenchlab.records.telemetry import RunTelemetry
-from pgbenchlab.results import RunResult
+from pgbenchlab.records.observed import ObservedRun
+from pgbenchlab.results import RunResult, ServerPart
 
 
 @dataclass(frozen=True)
@@ -32,29 +33,16 @@ class Evidence:
     pgbench_host: str | None = None
 
 
-@dataclass(frozen=True)
-class ObservedRun:
-    """What the rules read of the run itself: its TPS and per-second TPS (second t covers
-    (t − 1, t]), whether a rate (-R) set its pace, its clients, its load generators (host,
-    share of its usable CPUs it wanted, those CPUs) and its telemetry."""
-
-    tps: float | None
-    seconds: tuple[tuple[int, float], ...]
-    rate_limited: bool
-    clients: int | None
-    generators: tuple[tuple[str, float | None, int], ...]
-    telemetry: RunTelemetry | None
-
-    @classmethod
-    def of(cls, result: RunResult) -> ObservedRun:
-        return cls(
-            result.tps,
-            tuple((s.t, s.tps) for s in result.seconds),
-            result.spec.rate is not None,
-            result.spec.clients,
-            tuple((g.host, g.busy, usable_cpus(g.threads, g.cpus)) for g in result.generators),
-            result.telemetry,
-        )
+def observed_run(result: RunResult) -> ObservedRun:
+    """What the rules read of a run being assembled."""
+    return ObservedRun(
+        result.tps,
+        tuple((s.t, s.tps) for s in result.seconds),
+        result.spec.rate is not None,
+        result.spec.clients,
+        tuple((g.host, g.busy, usable_cpus(g.threads, g.cpus)) for g in result.generators),
+        result.telemetry,
+    )
 
 
 def usable_cpus(threads: int, cpus: int | None) -> int:
@@ -64,7 +52,7 @@ def usable_cpus(threads: int, cpus: int | None) -> int:
 
 def diagnose_run(result: RunResult, evidence: Evidence) -> Diagnosis | None:
     """The run's diagnosis, as it is assembled (a group member's part: seen as its own run)."""
-    return diagnose(ObservedRun.of(result), evidence)
+    return diagnose(observed_run(result), evidence)
 
 
 def diagnose(run: ObservedRun, evidence: Evidence) -> Diagnosis | None:
@@ -77,6 +65,14 @@ def diagnose(run: ObservedRun, evidence: Evidence) -> Diagnosis | None:
 def stale(details: Mapping[str, object]) -> bool:
     """Whether a stored diagnosis came from other rules than these (`rules_version`)."""
     return details.get("rules_version") != RULES_VERSION
+
+
+def judged(part: ServerPart, found: Diagnosis | None) -> ServerPart:
+    """A group member's part with the verdict of its diagnosis (None: these rules found
+    nothing to judge, and say so)."""
+    if found is None:
+        return replace(part, verdict=None, evidence=(), details={"rules_version": RULES_VERSION})
+    return replace(part, verdict=found.verdict, evidence=found.evidence, details=found.details)
 
 
 def _by_the_rules(run: ObservedRun, evidence: Evidence) -> Diagnosis | None:

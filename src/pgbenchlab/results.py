@@ -6,16 +6,17 @@ produce is None, never zero.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pgbenchlab.analysis.diagnosis import Bottleneck
+from pgbenchlab.analysis.diagnosis import RULES_VERSION, Bottleneck
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.records.cell import RunCell
 from pgbenchlab.records.costs import RunCosts
+from pgbenchlab.records.observed import ObservedRun
 
 if TYPE_CHECKING:
     from pgbenchlab.analysis.diagnosis import Diagnosis
@@ -148,7 +149,8 @@ class GeneratorFigures:
 class ServerPart:
     """One member server's part of a group's run (`plan.groups`): its pgbench's figures (the
     sum of its shares' reports), the commits the server itself counted meanwhile, and what
-    limited it (the diagnosis of a single server's run, on its own telemetry and figures)."""
+    limited it (the diagnosis of a single server's run, on its own telemetry and figures), with
+    what that diagnosis read (`observed`), so that new rules judge the member again."""
 
     server: str
     clients: int
@@ -161,6 +163,10 @@ class ServerPart:
     verdict: Bottleneck | None = None  # None: not sampled, or no report
     evidence: tuple[str, ...] = ()  # the verdict's evidence, one line each
     costs: RunCosts | None = None  # what its server spent over the run (None: not sampled)
+    # the diagnosis' details: the rules that judged the part (rules_version: today's, for a part
+    # made now) and what else held
+    details: Mapping[str, Any] = field(default_factory=lambda: {"rules_version": RULES_VERSION})
+    observed: ObservedRun | None = None  # the member's run as its own (None: stored before 30)
 
 
 @dataclass(frozen=True)

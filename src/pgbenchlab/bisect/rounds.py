@@ -119,7 +119,7 @@ def stored_rounds(database: Path, campaign: str, metric: Metric) -> Rounds:
         records = () if found is None else store.run_records(found.id)
     for record in records:
         _take(figures, failures, record.spec.server, record.repeat, record.status,
-              record[metric.column], record["error"])  # fmt: skip
+              record[metric.column], record.error)  # fmt: skip
     return Rounds(figures, failures)
 
 

@@ -38,6 +38,7 @@ from pgbenchlab.builds.recipe import (
     version_flags,
     with_cflags,
 )
+from pgbenchlab.durations import duration_text
 from pgbenchlab.errors import BuildError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation, inspect_bin_dir
@@ -328,7 +329,7 @@ def describe(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("build system", str(facts.get("build_system", "autoconf"))),
         ("build configure", " ".join(facts.get("configure_applied", [])) or "(defaults)"),
         ("build compiler", str(compiler.get("version", "-"))),
-        ("build time", f"{seconds:.0f} s" if isinstance(seconds, (int, float)) else "-"),
+        ("build time", duration_text(seconds) if isinstance(seconds, (int, float)) else "-"),
     ]
 
 

@@ -7,6 +7,7 @@ with it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from pgbenchlab import cpusets
 from pgbenchlab.cpusets import NumaPolicy
@@ -63,6 +64,19 @@ def numa_places(plan: Plan) -> list[NumaPlace]:
     if plan.pgbench_numa:
         listed.append(("[pgbench] numa", plan.pgbench_numa, generator))
     return listed
+
+
+# A CPU list or NUMA policy of the plan: what names it, its host (None: here), its check there.
+Placement = tuple[str, str | None, Callable[[Host], None]]
+
+
+def placements(plan: Plan) -> list[Placement]:
+    """Every CPU list and NUMA policy of the plan, each with its check against its host."""
+    found: list[Placement] = [
+        (listed[0], listed[2], partial(check_cpu_list, plan, listed)) for listed in cpu_lists(plan)
+    ]
+    found += [(place[0], place[2], partial(check_numa, plan, place)) for place in numa_places(plan)]
+    return found
 
 
 def check_numa(plan: Plan, place: NumaPlace, host: Host) -> None:

@@ -30,7 +30,7 @@ from pgbenchlab.campaign.checklist import (
 from pgbenchlab.campaign.counting import check_valgrind
 from pgbenchlab.campaign.floors import restart_problems
 from pgbenchlab.campaign.hosts import used_hosts
-from pgbenchlab.campaign.pinning import check_cpu_list, check_numa, cpu_lists, numa_places
+from pgbenchlab.campaign.pinning import placements
 from pgbenchlab.campaign.servers import (
     check_external,
     check_pooler,
@@ -152,18 +152,12 @@ def hosts(ready: Readiness, found: Findings) -> None:
 
 
 def cpus(ready: Readiness, found: Findings) -> None:
-    for listed in cpu_lists(ready.plan):
-        host = ready.host(listed[2])
+    for what, where, check in placements(ready.plan):
+        host = ready.host(where)
         if host is None:
-            found.leave(f"{listed[0]}: checked on host {listed[2]}")
+            found.leave(f"{what}: checked on host {where}")
         else:
-            found.attempt(partial(check_cpu_list, ready.plan, listed, host))
-    for place in numa_places(ready.plan):
-        host = ready.host(place[2])
-        if host is None:
-            found.leave(f"{place[0]}: checked on host {place[2]}")
-        else:
-            found.attempt(partial(check_numa, ready.plan, place, host))
+            found.attempt(partial(check, host))
 
 
 def managed(ready: Readiness) -> list[ServerPlan]:

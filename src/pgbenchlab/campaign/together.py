@@ -33,7 +33,7 @@ from pgbenchlab.campaign.generators import (
     together,
 )
 from pgbenchlab.campaign.hosts import LOCAL
-from pgbenchlab.diagnosing import diagnose_run
+from pgbenchlab.diagnosing import diagnose_run, judged, observed_run
 from pgbenchlab.errors import PgbenchParseError
 from pgbenchlab.findings import RunWarning
 from pgbenchlab.hosts import LOCAL_HOST
@@ -176,14 +176,12 @@ def diagnosed(
 ) -> tuple[ServerPart, ...]:
     """Each member's part with what limited its server: the run as that member saw it
     (`as_member`) diagnosed as a run of its own is (`diagnosing`), on the evidence the
-    campaign's telemetry holds for that server."""
+    campaign's telemetry holds for that server; the part keeps what was judged."""
     found = []
     for part in parts:
         seen = as_member(result, part, done, telemetry.get(part.server))
         verdict = diagnose_run(seen, rules.evidence(part.server))
-        if verdict is not None:
-            part = replace(part, verdict=verdict.verdict, evidence=verdict.evidence)
-        found.append(part)
+        found.append(judged(replace(part, observed=observed_run(seen)), verdict))
     return tuple(found)
 
 

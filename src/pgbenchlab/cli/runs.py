@@ -112,8 +112,8 @@ def table_row(r: RunRecord) -> list[str]:
         str(r.spec.clients),
         str(r.repeat),
         r.status,
-        fmt(r["tps"], ",.0f"),
-        fmt(r["latency_avg_ms"], ".3f"),
-        fmt(r["p99_ms"], ".3f"),
-        r["latency_source"] or "-",
+        fmt(r.tps, ",.0f"),
+        fmt(r.latency_avg_ms, ".3f"),
+        fmt(r.p99_ms, ".3f"),
+        r.latency_source or "-",
     ]

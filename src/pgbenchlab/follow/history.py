@@ -88,7 +88,7 @@ def load_history(store: Store, follow: str, threshold: float = DEFAULT_THRESHOLD
         found = store.find_campaign(commit.campaign) if commit.status == MEASURED else None
         for record in () if found is None else store.run_records(found.id):
             if record.status == RunStatus.OK:
-                cell_id = str(record["cell_id"])
+                cell_id = record.cell_id
                 runs.setdefault(cell_id, []).append((commit, record))
                 labels.setdefault(cell_id, cell_label(record))
     series = tuple(

@@ -226,7 +226,7 @@ class Follow:
         with Store(self.database) as store:
             found = store.find_campaign(campaign)
             records = () if found is None else store.run_records(found.id)
-        errors = [str(r["error"] or r.status).splitlines()[0] for r in records if r["error"]]
+        errors = [str(r.error).splitlines()[0] for r in records if r.error]
         return [r.status for r in records], (errors[0] if errors else "")
 
     @staticmethod

@@ -9,8 +9,9 @@ absent — no point, no total — and its source's `SourceStatus` says why; it i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, astuple, dataclass, field, fields
+from typing import Any
 
 from pgbenchlab.records.costs import RunCosts
 
@@ -164,3 +165,41 @@ class RunTelemetry:
 
     def events_of(self, *kinds: str) -> Iterator[LogEvent]:
         return (e for e in self.events if e.kind in kinds)
+
+    def stored(self) -> dict[str, Any]:
+        """The record as JSON: each collection's records as rows of their fields' values."""
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ROWS:
+            found[name] = [list(astuple(item)) for item in found[name]]
+        found["errors"] = list(self.errors)
+        found["affinity"] = [asdict(a) for a in self.affinity]
+        found["costs"] = None if self.costs is None else self.costs.stored()
+        return found
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> RunTelemetry:
+        values = {f.name: stored[f.name] for f in fields(cls) if f.name in stored}
+        for name, record in ROWS.items():
+            values[name] = tuple(record(*row) for row in stored[name])
+        values["errors"] = tuple(stored["errors"])
+        values["affinity"] = tuple(_affinity(a) for a in stored["affinity"])
+        costs = stored["costs"]
+        values["costs"] = None if costs is None else RunCosts.from_stored(costs)
+        return cls(**values)
+
+
+# The collections `RunTelemetry.stored` keeps as rows, and the record of each row.
+ROWS: dict[str, Any] = {
+    "sources": SourceStatus,
+    "series": Point,
+    "totals": Total,
+    "waits": WaitCount,
+    "events": LogEvent,
+    "statements": Statement,
+}
+
+
+def _affinity(stored: Mapping[str, Any]) -> Affinity:
+    listed = ("observed", "memory_nodes", "numa_policies")
+    values: dict[str, Any] = {k: tuple(v) if k in listed else v for k, v in stored.items()}
+    return Affinity(**values)

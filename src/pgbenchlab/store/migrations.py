@@ -137,4 +137,14 @@ LATER: dict[int, str] = {
     # 33: the cell a noise floor was measured in (its cell id): floors are measured per cell
     # (`restart = "each-round"`, `rebuild = N`); '' for a floor of the whole campaign.
     33: "ALTER TABLE noise_floors ADD COLUMN cell TEXT NOT NULL DEFAULT '';\n",
+    # 34: what a group member's diagnosis read (its run as its own: TPS, per-second TPS, load
+    # generators, telemetry) and the diagnosis' details, so that a change of the rules judges
+    # the member again. Parts stored before it keep their verdict: every member verdict was
+    # made by rules 3 (member verdicts came with schema 20, after rules 3, and the rules have
+    # not changed since); with nothing stored to judge again, newer rules drop it.
+    34: """
+    ALTER TABLE run_servers ADD COLUMN details_json TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE run_servers ADD COLUMN observed_json TEXT;
+    UPDATE run_servers SET details_json = '{"rules_version": 3}' WHERE verdict IS NOT NULL;
+    """,
 }

@@ -50,7 +50,7 @@ from pgbenchlab.store.records import (
     WaitEvents,
     campaign_artifacts,
 )
-from pgbenchlab.store.rediagnosis import rediagnose
+from pgbenchlab.store.rediagnosis import rediagnose, rediagnosed_parts
 from pgbenchlab.store.telemetry import AFFINITY_COLUMNS, read_affinity
 
 CHUNK = 500  # run ids per query: under SQLite's limit of bound parameters
@@ -115,18 +115,12 @@ class Reading:
 
     # -- campaigns -------------------------------------------------------------------------------
 
-    def campaign(self, name: str | None = None) -> sqlite3.Row | None:
-        """The latest campaign (of that name), as a row."""
-        if name is None:
-            return self.db.execute("SELECT * FROM campaigns ORDER BY id DESC LIMIT 1").fetchone()  # type: ignore[no-any-return]
-        row = self.db.execute(
-            "SELECT * FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1", (name,)
-        ).fetchone()
-        return row  # type: ignore[no-any-return]
-
     def find_campaign(self, name: str | None = None) -> CampaignRecord | None:
         """The latest campaign (of that name)."""
-        row = self.campaign(name)
+        named = "" if name is None else " WHERE name = ?"
+        parameters: tuple[str, ...] = () if name is None else (name,)
+        sql = f"SELECT * FROM campaigns{named} ORDER BY id DESC LIMIT 1"
+        row = self.db.execute(sql, parameters).fetchone()
         return None if row is None else campaign_record(row)
 
     def campaign_id(self, name: str | None) -> int:
@@ -146,15 +140,13 @@ class Reading:
     def bisection_names(self) -> list[str]:
         return bisections.bisection_names(self.db)
 
-    def campaigns(self) -> list[sqlite3.Row]:
-        return self.db.execute(
+    def campaign_summaries(self) -> tuple[CampaignSummary, ...]:
+        """Every campaign, oldest first, with its number of runs."""
+        rows = self.db.execute(
             "SELECT c.*, (SELECT count(*) FROM latest_runs r WHERE r.campaign_id = c.id) AS runs "
             "FROM campaigns c ORDER BY c.id"
         ).fetchall()
-
-    def campaign_summaries(self) -> tuple[CampaignSummary, ...]:
-        """Every campaign, oldest first, with its number of runs."""
-        return tuple(CampaignSummary(campaign_record(r), int(r["runs"])) for r in self.campaigns())
+        return tuple(CampaignSummary(campaign_record(r), int(r["runs"])) for r in rows)
 
     def artifacts_dir(self, campaign: CampaignRecord) -> Path | None:
         """Where the campaign's raw files are kept (None: nowhere inside the results directory,
@@ -175,12 +167,10 @@ class Reading:
         rows = self.db.execute("SELECT DISTINCT build_key FROM servers WHERE build_key IS NOT NULL")
         return {str(r[0]) for r in rows}
 
-    def servers(self, campaign_id: int) -> list[sqlite3.Row]:
-        return self.db.execute(
+    def server_records(self, campaign_id: int) -> tuple[ServerRecord, ...]:
+        rows = self.db.execute(
             "SELECT * FROM servers WHERE campaign_id = ? ORDER BY id", (campaign_id,)
         ).fetchall()
-
-    def server_records(self, campaign_id: int) -> tuple[ServerRecord, ...]:
         return tuple(
             ServerRecord(
                 name=str(r["name"]),
@@ -196,7 +186,7 @@ class Reading:
                 build=json.loads(r["build_json"]) if r["build_json"] else None,
                 description=str(r["description"]),
             )
-            for r in self.servers(campaign_id)
+            for r in rows
         )
 
     def server_storage(self, campaign_id: int) -> dict[str, ServerStorage]:
@@ -248,11 +238,6 @@ class Reading:
         rows = self.db.execute("SELECT name, value FROM run_sysctl WHERE run_id = ?", (run_id,))
         return {str(n): str(v) for n, v in rows.fetchall()}
 
-    def runs(self, campaign_id: int) -> list[sqlite3.Row]:
-        return self.db.execute(
-            "SELECT * FROM latest_runs WHERE campaign_id = ? ORDER BY sequence", (campaign_id,)
-        ).fetchall()
-
     def run_records(self, campaign_id: int) -> tuple[RunRecord, ...]:
         """The campaign's runs, the latest attempt of each run key, in run order."""
         sql = f"{RUN_SELECT} FROM latest_runs WHERE campaign_id = ? ORDER BY sequence"
@@ -303,8 +288,9 @@ class Reading:
         return read_generators(self.db, run_id)
 
     def run_server_parts(self, run_id: int) -> tuple[ServerPart, ...]:
-        """Each member server's part of a group's run (else none)."""
-        return read_server_parts(self.db, run_id)
+        """Each member server's part of a group's run (else none), its verdict by today's
+        rules."""
+        return rediagnosed_parts(self.db, run_id, read_server_parts(self.db, run_id))
 
     def seconds_by_run(self, ids: Collection[int]) -> dict[int, tuple[Second, ...]]:
         found: dict[int, list[Second]] = defaultdict(list)

@@ -98,9 +98,11 @@ class DatasetRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One stored run: every registry column by its key (``record["tps"]``; a JSON column
-    decoded, under its name without ``_json``: ``record["argv"]``), the cell, pgbench's report
-    and the status as the records and enum the run's result held (`spec`, `report`, `status`)."""
+    """One stored run, as the registry's columns read it back (`values`, by key: a JSON column
+    decoded, under its name without ``_json``). Callers read it by attribute: the cell,
+    pgbench's report and the status as the records and enum the run's result held (`spec`,
+    `report`, `status`), its identity, figures and outcome typed; code that walks the registry
+    (exports, metrics chosen by name) reads ``record[key]``."""
 
     id: int
     campaign_id: int
@@ -109,9 +111,21 @@ class RunRecord:
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
+    def _float(self, key: str) -> float | None:
+        value = self.values[key]
+        return None if value is None else float(value)
+
+    def _int(self, key: str) -> int | None:
+        value = self.values[key]
+        return None if value is None else int(value)
+
     @property
     def run_key(self) -> str:
         return str(self.values["run_key"])
+
+    @property
+    def cell_id(self) -> str:
+        return str(self.values["cell_id"])
 
     @property
     def sequence(self) -> int:
@@ -126,6 +140,11 @@ class RunRecord:
         return RunStatus(self.values["status"])
 
     @property
+    def error(self) -> str | None:
+        error = self.values["error"]
+        return None if error is None else str(error)
+
+    @property
     def spec(self) -> RunCell:
         cell: RunCell = self.values["spec"]
         return cell
@@ -134,6 +153,60 @@ class RunRecord:
     def report(self) -> PgbenchReport | None:
         report: PgbenchReport | None = self.values["report"]
         return report
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return tuple(str(a) for a in self.values["argv"])
+
+    @property
+    def warnings(self) -> tuple[Any, ...]:
+        """The stored warnings as decoded (`findings.from_stored` makes them records)."""
+        return tuple(self.values["warnings"])
+
+    @property
+    def tps(self) -> float | None:
+        return self._float("tps")
+
+    @property
+    def transactions(self) -> int | None:
+        return self._int("transactions")
+
+    @property
+    def failed(self) -> int | None:
+        return self._int("failed")
+
+    @property
+    def skipped(self) -> int | None:
+        return self._int("skipped")
+
+    @property
+    def late(self) -> int | None:
+        return self._int("late")
+
+    @property
+    def latency_avg_ms(self) -> float | None:
+        return self._float("latency_avg_ms")
+
+    @property
+    def p50_ms(self) -> float | None:
+        return self._float("p50_ms")
+
+    @property
+    def p99_ms(self) -> float | None:
+        return self._float("p99_ms")
+
+    @property
+    def p999_ms(self) -> float | None:
+        return self._float("p999_ms")
+
+    @property
+    def latency_source(self) -> str | None:
+        source = self.values["latency_source"]
+        return None if source is None else str(source)
+
+    @property
+    def instructions_per_tx(self) -> float | None:
+        return self._float("instructions_per_tx")
 
 
 @dataclass(frozen=True)

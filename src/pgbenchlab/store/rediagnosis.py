@@ -5,8 +5,9 @@ Reading a diagnosis made by other rules, the store diagnoses the run again from 
 (`diagnosing.diagnose`: the run's figures, per-second series, load generators and telemetry;
 its server's measured sync rates; the load generator host whose pgbench the samplers
 watched), so that a report never shows a verdict that today's rules would not give. A group
-member's verdict keeps its rules: the member's telemetry is not stored (only its part's
-figures), so there is nothing to judge again.
+member's part is judged again the same way, from the member's run as its own that the part
+kept (`ServerPart.observed`: the group's run stores no telemetry of its own); a verdict with
+nothing left to judge is dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import json
 import sqlite3
 
 from pgbenchlab.analysis.diagnosis import Diagnosis
-from pgbenchlab.diagnosing import Evidence, ObservedRun, diagnose, usable_cpus
+from pgbenchlab.diagnosing import Evidence, diagnose, judged, stale, usable_cpus
+from pgbenchlab.records.observed import ObservedRun
+from pgbenchlab.results import ServerPart
 from pgbenchlab.store.telemetry import read_telemetry
 
 LOCAL = "local"  # the name run_hosts gives this machine
@@ -45,6 +48,26 @@ def rediagnose(db: sqlite3.Connection, run_id: int) -> Diagnosis | None:
         read_telemetry(db, run_id),
     )
     return diagnose(observed, _evidence(db, run_id, campaign_id, server))
+
+
+def rediagnosed_parts(
+    db: sqlite3.Connection, run_id: int, parts: tuple[ServerPart, ...]
+) -> tuple[ServerPart, ...]:
+    """A group's run's member parts, each judged by today's rules (from what it kept)."""
+    if not any(_of_other_rules(p) for p in parts):
+        return parts
+    (campaign_id,) = db.execute("SELECT campaign_id FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return tuple(_again(db, run_id, campaign_id, p) if _of_other_rules(p) else p for p in parts)
+
+
+def _of_other_rules(part: ServerPart) -> bool:
+    return (part.verdict is not None or part.observed is not None) and stale(part.details)
+
+
+def _again(db: sqlite3.Connection, run_id: int, campaign_id: int, part: ServerPart) -> ServerPart:
+    if part.observed is None:
+        return judged(part, None)  # nothing left to judge
+    return judged(part, diagnose(part.observed, _evidence(db, run_id, campaign_id, part.server)))
 
 
 def _evidence(db: sqlite3.Connection, run_id: int, campaign_id: int, server: str) -> Evidence:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pgbenchlab.store.columns import added_columns_sql
 from pgbenchlab.store.migrations import LATER
 
-SCHEMA_VERSION = 33
+SCHEMA_VERSION = 34
 
 MIGRATIONS: dict[int, str] = {
     1: """

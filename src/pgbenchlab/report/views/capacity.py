@@ -112,9 +112,9 @@ def _view(
         [CapacityProbe(p.role, p.rate, p.passed, p.tps) for p in probes], identity.settings
     )
     first = runs.get(probes[0].run_id) or _missing(probes[0])
-    limits = [runs[p.run_id]["latency_limit_ms"] for p in probes if p.run_id in runs]
+    limits = [runs[p.run_id].spec.latency_limit_ms for p in probes if p.run_id in runs]
     return CapacityView(
-        server=str(first["server"]),
+        server=first.spec.server,
         cell=_cell_label(first),
         search=probes[0].search,
         slo=slo,
@@ -131,25 +131,24 @@ def _missing(probe: ProbeRecord) -> RunRecord:
 
 def _cell_label(run: RunRecord) -> str:
     settings = "".join(f" {k}={v}" for k, v in run_variant(run).items())
-    return f"s={run['scale']} {run['workload']} {run['protocol']}{settings}"
+    cell = run.spec
+    return f"s={cell.scale} {cell.workload} {cell.protocol}{settings}"
 
 
 def _point(probe: ProbeRecord, run: RunRecord | None) -> KneePoint:
-    def value(key: str) -> Any:
-        return None if run is None else run[key]
-
-    transactions, skipped, failed = value("transactions"), value("skipped"), value("failed")
+    transactions, skipped, failed, late = (
+        (run.transactions, run.skipped, run.failed, run.late) if run else (None, None, None, None)
+    )
     scheduled = (transactions or 0) + (skipped or 0) + (failed or 0)
-    late = value("late")
     return KneePoint(
         run_id=probe.run_id,
         role=probe.role,
         offered=probe.rate,
         clients=probe.clients,
         achieved=probe.tps,
-        p50_ms=value("p50_ms"),
-        p99_ms=value("p99_ms"),
-        p999_ms=value("p999_ms"),
+        p50_ms=run.p50_ms if run else None,
+        p99_ms=run.p99_ms if run else None,
+        p999_ms=run.p999_ms if run else None,
         late_share=late / transactions if late is not None and transactions else None,
         skipped_share=(skipped or 0) / scheduled if scheduled and probe.role != START else None,
         passed=probe.passed,

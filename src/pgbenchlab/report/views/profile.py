@@ -52,22 +52,21 @@ class ProfileComparison:
 
 def run_label(run: RunRecord) -> str:
     return (
-        f"run {run.id}: {run['server']} s={run['scale']} {run['workload']} "
-        f"c={run['clients']} #{run.repeat}"
+        f"run {run.id}: {run.spec.server} s={run.spec.scale} {run.spec.workload} "
+        f"c={run.spec.clients} #{run.repeat}"
     )
 
 
 def profiled_run(run: RunRecord, profile: Profile, limit: int = 15) -> RunProfile:
-    transactions = run["transactions"]
     return RunProfile(
         run.id,
         run_label(run),
-        int(transactions) if transactions is not None else None,
-        run["tps"],
+        run.transactions,
+        run.tps,
         profile,
         tuple(top_functions(profile, limit)),
         backend_samples(profile),
-        instructions_per_tx=run["instructions_per_tx"],
+        instructions_per_tx=run.instructions_per_tx,
     )
 
 

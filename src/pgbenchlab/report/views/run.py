@@ -6,7 +6,7 @@ results directory's artifacts/, or rebuilt from the stored report when that file
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pgbenchlab.pgbench.report import PgbenchReport
 from pgbenchlab.profiles import PGBENCH
 from pgbenchlab.report.views.setup import setup_facts
 from pgbenchlab.report.views.text import affinity_text
+from pgbenchlab.results import ServerPart
 from pgbenchlab.store import Store, run_artifacts, run_as_dict
 
 STDOUT_ARTIFACT = "stdout.txt.zst"
@@ -58,7 +59,7 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
     origin = store.origins_by_run([run_id]).get(run_id)  # its machine and shard (`run --shard`)
     detail["origin"] = asdict(origin) if origin else None
     detail["generators"] = [asdict(g) for g in store.run_generators(run_id)]
-    detail["server_parts"] = [asdict(p) for p in store.run_server_parts(run_id)]  # a group's
+    detail["server_parts"] = [part_detail(p) for p in store.run_server_parts(run_id)]  # a group's
     detail["server_build"] = server_build(store, int(detail["campaign_id"]), str(detail["server"]))
     setup = setup_facts(store, int(detail["campaign_id"])).get(str(detail["server"]))
     if setup:  # its tablespaces and one-off preparations, when the plan asked for them
@@ -76,6 +77,12 @@ def run_detail(store: Store, run_id: int) -> dict[str, Any]:
             "pgbench_samples": pgbench.samples if pgbench else None,
         }
     return detail
+
+
+def part_detail(part: ServerPart) -> dict[str, Any]:
+    """A member's part as shown: what its verdict was judged on is the store's to keep."""
+    shown = asdict(replace(part, details={}, observed=None))
+    return {k: v for k, v in shown.items() if k not in ("details", "observed")}
 
 
 def server_build(store: Store, campaign_id: int, server: str) -> dict[str, Any] | None:
