@@ -194,7 +194,7 @@ def run_bisection(
         record = Bisection(request, reporter, tell, build=clock.build, equip=clock.equip).run()
     wall_s = time.monotonic() - started
     with Store(results / RESULTS_DB) as store:
-        runs = {row["name"]: int(row["runs"]) for row in store.campaigns()}
+        runs = {s.campaign.name: s.runs for s in store.campaign_summaries()}
     return Outcome(record, wall_s, history_s, runs, (load, os.getloadavg()[0]))
 
 

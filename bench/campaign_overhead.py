@@ -125,7 +125,7 @@ def timed_cli(argv: list[str]) -> tuple[float, float]:
 
 def failed_runs(results: Path, campaign: str) -> int:
     with Store(results / RESULTS_DB) as store:
-        return sum(row["status"] == FAILED for row in store.runs(store.campaign_id(campaign)))
+        return sum(r.status == FAILED for r in store.run_records(store.campaign_id(campaign)))
 
 
 def measure(name: str, plan_path: Path | None, the_plan: plan.Plan) -> Row:
