@@ -25,7 +25,7 @@ from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.server import SUPERUSER
 from pgbenchlab.server.snapshot import FILES, RECORD, SNAPSHOTS
 from pgbenchlab.store import Store
-from pgbenchlab.store.schema import MIGRATIONS, SCHEMA_VERSION
+from pgbenchlab.store.schema import MIGRATIONS
 from support import QuietReporter, require_installs
 from test_faults import data_dir, db_rows
 from test_plan_hosts import HOSTS
@@ -114,18 +114,18 @@ def resets(text: str, tmp_path: Path) -> set[str]:
 # -- the record and its outputs ------------------------------------------------------------------
 
 
-def test_a_database_of_the_previous_version_gains_the_reset_column(tmp_path: Path) -> None:
+def test_a_database_of_version_30_gains_the_reset_column(tmp_path: Path) -> None:
     path = tmp_path / "results.db"
     db = sqlite3.connect(path)
-    db.executescript("".join(MIGRATIONS[v] for v in range(1, SCHEMA_VERSION)))
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    db.executescript("".join(MIGRATIONS[v] for v in range(1, 31)))
+    db.execute("PRAGMA user_version = 30")
     db.close()
     spec = parse(plan_text("m", 'reset = "snapshot"'), tmp_path).specs[0]
     with Store(path) as store:
         campaign = store.start_campaign("m", "p.toml", "", "d", {"pgbenchlab": "0"}, {})
         store.record_run(campaign, _result(spec, 0, "snapshot (copy)"))
         store.record_run(campaign, _result(spec, 1, None))
-        assert [r["reset"] for r in store.runs(campaign)] == ["snapshot (copy)", None]
+        assert [r["reset"] for r in store.run_records(campaign)] == ["snapshot (copy)", None]
 
 
 def _result(spec: RunSpec, sequence: int, reset: str | None) -> RunResult:

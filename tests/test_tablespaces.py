@@ -269,7 +269,7 @@ def test_a_campaign_in_tablespaces_with_a_preparation(
         with Store(results_dir / "results.db") as store:
             made = tablespaces(store, outcome.campaign_id)["pg"]
             prepared = preparations(store, outcome.campaign_id)
-            first_run = int(store.runs(outcome.campaign_id)[0]["id"])
+            first_run = store.run_records(outcome.campaign_id)[0].id
             shown = run_text.as_text(runview.load(store, first_run))
             servers = load_view(store, outcome.campaign_id).servers
         page = write_report(results_dir / "results.db", output=tmp_path / "report.html")
