@@ -127,7 +127,6 @@ BEFORE_RULES = frozenset(
         "build",
         "capacity",
         "observer_effect",
-        "profile_overhead",
         "telemetry_overhead",
     }
 )
