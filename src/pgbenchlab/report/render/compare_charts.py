@@ -96,7 +96,6 @@ def heatmap_chart(metric: str, baseline: str, limit: float, confidence: float) -
 
 def distribution_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
     """Every run's latency CDF, one panel per other axis, for one chosen client count."""
-    values = sorted(set(clients))
     x: Spec = {
         "field": "upper_ms",
         "type": "quantitative",
@@ -109,7 +108,6 @@ def distribution_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
         "title": "transactions at or below (%)",
         "axis": {"format": ".0%"},
     }
-    color = series_channel(series, title)
     tooltip = [
         {"field": f"s_{series}", "title": title},
         {"field": "run", "title": "run id"},
@@ -117,35 +115,14 @@ def distribution_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
         {"field": "upper_ms", "title": "latency below (ms)", "format": ",.3f"},
         {"field": "cum", "title": "share at or below", "format": ".2%"},
     ]
-    pick_clients = {
-        "name": "clients_shown",
-        "value": values[-1] if values else 1,
-        "bind": {"input": "select", "options": values, "name": "clients: "},
-    }
-    spec = faceted(
+    spec = _runs_at_chosen_clients(
         "Latency distribution per run (CDF)",
         f"Each line is one run's per-transaction latencies (one colour per {title}); choose the "
         "client count below. Same axes in every panel, so runs compare directly.",
-        "dist",
-        f"p_{series}",
-        [
-            {
-                "params": [legend_toggle(series)],
-                "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.5},
-                "encoding": {
-                    "x": x,
-                    "y": y,
-                    "color": color,
-                    "detail": {"field": "run", "type": "nominal"},
-                    "opacity": FADE,
-                    "tooltip": tooltip,
-                    "href": {"field": "link"},
-                },
-            }
-        ],
+        ("dist", f"p_{series}"),
+        _run_lines(series, title, x, y, tooltip, "step-after"),
+        ("clients_shown", clients),
     )
-    spec["params"] = [pick_clients]
-    spec["transform"] = [{"filter": "datum.clients == clients_shown"}]
     spec["resolve"] = {"scale": {"y": "shared"}}
     return spec
 
@@ -154,7 +131,6 @@ def sorted_tps_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
     """Every run's per-second TPS sorted from fastest to slowest second, the share of its
     seconds on x (the classic "percentile TPS" plot): configurations side by side, one colour
     each, one panel per other axis, for one chosen client count (data "sorted")."""
-    values = sorted(set(clients))
     x: Spec = {
         "field": "position",
         "type": "quantitative",
@@ -163,7 +139,6 @@ def sorted_tps_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
         "scale": {"domain": [0, 1]},
     }
     y: Spec = {"field": "tps", "type": "quantitative", "title": "TPS in the second"}
-    color = series_channel(series, title)
     tooltip = [
         {"field": f"s_{series}", "title": title},
         {"field": "run", "title": "run id"},
@@ -172,34 +147,54 @@ def sorted_tps_chart(series: str, title: str, clients: Sequence[int]) -> Spec:
         {"field": "tps", "title": "TPS", "format": ",.0f"},
         {"field": "position", "title": "share of seconds faster", "format": ".0%"},
     ]
-    pick_clients = {
-        "name": "sorted_clients",
-        "value": values[-1] if values else 1,
-        "bind": {"input": "select", "options": values, "name": "clients: "},
-    }
-    spec = faceted(
+    return _runs_at_chosen_clients(
         "Per-second TPS sorted, per run",
         f"Each line is one run's seconds sorted from fastest to slowest (one colour per {title}): "
         "a flat line is steady throughput, a cliff on the right is stalls (a run's first and "
         "last seconds can be partial, and low). Choose the client count below.",
-        "sorted",
-        f"p_{series}",
-        [
-            {
-                "params": [legend_toggle(series)],
-                "mark": {"type": "line", "interpolate": "step", "strokeWidth": 1.5},
-                "encoding": {
-                    "x": x,
-                    "y": y,
-                    "color": color,
-                    "detail": {"field": "run", "type": "nominal"},
-                    "opacity": FADE,
-                    "tooltip": tooltip,
-                    "href": {"field": "link"},
-                },
-            }
-        ],
+        ("sorted", f"p_{series}"),
+        _run_lines(series, title, x, y, tooltip, "step"),
+        ("sorted_clients", clients),
     )
-    spec["params"] = [pick_clients]
-    spec["transform"] = [{"filter": "datum.clients == sorted_clients"}]
+
+
+def _run_lines(
+    series: str, title: str, x: Spec, y: Spec, tooltip: list[Spec], interpolate: str
+) -> Spec:
+    """One line per run, coloured by the series, linking to the run."""
+    return {
+        "params": [legend_toggle(series)],
+        "mark": {"type": "line", "interpolate": interpolate, "strokeWidth": 1.5},
+        "encoding": {
+            "x": x,
+            "y": y,
+            "color": series_channel(series, title),
+            "detail": {"field": "run", "type": "nominal"},
+            "opacity": FADE,
+            "tooltip": tooltip,
+            "href": {"field": "link"},
+        },
+    }
+
+
+def _runs_at_chosen_clients(
+    heading: str,
+    caption: str,
+    source: tuple[str, str],
+    layer: Spec,
+    picker: tuple[str, Sequence[int]],
+) -> Spec:
+    """The runs' lines faceted by the other axes, for the client count the reader picks
+    (source: the data and the facet field; picker: the parameter's name and the counts)."""
+    name, clients = picker
+    values = sorted(set(clients))
+    spec = faceted(heading, caption, *source, [layer])
+    spec["params"] = [
+        {
+            "name": name,
+            "value": values[-1] if values else 1,
+            "bind": {"input": "select", "options": values, "name": "clients: "},
+        }
+    ]
+    spec["transform"] = [{"filter": f"datum.clients == {name}"}]
     return spec
