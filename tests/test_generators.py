@@ -5,6 +5,7 @@ test_remote_campaign.py and test_remote_generators.py)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from pgbenchlab.campaign.assemble import progress_seconds
 from pgbenchlab.campaign.executor import GeneratorExecutor, log_layout
 from pgbenchlab.campaign.generator_processes import CpuWatch, Started
 from pgbenchlab.campaign.generators import (
+    WAIT_AND_EXEC,
     Part,
     argv_duration,
     argv_figures,
@@ -160,3 +162,14 @@ def test_a_generators_log_reduction_follows_pgbenchs_argv() -> None:
     assert (layout.rate_limited, layout.has_retries, layout.shift_us) == (False, False, -1500)
     paced = log_layout(["pgbench", "-R", "100", "--max-tries=3", "db"], None, 0.0)
     assert (paced.rate_limited, paced.has_retries, paced.columns) == (True, True, 8)
+
+
+def test_ctrl_c_ends_the_start_wrapper_at_once_whatever_it_was_doing() -> None:
+    """The wrapper that waits for a share's start instant ends by the signal itself, as the
+    pgbench it becomes would: no Python handler that could catch a Ctrl-C and lose it in exec."""
+    argv = [sys.executable, "-c", WAIT_AND_EXEC, f"{time.time() + 30:.6f}", "sleep", "30"]
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as waiting:
+        time.sleep(0.5)  # well into its wait
+        waiting.send_signal(signal.SIGINT)
+        _, stderr = waiting.communicate(timeout=5)
+    assert waiting.returncode == -signal.SIGINT and "KeyboardInterrupt" not in stderr

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sqlite3
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,8 +116,11 @@ def test_buffer_totals_sum_every_top_level_statement() -> None:
     assert buffer_totals(before, after) == {"hit": 110, "read": 2, "dirtied": 5, "written": 3}
 
 
-def _taskstats_message(pid: int, ppid: int, utime_us: int, switches: tuple[int, int]) -> bytes:
+def _taskstats_message(
+    pid: int, ppid: int, utime_us: int, switches: tuple[int, int], runtime_ns: int = 0
+) -> bytes:
     stats = bytearray(328)
+    struct.pack_into("Q", stats, 72, runtime_ns)
     struct.pack_into("II", stats, 128, pid, ppid)
     struct.pack_into("QQ", stats, 152, utime_us, 0)
     struct.pack_into("QQ", stats, 272, *switches)
@@ -130,7 +136,32 @@ def _taskstats_message(pid: int, ppid: int, utime_us: int, switches: tuple[int, 
 def test_an_exit_record_gives_its_cpu_and_switches() -> None:
     ((kind, payload),) = messages(_taskstats_message(4242, 17, 2_500_000, (30, 4)))
     assert kind == 31
-    assert task_exits(payload) == [TaskExit(4242, 17, 2.5, 34)]
+    assert task_exits(payload) == [TaskExit(4242, 17, 2.5, 34)]  # a kernel without runtime
+
+
+def test_an_exit_record_prefers_the_exact_runtime_to_the_ticks() -> None:
+    message = _taskstats_message(4242, 17, 2_500_000, (30, 4), runtime_ns=2_340_000_000)
+    ((_, payload),) = messages(message)
+    assert task_exits(payload) == [TaskExit(4242, 17, 2.34, 34)]
+
+
+def test_the_runtime_of_each_exit_is_a_lower_bound_of_what_the_process_used() -> None:
+    """Short-lived children heard as they exit: the runtime the kernel reports for each is at
+    most what their parent reaped (the figure both accounting methods rest on), and short of it
+    by less than a tick each."""
+    if os.geteuid() != 0:
+        pytest.fail("taskstats needs root (CAP_NET_ADMIN)")
+    listener = ExitListener(os.getpid())
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(40):
+        subprocess.run([sys.executable, "-c", "sum(range(300000))"], check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    time.sleep(0.2)
+    exits = [e for e in listener.close().values() if e.ppid == os.getpid()]
+    reaped = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    heard = sum(e.cpu_s for e in exits)
+    assert len(exits) == 40
+    assert reaped - 40 * 0.010 <= heard <= reaped  # a tick is at most 10 ms (HZ 100)
 
 
 def test_cpu_accounted_below_what_was_seen_or_above_the_host_is_a_warning() -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import secrets
 import signal
 import time
@@ -51,8 +52,12 @@ SEEDS_SINCE = (11,)  # pgbench --random-seed
 START_LEAD_S = 1.0  # ahead of now: every generator's SSH start comes well within it
 START_MARK = "pgbenchlab: started at"
 INTERRUPT_POLL_S = 0.1  # after Ctrl-C: how often a share still starting is looked at again
+REASK_S = 2.0  # after Ctrl-C: a share still running is asked again (its signal session failed)
+# SIGINT back to its default first: a Ctrl-C caught by Python's own handler just before the
+# exec would be lost, and pgbench would run its whole duration.
 WAIT_AND_EXEC = f"""
-import os, sys, time
+import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
 print("{START_MARK}", f"{{time.time():.6f}}", file=sys.stderr, flush=True)
 os.execvp(sys.argv[2], sys.argv[2:])
@@ -235,7 +240,7 @@ def together(call: Call, planned: list[Planned], pgbench_cpus: str | None) -> Co
     start = time.time() + START_LEAD_S
     timeout = None if call.timeout_s is None else call.timeout_s + START_LEAD_S
     starts = [Started(p.on_start) for p in planned]
-    asked: set[int] = set()
+    asked: dict[int, float] = {}  # share → when it was last asked to stop
     labels = [p.label for p in planned]
     dirs: list[PurePath | None] = []
     try:
@@ -263,7 +268,7 @@ def together(call: Call, planned: list[Planned], pgbench_cpus: str | None) -> Co
             ]
             hosts = [p.generator.host for p in planned]
             with CpuWatch(list(zip(hosts, starts, strict=True))) as watch:
-                done = _wait_all(futures, lambda: _interrupt(planned, starts, asked))
+                done = _wait_all(futures, lambda: _interrupt(planned, starts, futures, asked))
         shares = tuple(
             Share(
                 host=p.generator.name,
@@ -317,14 +322,21 @@ def _reduce_all(
             future.result()
 
 
-def _interrupt(planned: list[Planned], starts: list[Started], asked: set[int]) -> None:
-    """Ask every share's pgbench (or its waiting wrapper) that has started and was not asked
-    yet to stop, as Ctrl-C does; `asked` notes which were."""
+def _interrupt(
+    planned: list[Planned],
+    starts: list[Started],
+    futures: list[Future[Completed]],
+    asked: dict[int, float],
+) -> None:
+    """Ask every share's pgbench (or its waiting wrapper) that has started and not ended to
+    stop, as Ctrl-C does: once, then again every REASK_S while it runs (`asked` notes when)."""
+    now = time.monotonic()
     for i, (p, started) in enumerate(zip(planned, starts, strict=True)):
-        if started.pid is not None and i not in asked:
-            asked.add(i)
-            with contextlib.suppress(OSError, UserError):
-                p.generator.host.signal(started.pid, signal.SIGINT)
+        if started.pid is None or futures[i].done() or now - asked.get(i, -math.inf) < REASK_S:
+            continue
+        asked[i] = now
+        with contextlib.suppress(OSError, UserError):
+            p.generator.host.signal(started.pid, signal.SIGINT)
 
 
 def _share(
