@@ -61,9 +61,13 @@ def pytest_runtest_makereport(
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, which must run every test: {reason}"
-    if report.when == "call" and report.passed and item.get_closest_marker(SERVER_MARK):
-        _real_server_passed.add(item.nodeid)
     return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Counted where reports are gathered: in the one process, or in xdist's controller."""
+    if report.when == "call" and report.passed and SERVER_MARK in report.keywords:
+        _real_server_passed.add(report.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

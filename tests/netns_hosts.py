@@ -89,7 +89,7 @@ class TestHosts:
         self.home = Path("/home") / self.tag
         self.identity = self.state / "id_ed25519"
         self.known_hosts = self.state / "known_hosts"
-        self._made_bridge = self._made_user = self._made_privsep = False
+        self._made_bridge = self._made_user = False
         try:
             self._setup()
         except BaseException:
@@ -99,9 +99,9 @@ class TestHosts:
     # -- set-up ------------------------------------------------------------------------------
 
     def _setup(self) -> None:
-        if not PRIVSEP_DIR.exists():  # sshd's, made by its service (not started here) otherwise
-            PRIVSEP_DIR.mkdir(mode=0o755)
-            self._made_privsep = True
+        # sshd's, made by its service (not started here) otherwise. Left in place: another set's
+        # sshd (the suite's other worker) may need it still, and /run is emptied at boot.
+        PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
         _run("ip", "link", "add", self.bridge, "type", "bridge")
         self._made_bridge = True
         _run("ip", "addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
@@ -332,8 +332,6 @@ class TestHosts:
             _run("userdel", "--force", self.user, check=False)
             shutil.rmtree(self.home, ignore_errors=True)
         shutil.rmtree(self.state, ignore_errors=True)
-        if self._made_privsep:
-            shutil.rmtree(PRIVSEP_DIR, ignore_errors=True)
 
     def _kill_account_processes(self) -> None:
         for _attempt in range(50):

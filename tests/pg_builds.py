@@ -9,10 +9,13 @@ server account must reach the binaries), or a session temporary directory.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,23 +59,34 @@ def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*argv, *args], env=env, capture_output=True, text=True, check=True)
 
 
+@contextmanager
+def held(lock: Path) -> Iterator[None]:
+    """An exclusive lock on a file beside what is made once: the suite's second worker waits
+    for the first, then finds it made."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        yield
+
+
 def git_repo_of_tarball(tarball: Path, repo: Path) -> str:
     """A git repository whose one commit (tagged "release") is the unpacked tarball, made once
     (the same tarball always gives the same commit). Returns the commit."""
-    if not (repo / ".git").is_dir():
-        staging = repo.with_name(f".{repo.name}.{os.getpid()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        unpack = ["tar", "-xf", str(tarball), "-C", str(staging), "--strip-components=1"]
-        subprocess.run(unpack, check=True)
-        for args in (
-            ["init", "-q"],
-            ["add", "-A"],
-            ["commit", "-qm", "release"],
-            ["tag", "release"],
-        ):
-            git(staging, *args)
-        staging.rename(repo)
+    with held(repo.with_name(f".{repo.name}.lock")):
+        if not (repo / ".git").is_dir():
+            staging = repo.with_name(f".{repo.name}.{os.getpid()}")
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+            unpack = ["tar", "-xf", str(tarball), "-C", str(staging), "--strip-components=1"]
+            subprocess.run(unpack, check=True)
+            for args in (
+                ["init", "-q"],
+                ["add", "-A"],
+                ["commit", "-qm", "release"],
+                ["tag", "release"],
+            ):
+                git(staging, *args)
+            staging.rename(repo)
     return git(repo, "rev-parse", "release").stdout.strip()
 
 

@@ -22,6 +22,7 @@ DECIDE = one_cell_plan(
 )
 
 
+@pytest.mark.alone
 def test_a_known_change_is_decided_on_tps_and_the_latency_average(
     tmp_path: Path, results_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

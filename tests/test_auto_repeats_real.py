@@ -23,6 +23,7 @@ KNOWN_CHANGE = one_cell_plan(
 )
 
 
+@pytest.mark.alone
 def test_a_known_change_is_decided_in_fewer_runs_than_fixed_repeats_need(
     tmp_path: Path, results_dir: Path
 ) -> None:

@@ -20,7 +20,8 @@ from pgbenchlab.builds.sources import debian_tarball
 from pgbenchlab.cli import main
 from test_builds_real import FAST
 
-pytestmark = pytest.mark.server
+# alone: its verdict rests on measured TPS and a time bound
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 SERIES = ["doc", "slow", "broken", "fix", "doc", "doc", "doc"]
 # -O0 builds in about half the time, and the slowdown dwarfs what optimisation changes.

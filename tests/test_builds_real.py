@@ -94,6 +94,7 @@ def test_debian_13_is_built_with_its_provenance(pg13: tuple[Installation, float]
     assert stat.S_IMODE((prefix / "bin" / "postgres").stat().st_mode) & 0o005 == 0o005
 
 
+@pytest.mark.alone
 def test_a_second_build_is_a_cache_hit(
     pg13: tuple[Installation, float], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -148,6 +149,7 @@ def test_patched_build_regresses_against_its_base(
     assert {p.name for p in (stand_ins / "builds").iterdir()} == keys
 
 
+@pytest.mark.alone
 def test_configure_option_rejected(
     pg13: tuple[Installation, float], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -163,6 +165,7 @@ def test_configure_option_rejected(
     assert {b.key for b in builds.cached_builds(builds.cache_root())} == before
 
 
+@pytest.mark.alone
 def test_a_configure_option_the_major_does_not_know_is_refused_at_plan_check(
     build_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -46,6 +46,9 @@ from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 from test_capacity_model import RESOLUTION
 
+# alone: latency bounds under offered rates
+pytestmark = pytest.mark.alone
+
 CEILINGS = {"fast": 100.0, "slow": 50.0}  # one transaction at a time, each ≥ 10 or 20 ms
 
 PLAN = """

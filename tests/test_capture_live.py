@@ -15,7 +15,8 @@ from pgbenchlab.server import postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from support import embedded_server
 
-pytestmark = pytest.mark.server
+# alone: the sampler's ticks are timed to a fraction of a second
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 
 def test_each_second_is_told_as_it_is_sampled_and_is_what_is_stored() -> None:

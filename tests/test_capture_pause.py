@@ -13,7 +13,8 @@ from pgbenchlab.server import ManagedServer, postmaster_pid
 from pgbenchlab.telemetry.capture import Capture, CaptureConfig
 from support import embedded_server
 
-pytestmark = pytest.mark.server
+# alone: the sampler's ticks are timed to a fraction of a second
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 
 @pytest.fixture

@@ -27,6 +27,9 @@ from pgbenchlab.report.views.compare_series import within_campaign
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 
+# alone: steps found in measured TPS
+pytestmark = pytest.mark.alone
+
 # A random_page_cost so high that the planner reads pgbench_accounts sequentially instead of
 # through its index: select-only becomes about a hundred times slower, a step no noise hides.
 # Three values need four runs each: with three, no step can reach 99 % (smallest_p_value).

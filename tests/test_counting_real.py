@@ -19,7 +19,8 @@ from pgbenchlab.store import Store
 from support import QuietReporter, base_and_patched, one_cell_plan
 from test_builds_real import FAST
 
-pytestmark = pytest.mark.server
+# alone: its callgrind spread bound depends on timing
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 PATCH = Path(__file__).parent / "patches" / "0003-commit-spin.patch"
 CAMPAIGN = one_cell_plan(

@@ -105,6 +105,7 @@ def function_address(binary: Path, function: str) -> str:
 
 
 @pytest.mark.timeout(2400)  # copy 2 is built from source (copy 1 is the suite's pg13, cached)
+@pytest.mark.alone
 def test_two_builds_of_one_source_are_laid_out_apart_and_give_the_build_floor(
     tmp_path: Path, results_dir: Path, build_cache: Path
 ) -> None:

@@ -24,7 +24,8 @@ from pgbenchlab.store import Store
 from report_browser import Browser
 from test_bisect_real import SERIES, UNOPTIMISED
 
-pytestmark = pytest.mark.server
+# alone: its changes rest on measured TPS and a time bound
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 BRANCH = "follow-test"
 EXTRA = 5  # commits on the branch after the bisect test's history: 13 in all

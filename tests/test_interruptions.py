@@ -101,6 +101,7 @@ def untouched_tps(tmp_path_factory: pytest.TempPathFactory) -> float:
 
 
 @pytest.mark.parametrize(("phase", "what"), [("dataset", "pgbench -i"), ("server", "initdb")])
+@pytest.mark.alone
 def test_cut_short_creation_is_made_again(
     phase: str, what: str, tmp_path: Path, results_dir: Path, untouched_tps: float
 ) -> None:

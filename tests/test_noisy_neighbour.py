@@ -28,6 +28,9 @@ from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 
+# alone: it loads the machine on purpose, and measures that load
+pytestmark = pytest.mark.alone
+
 PLAN = """
 [campaign]
 name = "neighbour"

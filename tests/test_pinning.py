@@ -31,6 +31,9 @@ from pgbenchlab.telemetry.affinity import allowed_lists
 from pgbenchlab.telemetry.osstats import child_pids
 from support import QuietReporter, require_installs
 
+# alone: the diagnosis of pinned CPUs' saturation
+pytestmark = pytest.mark.alone
+
 BASE = """
 [campaign]
 name = "pin"

@@ -205,6 +205,7 @@ STARVED = {
 
 
 @pytest.mark.parametrize("starved", [True, False], ids=["starved", "alone"])
+@pytest.mark.alone
 def test_a_pooler_starved_of_its_cpu_is_named_as_the_limit(tmp_path: Path, starved: bool) -> None:
     """The pooler pinned to CPU 1 with a real-time burner there (pgbench and the server on CPU
     0): on a CPU or waiting for one in ~95 % of each second, every run pooler_bound, with the

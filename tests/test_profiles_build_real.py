@@ -20,7 +20,8 @@ from test_builds_real import FAST
 # -O0 builds in about half the time; at -O0 nothing is inlined, so the call chain is plain.
 UNOPTIMISED = FAST.replace("]", ', "CFLAGS=-O0"]')
 
-pytestmark = pytest.mark.server
+# alone: perf sample shares
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 PATCH = Path(__file__).parent / "patches" / "0002-profile-hot-loop.patch"
 CAMPAIGN = one_cell_plan(

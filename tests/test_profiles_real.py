@@ -57,6 +57,7 @@ PGBENCH_OWN = {
 
 
 @pytest.mark.browser
+@pytest.mark.alone
 def test_auto_profiles_one_extra_repeat_of_a_select_only_cell(
     tmp_path: Path, results_dir: Path, capsys: pytest.CaptureFixture[str], browser: Browser
 ) -> None:

@@ -163,6 +163,7 @@ EACH = "load generator {} wanted"  # of its usable CPUs: on one or waiting for o
     ],
     ids=["alone", "each-of-two"],
 )
+@pytest.mark.alone
 def test_a_saturated_load_generator_is_named_in_the_diagnosis(
     db_host: TestHosts,
     tmp_path: Path,

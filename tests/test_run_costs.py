@@ -306,6 +306,7 @@ def assert_workloads(runs: dict[str, dict[str, Any]], method: str) -> None:
 
 @pytest.mark.server
 @pytest.mark.skipif(os.geteuid() != 0, reason="a cgroup of the run's own needs root")
+@pytest.mark.alone
 def test_real_runs_by_cgroup(tmp_path: Path, results_dir: Path) -> None:
     if proctree.cgroup2_mount() is None:
         pytest.skip("no cgroup v2 hierarchy mounted here")

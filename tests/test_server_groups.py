@@ -148,6 +148,7 @@ class LockingB(QuietReporter):
 
 
 @pytest.mark.server
+@pytest.mark.alone
 def test_two_servers_driven_together_are_one_run(
     tmp_path: Path,
     results_dir: Path,

@@ -21,7 +21,8 @@ from pgbenchlab.tunables import normal
 from support import QuietReporter, require_installs
 from test_tunables_real import cut_while_measuring, knob_plan, start
 
-pytestmark = pytest.mark.server
+# alone: it changes the machine's sysfs settings
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 

@@ -43,7 +43,8 @@ from pgbenchlab.server import SUPERUSER, Endpoint
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
 from support import QuietReporter, require_installs
 
-pytestmark = pytest.mark.server
+# alone: each verdict is caused by a run built to cause it
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 CLIENT_SCRIPT = "".join(f"\\set x{i} random(1, 100000) * 3 + {i}\n" for i in range(300)) + (
     "SELECT 1;\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
+import threading
 from pathlib import Path, PurePath, PurePosixPath
 
 import pytest
@@ -19,7 +20,7 @@ from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.campaign.runner import conduct
 from pgbenchlab.cli.runs import table_row
 from pgbenchlab.errors import PlanError
-from pgbenchlab.hosts import LocalHost
+from pgbenchlab.hosts import LOCAL_HOST, LocalHost
 from pgbenchlab.report.render.run_text import run_lines
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.compare import within_campaign
@@ -237,6 +238,20 @@ def test_a_running_campaigns_journal_is_left_to_it(tmp_path: Path) -> None:
         tunables(tmp_path, ("vm.dirty_bytes",), root).repair()
     assert Path(root / "vm/dirty_bytes").read_text().strip() == "4096"
     running.restore()
+
+
+def test_a_campaign_that_only_repairs_holds_the_journal_for_a_moment(tmp_path: Path) -> None:
+    """Every campaign's start locks the journal while it repairs: a campaign with tunables
+    starting at that instant waits for it, and is not refused as if tunables were in use."""
+    root = fake_proc(tmp_path, {"vm.dirty_bytes": "0", "vm.dirty_ratio": "20"})
+    journal = tmp_path / "run" / "j.json"
+    journal.parent.mkdir()
+    repairing = LOCAL_HOST.lock(PurePosixPath(journal))
+    threading.Timer(0.3, repairing.release).start()
+    tuned = tunables(tmp_path, ("vm.dirty_bytes",), root)
+    assert tuned.repair() == {}
+    assert tuned.journal is not None
+    tuned.restore()
 
 
 def run_tuned(tmp_path: Path, axis: str) -> tuple[PurePosixPath, Path]:

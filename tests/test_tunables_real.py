@@ -30,7 +30,8 @@ from pgbenchlab.store import Store
 from support import QuietReporter, one_cell_plan, require_installs
 from test_faults import CLI
 
-pytestmark = pytest.mark.server
+# alone: it changes the machine's kernel tunables
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 T = TypeVar("T")
 BYTES = Path("/proc/sys/vm/dirty_background_bytes")

@@ -100,10 +100,18 @@ def _create_service_user() -> None:
     argv = ["useradd", "--system", "--user-group", "--no-create-home"]
     argv += ["--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", SERVICE_USER]
     created = LOCAL_HOST.run(argv, timeout=60)
-    if created.returncode != 0:
+    if created.returncode != 0 and not _user_exists(SERVICE_USER):  # not made by another campaign
         raise subprocess.CalledProcessError(
             created.returncode, argv, created.stdout, created.stderr
         )
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def reachable_install(install: Installation, account: OsAccount) -> Installation:
@@ -118,7 +126,7 @@ def reachable_install(install: Installation, account: OsAccount) -> Installation
     source_root = package_root if package_root else install.bin_dir.parent
     relative_bin = install.bin_dir.relative_to(source_root)
     if not (target / relative_bin / "postgres").is_file():
-        staging = target.with_name(target.name + ".partial")
+        staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         if package_root:
             package = install.bin_dir.parent.parent
@@ -129,11 +137,23 @@ def reachable_install(install: Installation, account: OsAccount) -> Installation
         else:
             shutil.copytree(source_root, staging)
         open_tree(staging)
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        _put_in_place(staging, target, relative_bin / "postgres")
         for parent in (INSTALL_CACHE, INSTALL_CACHE.parent):
             parent.chmod(0o755)
     return replace(install, bin_dir=target / relative_bin)
+
+
+def _put_in_place(staging: Path, target: Path, marker: Path) -> None:
+    """The staged copy renamed into place, unless another campaign's complete copy got there
+    first (then ours goes)."""
+    try:
+        if target.exists() and not (target / marker).is_file():
+            shutil.rmtree(target)  # an incomplete copy left by an older version
+        staging.rename(target)
+    except OSError:
+        if not (target / marker).is_file():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def open_tree(root: Path) -> None:

@@ -10,7 +10,9 @@ Before anything changes, the values found are written to a journal (a small file
 exclusive lock while the campaign runs; the kernel drops the lock if pgbenchlab dies). The
 campaign's end restores them on every exit path (done, Ctrl-C, SIGTERM, a failure) and empties
 the journal. After a kill -9 the journal is left full and unlocked: the next start of any
-campaign restores what it says. The journal lives in /run, a tmpfs emptied at boot, as the
+campaign restores what it says (holding the journal for that moment: a campaign that sets
+tunables and starts meanwhile waits for it, up to JOURNAL_WAIT_S, before it concludes that
+another campaign is changing tunables). The journal lives in /run, a tmpfs emptied at boot, as the
 kernel's tunables are reset at boot.
 
 Some tunables come in pairs the kernel keeps exclusive: writing vm.dirty_bytes zeroes
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
 
@@ -39,6 +42,7 @@ from pgbenchlab.hosts import LOCAL_HOST, Host, LockedFile
 PROC_SYS = PurePosixPath("/proc/sys")
 SYS = "/sys/"  # a [matrix.sysfs] tunable's name: its path
 JOURNAL = PurePosixPath("/run/pgbenchlab/sysctl-journal.json")
+JOURNAL_WAIT_S = 2.0  # held that long, it is held by a campaign that sets tunables
 
 
 def journal_path() -> PurePosixPath:
@@ -132,7 +136,7 @@ class KernelTunables:
             return {}
         self.host.mkdir(self.journal_path.parent, mode=0o755)
         try:
-            journal = self.host.lock(self.journal_path)
+            journal = self._lock_journal()
         except PermissionError:  # root's journal, and this campaign sets nothing (`check`)
             return {}
         except BlockingIOError:
@@ -151,6 +155,18 @@ class KernelTunables:
         else:
             journal.release()
         return dict(left)
+
+    def _lock_journal(self) -> LockedFile:
+        """The journal, locked. A campaign that sets tunables waits up to JOURNAL_WAIT_S for
+        it: every campaign's start holds it for the moment its repair takes."""
+        deadline = time.monotonic() + (JOURNAL_WAIT_S if self.names else 0.0)
+        while True:
+            try:
+                return self.host.lock(self.journal_path)
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     def apply(self, values: Iterable[tuple[str, str]]) -> dict[str, str]:
         """Set a run's tunables, journalled first; the values read back, as recorded."""

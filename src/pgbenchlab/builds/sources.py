@@ -14,6 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
+from pgbenchlab.builds.cache import build_lock, prepare_root
 from pgbenchlab.builds.recipe import BuildRecipe, SourceIdentity
 from pgbenchlab.errors import BuildError
 from pgbenchlab.hosts import LOCAL_HOST, Host
@@ -158,10 +159,17 @@ def tree_digest(tree: Path) -> str:
 
 
 def debian_tarball(package: str, root: Path, host: Host = LOCAL_HOST) -> Path:
-    """The upstream tarball (`.orig.tar.*`) of a Debian source package, downloaded once."""
+    """The upstream tarball (`.orig.tar.*`) of a Debian source package, downloaded once (a
+    second campaign fetching the same package waits for the first, then finds it)."""
     found = fetched_tarball(package, root)
     if found is not None:
         return found
+    prepare_root(root)
+    with build_lock(root, f"debian-{package}", None, host):
+        return fetched_tarball(package, root) or _download_tarball(package, root, host)
+
+
+def _download_tarball(package: str, root: Path, host: Host) -> Path:
     where = root / "sources" / "debian" / package
     staging = where.with_name(f".{package}.{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
@@ -191,7 +199,8 @@ def fetched_tarball(package: str, root: Path) -> Path | None:
 
 
 def apt_options(root: Path, host: Host = LOCAL_HOST) -> list[str]:
-    """apt-get options for our own configuration, its package lists updated once."""
+    """apt-get options for our own configuration, its package lists updated once (under a
+    lock: apt refuses a second update of the same lists meanwhile)."""
     apt = root / "apt"
     sources = apt / "sources.list"
     options = [
@@ -204,17 +213,24 @@ def apt_options(root: Path, host: Host = LOCAL_HOST) -> list[str]:
         options.append("-oAPT::Sandbox::User=root")
     if (apt / "updated").is_file():
         return options
+    prepare_root(root)
+    with build_lock(root, "apt-lists", None, host):
+        if not (apt / "updated").is_file():
+            _update_lists(apt, options, host)
+    return options
+
+
+def _update_lists(apt: Path, options: list[str], host: Host) -> None:
     for sub in ("lists/partial", "cache/archives/partial"):
         (apt / sub).mkdir(parents=True, exist_ok=True)
     mirror = system_mirror()
-    sources.write_text(
+    (apt / "sources.list").write_text(
         "".join(f"deb-src [signed-by={KEYRING}] {mirror} {s} main\n" for s in DEBIAN_SUITES)
     )
     updated = host.run(["apt-get", *options, "update"], timeout=1800)
     if updated.returncode != 0 or "\nE: " in f"\n{updated.stderr}":
         raise BuildError(f"apt-get update for Debian sources failed: {_apt_error(updated.stderr)}")
     (apt / "updated").write_text("")
-    return options
 
 
 def system_mirror() -> str:
