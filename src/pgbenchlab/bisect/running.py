@@ -16,6 +16,7 @@ from pgbenchlab.campaign.executor import Executor
 from pgbenchlab.campaign.servers import ServerPool
 from pgbenchlab.campaign.session import Outcome as CampaignOutcome
 from pgbenchlab.campaign.session import Session, drive
+from pgbenchlab.durations import duration_text
 from pgbenchlab.installs import Installation
 from pgbenchlab.plan import Plan
 from pgbenchlab.results import RunResult
@@ -30,7 +31,7 @@ def build_at(build: Build, recipe: BuildRecipe, say: Say) -> Installation:
     """The recipe's installation, its build's phases said as they pass."""
 
     def progress(phase: str, elapsed: float) -> None:
-        say(f"  build {str(recipe.ref)[:10]}: {phase} ({elapsed:.0f} s)")
+        say(f"  build {str(recipe.ref)[:10]}: {phase} ({duration_text(elapsed)})")
 
     return build(recipe, progress)
 
