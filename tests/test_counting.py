@@ -5,6 +5,7 @@ script that starts postgres under callgrind, and what a plan that cannot be coun
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -269,3 +270,33 @@ def test_counted_runs_time_is_the_simulators_and_is_not_compared(tmp_path: Path)
     assert [t for k, t in kinds if k == "comparison"] == [
         t for _, t in kinds if "instructions per transaction" in t
     ]
+
+
+def test_compare_on_counted_runs_takes_their_counts_and_refuses_their_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _counted_campaign(tmp_path, repeats=3)
+    results = str(db.parent)
+    assert (
+        main(
+            [
+                "compare",
+                "--results",
+                results,
+                "--baseline",
+                "pg15",
+                "--candidate",
+                "pg18",
+                "--metric",
+                "tps,p99",
+            ]
+        )
+        == 2
+    )
+    said = capsys.readouterr().err
+    assert "counted under a CPU simulator" in said and "their p99, tps are the simulator's" in said
+    asked = ["compare", "--results", results, "--baseline", "pg15", "--candidate", "pg18", "--json"]
+    assert main([*asked, "--metric", "tps,instructions_per_tx"]) == 0
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    assert {c["metric"] for c in changes} == {"instructions_per_tx"}
+    assert changes[0]["verdict"] == "regressed"  # 5 % more instructions

@@ -20,6 +20,7 @@ from pgbenchlab.store.columns import HIGHER, RUN_COLUMNS, RunColumn
 DEFAULT_METRICS = ("tps", "p99", "p50")
 # Shorter labels than the names, where the tables have always printed them.
 _LABELS = {"tps": "TPS", "p50": "p50 latency", "p99": "p99 latency"}
+WORK_UNITS = frozenset({"instructions", "bytes", "blocks"})
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,12 @@ class Metric:
     label: str
     unit: str
     higher_is_better: bool
+
+    @property
+    def counts_work(self) -> bool:
+        """A count of the work done (instructions, WAL bytes, buffers): the same under a CPU
+        simulator, where times, rates and cycles are the simulator's."""
+        return self.unit in WORK_UNITS
 
     def format(self, value: float) -> str:
         """A value as the tables print it."""

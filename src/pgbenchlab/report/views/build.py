@@ -322,7 +322,7 @@ def compare_servers(
     by_id = {r.id: r for r in runs}
     found: list[tuple[ChangeView, float]] = []
     for pair in pairs:
-        if _simulated(pair.baseline, by_id) or _simulated(pair.candidate, by_id):
+        if simulated(pair.baseline, by_id) or simulated(pair.candidate, by_id):
             continue  # its TPS and latency are the simulator's: its instructions compare
         for metric, higher_is_better in (("tps", True), ("p99", False)):
             change = _change(pair, by_id, metric, higher_is_better, confidence)
@@ -348,7 +348,7 @@ def _held(
     return replace(change, verdict=ComparisonVerdict.NOT_ENOUGH_DATA, reason=reason)
 
 
-def _simulated(cell: CellView, by_id: Mapping[int, RunView]) -> bool:
+def simulated(cell: CellView, by_id: Mapping[int, RunView]) -> bool:
     """A cell counted under a CPU simulator (`count = "instructions"`)."""
     return any(by_id[i].instructions_tool == COUNTING_TOOL for i in cell.run_ids if i in by_id)
 

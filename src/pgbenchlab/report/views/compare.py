@@ -32,7 +32,7 @@ from pgbenchlab.analysis.multiplicity import DEFAULT_CORRECTION, Correction, adj
 from pgbenchlab.analysis.stats import high_variation_warning
 from pgbenchlab.errors import UserError
 from pgbenchlab.report.views.advice import likely_cause
-from pgbenchlab.report.views.build import load_view
+from pgbenchlab.report.views.build import load_view, simulated
 from pgbenchlab.report.views.floors import HELD_VERDICT, against_floors, floors_of
 from pgbenchlab.report.views.metrics import (
     DEFAULT_METRICS,
@@ -152,15 +152,25 @@ def match(
     pairs = match_cells(base_cells, cand_cells, _dims, ignore)
     floors = (*base_view.floors, *(cand_view.floors if cand_view is not base_view else ()))
     varying = varying_axes([match_key(c.dims, ignore) for c in base_cells])
-    changes = []
+    changes, left_out = [], set()
     for pair in pairs:
         name = cell_label(pair.key, varying)
+        counted = simulated(pair.baseline, base_runs) or simulated(pair.candidate, cand_runs)
         for metric in rules.metrics:
+            if counted and not METRICS[metric].counts_work:
+                left_out.add(metric)  # the simulator's time, not the server's
+                continue
             change = cell_change(
                 name, metric, pair.baseline, base_runs, pair.candidate, cand_runs, rules, floors
             )
             if change is not None:
                 changes.append(change)
+    if not changes and left_out:
+        raise UserError(
+            f"the cells compared were counted under a CPU simulator (count = \"instructions\"): "
+            f"their {', '.join(sorted(left_out))} are the simulator's; compare them with "
+            "--metric instructions_per_tx (or WAL and buffers per transaction)"
+        )
     if not changes:
         raise UserError("the two selections have no matrix cell with results in common")
     return corrected(changes, rules) if adjust else changes
