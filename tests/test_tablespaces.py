@@ -121,6 +121,17 @@ def shared_dir() -> Iterator[Path]:
             'install = "15"\nsettings.temp_tablespaces = "x"',
             "is set by \\[dataset\\] temp_tablespaces",
         ),
+        (
+            'temp_tablespaces = "/t"',
+            'install = "15"\nsetting.temp_tablespaces = ["x", "y"]',
+            "server pg: setting.temp_tablespaces: is set by \\[dataset\\] temp_tablespaces",
+        ),
+        (
+            'temp_tablespaces = "/t"',
+            'install = "15"\n[matrix.setting]\ntemp_tablespaces = ["x", "y"]\n'
+            '[[server]]\nname = "b"',
+            "matrix.setting.temp_tablespaces: is set by \\[dataset\\] temp_tablespaces",
+        ),
     ],
 )
 def test_tablespaces_the_plan_cannot_have_are_refused(

@@ -35,7 +35,7 @@ from pgbenchlab.plan.schema import (
     RESTART_MODES,
     TOP_KEYS,
 )
-from pgbenchlab.plan.servers import parse_servers, with_tablespaces
+from pgbenchlab.plan.servers import check_temp_axis, parse_servers, with_tablespaces
 from pgbenchlab.plan.values import (
     Context,
     check_finite,
@@ -128,6 +128,7 @@ def parse(
     ctx.check_keys(matrix, MATRIX_KEYS, "matrix")
     servers, server_axes = parse_servers(data.get("server"), ctx, base, builds)
     servers = with_tablespaces(dataset, servers, ctx)
+    check_temp_axis(dataset, matrix, server_axes, ctx)
     builds, servers, server_axes = expand_rebuilds(builds, servers, server_axes, ctx)
     restart = choice(campaign.get("restart", "never"), RESTART_MODES, ctx, "campaign.restart")
     check_restarts(restart, servers, ctx)

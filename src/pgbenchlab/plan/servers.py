@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -160,6 +160,27 @@ def with_tablespaces(
         )
     added = options.server_settings()
     return [replace(s, settings=tuple(sorted(s.settings + added))) for s in servers]
+
+
+def check_temp_axis(
+    options: DatasetOptions,
+    matrix: Mapping[str, Any],
+    server_axes: Mapping[str, Mapping[str, Any]],
+    ctx: Context,
+) -> None:
+    """A setting axis over temp_tablespaces would fight [dataset] temp_tablespaces (and name
+    tablespaces the campaign does not make)."""
+    if not options.temp_tablespaces:
+        return
+    places = [("matrix.setting", matrix)] + [
+        (f"server {name}: setting", axes) for name, axes in server_axes.items()
+    ]
+    for where, axes in places:
+        if TEMP_SETTING in (axes.get("setting") or {}):
+            raise ctx.fail(
+                f"{where}.{TEMP_SETTING}",
+                "is set by [dataset] temp_tablespaces; remove one of them",
+            )
 
 
 def check_dsn(value: Any, ctx: Context, key: str) -> None:

@@ -167,7 +167,7 @@ def match(
                 changes.append(change)
     if not changes and left_out:
         raise UserError(
-            f"the cells compared were counted under a CPU simulator (count = \"instructions\"): "
+            f'the cells compared were counted under a CPU simulator (count = "instructions"): '
             f"their {', '.join(sorted(left_out))} are the simulator's; compare them with "
             "--metric instructions_per_tx (or WAL and buffers per transaction)"
         )
