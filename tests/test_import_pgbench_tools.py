@@ -168,6 +168,16 @@ def test_per_test_statistics_become_the_runs_seconds_and_totals(
             for column in ("xact_commit", "blks_hit", "tup_updated"):
                 assert totals[("pg_stat_database", column)] == float(database[test["test"]][column])
             assert files[f"test_bgwriter/{test['test']}"].role == "statistics"
+            # its WAL written is the run's WAL cost; its size and cleanup time are listed
+            (run,) = [r for r in store.run_records(int(campaign or 0)) if r.id == run_id]
+            wal = float(test["wal_written"]) / int(test["trans"])
+            assert run["wal_bytes_per_tx"] == pytest.approx(wal)
+            assert run["server_cpu_us_per_tx"] is None
+            listing = files[f"tests/{test['test']}"].note
+            assert f"size after the test: {int(test['dbsize']):,} bytes" in listing
+            hours, minutes, seconds = test["cleanup"].split(":")
+            took = (int(hours) * 60 + int(minutes)) * 60 + float(seconds)
+            assert f"its cleanup after the test took {took:.2f} s" in listing
         unread = {f.path: f.note for o in outcomes for f in o.files if f.role == "unread"}
     assert "max_dirty" in " ".join(unread) and "test_bgwriter: max_dirty" in unread
     assert "pg_clients_active" in unread["test_metrics_data: other metrics"]

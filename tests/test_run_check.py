@@ -5,6 +5,10 @@ run and the check alike)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ import pytest
 from pgbenchlab.cli import main
 from pgbenchlab.invocation.scripts import aborted_at, command_lines, parse_problem
 from support import require_installs
+from test_faults import CLI, alive, postmaster_pid, wait_for
 
 BROKEN = "\\set aid random(1, \nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
 FINE = "\\set aid random(1, 100000 * :scale)\nSELECT :aid;\n"
@@ -163,3 +168,31 @@ def test_a_failed_command_is_found_at_its_line_as_pgbench_counts_commands() -> N
     )
     assert aborted_at(MISSING_COLUMN, old) == said
     assert aborted_at(MISSING_COLUMN, "pgbench: error: could not connect") is None
+
+
+@pytest.mark.server
+def test_a_killed_checks_trial_is_stopped_by_clean(tmp_path: Path) -> None:
+    """kill -9 while the trial's cluster runs: its postmaster stays, and `clean` (of any
+    results directory, as the next check would) stops it and removes its directory."""
+    require_installs("15")
+    temp = Path(tempfile.mkdtemp(prefix="pgbl-trial-", dir="/var/tmp"))
+    temp.chmod(0o755)  # the server account makes its cluster inside
+    env = {**os.environ, "TMPDIR": str(temp)}
+    results = tmp_path / "results"
+    try:
+        plan = plan_file(tmp_path, "SELECT pg_sleep(50);\n")
+        argv = [*CLI, "run", str(plan), "--check", "--results", str(results)]
+        with subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL) as check:
+            wait_for(lambda: list(temp.glob("pgbenchlab-trial-*/work/*")), timeout=120)
+            check.kill()
+        (data,) = temp.glob("pgbenchlab-trial-*/data")
+        pid = postmaster_pid(data)
+        assert pid is not None and alive(pid)
+        cleaned = subprocess.run(
+            [*CLI, "clean", "--results", str(results), "--json"],
+            env=env, capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        assert json.loads(cleaned.stdout)["removed"] == [str(data)]
+        assert not alive(pid) and not list(temp.iterdir())
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from pgbenchlab import osuser
 from pgbenchlab import server as server_module
 from pgbenchlab.campaign.layout import RESULTS_DB, cluster_root
+from pgbenchlab.campaign.script_trial import remove_stale_trials
 from pgbenchlab.claims import Claim
 from pgbenchlab.errors import ServerError
 from pgbenchlab.server.tablespaces import remove_linked
@@ -22,7 +23,7 @@ def remove_clusters(results_dir: Path) -> list[Path]:
     directory's campaign made (its marker says so: a servers table merged from another
     machine's results names directories this one never made). Holds the campaign lock, so a
     running campaign's clusters are never touched; a data directory another campaign claims
-    now is left alone."""
+    now is left alone. Also the trial clusters of `run --check`s that were killed."""
     results_dir = results_dir.resolve()
     account = osuser.server_account()
     root = cluster_root(results_dir, account)
@@ -39,7 +40,7 @@ def remove_clusters(results_dir: Path) -> list[Path]:
             server_module.stop_leftover(data_dir)
             remove_linked(data_dir)  # its tablespaces, outside the cluster root
         shutil.rmtree(root, ignore_errors=True)
-        return data_dirs + removed
+        return data_dirs + removed + remove_stale_trials()
     finally:
         if store is not None:
             store.close()

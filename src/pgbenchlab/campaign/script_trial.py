@@ -8,13 +8,15 @@ listed with every other check's before hours of builds and runs.
 The cheapest honest way: the server judges the SQL as it will in the campaign (names, types,
 what its major offers), on a dataset made the campaign's way, for the price of an initdb and a
 scale-1 `pgbench -i` per installation. The cluster lives in a private temporary directory,
-removed afterwards: the results directory is not touched. Servers on other hosts and external
-servers are not tried (their datasets are not ours to write into), nor is anything when
-pgbench runs on a load generator host.
+removed afterwards: the results directory is not touched. A check killed meanwhile leaves its
+trial behind; the next check, and `clean`, stop and remove the trials whose check is gone.
+Servers on other hosts and external servers are not tried (their datasets are not ours to
+write into), nor is anything when pgbench runs on a load generator host.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,11 +33,12 @@ from pgbenchlab.invocation.command import Call, execute
 from pgbenchlab.invocation.scripts import aborted_at
 from pgbenchlab.pgbench.progress import error_summary
 from pgbenchlab.plan import Plan, Script, ServerPlan
-from pgbenchlab.server import Endpoint, ManagedServer
+from pgbenchlab.server import Endpoint, ManagedServer, stop_leftover
 
 TRIAL_SCALE = 1
 TRIAL_PREFIX = "pgbenchlab-trial-"
 TRIAL_TIMEOUT_S = 60
+OWNER = "owner-pid"  # in a trial's directory: the process of the check that made it
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ def try_scripts(ready: Readiness, found: Findings) -> None:
     plan, servers = ready.plan, ready.servers
     if servers is None or plan.pgbench_hosts:  # pgbench runs elsewhere: nothing to try here
         return
+    remove_stale_trials()
     by_install: dict[Path, tuple[ServerPlan, list[Trial]]] = {}
     for name, wanted in trials(plan).items():
         if ready.waits_for(plan.server(name)) is None:
@@ -109,18 +113,47 @@ def throwaway_dataset(
     install = osuser.reachable_install(ready.install(server), account)
     # beside the results nothing is written: a check leaves no trace there
     top = Path(LOCAL_HOST.make_temp_dir(TRIAL_PREFIX, Path(tempfile.gettempdir()), owner=account))
+    (top / OWNER).write_text(f"{os.getpid()}\n")  # a killed check's trial is found by it
     cluster = ManagedServer(f"{server.name}-trial", install, top / "data", account)
     try:
-        with tempfile.TemporaryDirectory(prefix=TRIAL_PREFIX) as work:
-            cluster.prepare()
-            made = dataset.ensure(
-                cluster, TRIAL_SCALE, pgbench=pgbench, work_dir=Path(work), force=False,
-                options=ready.plan.dataset,
-            )  # fmt: skip
-            yield made.endpoint, install, Path(work)
+        work = top / "work"
+        work.mkdir()
+        cluster.prepare()
+        made = dataset.ensure(
+            cluster, TRIAL_SCALE, pgbench=pgbench, work_dir=work, force=False,
+            options=ready.plan.dataset,
+        )  # fmt: skip
+        yield made.endpoint, install, work
     finally:
         cluster.stop()
         LOCAL_HOST.remove_tree(top)
+
+
+def remove_stale_trials(temp: Path | None = None) -> list[Path]:
+    """The trial clusters of checks that were killed (their process is gone): each one's
+    postmaster stopped and its directory removed. Returns their data directories."""
+    removed = []
+    for top in sorted((temp or Path(tempfile.gettempdir())).glob(f"{TRIAL_PREFIX}*")):
+        try:
+            owner = int((top / OWNER).read_text())
+        except (OSError, ValueError):
+            continue  # being made, or not a trial's
+        if _alive(owner):
+            continue
+        stop_leftover(top / "data")
+        LOCAL_HOST.remove_tree(top)
+        removed.append(top / "data")
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another account's process
+    return True
 
 
 def run_once(pgbench: Path, endpoint: Endpoint, trial: Trial, work: Path) -> str | None:

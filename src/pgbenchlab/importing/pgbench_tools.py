@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -50,7 +51,7 @@ SCRIPTS = {"select": "select-only", "tpc-b": "tpcb-like", "nobranch": "simple-up
 REQUIRED = {"testset": {"set", "info"}, "tests": {"test", "set", "scale", "clients", "tps"}}
 OPTIONAL = (
     "server", "workers", "script", "trans", "avg_latency", "max_latency",
-    "percentile_90_latency", "rate_limit", "server_version",
+    "percentile_90_latency", "rate_limit", "server_version", "wal_written", "dbsize", "cleanup",
 )  # fmt: skip
 DEFAULT_SERVER = "pgbench-tools"
 
@@ -168,8 +169,9 @@ def _campaign(
 
 
 def _kept_figures(test: Mapping[str, Any]) -> str:
-    """pgbench-tools' latency figures that are not pgbenchlab's latency distribution."""
-    kept = [
+    """pgbench-tools' figures that are none of pgbenchlab's: its latency figures (not a latency
+    distribution), the database's size after the test and its cleanup's time."""
+    latency = [
         f"{label} {test[column]} ms"
         for column, label in (
             ("percentile_90_latency", "90th percentile"),
@@ -177,12 +179,17 @@ def _kept_figures(test: Mapping[str, Any]) -> str:
         )
         if test.get(column) is not None
     ]
-    if not kept:
-        return ""
-    return (
-        f"pgbench-tools' {' and '.join(kept)} (by its own rank rule, its per-transaction rows "
-        "deleted): kept here, not as a latency distribution"
-    )
+    kept = []
+    if latency:
+        kept.append(
+            f"pgbench-tools' {' and '.join(latency)} (by its own rank rule, its per-transaction "
+            "rows deleted): kept here, not as a latency distribution"
+        )
+    if test.get("dbsize") is not None:
+        kept.append(f"the database's size after the test: {int(test['dbsize']):,} bytes")
+    if isinstance(test.get("cleanup"), timedelta):  # an interval
+        kept.append(f"its cleanup after the test took {test['cleanup'].total_seconds():.2f} s")
+    return "; ".join(kept)
 
 
 def _not_a_run(test: Mapping[str, Any]) -> str:

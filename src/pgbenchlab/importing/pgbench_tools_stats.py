@@ -16,6 +16,9 @@ listed with the reason.
   (so the counters are the test's, pgbench-tools' own queries in the test database included),
   as pg_stat_database totals; `numbackends` (a gauge) and `conflicts` (pgbenchlab reads none)
   are listed.
+- `tests.wal_written` (its insert position's advance over the test) becomes the run's WAL cost
+  (`wal_bytes_per_tx`); its other costs are absent, "pgbench-tools records none". The test's
+  `dbsize` and `cleanup` time map to no run figure: they are kept in the test's listing.
 - Other per-test tables (`test_statio`, `test_buffercache`, `test_settings`, `test_statements`)
   are listed, not imported.
 
@@ -33,12 +36,15 @@ from typing import Any
 
 import psycopg
 
+from pgbenchlab.records.costs import RunCosts
 from pgbenchlab.records.telemetry import RunTelemetry, SourceStatus, Total
 from pgbenchlab.results import Second
 from pgbenchlab.store import ImportedFile
 from pgbenchlab.telemetry.pgstats import DATABASE_COLUMNS
 
 BGWRITER, DATABASE, METRICS = "test_bgwriter", "test_stat_database", "test_metrics_data"
+# The costs of a run (`records.costs` notes' keys) pgbench-tools does not record: WAL it does.
+NOT_RECORDED = ("server_cpu", "buffers", "context_switches", "instructions", "cycles")
 NOT_IMPORTED = {
     "test_statio": "per-relation block reads and hits at the test's end: pgbenchlab keeps none",
     "test_buffercache": "pg_buffercache's contents at the test's end: pgbenchlab keeps none",
@@ -135,16 +141,29 @@ def test_statistics(
     unmapped += missed
     if seconds:
         notes[METRICS] = f"{len(seconds)} second(s): TPS and latency mean, min, max"
+    costs = _costs(test, ended - started)
     telemetry = None
-    if totals:
+    if totals or costs is not None:
         telemetry = RunTelemetry(
             started_at=started, duration_s=max(ended - started, 0.0),
             server_version_num=version_num or None, activity_rounds=0, counter_rounds=2,
             sources=tuple(sources), series=(), totals=tuple(totals), waits=(), events=(),
-            statements=(),
+            statements=(), costs=costs,
         )  # fmt: skip
     read = tuple((t, _digest(rows[t]), note) for t, note in notes.items())
     return TestStatistics(seconds, telemetry, read, tuple(unmapped))
+
+
+def _costs(test: Mapping[str, Any], window_s: float) -> RunCosts | None:
+    """The test's WAL (`tests.wal_written`: its insert position's advance from the test's start
+    to its end, as pgbench-tools measured it), the one cost it records."""
+    if test.get("wal_written") is None:
+        return None
+    return RunCosts(
+        window_s=max(window_s, 0.0),
+        wal_bytes=float(test["wal_written"]),
+        notes={figure: "pgbench-tools records none" for figure in NOT_RECORDED},
+    )
 
 
 def _bgwriter(row: Mapping[str, Any], version_num: int) -> tuple[list[Total], list[Unmapped]]:
