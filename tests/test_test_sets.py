@@ -12,6 +12,7 @@ import pytest
 from pgbenchlab import plan, report
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.campaign.resume import added_servers
+from pgbenchlab.cli import main
 from pgbenchlab.errors import StoreError
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
@@ -49,8 +50,25 @@ def test_only_added_servers_and_their_builds_join(old: str, new: str, added: tup
     assert added_servers(old, new) == added
 
 
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "dry.toml"
+    path.write_text(text)
+    return path
+
+
+def dry_run(tmp_path: Path, text: str, results: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The dry run's sentence on what the run would do with the results."""
+    capsys.readouterr()
+    assert main(["run", str(write(tmp_path, text)), "--dry-run", "--results", str(results)]) == 0
+    return next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("the run ")
+    )
+
+
 @pytest.mark.server
-def test_a_test_set_added_later_joins_the_campaign(tmp_path: Path, results_dir: Path) -> None:
+def test_a_test_set_added_later_joins_the_campaign(
+    tmp_path: Path, results_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     require_installs("embedded")
     first = library_run(tmp_path, plan_text("sets"), results_dir)
     assert first.ran == 1 and first.failed == 0
@@ -58,6 +76,18 @@ def test_a_test_set_added_later_joins_the_campaign(tmp_path: Path, results_dir: 
 
     reporter = QuietReporter()
     joined = plan_text("sets") + SMALL
+    # the dry run says what the run will do with the campaign, and writes nothing
+    assert dry_run(tmp_path, plan_text("sets"), results_dir, capsys) == (
+        'the run continues campaign "sets": 1 of its 1 runs are done and kept'
+    )
+    assert dry_run(tmp_path, joined, results_dir, capsys) == (
+        'the run test set(s) small-buffers join campaign "sets": their cells run, 1 of its 2 '
+        "runs are done and kept"
+    )
+    assert main(["run", str(write(tmp_path, plan_text("sets", clients="[2]"))), "--dry-run",
+                 "--results", str(results_dir)]) == 2  # fmt: skip
+    assert "was run with a different plan" in capsys.readouterr().err
+    assert db_rows(results_dir, "SELECT count(*) FROM plan_changes")[0][0] == 0
     the_plan = plan.parse(joined, str(tmp_path / "plan.toml"), base=tmp_path)
     second = run_campaign(the_plan, results_dir, reporter)
     assert second.campaign_id == first.campaign_id

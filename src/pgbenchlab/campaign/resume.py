@@ -57,6 +57,17 @@ def join_or_refuse(
 ) -> None:
     """The test sets the plan adds joined to the stored campaign (its plan replaced, the one
     before kept in its history); StoreError saying what changed for any other change."""
+    joined = joinable(existing, plan)
+    store.replace_plan(existing.id, plan.stored_text, plan.digest, joined)
+    if note is not None:
+        sets = ", ".join(joined.added)
+        note(f'test set(s) {sets} join campaign "{plan.name}": their cells run, its earlier '
+             "runs are kept")  # fmt: skip
+
+
+def joinable(existing: CampaignRecord, plan: Plan) -> JoinedSets:
+    """The test sets the plan adds to the stored campaign; StoreError saying what changed when
+    it changes anything else."""
     joined = joined_sets(existing, plan)
     if joined is None:
         changed = plan_difference(existing.plan_text, plan.stored_text, existing.files, plan.files)
@@ -65,11 +76,22 @@ def join_or_refuse(
             f"({changed}); run with --fresh to start it anew (earlier results are kept) or "
             "rename the campaign",
         )
-    store.replace_plan(existing.id, plan.stored_text, plan.digest, joined)
-    if note is not None:
-        sets = ", ".join(joined.added)
-        note(f'test set(s) {sets} join campaign "{plan.name}": their cells run, its earlier '
-             "runs are kept")  # fmt: skip
+    return joined
+
+
+def prospect(store: Store, plan: Plan, *, fresh: bool) -> str:
+    """What running the plan on this results database would do, as a sentence (the dry run's);
+    StoreError where the run would refuse."""
+    existing = store.find_campaign(plan.name)
+    if existing is None or fresh:
+        kept = " (--fresh: the earlier one's results are kept)" if existing else ""
+        return f'starts campaign "{plan.name}"{kept}'
+    done = len(store.done_run_keys(existing.id) & {s.run_key for s in plan.specs})
+    kept = f"{done} of its {len(plan.specs)} runs are done and kept"
+    if existing.plan_digest == plan.digest:
+        return f'continues campaign "{plan.name}": {kept}'
+    added = ", ".join(joinable(existing, plan).added)
+    return f'test set(s) {added} join campaign "{plan.name}": their cells run, {kept}'
 
 
 def joined_sets(existing: CampaignRecord, plan: Plan) -> JoinedSets | None:

@@ -84,18 +84,21 @@ DEFAULTS = {
 }
 
 
-def show(the_plan: plan.Plan, checked: list[CheckOutcome], *, json: bool, quiet: bool) -> int:
-    """The dry run's output: the plan's warnings (unless quiet), its matrix and the checks'
-    outcomes; only the checks when one found a problem, then refused as `run` is."""
+def show(
+    the_plan: plan.Plan, checked: list[CheckOutcome], prospect: str, *, json: bool, quiet: bool
+) -> int:
+    """The dry run's output: the plan's warnings (unless quiet), its matrix, what it would do
+    with the results (`resume.prospect`) and the checks' outcomes; only the checks when one
+    found a problem, then refused as `run` is."""
     passed = not any(o.status == Status.FAILED for o in checked)
     if not quiet and passed:
         print_plan_warnings(the_plan, sys.stderr)
     if json:
-        print_json_of(the_plan, checked, with_runs=passed)
+        print_json_of(the_plan, checked, prospect, with_runs=passed)
     else:
         if passed:
             print_table_of(the_plan)
-            print()
+            print(f"\nthe run {prospect}\n")
         print_checks(checked)
     preflight.refuse(checked)
     return EXIT_OK
@@ -154,11 +157,13 @@ def print_table_of(the_plan: plan.Plan) -> None:
     )
 
 
-def print_json_of(the_plan: plan.Plan, checked: list[CheckOutcome], *, with_runs: bool) -> None:
-    """The expanded matrix as one JSON object: the campaign, its estimate, every run (unless
-    a check found a problem) and the checks' outcomes."""
+def print_json_of(
+    the_plan: plan.Plan, checked: list[CheckOutcome], prospect: str, *, with_runs: bool
+) -> None:
+    """The expanded matrix as one JSON object: the campaign, what the run would do with it,
+    its estimate, every run (unless a check found a problem) and the checks' outcomes."""
     auto = the_plan.auto
-    found: dict[str, Any] = {"campaign": the_plan.name}
+    found: dict[str, Any] = {"campaign": the_plan.name, "the_run": prospect}
     if with_runs:
         found |= {
             "order": the_plan.order,

@@ -16,6 +16,7 @@ from pgbenchlab import plan, report
 from pgbenchlab.campaign import RESULTS_DB, Reporter, equipment, preflight, run_campaign
 from pgbenchlab.campaign.events import Reporters
 from pgbenchlab.campaign.hosts import load_plan
+from pgbenchlab.campaign.resume import prospect
 from pgbenchlab.cli import dry_run
 from pgbenchlab.cli.build import build_plan
 from pgbenchlab.cli.common import (
@@ -132,6 +133,14 @@ def add_metrics_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def prospect_of(the_plan: plan.Plan, results: Path, *, fresh: bool) -> str:
+    """What the run would do with the results directory (nothing there yet: a new campaign)."""
+    if not (results / RESULTS_DB).is_file():
+        return f'starts campaign "{the_plan.name}" (no results database there yet)'
+    with Store(results / RESULTS_DB) as store:
+        return prospect(store, the_plan, fresh=fresh)
+
+
 def run(options: RunCommandOptions) -> int:
     # A dry run reaches no host: threads = "auto" shows this machine's CPUs there.
     the_plan = plan.load(options.plan) if options.dry_run else load_plan(options.plan)
@@ -143,7 +152,8 @@ def run(options: RunCommandOptions) -> int:
         return dry_run.show_checks(equipment.checked(the_plan, options.results), json=options.json)
     checked = preflight.first_pass(the_plan)  # what the run refuses, the dry run refuses alike
     if options.dry_run:
-        return dry_run.show(the_plan, checked, json=options.json, quiet=options.quiet)
+        prospect = prospect_of(the_plan, options.results, fresh=options.fresh)
+        return dry_run.show(the_plan, checked, prospect, json=options.json, quiet=options.quiet)
     preflight.refuse(checked)
     with serving(options.metrics, None if options.quiet else sys.stderr) as metrics:
         built = build_plan(the_plan, None if options.quiet or options.json else sys.stderr)
