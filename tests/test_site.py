@@ -6,6 +6,7 @@ requested from the network."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,23 @@ def test_site_in_the_browser_links_work_offline(
     }
     assert len(seen) == 5  # the index, three reports, one comparison: all reached by links
     assert all(url.startswith("file://") for url in requested), requested
+
+
+def test_a_comparison_page_judges_equivalence_within_the_baseline_plans_margin(
+    tmp_path: Path,
+) -> None:
+    """Where the baseline's plan names an equivalence margin, each shared cell's change is
+    judged against it too, as `compare --equivalence` does."""
+    margin = "[campaign]\nname = 'nightly-1'\nequivalence = '50%'\n"
+    for plan in (replace(CAMPAIGNS[0], plan_text=margin), CAMPAIGNS[1]):
+        db = write_synthetic(tmp_path / "results", plan)
+    index = write_site(db, tmp_path / "site")
+    page = (index.parent / "comparisons/1-vs-2.html").read_text(encoding="utf-8")
+    assert "<th>within ±50%</th>" in page
+    judged = re.findall(r'<td title="([^"]*)">([^<]*)</td></tr>', page)
+    assert len(judged) == page.count("<tr><td>") and judged
+    words = ("equivalent within ±50%", "not equivalent", "not decided")
+    assert all(said.startswith(words) and why.startswith(said) for why, said in judged)
+    assert any(said == "equivalent within ±50%" for _, said in judged)  # 30 % faster
+    plain = write_site(write_synthetic(tmp_path / "other", CAMPAIGNS[1]), tmp_path / "s2")
+    assert "within ±" not in plain.read_text(encoding="utf-8")

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pgbenchlab.analysis.comparison import ComparisonVerdict
+from pgbenchlab.analysis.equivalence import margin_text
 from pgbenchlab.report.render import bisection, follow, html, templating
 from pgbenchlab.report.render.sections import when
 from pgbenchlab.report.views.bisection import BisectionView
@@ -160,6 +161,7 @@ def comparison_html(comparison: CampaignComparison) -> str:
         candidate_page=campaign_page(cand),
         cells=comparison.cells,
         verdicts=verdict_counts(comparison.changes),
+        margin=None if comparison.margin is None else margin_text(comparison.margin),
         rows=[_change_row(c) for c in comparison.changes],
         warnings=[w for c in comparison.changes for w in c.warnings],
     )
@@ -184,4 +186,7 @@ def _change_row(c: CellChange) -> dict[str, str]:
         "interval": interval,
         "verdict_class": c.verdict,
         "verdict": verdict,
+        # as `compare --equivalence` prints it in its table; its reasons in full on hover
+        "equivalence": c.equivalence_reason.split(" (")[0] if c.equivalence else "–",
+        "equivalence_reason": c.equivalence_reason,
     }

@@ -33,7 +33,7 @@ class MailView:
 
 def mail_view(view: ReportView, stored: Sequence[NoiseFloor] = ()) -> MailView:
     verdicts = stored_verdicts(view.campaign.plan_text)
-    rules = _rules(verdicts)
+    rules = verdict_rules(verdicts)
     baseline = view.baseline
     found: list[tuple[str, list[CellChange]]] = []
     for server in view.servers:
@@ -79,7 +79,9 @@ def equivalences(view: ReportView) -> Equivalences | None:
     return Equivalences(mail.rules.equivalence, mail.rules, found)
 
 
-def _rules(verdicts: Verdicts) -> CompareRules:
+def verdict_rules(verdicts: Verdicts) -> CompareRules:
+    """A plan's verdict rules as comparisons take them: its decide metrics (TPS, p99 and p50
+    by default), equivalence margin and correction."""
     wanted = verdicts.decide if verdicts.decide != ("tps",) else DEFAULT_METRICS
     return CompareRules(
         metrics=tuple(dict.fromkeys(wanted)),

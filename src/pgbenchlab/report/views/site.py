@@ -3,13 +3,15 @@ campaigns that share cells (the `compare` views, campaign against campaign)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pgbenchlab.errors import UserError
+from pgbenchlab.plan import stored_verdicts
 from pgbenchlab.report.views.bisection import BisectionView, load_bisections
 from pgbenchlab.report.views.build import load_view
-from pgbenchlab.report.views.compare import CellChange, CompareRules, match
+from pgbenchlab.report.views.compare import CellChange, match
 from pgbenchlab.report.views.follow import FollowView, load_follows
+from pgbenchlab.report.views.mail import verdict_rules
 from pgbenchlab.report.views.metrics import one_server_each
 from pgbenchlab.report.views.model import ReportView
 from pgbenchlab.results import CampaignStatus
@@ -25,6 +27,7 @@ class CampaignComparison:
     baseline: ReportView
     candidate: ReportView
     changes: tuple[CellChange, ...]
+    margin: float | None = None  # the baseline plan's equivalence margin (each change judged)
 
     @property
     def cells(self) -> int:
@@ -77,11 +80,13 @@ def compare_campaigns(
     """As `compare CAMPAIGN_A CAMPAIGN_B`: servers matched by name, or whatever they are
     called when each campaign has one; None when no cell is shared."""
     ignore = ("server",) if one_server_each([baseline, candidate]) else ()
+    rules = replace(
+        verdict_rules(stored_verdicts(baseline.campaign.plan_text)), threshold=threshold
+    )  # the baseline plan's metrics, equivalence margin and correction, as `compare` takes them
     try:
-        rules = CompareRules(threshold=threshold)
         changes = match(
             baseline, baseline.cells, candidate, candidate.cells, ignore=ignore, rules=rules
         )
     except UserError:  # no cell with results in common
         return None
-    return CampaignComparison(baseline, candidate, tuple(changes))
+    return CampaignComparison(baseline, candidate, tuple(changes), rules.equivalence)
