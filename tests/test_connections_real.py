@@ -36,8 +36,7 @@ from pgbenchlab.store import Store
 from support import managed_server, require_installs
 
 # The session's 18 may be built here (minutes) when this module runs first or alone.
-# alone: a measured connection cost
-pytestmark = [pytest.mark.server, pytest.mark.timeout(1800), pytest.mark.alone]
+pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]
 
 PASSWORD = "pw-connections-" + os.urandom(6).hex()
 PGBENCH_15 = "/usr/lib/postgresql/15/bin/pgbench"

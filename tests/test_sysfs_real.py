@@ -21,8 +21,8 @@ from pgbenchlab.tunables import normal
 from support import QuietReporter, require_installs
 from test_tunables_real import cut_while_measuring, knob_plan, start
 
-# alone: it changes the machine's sysfs settings
-pytestmark = [pytest.mark.server, pytest.mark.alone]
+# The machine's kernel settings: these two files on one worker, never beside each other.
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("kernel-settings")]
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 

@@ -30,8 +30,8 @@ from pgbenchlab.store import Store
 from support import QuietReporter, one_cell_plan, require_installs
 from test_faults import CLI
 
-# alone: it changes the machine's kernel tunables
-pytestmark = [pytest.mark.server, pytest.mark.alone]
+# The machine's kernel settings: these two files on one worker, never beside each other.
+pytestmark = [pytest.mark.server, pytest.mark.xdist_group("kernel-settings")]
 
 T = TypeVar("T")
 BYTES = Path("/proc/sys/vm/dirty_background_bytes")
