@@ -42,19 +42,6 @@ def pytest_configure(config: pytest.Config) -> None:
     restore_interrupt()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For `./lab test`'s real-server tests two at a time (xdist's `--dist loadgroup`): the
-    tests of one file stay on one worker, and so do all users of a session campaign, so a
-    module's or the session's servers are made once; files marked with a group of their own
-    share it (one worker, one after the other)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue  # files that share a group of their own
-        shared = ci_guard.SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
-        group = min(shared) if shared else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture
 def results_dir(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "results"

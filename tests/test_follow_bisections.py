@@ -8,7 +8,7 @@ build is a directory with its provenance (the cache key a campaign's servers rec
 pgbench's recorded output is replayed with its TPS scaled per commit (the commits from SLOW on
 at half speed), so the git history, the campaigns, the change points, the bisection and the
 results database are real. The real follow, with real builds and servers, is
-test_follow_real.py.
+test_bisect_real.py.
 """
 
 from __future__ import annotations

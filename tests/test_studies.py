@@ -312,6 +312,7 @@ RUN_APART = {"patch", "latency"}
 
 
 @pytest.mark.server
+@pytest.mark.alone  # as root, the tuning study sets a kernel tunable (beside the tunables tests)
 def test_each_quick_study_runs_end_to_end_on_this_machine(
     tmp_path: Path, results_dir: Path
 ) -> None:

@@ -21,8 +21,8 @@ from pgbenchlab.tunables import normal
 from support import QuietReporter, require_installs
 from test_tunables_real import cut_while_measuring, knob_plan, start
 
-# The machine's kernel settings: these two files on one worker, never beside each other.
-pytestmark = [pytest.mark.server, pytest.mark.xdist_group("kernel-settings")]
+# alone: one of its campaigns holds the machine's tunables journal, as the tunables tests' do
+pytestmark = [pytest.mark.server, pytest.mark.alone]
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 

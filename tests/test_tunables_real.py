@@ -30,8 +30,9 @@ from pgbenchlab.store import Store
 from support import QuietReporter, one_cell_plan, require_installs
 from test_faults import CLI
 
-# The machine's kernel settings: these two files on one worker, never beside each other.
-pytestmark = [pytest.mark.server, pytest.mark.xdist_group("kernel-settings")]
+# The only file of the two-at-a-time pass that changes a kernel tunable (the sysfs tests and the
+# quick studies, which share the tunables journal, run alone).
+pytestmark = pytest.mark.server
 
 T = TypeVar("T")
 BYTES = Path("/proc/sys/vm/dirty_background_bytes")
