@@ -107,24 +107,8 @@ def test_bisect_names_the_slow_commit_and_skips_the_broken_one(
 
 BRANCH = "follow-test"
 EXTRA = 5  # commits on the branch after the bisect test's history: 13 in all
-FOLLOW_PLAN = f"""
-[campaign]
-name = "nightly"
-repeats = 4
-[build.pg]
-configure = {UNOPTIMISED}
-[[server]]
-name = "pg"
-install = {{ build = "pg" }}
-settings = {{ shared_buffers = "32MB", max_connections = "20" }}
-[defaults]
-duration = "1s"
-warmup = "0s"
-[matrix]
-scale = 1
-workload = "select-only"
-clients = 2
-"""
+# The same cell as the bisection, as a nightly suite measured 4 times per commit.
+FOLLOW_PLAN = PLAN.replace('name = "find-slowdown"', 'name = "nightly"\nrepeats = 4')
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from pathlib import Path
 from pgbenchlab import dataset, osuser
 from pgbenchlab.campaign.checklist import Check, Findings, Readiness
 from pgbenchlab.errors import PlanError
-from pgbenchlab.hosts import LOCAL_HOST
+from pgbenchlab.hosts import LOCAL_HOST, process_running
 from pgbenchlab.installs import Installation
 from pgbenchlab.invocation.command import Call, execute
 from pgbenchlab.invocation.scripts import aborted_at
@@ -138,22 +138,12 @@ def remove_stale_trials(temp: Path | None = None) -> list[Path]:
             owner = int((top / OWNER).read_text())
         except (OSError, ValueError):
             continue  # being made, or not a trial's
-        if _alive(owner):
+        if process_running(owner, LOCAL_HOST):
             continue
         stop_leftover(top / "data")
         LOCAL_HOST.remove_tree(top)
         removed.append(top / "data")
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another account's process
-    return True
 
 
 def run_once(pgbench: Path, endpoint: Endpoint, trial: Trial, work: Path) -> str | None:

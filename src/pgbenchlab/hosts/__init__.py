@@ -19,6 +19,7 @@ from pgbenchlab.hosts.host import (
     Process,
     Tail,
     pinned,
+    process_running,
 )
 from pgbenchlab.hosts.local import LOCAL_HOST, LocalHost
 from pgbenchlab.hosts.remote import RemoteHost
@@ -37,4 +38,5 @@ __all__ = [
     "SshTarget",
     "Tail",
     "pinned",
+    "process_running",
 ]

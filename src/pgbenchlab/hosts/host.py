@@ -241,3 +241,12 @@ def pinned(
     if prefix is None:
         raise OSError(f"cannot pin to CPU {cpus} on {host.name}: no taskset or numactl")
     return [*prefix, *argv]
+
+
+def process_running(pid: int, host: Host) -> bool:
+    """Whether the process is there on the host and not a zombie waiting to be reaped."""
+    try:
+        status = host.read_text(PurePath("/proc") / str(pid) / "status")
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status

@@ -29,7 +29,7 @@ from pathlib import Path, PurePath
 import psycopg
 
 from pgbenchlab.errors import ServerError
-from pgbenchlab.hosts import LOCAL_HOST, Host, pinned
+from pgbenchlab.hosts import LOCAL_HOST, Host, pinned, process_running
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.server.cluster_files import POOLER_PREFIX, SOCKET_PARENT, remove_socket_dir
 from pgbenchlab.server.endpoint import Endpoint
@@ -166,9 +166,9 @@ class PgBouncer:
             with suppress(ProcessLookupError):  # gone already
                 self.host.signal(pid, signal.SIGTERM)
             deadline = time.monotonic() + STOP_TIMEOUT_S
-            while _running(pid, self.host) and time.monotonic() < deadline:
+            while process_running(pid, self.host) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            if _running(pid, self.host):
+            if process_running(pid, self.host):
                 with suppress(ProcessLookupError):  # gone already
                     self.host.signal(pid, signal.SIGKILL)
         remove_socket_dir(self.directory, self.host)
@@ -256,12 +256,3 @@ class PgBouncer:
             return int(self.host.read_text(self.directory / "pgbouncer.pid").strip())
         except (OSError, ValueError):
             return None
-
-
-def _running(pid: int, host: Host) -> bool:
-    """Whether the process is there and not a zombie waiting to be reaped."""
-    try:
-        status = host.read_text(PurePath("/proc") / str(pid) / "status")
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
