@@ -51,6 +51,7 @@ def values(series: dict[str, Any]) -> list[float]:
 
 
 @pytest.mark.server
+@pytest.mark.alone  # two scrapes a second apart in a 4 s run: a neighbour delayed one
 def test_prometheus_scrapes_a_real_campaign(tmp_path: Path, results_dir: Path) -> None:
     require_installs("embedded")
     missing = prometheus_server.unavailable()
