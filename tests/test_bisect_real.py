@@ -175,8 +175,13 @@ def test_follow_finds_the_slowdown_and_bisects_it(
     assert change["culprit"] == commits[2][0]  # the bisection's answer, attached to the change
     with Store(tmp_path / "results" / "results.db") as store:
         bisection = store.bisection(next(iter(found["bisections"])))
-    assert bisection is not None  # its ends' first rounds: the runs follow measured (4 repeats)
-    assert "4 of its rounds from the runs that measured them before" in bisection.steps[0]["detail"]
+    assert bisection is not None  # its ends measured in rounds of their own, interleaved
+    assert (
+        bisection.steps[0]["step"] == "ends" and "bad against good" in bisection.steps[0]["detail"]
+    )
+    with Store(tmp_path / "results" / "results.db") as store:
+        ends = store.find_campaign(f"{bisection.name}.ends")
+        assert ends is not None and len(store.run_records(ends.id)) >= 2 * 3  # min rounds
 
     history_csv = tmp_path / "history.csv"
     argv = ["export", "--format", "history", "--results", str(tmp_path / "results")]

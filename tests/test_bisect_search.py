@@ -179,6 +179,14 @@ def test_undecided_ends_continue_with_the_max_rounds_the_advice_names(
     assert str(first.value).startswith("the ends could not be told apart in 2 rounds")
     assert "raise --max-rounds (the rounds so far are kept)" in str(first.value)
     assert runs_of(request.results, "budgeted.ends") == 4
+    with Store(request.results / RESULTS_DB) as store:  # stored, as a followed change's is
+        refused = store.bisection("budgeted")
+    assert refused is not None and refused.status == "refused"
+    assert refused.answer == {"refused": str(first.value)}
+    page = report.write_bisection(
+        request.results / RESULTS_DB, "budgeted", request.results / "b.html"
+    )
+    assert "<strong>Refused</strong>: the ends could not be told apart" in page.read_text()
     request.plan.write_text(PLAN.replace('duration = "2s"', 'duration = "3s"'))
     with pytest.raises(UserError) as changed:
         bisection(replace(request, max_rounds=3), run_s=0.0).run()

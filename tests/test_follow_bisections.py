@@ -24,7 +24,6 @@ import pytest
 
 from bisect_repo import git
 from pgbenchlab import report
-from pgbenchlab.bisect.rounds import Rounds
 from pgbenchlab.bisect.running import Equip, Kit
 from pgbenchlab.builds import Progress, provenance_of
 from pgbenchlab.builds.cache import PROVENANCE
@@ -152,29 +151,30 @@ def runs_of(results: Path, campaign: str) -> int:
         return 0 if found is None else len(store.run_records(found.id))
 
 
-def test_the_ends_of_a_followed_change_reuse_the_runs_follow_measured(
+def test_the_ends_of_a_followed_change_are_measured_again_in_rounds_of_their_own(
     tmp_path: Path, history: list[str]
 ) -> None:
+    """The follow measured its commits one at a time: its runs are not paired as rounds."""
     builds = StandInBuilds(tmp_path / "builds")
     outcome = follow(tmp_path, builds, world(set(history[SLOW:])))
     assert [c.position for c in outcome.measured] == [8, 4, 0]
     ((name, status),) = outcome.bisected.items()
     assert status == "answered"
-    assert runs_of(tmp_path / "results", f"{name}.ends") == 0  # nothing measured again
+    assert runs_of(tmp_path / "results", f"{name}.ends") >= 2 * 3  # both ends, min rounds
     with Store(tmp_path / "results" / RESULTS_DB) as store:
         record = store.bisection(name)
     assert record is not None and record.answer is not None
     assert record.answer["first_bad"]["hash"] == history[SLOW]
     ends = record.steps[0]
-    assert ends["step"] == "ends" and "4 of its rounds from the runs" in ends["detail"]
+    assert ends["step"] == "ends" and "from the runs" not in ends["detail"]
     assert ends["relative_to_good"] == pytest.approx(-0.5, abs=1e-6)
 
 
 def test_a_refused_bisection_is_stored_shown_and_not_tried_again_unless_asked(
     tmp_path: Path, history: list[str]
 ) -> None:
-    """The follow's runs show the change, the bisection's own see none (its builds are not
-    the follow's, so none of the follow's runs is reused): `bisect` refuses the range."""
+    """The follow's runs show the change, the bisection's own see none: `bisect` refuses the
+    range."""
     builds = StandInBuilds(tmp_path / "builds", by_name=True)
     equip = world(set(history[SLOW:]), bisections_alike=True)
     first = follow(tmp_path, builds, equip)
@@ -207,12 +207,3 @@ def test_a_refused_bisection_is_stored_shown_and_not_tried_again_unless_asked(
     assert sorted(builds.made) == ["bad", "good"]  # the bisection opened again
     assert retried.bisected[name].startswith("refused: the ends do not differ")
     assert runs_of(results, f"{name}.ends") == ran  # its stored rounds decide as before
-
-
-def test_rounds_measured_before_come_first_and_count_as_reused() -> None:
-    before = Rounds({"good": {1: 10.0, 2: 11.0}, "bad": {1: 5.0, 2: 6.0}}, {})
-    stored = Rounds({"good": {1: 12.0}, "bad": {1: 7.0}}, {})
-    joined = stored.after(before)
-    assert joined.figures == {"good": {1: 10.0, 2: 11.0, 3: 12.0}, "bad": {1: 5.0, 2: 6.0, 3: 7.0}}
-    assert (joined.complete, joined.reused) == (3, 2)
-    assert stored.after(Rounds({}, {})) == stored

@@ -1,6 +1,6 @@
 """A step's measurements: each commit's figure per round (the repeat number of the step's
-campaign, where every commit ran once; rounds another campaign already measured come first),
-and the judgement of one commit against another over the rounds both completed."""
+campaign, where every commit ran once), and the judgement of one commit against another over
+the rounds both completed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any, Protocol
 
 from pgbenchlab.analysis.comparison import DEFAULT_RESOLUTION, ComparisonVerdict
 from pgbenchlab.analysis.sequential import SequentialComparison, sequential_compare
-from pgbenchlab.bisect.plans import options_of
 from pgbenchlab.results import RunResult, RunStatus
 from pgbenchlab.store import Store
 from pgbenchlab.store.columns import BY_KEY
@@ -35,7 +34,6 @@ class Rounds:
 
     figures: Mapping[str, Mapping[int, float]]
     failures: Mapping[str, str]
-    reused: int = 0  # complete rounds taken from campaigns that measured the commits before
 
     @property
     def complete(self) -> int:
@@ -68,44 +66,7 @@ class Rounds:
         for result in results:
             _take(figures, failures, result.spec.server, result.repeat, result.status,
                   BY_KEY[metric.column].read(result), result.error)  # fmt: skip
-        return Rounds(figures, failures, self.reused)
-
-    def after(self, earlier: Rounds) -> Rounds:
-        """These rounds numbered on from the earlier ones' last, the two together."""
-        last = max((r for by_round in earlier.figures.values() for r in by_round), default=0)
-        figures = {label: dict(by_round) for label, by_round in earlier.figures.items()}
-        for label, by_round in self.figures.items():
-            figures.setdefault(label, {}).update({last + r: v for r, v in by_round.items()})
-        return Rounds(figures, {**earlier.failures, **self.failures}, earlier.complete)
-
-
-def measured_rounds(
-    database: Path,
-    campaigns: Mapping[str, str],
-    cell: Mapping[str, Any],
-    builds: Mapping[str, str | None],
-    metric: Metric,
-) -> Rounds:
-    """Each label's figures from a campaign that measured its commit already (a followed
-    commit's), round by repeat: its successful runs of the cell on a server of the label's
-    build (cache key). None unless every label has some."""
-    figures: dict[str, dict[int, float]] = {}
-    with Store(database) as store:
-        for label, name in campaigns.items():
-            found = store.find_campaign(name)
-            if found is None:
-                continue
-            keys = {s.name: (s.build or {}).get("key") for s in store.server_records(found.id)}
-            for record in store.run_records(found.id):
-                value = record[metric.column]
-                if (
-                    record.status == RunStatus.OK
-                    and isinstance(value, int | float) and value > 0
-                    and keys.get(record.spec.server) == builds[label]
-                    and options_of(record.spec) == dict(cell)
-                ):  # fmt: skip
-                    figures.setdefault(label, {})[record.repeat] = float(value)
-    return Rounds(figures if set(figures) == set(campaigns) else {}, {})
+        return Rounds(figures, failures)
 
 
 def stored_rounds(database: Path, campaign: str, metric: Metric) -> Rounds:

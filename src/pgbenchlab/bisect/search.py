@@ -2,9 +2,11 @@
 against both ends in interleaved rounds until what it is like is decided, then the change the
 first bad commit introduced measured against its parent. Every step is a campaign in the results
 database (NAME.ends, NAME.at-COMMIT, NAME.confirm) and the bisection's record is saved after
-each, so an interrupted bisection resumes from what is stored. The ends' runs that a followed
-branch already measured (same cell, same build) are their first rounds; a range that cannot be
-searched is refused (`BisectionRefused`), and a caller may store the refusal (`refuse`).
+each, so an interrupted bisection resumes from what is stored. Every step's commits are
+measured in rounds of their own, interleaved: runs measured earlier (a followed branch's, one
+commit at a time) are not paired, since a pair measured apart holds whatever changed on the
+machine between its two runs. A range that cannot be searched is refused (`BisectionRefused`,
+raised once the refusal is stored with its reason).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pgbenchlab.analysis.bisection import (
 )
 from pgbenchlab.bisect.plans import BisectPlan, same_but_rounds
 from pgbenchlab.bisect.plans import load as load_plan
-from pgbenchlab.bisect.rounds import Rounds, judge, measured_rounds, stored_rounds
+from pgbenchlab.bisect.rounds import Rounds, judge, stored_rounds
 from pgbenchlab.bisect.running import Build, Equip, Say, build_at, run_campaign
 from pgbenchlab.bisect.running import Kit as Kit  # the equipment seam, as bench/ names it
 from pgbenchlab.builds.compile import Progress
@@ -76,9 +78,6 @@ class BisectRequest:
     max_rounds: int = 10
     name: str | None = None  # the bisection's name (else the plan's campaign name)
     cell: Mapping[str, Any] | None = None  # the plan's cell to measure (its options but the server)
-    # campaigns that measured the good and the bad commit already (a followed branch's): their
-    # runs of the cell, on the same build, are the ends' first rounds
-    ends_measured: tuple[str, str] | None = None
 
     def identity(self) -> dict[str, Any]:
         """What a resumed bisection must share with the stored one."""
@@ -144,6 +143,9 @@ class Bisection:
             return self._save("answered", self._answer(found))
         except BudgetSpent as spent:
             return self._stop_on_budget(spent.campaign)
+        except BisectionRefused as refused:  # stored, so that its page and `follow` show it
+            self._save(REFUSED, {"refused": str(refused)})
+            raise
 
     def _stop_on_budget(self, campaign: str | None) -> BisectionRecord:
         """The record as the budget leaves it: the range still to search and, when the budget
@@ -165,14 +167,9 @@ class Bisection:
         if self.record.steps and self.record.steps[0].get("step") == "ends":
             return
         labels = {"good": 0, "bad": len(self.commits) - 1}
-        earlier = dict(zip(labels, self.request.ends_measured or (), strict=False))
-        rounds = self._measure(
-            "ends", labels, lambda r: judge(r, "good", "bad", self).decided, earlier
-        )
+        rounds = self._measure("ends", labels, lambda r: judge(r, "good", "bad", self).decided)
         verdict = judge(rounds, "good", "bad", self)
         said = f"bad against good: {verdict.reason}"
-        if rounds.reused:
-            said += f" ({rounds.reused} of its rounds from the runs that measured them before)"
         change = verdict.relative_change
         worse = change < 0 if self.metric.higher_is_better else change > 0
         found = "worse" if worse else "better"
@@ -281,33 +278,19 @@ class Bisection:
         step: str,
         labels: dict[str, int],
         decided: Callable[[Rounds], bool],
-        earlier: Mapping[str, str] | None = None,
     ) -> Rounds:
-        """The step's rounds: those that earlier campaigns (label → campaign) measured of the
-        same cell and build, then those stored, then more until decided or max_rounds."""
+        """The step's rounds: those stored, then more until decided or max_rounds."""
         commits = {label: self.commits[i].hash for label, i in labels.items()}
-        built = {label: self._build(label, commit) for label, commit in commits.items()}
-        before = self._earlier_rounds(earlier or {}, built)
-        room = self.request.max_rounds - before.complete
-        step_plan = self.plan.step_plan(step, commits, max(room, 1))
+        built = [self._build(label, commit) for label, commit in commits.items()]
+        step_plan = self.plan.step_plan(step, commits, self.request.max_rounds)
         stored = stored_rounds(self.database, step_plan.name, self.metric)
-        if room > 0 and not self._enough(stored.after(before), decided):
+        if not self._enough(stored, decided):
             self._continue_stored(step_plan)
             self._run_until(
-                step_plan,
-                list(built.values()),
-                lambda new: self._enough(stored.plus(new, self.metric).after(before), decided),
+                step_plan, built, lambda new: self._enough(stored.plus(new, self.metric), decided)
             )
             stored = stored_rounds(self.database, step_plan.name, self.metric)
-        return stored.after(before)
-
-    def _earlier_rounds(
-        self, earlier: Mapping[str, str], built: Mapping[str, Installation]
-    ) -> Rounds:
-        if not earlier or self.plan.cell is None:  # reused only for a cell named among several
-            return Rounds({}, {})
-        keys = {label: build_key(built[label]) for label in earlier}
-        return measured_rounds(self.database, earlier, self.plan.cell, keys, self.metric)
+        return stored
 
     def _continue_stored(self, step_plan: Plan) -> None:
         """A step stored with another --max-rounds goes on with this one, its rounds kept; one
@@ -369,10 +352,6 @@ class Bisection:
             "detail": detail,
         }  # fmt: skip
 
-    def refuse(self, reason: str) -> BisectionRecord:
-        """The refusal stored with its reason (its rounds stay, for a later try to go on)."""
-        return self._save(REFUSED, {"refused": reason})
-
     def _add_step(self, step: dict[str, Any]) -> None:
         self._save("running", None, (*self.record.steps, step))
 
@@ -426,9 +405,3 @@ class Bisection:
         budget = self.request.budget_s
         spent = float(self.record.request.get("spent_s", 0.0)) + time.monotonic() - self.started
         return budget is not None and spent >= budget
-
-
-def build_key(install: Installation) -> str | None:
-    """The build's cache key, as a campaign's servers record it (None: not a build)."""
-    facts = builds.provenance_of(install)
-    return None if facts is None else str(facts.get("key"))

@@ -21,7 +21,7 @@ from pgbenchlab.cli.common import (
     path_argument,
 )
 from pgbenchlab.cli.run import reporter_for
-from pgbenchlab.errors import UserError
+from pgbenchlab.errors import BisectionRefused, UserError
 from pgbenchlab.plan.values import Context, parse_seconds
 from pgbenchlab.report.views.bisection import stopped_text
 from pgbenchlab.store import BisectionRecord
@@ -127,17 +127,26 @@ def add_arguments(subparsers: Subparsers) -> None:
 def run(options: BisectOptions) -> int:
     say = say_unless(options.quiet)
     with reporter_for(json=False, quiet=True) as reporter:
-        record = Bisection(options.request, reporter, say).run()
-    results = options.request.results
-    page = report.write_bisection(
-        results / RESULTS_DB, record.name, results / f"bisect-{record.name}.html"
-    )
-    say(f"results: {results / RESULTS_DB}\nreport: {page}")
+        bisection = Bisection(options.request, reporter, say)
+        try:
+            record = bisection.run()
+        except BisectionRefused:  # stored as refused: its page says why before the one line
+            write_page(options.request, bisection.record, say)
+            raise
+    write_page(options.request, record, say)
     if options.json:
         print(json.dumps(as_json(record), indent=2, sort_keys=True))
     else:
         print(answer_text(record))
     return EXIT_OK
+
+
+def write_page(request: BisectRequest, record: BisectionRecord, say: Callable[[str], None]) -> None:
+    results = request.results
+    page = report.write_bisection(
+        results / RESULTS_DB, record.name, results / f"bisect-{record.name}.html"
+    )
+    say(f"results: {results / RESULTS_DB}\nreport: {page}")
 
 
 def as_json(record: BisectionRecord) -> dict[str, Any]:

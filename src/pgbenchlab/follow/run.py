@@ -6,9 +6,9 @@ interrupted commit resumes where it stopped) and recorded in the results databas
 it is. Commits recorded as measured, or as not building or starting, are never taken again.
 Then the change points of every cell's series are found over the commits measured, and a
 change with commits between its two measured ends that were not measured is bisected by the
-`bisect` machinery over that range, within what is left of the budget: its ends' rounds start
-from the runs that measured them here, and a bisection `bisect` refuses is stored with its
-reason and not tried again unless asked (`retry_bisections`).
+`bisect` machinery over that range, within what is left of the budget (its ends measured again
+in interleaved rounds, which runs made one commit at a time are not); a bisection `bisect`
+refuses is stored with its reason and not tried again unless asked (`retry_bisections`).
 """
 
 from __future__ import annotations
@@ -292,7 +292,6 @@ class Follow:
             expect="worse" if change.regressed else "better",
             budget_s=None if left is None else spent_before + left,
             max_rounds=self.request.max_rounds, name=name, cell=cell,
-            ends_measured=(change.before.campaign, change.after.campaign),
         )  # fmt: skip
         self.say(
             f"change in {change.series.cell} ({change.series.metric} "
@@ -305,9 +304,9 @@ class Follow:
             bisection = Bisection(request, self.reporter, lambda line: self.say(f"  {line}"),
                                   build=self.build, equip=self.equip)  # fmt: skip
             record = bisection.run()
-        except BisectionRefused as exc:  # by the search, once the bisection is open
+        except BisectionRefused:  # by the search, once the bisection is open and stored
             assert bisection is not None
-            record = bisection.refuse(str(exc))
+            record = bisection.record
             self.say(f"  {bisection_status(record)}")
         except UserError as exc:
             self.say(f"  bisection not made: {exc}")
