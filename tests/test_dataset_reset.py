@@ -6,14 +6,18 @@ verified, with a tampered image caught."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from conftest_report import FakeServer, SyntheticPlan, write_synthetic
-from pgbenchlab import plan
+from pgbenchlab import installs, plan
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError
@@ -255,3 +259,75 @@ def test_each_repeat_starts_from_the_snapshot_and_a_tampered_image_fails_its_run
     report = capsys.readouterr().out
     assert "### Repeat-to-repeat spread by dataset reset" in report
     assert "| 1 client | snapshot | 2 |" in report, report
+
+
+@pytest.fixture
+def xfs_mount(tmp_path: Path) -> Iterator[Path]:
+    """An XFS file system (reflinks on, mkfs.xfs's default) in a sparse file, loop-mounted for
+    the test and unmounted after it. Root only; skipped (failed under CI) otherwise."""
+    if os.geteuid() != 0 or shutil.which("mkfs.xfs") is None:
+        pytest.skip("an XFS loop mount needs root and xfsprogs: reflink test NOT run")
+    image, mount = tmp_path / "xfs.img", tmp_path / "xfs"
+    with image.open("wb") as file:
+        file.truncate(XFS_IMAGE_BYTES)
+    subprocess.run(["mkfs.xfs", "-q", str(image)], check=True)
+    mount.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "--detach-loop", str(mount)], check=True)
+
+
+XFS_IMAGE_BYTES = 320 << 20  # mkfs.xfs's smallest file system is 300 MiB
+
+
+@pytest.mark.server
+def test_on_a_file_system_that_makes_reflinks_the_image_and_each_restore_share_extents(
+    tmp_path: Path, results_dir: Path, xfs_mount: Path
+) -> None:
+    """The data directory on XFS: the image is a reflink copy, and so is every restore (the
+    relation files' extents shared, as filefrag shows), the runs recording it."""
+    require_installs("embedded")
+    data = xfs_mount / "pg"
+    server = f'install = "embedded"\ndata_dir = "{data}"'
+    try:
+        outcome = run_campaign(
+            parse(plan_text("reflinked", 'reset = "snapshot"', server=server), tmp_path),
+            results_dir,
+            QuietReporter(),
+        )
+        assert outcome.failed == 0
+        runs = db_rows(results_dir, "SELECT reset FROM runs ORDER BY id")
+        assert [r["reset"] for r in runs] == ["snapshot (reflink)"] * 3
+        image = data / SNAPSHOTS / FILES
+        relation = max(
+            (p for p in (image / "base").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size
+        )
+        restored = data / relation.relative_to(image)
+        for path in (relation, restored):
+            extents = subprocess.run(["filefrag", "-v", str(path)], capture_output=True, text=True)
+            assert "shared" in extents.stdout, extents.stdout
+    finally:
+        assert main(["clean", "--results", str(results_dir)]) == 0
+
+
+def test_an_installation_without_pg_controldata_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Prebuilt binaries ship no pg_controldata, which every restore needs: the plan check
+    says so (here an installation of the embedded server's binaries without it)."""
+    found = installs.resolve("embedded", installs.discover())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("postgres", "initdb", "pg_ctl"):
+        (bin_dir / program).symlink_to(found.bin_dir / program)
+    plan_file = tmp_path / "p.toml"
+    plan_file.write_text(
+        plan_text("nocontrol", 'reset = "snapshot"', server=f'install = "{bin_dir}"')
+    )
+    results = tmp_path / "results"
+    assert main(["run", str(plan_file), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "error: server pg: installation explicit-18 has no pg_controldata" in err, err
+    assert not results.exists()

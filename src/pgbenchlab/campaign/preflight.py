@@ -39,10 +39,13 @@ from pgbenchlab.campaign.servers import (
     data_dir_clashes,
 )
 from pgbenchlab.campaign.tablespace_checks import tablespace_problems
+from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import Host
+from pgbenchlab.installs import Installation
 from pgbenchlab.invocation.scripts import check_script
 from pgbenchlab.osuser import known_server_account
 from pgbenchlab.plan import POOLER, Plan, ServerPlan
+from pgbenchlab.plan.reset import restored_servers
 from pgbenchlab.store.metrics import METRICS
 from pgbenchlab.telemetry.profiler import check_perf
 from pgbenchlab.tunables import KernelTunables
@@ -220,6 +223,27 @@ def judge_settings(ready: Readiness, server: ServerPlan, host: Host) -> None:
         check_tls(server, ready.plan, install, host)
 
 
+def snapshot_tools(ready: Readiness, found: Findings) -> None:
+    """pg_controldata in each installation whose data directory a snapshot reset restores:
+    the restore verifies the image with it (prebuilt binaries ship none)."""
+    plan = ready.plan
+    for name in restored_servers(plan.specs, plan.groups, plan.dataset):
+        server = plan.server(name)
+        if waits := ready.waits_for(server):
+            found.leave(f"server {name}: its installation ({waits}) has pg_controldata")
+        else:
+            found.attempt(partial(has_controldata, ready.install(server), name))
+
+
+def has_controldata(install: Installation, server: str) -> None:
+    if not install.binary("pg_controldata").is_file():
+        raise UserError(
+            f"server {server}: installation {install.name} has no pg_controldata, which reset = "
+            '"snapshot" needs to verify each restored image; use reset = "reuse" or "init", or '
+            "an installation with it (a build, or Debian's package)"
+        )
+
+
 def data_dirs(ready: Readiness, found: Findings) -> None:
     for server in (s for s in managed(ready) if s.data_dir):
         if ready.servers is None:  # as the server account, known (or made) when it starts
@@ -357,6 +381,13 @@ CHECKS: tuple[Check, ...] = (
         "postgres judges them",
         settings,
         "correct or remove the setting (or build with --with-openssl for TLS)",
+        needs=("installations",),
+    ),
+    Check(
+        "snapshot reset",
+        '[dataset] reset = "snapshot": each restored server\'s installation has pg_controldata',
+        snapshot_tools,
+        'use reset = "reuse" or "init", or an installation with pg_controldata',
         needs=("installations",),
     ),
     Check(

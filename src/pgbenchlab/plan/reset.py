@@ -28,14 +28,7 @@ def check_reset(
             f'"snapshot" images the data directory, not the tablespace in {placed[0]}: use '
             'reset = "reuse" or "init" with tablespaces',
         )
-    members = {g.name: g.servers for g in groups}
-    restored = {
-        name
-        for spec in specs
-        if run_reset(dataset.reset, spec.options.reinit) == SNAPSHOT
-        for name in members.get(spec.server, (spec.server,))
-    }
-    for name in sorted(restored):
+    for name in restored_servers(specs, groups, dataset):
         server = by_name[name]
         if not server.managed:
             raise ctx.fail(
@@ -49,3 +42,18 @@ def check_reset(
                 f'"snapshot" images data directories on this machine only: server {name} runs '
                 f'on [[host]] {server.host}; use reset = "reuse" or "init"',
             )
+
+
+def restored_servers(
+    specs: Sequence[RunSpec], groups: Sequence[GroupPlan], dataset: DatasetOptions
+) -> list[str]:
+    """The servers some run restores from a snapshot (a group's runs: each member), sorted."""
+    members = {g.name: g.servers for g in groups}
+    return sorted(
+        {
+            name
+            for spec in specs
+            if run_reset(dataset.reset, spec.options.reinit) == SNAPSHOT
+            for name in members.get(spec.server, (spec.server,))
+        }
+    )
