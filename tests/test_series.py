@@ -1,5 +1,6 @@
 """A patch series as it is posted, without compiling: a directory of v1-0001-… files or an mbox
-read into its patches in order (cover letters and replies left out, versions never mixed), the
+read into its patches in order (cover letters and replies left out, of several versions the
+newest whole), the
 plan's `series` and `prefixes`, a series built in order as one build by a stand-in tree, and a
 series that does not apply refused in one line naming the patch, the file and the hunk, before
 any build starts and with nothing left in the cache.
@@ -117,10 +118,30 @@ def test_patches_attached_to_one_message_are_each_a_patch(tmp_path: Path) -> Non
     assert [p.text.decode() for p in found] == list(DIFFS[:2])
 
 
+def test_a_thread_of_several_versions_is_its_newest_whole(tmp_path: Path) -> None:
+    """A thread saved whole: v1 (unversioned, two patches), a review, v2 (three patches), a
+    reply; and a directory holding v1's and v2's files: each is v2, in its numbers' order."""
+    reply = posted(1, "> diff --git a/x b/x\n", subject="Re: renames")
+    v1 = [posted(n, DIFFS[n - 1], total=2).replace("[PATCH v1 ", "[PATCH ") for n in (1, 2)]
+    v2 = [posted(n, DIFFS[n - 1], version=2) for n in (3, 1, 2)]
+    box = write_mbox(tmp_path / "thread.mbox", *v1, reply, *v2, reply)
+    found = read_series(box)
+    assert [(p.version, p.number) for p in found] == [(2, 1), (2, 2), (2, 3)]
+    assert found[0].name == "[PATCH v2 1/3] Rename line two"
+    folder = series_dir(tmp_path / "both", DIFFS[:2], version=1)
+    for number, diff in enumerate(DIFFS, start=1):
+        (folder / f"v2-{number:04d}-step.patch").write_text(posted(number, diff, version=2))
+    assert [p.name for p in read_series(folder)] == [f"v2-000{n}-step.patch" for n in (1, 2, 3)]
+    unnumbered = write_mbox(tmp_path / "u.mbox", *v1, posted(1, DIFFS[0], version=2).replace(
+        "[PATCH v2 1/3]", "[PATCH v2]"))  # fmt: skip
+    with pytest.raises(BuildError, match="its newest, v2, has an unnumbered patch: give every"):
+        read_series(unnumbered)
+
+
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        ("versions", "holds patches of versions v1, v2; keep one version"),
+        ("versions", "holds versions v1, v2; its newest, v2, lacks patch 1 of 2: give every"),
         ("unnumbered", "fix.patch has no number; name the files as git format-patch does"),
         ("empty", "no patch in it"),
         ("plain", 'not an mbox (it does not begin with a "From " line)'),

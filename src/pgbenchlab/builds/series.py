@@ -4,8 +4,10 @@ read into its patches in order; and the hunk a failed patch names.
 
 An mbox's patches are its messages' parts that hold a diff, in the mbox's order; a cover
 letter or a reply without a diff is left out. When every patch carries its number (a subject's
-"[PATCH v3 2/3]", a file or attachment named "v3-0002-…"), the numbers give the order. A series
-mixing versions (v2 and v3) or numbering two patches alike is refused: it cannot apply as one.
+"[PATCH v3 2/3]", a file or attachment named "v3-0002-…"), the numbers give the order. A thread
+holding several versions of the series (v1, v2, v3: a patch without one is v1) is its newest,
+which must be whole (each of its patches numbered, from 1 to its last, "3/3"); numbering two
+patches of it alike is refused: it cannot apply as one.
 Reading only; the patches are applied by `compile.apply_patches`.
 """
 
@@ -22,7 +24,7 @@ from pgbenchlab.errors import BuildError
 
 # "v3-0002-Add-a-thing.patch", "0002-Add-a-thing.patch": a version, then the number.
 _FILE_NUMBER = re.compile(r"^(?:v(\d+)-)?(\d{4})-.*\.(?:patch|diff)$", re.I)
-_SUBJECT_NUMBER = re.compile(r"\[[^\]]*?\bPATCH\b[^\]]*?\b(\d+)/\d+\s*\]", re.I)
+_SUBJECT_NUMBER = re.compile(r"\[[^\]]*?\bPATCH\b[^\]]*?\b(\d+)/(\d+)\s*\]", re.I)
 _SUBJECT_VERSION = re.compile(r"\[[^\]]*?\bPATCH\b[^\]]*?\bv(\d+)\b[^\]]*\]", re.I)
 # A diff: git's header, or a unified diff's two file lines.
 _DIFF = re.compile(rb"^(?:diff --git |--- \S.*\r?\n\+\+\+ \S)", re.M)
@@ -33,12 +35,14 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 @dataclass(frozen=True)
 class SeriesPatch:
     """One patch of a series: its name (the file's or attachment's, else the message's
-    subject), its text as applied, and its number and version as posted (None: not given)."""
+    subject), its text as applied, and its number, version and the series' length as posted
+    (None: not given)."""
 
     name: str
     text: bytes
     number: int | None = None
     version: int | None = None
+    total: int | None = None
 
 
 def read_series(path: Path) -> tuple[SeriesPatch, ...]:
@@ -123,18 +127,16 @@ def _message_patches(message: Message) -> list[SeriesPatch]:
                     text,
                     int(numbered[1]) if numbered else None,
                     int(version[1]) if version else None,
+                    int(numbered[2]) if numbered else None,
                 )
             )
     return found
 
 
 def _in_order(path: Path, found: tuple[SeriesPatch, ...]) -> tuple[SeriesPatch, ...]:
-    """By their numbers when every patch has one (else as found); one version, each number
-    once."""
-    versions = sorted({p.version for p in found if p.version is not None})
-    if len(versions) > 1:
-        named = ", ".join(f"v{v}" for v in versions)
-        raise BuildError(f"series {path}: holds patches of versions {named}; keep one version")
+    """By their numbers when every patch has one (else as found), each number once; of several
+    versions, the newest (`_newest`)."""
+    found = _newest(path, found)
     if any(p.number is None for p in found):
         return found
     numbers = [p.number for p in found]
@@ -143,6 +145,29 @@ def _in_order(path: Path, found: tuple[SeriesPatch, ...]) -> tuple[SeriesPatch, 
         alike = " and ".join(p.name for p in found if p.number == twice)
         raise BuildError(f"series {path}: two patches numbered {twice} ({alike}); keep one of them")
     return tuple(sorted(found, key=lambda p: p.number or 0))
+
+
+def _newest(path: Path, found: tuple[SeriesPatch, ...]) -> tuple[SeriesPatch, ...]:
+    """The patches of the newest version posted, when there are several (a thread's v1, v2,
+    v3): that version whole, each of its patches numbered from 1 to its last."""
+    versions = sorted({p.version or 1 for p in found})
+    if len(versions) < 2:
+        return found
+    newest = versions[-1]
+    chosen = tuple(p for p in found if (p.version or 1) == newest)
+    numbers = {p.number for p in chosen}
+    last = max([n or 0 for n in numbers] + [p.total or 0 for p in chosen])
+    missing = sorted(set(range(1, last + 1)) - numbers)
+    if None in numbers or missing:
+        named = ", ".join(f"v{v}" for v in versions)
+        lacks = "has an unnumbered patch" if None in numbers else (
+            f"lacks patch {', '.join(map(str, missing))} of {last}"
+        )  # fmt: skip
+        raise BuildError(
+            f"series {path}: holds versions {named}; its newest, v{newest}, {lacks}: give "
+            f"every patch of v{newest}, or a directory of one version's files"
+        )
+    return chosen
 
 
 def file_parts(path: Path) -> tuple[SeriesPatch, ...]:
