@@ -134,6 +134,7 @@ def test_per_test_statistics_become_the_runs_seconds_and_totals(
     metrics = captured("test_metrics_data", STATS)
     bgwriter = {r["test"]: r for r in captured("test_bgwriter", STATS)}
     database = {r["test"]: r for r in captured("test_stat_database", STATS)}
+    statements = captured("test_statements", STATS)
     ids = {o.campaign.name: o.campaign_id for o in outcomes}
     assert runs and bgwriter and database and metrics
     with Store(tmp_path / "results" / RESULTS_DB) as store:
@@ -168,6 +169,19 @@ def test_per_test_statistics_become_the_runs_seconds_and_totals(
             for column in ("xact_commit", "blks_hit", "tup_updated"):
                 assert totals[("pg_stat_database", column)] == float(database[test["test"]][column])
             assert files[f"test_bgwriter/{test['test']}"].role == "statistics"
+            # its statements over the test are the run's top statements, by execution time
+            ran = sorted((r for r in statements if r["test"] == test["test"]),
+                         key=lambda r: -float(r["total_exec_time"]))  # fmt: skip
+            assert [(st.queryid, st.calls, st.total_time_ms, st.shared_blks_hit, st.wal_bytes)
+                    for st in telemetry.statements] == [
+                (int(r["queryid"]), int(r["calls"]), float(r["total_exec_time"]),
+                 int(r["shared_blks_hit"]), float(r["wal_bytes"]))
+                for r in ran
+            ]  # fmt: skip
+            pgbench_query = next(st for st in telemetry.statements if "pgbench_" in st.query)
+            assert pgbench_query.calls == int(test["trans"]) or test["script"] != "select"
+            status = {x.source: x for x in telemetry.sources}["pg_stat_statements"]
+            assert status.available and "test_statements" in status.note
             # its WAL written is the run's WAL cost; its size and cleanup time are listed
             (run,) = [r for r in store.run_records(int(campaign or 0)) if r.id == run_id]
             wal = float(test["wal_written"]) / int(test["trans"])
@@ -183,4 +197,4 @@ def test_per_test_statistics_become_the_runs_seconds_and_totals(
     assert "pg_clients_active" in unread["test_metrics_data: other metrics"]
     assert "not measured" in unread["test_metrics_data: schedule lag"]
     assert "(test(s) 5)" in unread["test_metrics_data: least and largest schedule lag"]
-    assert "test_statio: every row" in unread
+    assert "test_statio: every row" in unread and "test_statements: every row" not in unread

@@ -213,6 +213,33 @@ def test_the_output_must_be_a_new_directory(tmp_path: Path) -> None:
     assert '"runs": 18' in done.stdout
 
 
+def test_shards_of_a_plan_that_grew_merge_under_the_grown_plan_incomplete_by_the_new_sets(
+    tmp_path: Path,
+) -> None:
+    """Machine m1 added a test set to the plan (`run` joined it to its shard 1/2), m2 ran its
+    shard 2/2 before: the merge takes the grown plan, and lacks the new set's shard 2/2."""
+    before = PLAN_TEXT + "[[server]]\nname = 'pg15'\ninstall = '15'\n"
+    grown = before + "[[server]]\nname = 'fast'\ninstall = '15'\n"
+    a, b = shards(tmp_path)
+    for path, text, digest in ((a, grown, "grown"), (b, before, "d1")):
+        crafted(path, "UPDATE campaigns SET plan_text = ?, plan_digest = ?", text, digest)
+    merged = merge_results(tmp_path / "merged", [b, a])
+    assert [(m.name, m.missing) for m in merged] == [("fleet", ("2/2 of test set(s) fast",))]
+    with Store(tmp_path / "merged" / "results.db") as store:
+        campaign = store.find_campaign("fleet")
+        assert campaign is not None and campaign.plan_text == grown
+        assert campaign.status == "incomplete"
+        assert len(store.run_records(campaign.id)) == len(all_results())
+        # the grown plan run into it: shard 1/2 leaves the mark, its shard 2/2 run whole clears it
+        store.finish_campaign(campaign.id, "finished", "1/2")
+        assert store.find_campaign("fleet").missing_shards == ("2/2 of test set(s) fast",)  # type: ignore[union-attr]
+        store.finish_campaign(campaign.id, "finished", "2/2")
+        again = store.find_campaign("fleet")
+        assert again is not None and (again.status, again.missing_shards) == ("finished", ())
+    crafted(b, "UPDATE campaigns SET plan_text = ?", before.replace("'15'", "'16'"))
+    refused(tmp_path / "otherwise", [a, b], "different plans")
+
+
 def test_shards_of_different_counts_are_refused(tmp_path: Path) -> None:
     results = all_results()
     a = write_part(tmp_path / "a", results[:3], RunOrigin("m1", "2/2"))

@@ -4,8 +4,11 @@ directories of the machines that ran a plan's shards (`run --shard K/N`) joined 
 
 The latest campaign of a name in each input becomes one campaign; the runs keep their origin
 (machine and shard) and their hosts. A campaign lacking some of its plan's shards is stored as
-incomplete, naming them. A merge is refused, with one line and nothing written, when an input's
-schema version is not this pgbenchlab's, a campaign name was run with different plans, a run
+incomplete, naming them. Shards of a plan that grew (test sets added to it on some machines:
+`run` joins them to the campaign) merge under the grown plan, incomplete by the new sets' runs
+in the shards that ran the plan before it grew. A merge is refused, with one line and nothing
+written, when an input's schema version is not this pgbenchlab's, a campaign name was run with
+different plans (neither grown from the other), a run
 is in two inputs (a shard merged twice, or run on two machines), shards of different counts
 meet (2/2 and 1/3), or a bisection of one name differs between inputs.
 
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from pgbenchlab import files
 from pgbenchlab.campaign.layout import RESULTS_DB
-from pgbenchlab.campaign.resume import plan_difference
+from pgbenchlab.campaign.resume import grown_by, plan_difference
 from pgbenchlab.errors import StoreError
 from pgbenchlab.plan import MAX_RUNS, Plan, Shard, missing_shards, shard_of
 from pgbenchlab.results import RunOrigin
@@ -38,6 +41,7 @@ from pgbenchlab.store.merge import Joined, Moved, Source, SourceCampaign
 from pgbenchlab.store.records import campaign_artifacts
 
 NOT_OURS = "merge only results directories pgbenchlab wrote"
+Part = tuple[Path, SourceCampaign]  # an input and a campaign of it
 
 
 def run_origin(plan: Plan) -> RunOrigin:
@@ -161,20 +165,18 @@ def _joined_campaigns(sources: Sequence[Source]) -> dict[str, Joined]:
     """The latest campaign of each name in each input, by name, with the shards none holds;
     refused when two of a name were run with different plans, share a run, or are shards of
     different counts."""
-    parts: dict[str, list[tuple[Path, SourceCampaign]]] = {}
+    parts: dict[str, list[Part]] = {}
     for source in sources:
         for campaign in source.campaigns:
             if campaign.latest:
                 parts.setdefault(campaign.name, []).append((source.path, campaign))
+    lacking: dict[str, tuple[str, ...]] = {}
+    for name in parts:
+        parts[name], lacking[name] = _grown_first(name, parts[name])
     for name, found in parts.items():
         first_path, first = found[0]
         seen = {key: first_path for key in first.run_keys}
         for path, campaign in found[1:]:
-            if campaign.row["plan_digest"] != first.row["plan_digest"]:
-                raise StoreError(
-                    f'campaign "{name}" was run with different plans in {first_path} and {path} '
-                    f"({_difference(first, campaign)}): merge only the shards of one plan"
-                )
             _check_versions(name, first_path, first, path, campaign)
             shared = sorted(k for k in campaign.run_keys if k in seen)
             if shared:
@@ -184,9 +186,39 @@ def _joined_campaigns(sources: Sequence[Source]) -> dict[str, Joined]:
                 )
             seen.update(dict.fromkeys(campaign.run_keys, path))
     return {
-        name: Joined(tuple(c for _, c in found), _missing(name, found))
+        name: Joined(tuple(c for _, c in found), _missing(name, found) + lacking[name])
         for name, found in parts.items()
     }
+
+
+def _grown_first(name: str, found: list[Part]) -> tuple[list[Part], tuple[str, ...]]:
+    """The parts, the one whose plan every other part's plan is (or grew into) first, and
+    what the parts run before the plan grew lack ("2/2 of test set fast"); refused when two
+    parts' plans differ otherwise."""
+    digests = {c.row["plan_digest"] for _, c in found}
+    if len(digests) == 1:
+        return found, ()
+    for path, grown in found:
+        added = {
+            id(c): grown_by(c.row["plan_text"], store_merge.stored_files(c.row),
+                            grown.row["plan_text"], store_merge.stored_files(grown.row))
+            for _, c in found if c.row["plan_digest"] != grown.row["plan_digest"]
+        }  # fmt: skip
+        if all(added.values()):
+            lacks = tuple(
+                f"{shard or '1/1'} of test set(s) {', '.join(added[id(c)])}"
+                for _, c in found if id(c) in added for shard in sorted(c.shards, key=str)
+            )  # fmt: skip
+            return [(path, grown), *(p for p in found if p[1] is not grown)], lacks
+    (first_path, first), (path, other) = (
+        found[0],
+        next(p for p in found if p[1].row["plan_digest"] != found[0][1].row["plan_digest"]),
+    )
+    raise StoreError(
+        f'campaign "{name}" was run with different plans in {first_path} and {path} '
+        f"({_difference(first, other)}): merge only the shards of one plan, or of a plan and "
+        "that plan with test sets added"
+    )
 
 
 def _missing(name: str, found: Sequence[tuple[Path, SourceCampaign]]) -> tuple[str, ...]:

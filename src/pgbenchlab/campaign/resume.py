@@ -98,11 +98,17 @@ def joined_sets(existing: CampaignRecord, plan: Plan) -> JoinedSets | None:
     """The test sets plan adds to the stored campaign when that is all it changes (its other
     servers, builds, tables and files as they were; new files may come with the new sets);
     None for any other change."""
-    added = added_servers(existing.plan_text, plan.stored_text)
-    kept = all(plan.files.get(name) == digest for name, digest in existing.files.items())
-    if not added or not kept:
-        return None
-    return JoinedSets(added, plan.files, plan.axis_orders)
+    added = grown_by(existing.plan_text, existing.files, plan.stored_text, plan.files)
+    return JoinedSets(added, plan.files, plan.axis_orders) if added else None
+
+
+def grown_by(
+    old: str, old_files: Mapping[str, str], new: str, new_files: Mapping[str, str]
+) -> tuple[str, ...]:
+    """The test sets the new plan adds to the old one when that is all it changes (the old
+    one's files kept as they were); () otherwise."""
+    kept = all(new_files.get(name) == digest for name, digest in old_files.items())
+    return added_servers(old, new) if kept else ()
 
 
 def added_servers(old: str, new: str) -> tuple[str, ...]:

@@ -95,7 +95,7 @@ def drive(
                     tunables.restore()
             outcome.interrupted = signals.received
             ended = CampaignStatus.INTERRUPTED if signals.received else CampaignStatus.FINISHED
-            store.finish_campaign(campaign_id, ended)
+            store.finish_campaign(campaign_id, ended, str(plan.shard or "1/1"))
         return outcome
     finally:
         servers.release()

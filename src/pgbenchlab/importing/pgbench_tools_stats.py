@@ -19,8 +19,12 @@ listed with the reason.
 - `tests.wal_written` (its insert position's advance over the test) becomes the run's WAL cost
   (`wal_bytes_per_tx`); its other costs are absent, "pgbench-tools records none". The test's
   `dbsize` and `cleanup` time map to no run figure: they are kept in the test's listing.
-- Other per-test tables (`test_statio`, `test_buffercache`, `test_settings`, `test_statements`)
-  are listed, not imported.
+- `test_statements`: pg_stat_statements over the test (its calls are the test's transactions),
+  the ten statements that took the most execution time as the run's top statements, as
+  pgbenchlab's own capture keeps them (pgbench-tools' own queries among them); the others are
+  counted in the listing.
+- Other per-test tables (`test_statio`, `test_buffercache`, `test_settings`) are listed, not
+  imported.
 
 Nothing is computed that pgbench-tools did not store; the server's version decides the views
 (unknown: the counters are listed, not placed).
@@ -37,12 +41,14 @@ from typing import Any
 import psycopg
 
 from pgbenchlab.records.costs import RunCosts
-from pgbenchlab.records.telemetry import RunTelemetry, SourceStatus, Total
+from pgbenchlab.records.telemetry import RunTelemetry, SourceStatus, Statement, Total
 from pgbenchlab.results import Second
 from pgbenchlab.store import ImportedFile
 from pgbenchlab.telemetry.pgstats import DATABASE_COLUMNS
+from pgbenchlab.telemetry.statements import TOP
 
 BGWRITER, DATABASE, METRICS = "test_bgwriter", "test_stat_database", "test_metrics_data"
+STATEMENTS = "test_statements"
 # The costs of a run (`records.costs` notes' keys) pgbench-tools does not record: WAL it does.
 NOT_RECORDED = ("server_cpu", "buffers", "context_switches", "instructions", "cycles")
 NOT_IMPORTED = {
@@ -50,9 +56,8 @@ NOT_IMPORTED = {
     "test_buffercache": "pg_buffercache's contents at the test's end: pgbenchlab keeps none",
     "test_settings": "the server's settings at the test: pgbenchlab records them per campaign, "
     "from the server it runs",
-    "test_statements": "pg_stat_statements at the test's end: not read by this import",
 }
-TABLES = (BGWRITER, DATABASE, METRICS, *NOT_IMPORTED)
+TABLES = (BGWRITER, DATABASE, METRICS, STATEMENTS, *NOT_IMPORTED)
 SECOND = ("rate", "avg_latency", "min_latency", "max_latency")  # a Second's tps, latency_*_ms
 LAG = "avg_schedule_lag_ms"
 LAGS = (LAG, "min_schedule_lag_ms", "max_schedule_lag_ms")
@@ -141,17 +146,49 @@ def test_statistics(
     unmapped += missed
     if seconds:
         notes[METRICS] = f"{len(seconds)} second(s): TPS and latency mean, min, max"
+    statements, more = _statements(rows.get(STATEMENTS, ()))
+    if statements:
+        notes[STATEMENTS] = f"{len(statements)} top statement(s) by execution time"
+        note = "imported: pgbench-tools' test_statements (over the test, its own queries too)"
+        sources.append(SourceStatus("pg_stat_statements", True, note))
+    if more:
+        why = f"pgbenchlab keeps a run's {TOP} statements that took the most execution time"
+        unmapped.append(Unmapped(STATEMENTS, f"{more} statement(s) beyond the top {TOP}", why))
     costs = _costs(test, ended - started)
     telemetry = None
-    if totals or costs is not None:
+    if totals or statements or costs is not None:
         telemetry = RunTelemetry(
             started_at=started, duration_s=max(ended - started, 0.0),
             server_version_num=version_num or None, activity_rounds=0, counter_rounds=2,
             sources=tuple(sources), series=(), totals=tuple(totals), waits=(), events=(),
-            statements=(), costs=costs,
+            statements=statements, costs=costs,
         )  # fmt: skip
     read = tuple((t, _digest(rows[t]), note) for t, note in notes.items())
     return TestStatistics(seconds, telemetry, read, tuple(unmapped))
+
+
+def _statements(rows: Sequence[Mapping[str, Any]]) -> tuple[tuple[Statement, ...], int]:
+    """The test's statements that took the most execution time (`total_exec_time`, before 13
+    `total_time`), and how many more it ran."""
+    timed = "total_exec_time" if any("total_exec_time" in r for r in rows) else "total_time"
+    ran = sorted((r for r in rows if int(r.get("calls") or 0) > 0),
+                 key=lambda r: -float(r.get(timed) or 0))  # fmt: skip
+    kept = tuple(
+        Statement(
+            rank=rank,
+            queryid=int(row.get("queryid") or 0),
+            query=str(row.get("query") or ""),
+            calls=int(row["calls"]),
+            total_time_ms=float(row.get(timed) or 0),
+            rows=int(row.get("rows") or 0),
+            shared_blks_hit=int(row.get("shared_blks_hit") or 0),
+            shared_blks_read=int(row.get("shared_blks_read") or 0),
+            shared_blks_written=int(row.get("shared_blks_written") or 0),
+            wal_bytes=None if row.get("wal_bytes") is None else float(row["wal_bytes"]),
+        )
+        for rank, row in enumerate(ran[:TOP], start=1)
+    )
+    return kept, len(ran) - len(kept)
 
 
 def _costs(test: Mapping[str, Any], window_s: float) -> RunCosts | None:
