@@ -10,6 +10,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -264,19 +265,23 @@ def test_each_repeat_starts_from_the_snapshot_and_a_tampered_image_fails_its_run
 @pytest.fixture
 def xfs_mount(tmp_path: Path) -> Iterator[Path]:
     """An XFS file system (reflinks on, mkfs.xfs's default) in a sparse file, loop-mounted for
-    the test and unmounted after it. Root only; skipped (failed under CI) otherwise."""
+    the test where the server account reaches it (not under pytest's private tmp_path), and
+    unmounted after it. Root only; skipped (failed under CI) otherwise."""
     if os.geteuid() != 0 or shutil.which("mkfs.xfs") is None:
         pytest.skip("an XFS loop mount needs root and xfsprogs: reflink test NOT run")
-    image, mount = tmp_path / "xfs.img", tmp_path / "xfs"
+    image = tmp_path / "xfs.img"
     with image.open("wb") as file:
         file.truncate(XFS_IMAGE_BYTES)
     subprocess.run(["mkfs.xfs", "-q", str(image)], check=True)
-    mount.mkdir()
+    mount = Path(tempfile.mkdtemp(prefix="pgbl-xfs-", dir="/var/tmp"))
+    mount.chmod(0o755)
     subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
     try:
+        mount.chmod(0o777)  # the server account makes its cluster inside
         yield mount
     finally:
         subprocess.run(["umount", "--detach-loop", str(mount)], check=True)
+        mount.rmdir()
 
 
 XFS_IMAGE_BYTES = 320 << 20  # mkfs.xfs's smallest file system is 300 MiB
