@@ -126,7 +126,6 @@ BEFORE_RULES = frozenset(
         "aa_real",
         "build",
         "capacity",
-        "observer_effect",
         "telemetry_overhead",
     }
 )

@@ -2,8 +2,8 @@
 10, 11 and 12, the installed 15, the embedded 18) runs a short real campaign with the newest
 pgbench; the run is ok, its commits agree with the server's, the settings the plan asked for
 were read back, and each telemetry source is present where the major has it and stated
-unavailable, with its reason, where it does not. The other majors (13, 14, 16, 17, prebuilt)
-run every telemetry query on a real server of their own."""
+unavailable, with its reason, where it does not; 9.6 and 12 over TLS too. The other majors (13,
+14, 16, 17, prebuilt) run every telemetry query on a real server of their own."""
 
 from __future__ import annotations
 
@@ -118,6 +118,28 @@ def test_a_managed_server_of_every_major_runs_and_reports(
         assert install_name.startswith(f"binaries-{major}.")
         assert json.loads(build)["source"]["kind"] == "binaries"
     stated_gaps(results_dir, tel.server_version_num)
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("major", ["9.6", "12"])
+def test_tls_on_the_oldest_majors(
+    major: str, build_cache: Path, tmp_path: Path, results_dir: Path
+) -> None:
+    """The prebuilt binaries carry their own OpenSSL 1.1: pgbench (the installed 15's, whose
+    libpq has TLS) reaches 9.6 and 12 over TLS, verifying the server's certificate."""
+    require_installs("15")
+    ci_guard.require_server_mark()
+    try:
+        prebuilt.ensure(major)
+    except InstallError as exc:
+        pytest.skip(f"prebuilt {major} cannot be had here ({exc}): real-server test NOT run")
+    text = plan_text(MAJORS[major][0]).replace('connection = "tcp"', 'connection = "tls"')
+    the_plan = plan.parse(text + '[pgbench]\ninstall = "15"\n', "tls.toml", base=tmp_path)
+    [result] = run_campaign(the_plan, results_dir, QuietReporter()).results
+    assert result.status is RunStatus.OK, result.error
+    with sqlite3.connect(results_dir / RESULTS_DB) as db:
+        [(protocol, cipher)] = db.execute("SELECT tls_protocol, tls_cipher FROM runs").fetchall()
+    assert str(protocol).startswith("TLSv1.") and cipher, (protocol, cipher)
 
 
 def stated_gaps(results_dir: Path, version: int) -> None:
