@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pgbenchlab.errors import StoreError, UserError
-from pgbenchlab.plan import Shard, missing_shards, planned_axis_orders, shard_of
+from pgbenchlab.plan import planned_axis_orders
 from pgbenchlab.profiles import SERVER, Profile
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.results import CampaignStatus, RunHost, RunOrigin, RunResult
@@ -254,14 +254,11 @@ class Store(Reading):
             )
 
     def finish_campaign(self, campaign_id: int, status: str, shard: str = "") -> None:
-        """The campaign's end; an incomplete merge run again here (resumed) is decided again:
-        finished once its missing shards' runs are stored. shard: the part of the plan this
-        call ran ("K/N", "1/1" for the whole plan; "" none), which a finished call ran whole:
-        the test sets a merge of a grown plan lacked in it are there now."""
+        """The campaign's end; an incomplete merge run again here (resumed) is decided again
+        (`side_tables.still_missing`: shard is the part of the plan this call ran, "" none)."""
         with self.transaction():
-            missing = self._still_missing(campaign_id)
-            if status == CampaignStatus.FINISHED and shard:
-                missing = [m for m in missing if shard != "1/1" and not m.startswith(f"{shard} ")]
+            ran = shard if status == CampaignStatus.FINISHED else ""
+            missing = side_tables.still_missing(self.db, campaign_id, ran)
             if missing and status == CampaignStatus.FINISHED:
                 status = CampaignStatus.INCOMPLETE
             self.db.execute(
@@ -270,29 +267,6 @@ class Store(Reading):
                 (status, time.time(), json.dumps(missing), campaign_id),
             )
         self.db.campaign_running = False
-
-    def _still_missing(self, campaign_id: int) -> list[str]:
-        """The shards an incomplete merge still lacks: none once a run was made unsharded (a
-        resume runs all the plan's runs not stored), else those of its runs' partition absent,
-        and the test sets a merge of a grown plan lacked ("2/2 of test set(s) fast")."""
-        row = self.db.execute(
-            "SELECT missing_shards_json FROM campaigns WHERE id = ?", (campaign_id,)
-        ).fetchone()
-        stored: list[str] = json.loads(row[0]) if row else []
-        if not stored:
-            return []
-        found = self.db.execute(
-            "SELECT DISTINCT o.shard FROM runs r LEFT JOIN run_origins o ON o.run_id = r.id "
-            "WHERE r.campaign_id = ?",
-            (campaign_id,),
-        )
-        shards = {Shard(1, 1) if text is None else shard_of(str(text)) for (text,) in found}
-        if Shard(1, 1) in shards:
-            return []
-        if None in shards or len({s.count for s in shards if s}) != 1:
-            return stored  # not one partition: left as the merge found it
-        sets = [m for m in stored if " of test set" in m]
-        return [str(s) for s in missing_shards({s for s in shards if s})] + sets
 
     def mark_stopped(self, campaign_id: int) -> None:
         """Record that a results fault stopped the campaign, if the database still takes it."""

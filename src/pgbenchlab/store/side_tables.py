@@ -1,7 +1,8 @@
 """Writing and reading the small tables kept beside a campaign's runs: the pooler in front of
 each server (`poolers`), the noise floors measured for it (`noise_floors`), and the plans a
 campaign ran under before a later one added test sets to it (`plan_changes`: which sets were
-added when, and the plan each replaced; the campaign row holds the current one)."""
+added when, and the plan each replaced; the campaign row holds the current one); and what an
+incomplete merge still lacks (`still_missing`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import sqlite3
 import time
 
+from pgbenchlab.plan import Shard, missing_shards, shard_of
 from pgbenchlab.redaction import redact_settings
 from pgbenchlab.server.pooler import PoolerFacts
 from pgbenchlab.store.backfills import axis_orders_json
@@ -100,3 +102,28 @@ def read_plan_changes(db: sqlite3.Connection, campaign_id: int) -> tuple[PlanCha
         PlanChange(float(at), tuple(json.loads(added)), str(text), str(digest))
         for at, added, text, digest in rows
     )
+
+
+def still_missing(db: sqlite3.Connection, campaign_id: int, ran: str) -> list[str]:
+    """What an incomplete merge still lacks once a call ran the part `ran` of its plan whole
+    ("K/N", "1/1" the whole plan; "" none): no shard once a run was made unsharded (a resume
+    runs all the plan's runs not stored), else those of its runs' partition absent; and the
+    test sets a merge of a grown plan lacked ("2/2 of test set(s) fast") but in `ran`."""
+    row = db.execute(
+        "SELECT missing_shards_json FROM campaigns WHERE id = ?", (campaign_id,)
+    ).fetchone()
+    stored: list[str] = json.loads(row[0]) if row else []
+    if not stored or ran == "1/1":
+        return []
+    found = db.execute(
+        "SELECT DISTINCT o.shard FROM runs r LEFT JOIN run_origins o ON o.run_id = r.id "
+        "WHERE r.campaign_id = ?",
+        (campaign_id,),
+    )
+    shards = {Shard(1, 1) if text is None else shard_of(str(text)) for (text,) in found}
+    if Shard(1, 1) in shards:
+        return []
+    if None in shards or len({s.count for s in shards if s}) != 1:
+        return stored  # not one partition: left as the merge found it
+    sets = [m for m in stored if " of test set" in m and not (ran and m.startswith(f"{ran} "))]
+    return [str(s) for s in missing_shards({s for s in shards if s})] + sets
