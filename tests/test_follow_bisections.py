@@ -30,6 +30,7 @@ from pgbenchlab.builds.cache import PROVENANCE
 from pgbenchlab.builds.recipe import BuildRecipe
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.cli.follow import as_json, change_views
+from pgbenchlab.errors import UserError
 from pgbenchlab.follow import Follow, FollowOutcome, FollowRequest
 from pgbenchlab.follow.selection import Selection
 from pgbenchlab.installs import Installation
@@ -207,3 +208,22 @@ def test_a_refused_bisection_is_stored_shown_and_not_tried_again_unless_asked(
     assert sorted(builds.made) == ["bad", "good"]  # the bisection opened again
     assert retried.bisected[name].startswith("refused: the ends do not differ")
     assert runs_of(results, f"{name}.ends") == ran  # its stored rounds decide as before
+
+
+def test_any_stored_metric_can_be_followed_and_is_kept_with_the_follow(
+    tmp_path: Path, history: list[str]
+) -> None:
+    """`--metric p50` adds its series (change points, the site, the export) to the defaults,
+    and later calls keep it; a name that is no stored metric is refused, listing them."""
+    builds = StandInBuilds(tmp_path / "builds")
+    first = follow(tmp_path, builds, world(set(history[SLOW:])), metrics=("tps", "p50"),
+                   bisect=False)  # fmt: skip
+    assert first.history is not None
+    assert {s.metric for s in first.history.series} >= {"tps", "p99", "p50"}
+    assert {c.series.metric for c in first.changes} <= {"tps", "p50"}
+    again = follow(tmp_path, builds, world(set(history[SLOW:])), bisect=False)
+    assert again.history is not None and "p50" in {s.metric for s in again.history.series}
+    with Store(tmp_path / "results" / RESULTS_DB) as store:
+        assert store.follow_metrics("nightly") == ("p50",)
+    with pytest.raises(UserError, match=r"--metric names stored metrics \(tps, .*got \['nope'\]"):
+        follow(tmp_path, builds, world(set()), metrics=("nope",))

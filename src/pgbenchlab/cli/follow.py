@@ -95,7 +95,8 @@ def add_arguments(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--metric",
         default=",".join(FOLLOWED),
-        help=f"the metrics whose changes are bisected and gate (default {','.join(FOLLOWED)})",
+        help=f"the metrics whose changes are bisected and gate: any stored metric (`compare "
+        f"--metric` lists them), kept with the follow (default {','.join(FOLLOWED)}, always kept)",
     )
     parser.add_argument("--no-bisect", action="store_true", help="find changes, bisect none")
     parser.add_argument(

@@ -15,8 +15,9 @@ from pgbenchlab.results import RunStatus
 from pgbenchlab.store import FollowCommit, RunRecord, Store
 from pgbenchlab.store.metrics import METRICS
 
-# The metrics a followed branch keeps a history of (changes found and bisected along them);
-# instructions per transaction only where the suite counts them.
+# The metrics every followed branch keeps a history of (changes found and bisected along
+# them; instructions per transaction only where the suite counts them); `follow --metric` adds
+# any other stored metric, kept with the follow (`Store.follow_metrics`).
 FOLLOWED = ("tps", "p99", "instructions_per_tx")
 
 DEFAULT_THRESHOLD = 0.02  # as `compare` and the report's change points
@@ -80,6 +81,11 @@ def bisection_name(follow: str, change: Change) -> str:
     return f"{follow}.bisect-{digest}-{change.before.short}-{change.after.short}"
 
 
+def followed_metrics(store: Store, follow: str) -> tuple[str, ...]:
+    """The defaults, then the metrics calls of this follow added."""
+    return tuple(dict.fromkeys((*FOLLOWED, *store.follow_metrics(follow))))
+
+
 def load_history(store: Store, follow: str, threshold: float = DEFAULT_THRESHOLD) -> History:
     commits = store.follow_commits(follow)
     runs: dict[str, list[tuple[FollowCommit, RunRecord]]] = {}
@@ -94,7 +100,7 @@ def load_history(store: Store, follow: str, threshold: float = DEFAULT_THRESHOLD
     series = tuple(
         _series(cell_id, labels[cell_id], metric, runs[cell_id])
         for cell_id in sorted(runs, key=labels.__getitem__)
-        for metric in FOLLOWED
+        for metric in followed_metrics(store, follow)
     )
     changes = tuple(c for s in series for c in series_changes(s, threshold))
     return History(follow, commits, tuple(s for s in series if s.points), changes)

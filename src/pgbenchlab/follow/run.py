@@ -43,6 +43,7 @@ from pgbenchlab.follow.selection import Selection, select
 from pgbenchlab.installs import Installation
 from pgbenchlab.results import RunStatus
 from pgbenchlab.store import BisectionRecord, FollowCommit, Store
+from pgbenchlab.store.metrics import METRICS
 
 Say = Callable[[str], None]
 RUNNING = "running"
@@ -106,10 +107,10 @@ class Follow:
         build: Build = build_incrementally,
         equip: Equip = equipped,
     ) -> None:
-        unknown = sorted(set(request.metrics) - set(FOLLOWED))
+        unknown = sorted(set(request.metrics) - set(METRICS))
         if unknown or not request.metrics:
             raise UserError(
-                f"--metric must be among {', '.join(FOLLOWED)}; got {unknown or 'none'}"
+                f"--metric names stored metrics ({', '.join(METRICS)}); got {unknown or 'none'}"
             )
         if not 0 < request.threshold < 1:
             raise UserError("--threshold must be a percentage between 0 and 100, such as 2%")
@@ -193,7 +194,10 @@ class Follow:
         return {c.commit_hash for c in stored if c.status in SETTLED}
 
     def _history(self) -> History:
+        """The history of the metrics followed, those this call names kept for later calls."""
+        added = tuple(m for m in self.request.metrics if m not in FOLLOWED)
         with Store(self.database) as store:
+            store.add_follow_metrics(self.name, added)
             return load_history(store, self.name, self.request.threshold)
 
     def _measure(self, at: BranchCommit) -> FollowCommit:

@@ -415,6 +415,14 @@ class Store(Reading):
     def follow_names(self) -> list[str]:
         return follows.follow_names(self.db)
 
+    def add_follow_metrics(self, follow: str, metrics: tuple[str, ...]) -> None:
+        """Metrics the follow follows beyond the defaults (kept for its later calls and pages)."""
+        with self.transaction():
+            follows.add_follow_metrics(self.db, follow, metrics)
+
+    def follow_metrics(self, follow: str) -> tuple[str, ...]:
+        return follows.read_follow_metrics(self.db, follow)
+
     def plan_changes(self, campaign_id: int) -> tuple[PlanChange, ...]:
         return side_tables.read_plan_changes(self.db, campaign_id)
 

@@ -1,6 +1,7 @@
 """Writing and reading followed branches (the table of schema migration 27): one row per commit
 `follow` selected. A commit's runs are an ordinary campaign's (its `campaign`); this table holds
-what the commit is and what became of it."""
+what the commit is and what became of it. And the metrics a follow follows beyond the defaults
+(migration 35)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,17 @@ def follow_names(db: sqlite3.Connection) -> list[str]:
             "SELECT follow FROM follow_commits GROUP BY follow ORDER BY min(measured_at)"
         )
     ]
+
+
+def add_follow_metrics(db: sqlite3.Connection, follow: str, metrics: tuple[str, ...]) -> None:
+    db.executemany(
+        "INSERT OR IGNORE INTO follow_metrics (follow, metric) VALUES (?, ?)",
+        [(follow, m) for m in metrics],
+    )
+
+
+def read_follow_metrics(db: sqlite3.Connection, follow: str) -> tuple[str, ...]:
+    rows = db.execute(
+        "SELECT metric FROM follow_metrics WHERE follow = ? ORDER BY rowid", (follow,)
+    )
+    return tuple(r[0] for r in rows)

@@ -73,9 +73,14 @@ TABLES: dict[str, Carry] = {
     "plan_changes": Carry.ROWS,
     "bisections": Carry.BY_NAME,
     "follow_commits": Carry.BY_NAME,
+    "follow_metrics": Carry.BY_NAME,
 }
 # each BY_NAME table's key (its columns)
-NAME_KEYS = {"bisections": ("name",), "follow_commits": ("follow", "commit_hash")}
+NAME_KEYS = {
+    "bisections": ("name",),
+    "follow_commits": ("follow", "commit_hash"),
+    "follow_metrics": ("follow", "metric"),
+}
 
 
 @dataclass(frozen=True)

@@ -147,4 +147,14 @@ LATER: dict[int, str] = {
     ALTER TABLE run_servers ADD COLUMN observed_json TEXT;
     UPDATE run_servers SET details_json = '{"rules_version": 3}' WHERE verdict IS NOT NULL;
     """,
+    # 35: the metrics a followed branch follows beyond the defaults (tps, p99, instructions per
+    # transaction): `follow --metric` names any stored metric, and the site and the history
+    # export read them from here. Follows stored before it: none (the defaults).
+    35: """
+    CREATE TABLE follow_metrics (
+        follow TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        PRIMARY KEY (follow, metric)
+    );
+    """,
 }

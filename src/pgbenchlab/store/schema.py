@@ -11,7 +11,7 @@ from __future__ import annotations
 from pgbenchlab.store.columns import added_columns_sql
 from pgbenchlab.store.migrations import LATER
 
-SCHEMA_VERSION = 34
+SCHEMA_VERSION = 35
 
 MIGRATIONS: dict[int, str] = {
     1: """
