@@ -121,7 +121,8 @@ def verdict_table(changes: list[CellChange]) -> list[str]:
         "| metric | " + " | ".join(v.replace("_", " ") for v in VERDICTS) + " | decided |",
         "|---|" + "---|" * (len(VERDICTS) + 1),
     ]
-    groups = [(METRICS[m][0], [c for c in changes if c.metric == m]) for m in METRICS]
+    compared = dict.fromkeys(c.metric for c in changes)  # in the comparison's order
+    groups = [(METRICS[m].label, [c for c in changes if c.metric == m]) for m in compared]
     for label, mine in [*groups, ("all", changes)]:
         counts = Counter(c.verdict for c in mine)
         decided = len(mine) - counts["not_enough_data"]
