@@ -162,7 +162,8 @@ def test_member_verdicts_stored_before_schema_34_were_rules_3s(
     db = sqlite3.connect(tmp_path / "results.db")  # as schema 33 wrote it
     db.executescript(
         "ALTER TABLE run_servers DROP COLUMN details_json; "
-        "ALTER TABLE run_servers DROP COLUMN observed_json; PRAGMA user_version = 33;"
+        "ALTER TABLE run_servers DROP COLUMN observed_json; DROP TABLE follow_metrics; "
+        "PRAGMA user_version = 33;"
     )
     db.close()
     with Store(tmp_path / "results.db") as store:
