@@ -199,15 +199,15 @@ def _grown_first(name: str, found: list[Part]) -> tuple[list[Part], tuple[str, .
     if len(digests) == 1:
         return found, ()
     for path, grown in found:
-        added = {
-            id(c): grown_by(c.row["plan_text"], store_merge.stored_files(c.row),
-                            grown.row["plan_text"], store_merge.stored_files(grown.row))
+        older = [
+            (c, grown_by(c.row["plan_text"], store_merge.stored_files(c.row),
+                         grown.row["plan_text"], store_merge.stored_files(grown.row)))
             for _, c in found if c.row["plan_digest"] != grown.row["plan_digest"]
-        }  # fmt: skip
-        if all(added.values()):
+        ]  # fmt: skip
+        if all(sets for _, sets in older):
             lacks = tuple(
-                f"{shard or '1/1'} of test set(s) {', '.join(added[id(c)])}"
-                for _, c in found if id(c) in added for shard in sorted(c.shards, key=str)
+                f"{shard or '1/1'} of test set(s) {', '.join(sets)}"
+                for c, sets in older for shard in sorted(c.shards, key=str)
             )  # fmt: skip
             return [(path, grown), *(p for p in found if p[1] is not grown)], lacks
     (first_path, first), (path, other) = (

@@ -97,10 +97,11 @@ def load_history(store: Store, follow: str, threshold: float = DEFAULT_THRESHOLD
                 cell_id = record.cell_id
                 runs.setdefault(cell_id, []).append((commit, record))
                 labels.setdefault(cell_id, cell_label(record))
+    metrics = followed_metrics(store, follow)
     series = tuple(
         _series(cell_id, labels[cell_id], metric, runs[cell_id])
         for cell_id in sorted(runs, key=labels.__getitem__)
-        for metric in followed_metrics(store, follow)
+        for metric in metrics
     )
     changes = tuple(c for s in series for c in series_changes(s, threshold))
     return History(follow, commits, tuple(s for s in series if s.points), changes)
