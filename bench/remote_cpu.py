@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -32,9 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgroups import Cgroup, holding
+from figure import HERE
 from pgbenchlab.campaign.measure import sampling_rate
-from remote_overhead import Generator, TestHosts, generator
-from remote_overhead import unavailable as hosts_unavailable
+from remote_overhead import Generator, generator
+
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from netns_hosts import TestHosts  # the tests' own hosts
+from netns_hosts import unavailable as hosts_unavailable
 
 POLL_S = 0.1
 MEASURED = ("pgbench", "postgres")  # the run itself: not overhead
@@ -113,8 +119,8 @@ class Poller:
                 used[kind] += on_cpu - before[0]
                 waited[kind] += waiting - before[1]
                 explained[group] += on_cpu - before[0]
-        for name, group in self.groups.items():
-            now = group.usage_s()
+        for name, cgroup in self.groups.items():
+            now = cgroup.usage_s()
             rest = now - self._usage[name] - explained[name]
             self._usage[name] = now
             used[f"{name}: ended unseen"] += max(0.0, rest)
@@ -199,8 +205,8 @@ def main() -> None:
         hosts.add("db1")
         hosts.add("lg1")
         with accounted(hosts) as groups, generator(hosts, args.seconds, args.clients) as lg1:
-            warmup_tps, _ = lg1.lab(None)
-            sampling = sampling_rate(lg1.spec, warmup_tps) or 1.0
+            warmup, _ = lg1.lab(None)
+            sampling = sampling_rate(lg1.spec, warmup.tps) or 1.0
             _, argv = lg1.lab(sampling)
             for _round in range(args.rounds):
                 for mode in found:

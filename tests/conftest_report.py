@@ -242,7 +242,7 @@ def synthetic_telemetry(
         if rng.random() < min(1.0, level * 4)  # a rare event is seen in some seconds only
     ]
     series = [p for p in series if p.value > 0 or p.source in ("cpu", "memory")]
-    totals = {}
+    totals: dict[tuple[str, str], float] = {}
     for p in series:
         totals[(p.source, p.metric)] = totals.get((p.source, p.metric), 0.0) + p.value
     events = []
@@ -267,7 +267,7 @@ def synthetic_telemetry(
         series=tuple(series),
         totals=tuple(Total(source, metric, v) for (source, metric), v in totals.items()),
         waits=tuple(
-            WaitCount(*event.split(":"), round(level * 5 * plan.duration_s))
+            WaitCount(*_kind_and_name(event), round(level * 5 * plan.duration_s))
             for event, level in waits.items()
         ),
         events=tuple(events),
@@ -275,6 +275,11 @@ def synthetic_telemetry(
         pgbench_threads=spec["threads"],
         host_cpus=2,
     )
+
+
+def _kind_and_name(event: str) -> tuple[str, str]:
+    kind, name = event.split(":", 1)
+    return kind, name
 
 
 def _telemetry_levels(

@@ -158,8 +158,9 @@ class ReportPage:
             " + window.scrollY"
         )
         width = self.evaluate("document.documentElement.clientWidth")
-        clip = {"x": 0, "y": top, "width": width, "height": height}
-        return self.page.screenshot(type="png", full_page=True, clip=clip)
+        return self.page.screenshot(
+            type="png", full_page=True, clip={"x": 0, "y": top, "width": width, "height": height}
+        )
 
     def close(self) -> None:
         self.context.close()
