@@ -125,7 +125,6 @@ BEFORE_RULES = frozenset(
     {
         "build",
         "capacity",
-        "telemetry_overhead",
     }
 )
 BEFORE_RULES_BAR = "not shown (measured before the figure rules; to be rerun)"
