@@ -77,17 +77,17 @@ def test_a_statement_pool_refuses_workloads_with_transaction_blocks() -> None:
     assert 'runs transaction blocks (BEGIN … END), which a "statement" pool refuses' in said
 
 
-def test_pgbouncer_needs_a_managed_server_of_this_machine_and_no_group() -> None:
+def test_pgbouncer_needs_a_managed_server_here_or_on_a_host() -> None:
     external = BASE.replace('install = "15"', 'dsn = "host=/tmp dbname=bench"')
     assert '"pgbouncer" needs a managed server' in refusal(external)
     remote = BASE.replace('install = "15"', 'install = "15"\nhost = "db1"')
     remote += '[[host]]\nname = "db1"\nssh = "db1"\n'
-    assert "runs the pooler on this machine only" in refusal(remote)
+    assert {s.options.connection for s in parse(remote).specs} == {"socket", "pgbouncer"}
     group = BASE.replace('connection = ["socket", "pgbouncer"]', "")
     group += '[[server]]\nname = "pg16"\ninstall = "16"\n'
     group += '[[server_group]]\nname = "both"\nservers = ["pg15", "pg16"]\n'
-    group += 'connection = "pgbouncer"\n'
-    assert '"pgbouncer" is not available for a group\'s runs' in refusal(group)
+    group += 'connection = "tls"\n'
+    assert '"tls" is not available for a group\'s runs' in refusal(group)
 
 
 def test_prepared_needs_a_session_pool_or_pgbouncer_1_21() -> None:

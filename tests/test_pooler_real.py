@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from pgbenchlab import osuser
 from pgbenchlab.campaign import RESULTS_DB, remove_clusters
 from pgbenchlab.cli import main
 from pgbenchlab.errors import ServerError
@@ -68,15 +69,35 @@ def require_pgbouncer() -> None:
         pytest.skip(f"{exc}: real-pooler test NOT run")
 
 
-def pgbouncers() -> set[int]:
-    """The pgbouncer processes running on this machine (zombies aside)."""
-    found = set()
+def running(program: str, *, parent: int | None = None) -> dict[int, list[bytes]]:
+    """The processes of that program running on this machine (zombies aside), with their
+    arguments: those of the server account (another test's, on a test host, are another
+    account's), or the children of parent."""
+    found = {}
     for entry in Path("/proc").iterdir():
         with contextlib.suppress(OSError):
-            running = entry.name.isdigit() and "\nState:\tZ" not in (entry / "status").read_text()
-            if running and (entry / "comm").read_text().strip() == "pgbouncer":
-                found.add(int(entry.name))
+            status = entry.name.isdigit() and (entry / "status").read_text()
+            if not status or "\nState:\tZ" in status:
+                continue
+            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            ours = (
+                int(fields["Uid"].split()[0]) == osuser.server_account().uid
+                if parent is None
+                else int(fields["PPid"]) == parent
+            )
+            if ours and (entry / "comm").read_text().strip() == program:
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
     return found
+
+
+def pgbouncers() -> set[int]:
+    return set(running("pgbouncer"))
+
+
+def measuring(cli: subprocess.Popen[str]) -> bool:
+    """The campaign's measured pgbench runs (not pgbench -i): through the pooler last
+    started, which no server restart stops before the run ends."""
+    return any(b"-i" not in argv for argv in running("pgbench", parent=cli.pid).values())
 
 
 def run_campaign(base: Path, text: str) -> tuple[int, Path, str]:
@@ -268,12 +289,9 @@ def test_a_pooler_a_killed_campaign_left_is_stopped_by_clean(tmp_path: Path) -> 
     results = tmp_path / "results"
     cli = start_cli(plan, results)
     try:
-        wait_for(lambda: pgbouncers() - before, timeout=120, every=0.05)
-        time.sleep(1)
+        wait_for(lambda: measuring(cli), timeout=120, every=0.05)
         cli.kill()
         cli.communicate(timeout=60)
-        # the one the killed campaign left (the first seen may have been stopped with its
-        # server's restart, and another started in front of the restarted server)
         left = pgbouncers() - before
         assert left, "the killed campaign's pooler is still running"
         with contextlib.redirect_stdout(io.StringIO()):
@@ -283,3 +301,36 @@ def test_a_pooler_a_killed_campaign_left_is_stopped_by_clean(tmp_path: Path) -> 
         if cli.poll() is None:
             cli.kill()
         remove_clusters(results)
+
+
+def test_each_member_of_a_group_runs_through_a_pooler_of_its_own(tmp_path: Path) -> None:
+    """Two servers driven together, each behind its own pooler: both parts ran through it
+    (each server's commits agree with its own pgbench's count), both poolers are recorded, and
+    none is left running."""
+    require_installs("15")
+    require_pgbouncer()
+    before = pgbouncers()
+    text = plan_text("transaction", clients="2").replace("connect = [false, true]\n", "")
+    text += '[[server]]\nname = "b"\ninstall = "15"\n'
+    text += '[[server_group]]\nname = "pair"\nservers = ["pg15", "b"]\nsolo = false\n'
+    code, results, printed = run_campaign(tmp_path, text)
+    try:
+        assert code == 0, printed
+        with Store(results / RESULTS_DB) as store:
+            campaign = store.find_campaign("pooled-transaction")
+            assert campaign is not None
+            poolers = store.poolers(campaign.id)
+            parts = store.db.execute(
+                "SELECT server, transactions, commits_unexplained, verdict FROM run_servers"
+            ).fetchall()
+            (warnings,) = [r[0] for r in store.db.execute("SELECT warnings_json FROM runs")]
+    finally:
+        remove_clusters(results)
+    assert sorted(poolers) == ["b", "pg15"]
+    assert sorted(p[0] for p in parts) == ["b", "pg15"]
+    for _server, transactions, unexplained, verdict in parts:
+        # each member's commits checked against its own pgbench (through its pooler) ...
+        assert transactions and unexplained is not None and verdict
+    # ... and none disagrees beyond the check's tolerance
+    assert "commits_disagree" not in [w["code"] for w in json.loads(warnings)], warnings
+    assert pgbouncers() - before == set()

@@ -104,12 +104,12 @@ def shared_dir() -> Iterator[Path]:
         (
             'temp_tablespaces = "/t"',
             'dsn = "host=/tmp dbname=x"\ninit = true',
-            "managed servers on this machine; server pg is external",
+            "made in managed servers; server pg is external",
         ),
-        (
-            'tablespace = "/t"',
+        (  # made on the host, in its directories
+            'tablespace = "/t"\n[[host]]\nname = "db1"\nssh = "db1"',
             'install = "15"\nhost = "db1"',
-            "managed servers on this machine; server pg runs on host db1",
+            None,
         ),
         (
             'tablespace = "/t"',

@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.installs import Installation
@@ -44,12 +44,12 @@ class OsAccount:
         host.mkdir(path, mode=mode, owner=self)
         return path
 
-    def can_create(self, path: Path, *, host: Host = LOCAL_HOST) -> bool:
+    def can_create(self, path: PurePath, *, host: Host = LOCAL_HOST) -> bool:
         """Whether this account can create path (its nearest existing ancestor is writable)."""
-        existing = path
+        existing = path if path.is_absolute() else Path(path).absolute()
         while not host.exists(existing):
             existing = existing.parent
-        where = str(existing.absolute())
+        where = str(existing)
         try:
             check = host.run(["test", "-w", where, "-a", "-x", where], timeout=20, as_user=self)
             return check.returncode == 0

@@ -13,7 +13,6 @@ second pass (`check_equipment`, from `equipment.prepared`), which runs the check
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 
 from pgbenchlab import builds
 from pgbenchlab.analysis.slo import Slo
@@ -38,12 +37,11 @@ from pgbenchlab.campaign.servers import (
     check_tls,
     data_dir_clashes,
 )
-from pgbenchlab.campaign.tablespace_checks import tablespace_problems
+from pgbenchlab.campaign.tablespace_checks import tablespace_dirs
 from pgbenchlab.errors import UserError
 from pgbenchlab.hosts import Host
 from pgbenchlab.installs import Installation
 from pgbenchlab.invocation.scripts import check_script
-from pgbenchlab.osuser import known_server_account
 from pgbenchlab.plan import POOLER, Plan, ServerPlan
 from pgbenchlab.plan.reset import restored_servers
 from pgbenchlab.store.metrics import METRICS
@@ -201,8 +199,15 @@ def scripts(ready: Readiness, found: Findings) -> None:
 
 
 def pooler(ready: Readiness, found: Findings) -> None:
-    if ready.plan.uses_connection(POOLER):
-        found.attempt(partial(check_pooler, ready.plan))
+    """On each host that runs a pooled server (this machine included)."""
+    plan = ready.plan
+    pooled = {s.host: s.name for s in managed(ready) if plan.uses_connection(POOLER, s.name)}
+    for name, server in pooled.items():
+        host = ready.host(name)
+        if host is None:
+            found.leave(f"server {server}: its pooler on host {name} is found")
+        else:
+            found.attempt(partial(check_pooler, plan, host))
 
 
 def settings(ready: Readiness, found: Findings) -> None:
@@ -250,21 +255,6 @@ def data_dirs(ready: Readiness, found: Findings) -> None:
             found.leave(f"server {server.name}: its data_dir is checked")
         else:
             found.attempt(partial(ready.servers.check_data_dir, server))
-
-
-def tablespace_dirs(ready: Readiness, found: Findings) -> None:
-    if not ready.plan.dataset.tablespaces:
-        return
-    servers, local = ready.servers, managed(ready)
-    if servers is None:  # the data directories named now, the others when the campaign starts
-        named = {s.name: Path(s.data_dir) for s in local if s.data_dir}
-        account = known_server_account()  # as root, made when the first campaign starts
-        found.add(tablespace_problems(ready.plan, named, account))
-        if len(named) < len(local) or account is None:
-            found.leave("the tablespace directories (as the server account) are checked")
-    else:
-        every = {s.name: servers.data_dir(s) for s in local}
-        found.add(tablespace_problems(ready.plan, every, servers.account))
 
 
 def external_servers(ready: Readiness, found: Findings) -> None:
@@ -369,11 +359,12 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "pooler",
-        'connection = "pgbouncer": PgBouncer found ([pooler] install, PATH or Debian\'s), '
-        "and able to pool the runs through it (-M prepared in a transaction or statement pool "
-        "needs 1.21)",
+        'connection = "pgbouncer": PgBouncer found on each pooled server\'s host ([pooler] '
+        "install, PATH or Debian's), and able to pool the runs through it (-M prepared in a "
+        "transaction or statement pool needs 1.21)",
         pooler,
         "install Debian's package pgbouncer (or name one), or change the protocol or pool_mode",
+        needs=("hosts",),
     ),
     Check(
         "server settings",
@@ -399,10 +390,12 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "tablespaces",
-        "[dataset] tablespace directories: outside every managed server's data directory, and "
-        "creatable (or writable) by the server account",
+        "[dataset] tablespace directories, on each managed server's host: outside every "
+        "managed server's data directory there, and creatable (or writable) by the server "
+        "account there",
         tablespace_dirs,
         "choose a directory outside the data directories that the server account can write",
+        needs=("hosts",),
     ),
     Check(
         "external servers",

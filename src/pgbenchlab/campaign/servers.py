@@ -191,15 +191,15 @@ class Servers:
             # from another host, pgbench's address is not the server's: any, by password
             client_network=None if plan.host is None else "all",
             counting=self.plan.counts(plan.name),
-            pooler=self.pooler(plan, account),
+            pooler=self.pooler(plan, account, host),
         )
 
-    def pooler(self, plan: ServerPlan, account: OsAccount) -> PgBouncer | None:
-        """The PgBouncer in front of the server, when a run connects through it."""
+    def pooler(self, plan: ServerPlan, account: OsAccount, host: Host) -> PgBouncer | None:
+        """The PgBouncer in front of the server, on its host, when a run connects through it."""
         if not self.plan.uses_connection(POOLER, plan.name):
             return None
         wanted = self.plan.pooler
-        binary = find_pgbouncer(wanted.install)
+        binary = find_pgbouncer(wanted.install, host)
         config = PoolerConfig(
             binary,
             wanted.pool_mode,
@@ -208,7 +208,7 @@ class Servers:
             wanted.cpus,
             SUPERUSER,
         )
-        return PgBouncer(plan.name, config, account)
+        return PgBouncer(plan.name, config, account, host)
 
     def stop_all(self) -> list[str]:
         """Stop every started server; those that could not be (their host unreachable) are
@@ -276,11 +276,12 @@ def check_tls(server: ServerPlan, plan: Plan, install: Installation, host: Host)
         )
 
 
-def check_pooler(plan: Plan) -> None:
-    """connection = "pgbouncer": a PgBouncer found, and one that can pool the runs through it
-    (pgbench's -M prepared through a transaction or statement pool needs 1.21)."""
-    binary = find_pgbouncer(plan.pooler.install)
-    text, version = pgbouncer_version(binary)
+def check_pooler(plan: Plan, host: Host) -> None:
+    """connection = "pgbouncer": a PgBouncer found on a host that runs a pooled server, and one
+    that can pool the runs through it (pgbench's -M prepared through a transaction or statement
+    pool needs 1.21)."""
+    binary = find_pgbouncer(plan.pooler.install, host)
+    text, version = pgbouncer_version(binary, host)
     prepared = any(
         s.options.connection == POOLER and s.options.protocol == "prepared" for s in plan.specs
     )

@@ -13,9 +13,8 @@ from pgbenchlab.plan.records import GroupPlan, RunSpec, ServerPlan
 from pgbenchlab.plan.schema import AXIS_KEYS, GROUP_KEYS, SERVER_OPTIONS
 from pgbenchlab.plan.values import Context, check_name, parse_bool
 
-# tls: one authority file per run, and a group's members have two; pgbouncer: one pooler per
-# server, its telemetry a single server's run's
-UNSUPPORTED = {"connection": ("tls", "pgbouncer")}
+# tls: one authority file per run, and a group's members have two
+UNSUPPORTED = {"connection": ("tls",)}
 
 
 def parse_groups(

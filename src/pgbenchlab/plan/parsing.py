@@ -146,7 +146,7 @@ def parse(
     check_group_specs(specs, groups, ctx)
     check_counting(specs, servers, groups, ctx)
     check_reset(specs, servers, groups, dataset, ctx)
-    pooler = check_pooled(*parse_pooler(data.get("pooler"), ctx, base), specs, servers, ctx)
+    pooler = check_pooled(*parse_pooler(data.get("pooler"), ctx, base), specs, ctx)
     warnings = plan_warnings(specs, quick=quick)
     return Plan(
         name,

@@ -12,7 +12,6 @@ from pgbenchlab.plan.records import (
     DEFAULT_POOL_SIZE,
     PoolerPlan,
     RunSpec,
-    ServerPlan,
     Workload,
 )
 from pgbenchlab.plan.values import Context, choice, cpu_list, plan_path, positive_int
@@ -52,24 +51,14 @@ def check_pooled(
     pooler: PoolerPlan,
     given: bool,
     specs: tuple[RunSpec, ...],
-    servers: list[ServerPlan],
     ctx: Context,
 ) -> PoolerPlan:
-    """The runs through the pooler: on managed servers of this machine, with room for their
-    clients (max_client_conn, when not given: enough for the largest cell), and a workload a
-    statement pool can run; the pooler as the campaign starts it."""
+    """The runs through the pooler (beside managed servers, here or on their hosts): with room
+    for their clients (max_client_conn, when not given: enough for the largest cell), and a
+    workload a statement pool can run; the pooler as the campaign starts it."""
     pooled = [s for s in specs if s.options.connection == POOLER]
     if not pooled:
         return pooler
-    by_name = {s.name: s for s in servers}
-    for spec in pooled:
-        server = by_name.get(spec.server)  # a group's runs are refused with groups
-        if server is not None and server.host is not None:
-            raise ctx.fail(
-                "connection",
-                f'server {server.name}: "{POOLER}" runs the pooler on this machine only, and '
-                f"this server runs on host {server.host}",
-            )
     most = max(s.clients for s in pooled) + OWN_CONNECTIONS
     if given and pooler.max_client_conn < most:
         raise ctx.fail(

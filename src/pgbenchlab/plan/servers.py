@@ -140,24 +140,22 @@ def with_tablespaces(
     options: DatasetOptions, servers: Sequence[ServerPlan], ctx: Context
 ) -> list[ServerPlan]:
     """The servers with the settings the dataset needs (temp_tablespaces): tablespaces are made
-    in managed clusters on this machine, and the plan's own temp_tablespaces would fight the
-    temporary files' directory."""
+    in managed clusters (here or on their hosts: the directories are the server's host's), and
+    the plan's own temp_tablespaces would fight the temporary files' directory."""
     if not options.tablespaces:
         return list(servers)
     for server in servers:
-        where = "is external (a dsn)" if not server.managed else f"runs on host {server.host}"
-        if server.managed and server.host is None:
-            if any(k == TEMP_SETTING for k, _ in server.settings) and options.temp_tablespaces:
-                raise ctx.fail(
-                    f"server {server.name}: settings.{TEMP_SETTING}",
-                    "is set by [dataset] temp_tablespaces; remove one of them",
-                )
-            continue
-        raise ctx.fail(
-            "dataset",
-            f"tablespaces are made in managed servers on this machine; server {server.name} "
-            f"{where}: remove the tablespace keys or run that server here",
-        )
+        if not server.managed:
+            raise ctx.fail(
+                "dataset",
+                f"tablespaces are made in managed servers; server {server.name} is external "
+                "(a dsn): remove the tablespace keys or let pgbenchlab run that server",
+            )
+        if any(k == TEMP_SETTING for k, _ in server.settings) and options.temp_tablespaces:
+            raise ctx.fail(
+                f"server {server.name}: settings.{TEMP_SETTING}",
+                "is set by [dataset] temp_tablespaces; remove one of them",
+            )
     added = options.server_settings()
     return [replace(s, settings=tuple(sorted(s.settings + added))) for s in servers]
 

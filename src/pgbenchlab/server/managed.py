@@ -45,7 +45,7 @@ from pgbenchlab.server.endpoint import (
     ServerFacts,
     query_facts,
 )
-from pgbenchlab.server.pooler import PgBouncer
+from pgbenchlab.server.pooler import Login, PgBouncer
 from pgbenchlab.server.settings import BASE_SETTINGS, SETTINGS_FILE, postgres_env, settings_text
 
 SUPERUSER = "pgbenchlab"
@@ -181,8 +181,8 @@ class ManagedServer:
             )  # fmt: skip
             if result.returncode == 0:
                 self._check_settings()
-                self._set_password()
-                self._start_pooler()
+                verifier = self._set_password()
+                self._start_pooler(verifier)
                 return
             if "could not bind" not in "\n".join(self.log_tail(10)):
                 break
@@ -258,14 +258,16 @@ class ManagedServer:
             else []
         )
 
-    def _start_pooler(self) -> None:
-        """The pooler in front of the server's socket; if it cannot start, neither does the
-        server (a half-started pair would be reused by the next run)."""
+    def _start_pooler(self, verifier: str) -> None:
+        """The pooler in front of the server's socket (on another host taking the server's
+        password over TCP); if it cannot start, neither does the server (a half-started pair
+        would be reused by the next run)."""
         if self.pooler is None:
             return
         assert self.socket_dir is not None
+        login = Login(self._password, verifier) if self.remote else None
         try:
-            self.pooler.start(self.socket_dir, self.port)
+            self.pooler.start(self.socket_dir, self.port, login)
         except ServerError:
             self.stop()
             raise
@@ -385,20 +387,21 @@ class ManagedServer:
         self._write_owned(self.data_dir / TLS_CERT, made.server_cert)
         self._write_owned(self.data_dir / TLS_CA, made.ca_cert)
 
-    def _set_password(self) -> None:
-        """The superuser's SCRAM (md5 before 10) verifier, computed here: the password itself
-        never reaches the server, its log or a file."""
+    def _set_password(self) -> str:
+        """Set the superuser's SCRAM (md5 before 10) verifier, computed here, and return it:
+        the password itself never reaches the server, its log or a file."""
         method = password_method(self.install).encode()
         with self.endpoint.connect() as conn:
             verifier = conn.pgconn.encrypt_password(
                 self._password.encode(), SUPERUSER.encode(), method
-            )
+            ).decode()
             conn.execute("SET log_statement = 'none'")
             conn.execute(
                 sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                    sql.Identifier(SUPERUSER), sql.Literal(verifier.decode())
+                    sql.Identifier(SUPERUSER), sql.Literal(verifier)
                 )
             )
+        return verifier
 
     def _write_owned(self, path: Path, text: str) -> None:
         self.host.write_text(path, text, mode=0o600, owner=self.account)

@@ -1,12 +1,20 @@
 """A managed PgBouncer in front of a managed server (connection = "pgbouncer").
 
-It runs as the server's account, pinned to its CPU list when the plan gives one, and listens
-only on a Unix socket in a private directory (mode 0700, the account's), as the server itself
-does. Authentication is that socket's: the pooler trusts the clients that can reach its
-directory (pgbench, run by the same user as pgbenchlab), and reaches the server through the
-server's own private socket, which the server already trusts (pg_hba.conf: local trust). No
+It runs on the server's host as the server's account, pinned to its CPU list when the plan
+gives one, and reaches the server through the server's own private socket, which the server
+already trusts (pg_hba.conf: local trust).
+
+On this machine it listens only on a Unix socket in a private directory (mode 0700, the
+account's), as the server itself does. Authentication is that socket's: the pooler trusts the
+clients that can reach its directory (pgbench, run by the same user as pgbenchlab). No
 password exists on either path: the auth_file names the user with an empty password field,
 which PgBouncer's trust mode needs only to know the user.
+
+On another host pgbench reaches it over TCP at the host's address, as it reaches the server
+there: by the server's own password, which PgBouncer checks against the auth_file's verifier
+(SCRAM, md5 before PostgreSQL 10; the same verifier the server holds, computed by libpq: the
+password itself is in no file). pgbenchlab's admin connection goes over an SSH forward to the
+pooler's socket, with the same password.
 
 Its directory holds the configuration, the auth_file, the log and the pid file. It is started
 after its server and stopped before it (each server restart starts it again, in front of the
@@ -20,10 +28,9 @@ from __future__ import annotations
 import re
 import shutil
 import signal
-import subprocess
 import time
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 import psycopg
@@ -32,9 +39,9 @@ from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host, pinned, process_running
 from pgbenchlab.osuser import OsAccount
 from pgbenchlab.server.cluster_files import POOLER_PREFIX, SOCKET_PARENT, remove_socket_dir
-from pgbenchlab.server.endpoint import Endpoint
+from pgbenchlab.server.endpoint import LOST_NETWORK_OPTIONS, Endpoint
 
-DEBIAN_PGBOUNCER = Path("/usr/sbin/pgbouncer")  # Debian's place: not on a user's PATH
+DEBIAN_PGBOUNCER = PurePath("/usr/sbin/pgbouncer")  # Debian's place: not on a user's PATH
 ADMIN_DB = "pgbouncer"  # the admin console's database
 # max_prepared_statements (protocol-level prepared statements in transaction and statement
 # pools) came in 1.21.
@@ -49,7 +56,7 @@ class PoolerConfig:
     """How the pooler runs: its binary, pool mode, server connections per database and user,
     client connections accepted, the CPU list it is pinned to, and its user name."""
 
-    binary: Path
+    binary: PurePath
     pool_mode: str
     pool_size: int
     max_client_conn: int
@@ -69,32 +76,40 @@ class PoolerFacts:
     binary: str
 
 
-def find_pgbouncer(named: str | None) -> Path:
+def find_pgbouncer(named: str | None, host: Host = LOCAL_HOST) -> PurePath:
     """The pgbouncer program a plan names (the program or its directory), else the one on PATH,
-    else Debian's."""
+    else Debian's: on the host the pooler runs on."""
+    where = "" if host is LOCAL_HOST else f" on host {host.name}"
     if named is not None:
-        path = Path(named)
-        program = path / "pgbouncer" if path.is_dir() else path
-        if not program.is_file():
-            raise ServerError(f"no pgbouncer program at {program}", where="[pooler] install")
+        path = PurePath(named)
+        program = path / "pgbouncer" if host.exists(path / "pgbouncer") else path
+        if not host.exists(program):
+            raise ServerError(f"no pgbouncer program at {program}{where}", where="[pooler] install")
         return program
-    found = shutil.which("pgbouncer")
-    if found:
-        return Path(found)
-    if DEBIAN_PGBOUNCER.is_file():
+    on_path = _on_path(host)
+    if on_path is not None:
+        return on_path
+    if host.exists(DEBIAN_PGBOUNCER):
         return DEBIAN_PGBOUNCER
     raise ServerError(
-        'connection "pgbouncer" needs PgBouncer: install Debian\'s package pgbouncer, or name '
-        "its program with [pooler] install"
+        f'connection "pgbouncer" needs PgBouncer{where}: install Debian\'s package pgbouncer '
+        "there, or name its program with [pooler] install"
     )
 
 
-def pgbouncer_version(binary: Path) -> tuple[str, tuple[int, ...]]:
+def _on_path(host: Host) -> PurePath | None:
+    if host is LOCAL_HOST:
+        found = shutil.which("pgbouncer")
+        return None if found is None else Path(found)
+    done = host.run(["sh", "-c", "command -v pgbouncer || true"], timeout=20)
+    found = done.stdout.strip()
+    return PurePath(found) if found.startswith("/") else None
+
+
+def pgbouncer_version(binary: PurePath, host: Host = LOCAL_HOST) -> tuple[str, tuple[int, ...]]:
     """The version pgbouncer prints ("PgBouncer 1.18.0") and its numbers."""
     try:
-        done = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=20, check=False
-        )
+        done = host.run([str(binary), "--version"], timeout=20)
     except OSError as exc:
         raise ServerError(f"cannot run {binary}: {exc}") from None
     found = _VERSION.search(done.stdout)
@@ -117,37 +132,70 @@ def prepared_problem(mode: str, version: tuple[int, ...], version_text: str) -> 
     )
 
 
-class PgBouncer:
-    """One PgBouncer process in front of one server, started and stopped with it."""
+@dataclass(frozen=True)
+class Login:
+    """How clients on other hosts log in to the pooler there: the server's password (kept in
+    memory only) and its verifier, which the pooler's auth_file holds."""
 
-    def __init__(self, name: str, config: PoolerConfig, account: OsAccount) -> None:
+    password: str = field(repr=False)
+    verifier: str = field(repr=False)
+
+    @property
+    def auth_type(self) -> str:
+        return "scram-sha-256" if self.verifier.startswith("SCRAM-SHA-256$") else "md5"
+
+
+class PgBouncer:
+    """One PgBouncer process in front of one server, on its host, started and stopped with
+    it."""
+
+    def __init__(
+        self, name: str, config: PoolerConfig, account: OsAccount, host: Host = LOCAL_HOST
+    ) -> None:
         self.name = name  # its server's
         self.config = config
         self.account = account
-        self.host: Host = LOCAL_HOST
-        self.version_text, self.version = pgbouncer_version(config.binary)
+        self.host = host
+        self.version_text, self.version = pgbouncer_version(config.binary, host)
         self.directory: PurePath | None = None
         self.port = 0
         self.pid: int | None = None
+        self._login: Login | None = None  # on another host: TCP logins by password
 
     # -- how clients reach it ------------------------------------------------------------------
 
     def client_endpoint(self, dbname: str) -> Endpoint:
+        """pgbench's way in: the pooler's socket here, TCP at the host's address elsewhere."""
         if self.directory is None:
             raise RuntimeError(f"the pooler of server {self.name} is not started")
-        return Endpoint(str(self.directory), self.port, self.config.user, dbname)
+        if self._login is None:
+            return Endpoint(str(self.directory), self.port, self.config.user, dbname)
+        options = {"sslmode": "disable", **LOST_NETWORK_OPTIONS}
+        return Endpoint(
+            self.host.address, self.port, self.config.user, dbname, options, self._login.password
+        )
 
     @property
     def admin_endpoint(self) -> Endpoint:
-        return self.client_endpoint(ADMIN_DB)
+        """pgbenchlab's own connection to the admin console: the socket (forwarded over SSH
+        from another host)."""
+        if self.directory is None:
+            raise RuntimeError(f"the pooler of server {self.name} is not started")
+        address, port = self.host.reach(self.directory, self.port)
+        password = None if self._login is None else self._login.password
+        return Endpoint(address, port, self.config.user, ADMIN_DB, password=password)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def start(self, server_socket_dir: PurePath, server_port: int) -> None:
+    def start(self, server_socket_dir: PurePath, server_port: int, login: Login | None) -> None:
+        """Start it in front of the server's socket; login: how clients on other hosts log in
+        (None on this machine, where the socket's directory is the access control)."""
+        self._login = login
         self.directory = self.host.make_temp_dir(POOLER_PREFIX, SOCKET_PARENT, owner=self.account)
         self.port = self.host.free_port()
         self._write("pgbouncer.ini", self._config_text(server_socket_dir, server_port))
-        self._write("users.txt", f'"{self.config.user}" ""\n')
+        verifier = "" if login is None else login.verifier
+        self._write("users.txt", f'"{self.config.user}" "{verifier}"\n')
         argv = pinned([str(self.config.binary), "-d", str(self.directory / "pgbouncer.ini")],
                       self.config.cpus, self.host)  # fmt: skip
         done = self.host.run(argv, timeout=30, as_user=self.account, new_session=True)
@@ -207,11 +255,13 @@ class PgBouncer:
 
     def _settings(self) -> dict[str, str]:
         config, here = self.config, self.directory or PurePath("/")
+        login = self._login
         settings = {
-            "listen_addr": "",  # no TCP: its socket's directory is its access control
+            # here no TCP: its socket's directory is its access control
+            "listen_addr": "" if login is None else self.host.address,
             "listen_port": str(self.port),
             "unix_socket_dir": str(here),
-            "auth_type": "trust",
+            "auth_type": "trust" if login is None else login.auth_type,
             "auth_file": str(here / "users.txt"),
             "admin_users": config.user,
             "pool_mode": config.pool_mode,
