@@ -123,7 +123,6 @@ def test_every_bench_script_imports(script: str, monkeypatch: pytest.MonkeyPatch
 # script is brought under the rules and rerun, and nothing joins it.
 BEFORE_RULES = frozenset(
     {
-        "build",
         "capacity",
     }
 )
