@@ -118,15 +118,6 @@ def test_every_bench_script_imports(script: str, monkeypatch: pytest.MonkeyPatch
     importlib.import_module(script)
 
 
-# Figures measured before the figure rules (no commit, no script digest, no verdict judged on
-# an interval decided before the run). Their README bar says so; each leaves this set when its
-# script is brought under the rules and rerun, and nothing joins it.
-BEFORE_RULES = frozenset(
-    {
-        "capacity",
-    }
-)
-BEFORE_RULES_BAR = "not shown (measured before the figure rules; to be rerun)"
 STATED_BEFORE_THE_RUN = ("Estimator:", "Design:", "Rounds:", "Bar:")
 
 
@@ -139,10 +130,6 @@ def fact(text: str, name: str) -> str | None:
 def test_the_readme_says_the_figure_file_s_verdict(row: dict[str, str]) -> None:
     name = figure_name(row)
     text = (BENCH / f"{name}.md").read_text(encoding="utf-8")
-    if name in BEFORE_RULES:
-        assert fact(text, "Script digest") is None, f"{name} was rerun: take it out of BEFORE_RULES"
-        assert row["bar"].endswith(BEFORE_RULES_BAR), f"{name}: its bar must say {BEFORE_RULES_BAR}"
-        return
     verdict = fact(text, "Verdict")
     assert verdict, f"bench/{name}.md has no '- Verdict:' line"
     words = [part.rsplit(": ", 1)[-1] for part in verdict.split("; ")]
@@ -153,8 +140,6 @@ def test_the_readme_says_the_figure_file_s_verdict(row: dict[str, str]) -> None:
 @pytest.mark.parametrize("row", ROWS, ids=figure_name)
 def test_a_figure_was_measured_by_its_script_as_it_is(row: dict[str, str]) -> None:
     name = figure_name(row)
-    if name in BEFORE_RULES:
-        return
     text = (BENCH / f"{name}.md").read_text(encoding="utf-8")
     assert fact(text, "Commit"), f"bench/{name}.md does not name the commit it measured"
     current = figure.script_digest(BENCH / f"{name}.py")

@@ -54,6 +54,11 @@ class Readiness:
     def hosts(self) -> CampaignHosts | None:
         return None if self.servers is None else self.servers.hosts
 
+    @property
+    def managed(self) -> list[ServerPlan]:
+        """The plan's managed servers (here and on hosts), in plan order."""
+        return [s for s in self.plan.servers if s.managed]
+
     def found(self) -> list[Installation]:
         """This machine's installations (in the second pass, with the builds and binaries)."""
         if self.servers is not None:

@@ -120,7 +120,7 @@ def perf(ready: Readiness, found: Findings) -> None:
 
 
 def valgrind(ready: Readiness, found: Findings) -> None:
-    for server in (s for s in managed(ready) if ready.plan.counts(s.name)):
+    for server in (s for s in ready.managed if ready.plan.counts(s.name)):
         host = ready.host(server.host)
         if host is None:
             found.leave(f"server {server.name}: valgrind on host {server.host}")
@@ -161,12 +161,8 @@ def cpus(ready: Readiness, found: Findings) -> None:
             found.attempt(partial(check, host))
 
 
-def managed(ready: Readiness) -> list[ServerPlan]:
-    return [s for s in ready.plan.servers if s.managed]
-
-
 def installations(ready: Readiness, found: Findings) -> None:
-    for server in managed(ready):
+    for server in ready.managed:
         if waits := ready.waits_for(server):
             found.leave(f"server {server.name}: its installation ({waits}) is checked")
         else:
@@ -201,7 +197,7 @@ def scripts(ready: Readiness, found: Findings) -> None:
 def pooler(ready: Readiness, found: Findings) -> None:
     """On each host that runs a pooled server (this machine included)."""
     plan = ready.plan
-    pooled = {s.host: s.name for s in managed(ready) if plan.uses_connection(POOLER, s.name)}
+    pooled = {s.host: s.name for s in ready.managed if plan.uses_connection(POOLER, s.name)}
     for name, server in pooled.items():
         host = ready.host(name)
         if host is None:
@@ -213,7 +209,7 @@ def pooler(ready: Readiness, found: Findings) -> None:
 def settings(ready: Readiness, found: Findings) -> None:
     """Every combination of settings each managed server starts with, judged by its own
     postgres; and TLS where the plan connects with it."""
-    for server in managed(ready):
+    for server in ready.managed:
         host = ready.host(server.host)
         if (waits := ready.waits_for(server)) or host is None:
             found.leave(f"server {server.name}: its settings ({waits}) are judged")
@@ -250,7 +246,7 @@ def has_controldata(install: Installation, server: str) -> None:
 
 
 def data_dirs(ready: Readiness, found: Findings) -> None:
-    for server in (s for s in managed(ready) if s.data_dir):
+    for server in (s for s in ready.managed if s.data_dir):
         if ready.servers is None:  # as the server account, known (or made) when it starts
             found.leave(f"server {server.name}: its data_dir is checked")
         else:

@@ -11,7 +11,7 @@ from pathlib import PurePath
 from pgbenchlab.campaign.checklist import Findings, Readiness
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.osuser import OsAccount, known_server_account
-from pgbenchlab.plan import Plan, ServerPlan
+from pgbenchlab.plan import Plan
 from pgbenchlab.plan.dataset import TABLESPACE_KEYS
 
 
@@ -49,7 +49,7 @@ def tablespace_dirs(ready: Readiness, found: Findings) -> None:
     if not ready.plan.dataset.tablespaces:
         return
     servers = ready.servers
-    local = [s for s in _managed(ready) if s.host is None]
+    local = [s for s in ready.managed if s.host is None]
     if servers is None:  # the data directories named now, the others when the campaign starts
         named = {s.name: PurePath(s.data_dir) for s in local if s.data_dir}
         account = known_server_account()  # as root, made when the first campaign starts
@@ -60,15 +60,11 @@ def tablespace_dirs(ready: Readiness, found: Findings) -> None:
     elif local:
         every = {s.name: servers.data_dir(s) for s in local}
         found.add(tablespace_problems(ready.plan, every, servers.account))
-    for name in sorted({s.host for s in _managed(ready) if s.host is not None}):
+    for name in sorted({s.host for s in ready.managed if s.host is not None}):
         host = ready.host(name)
         if servers is None or host is None:
             found.leave(f"the tablespace directories on host {name} are checked")
             continue
-        there = {s.name: servers.data_dir(s) for s in _managed(ready) if s.host == name}
+        there = {s.name: servers.data_dir(s) for s in ready.managed if s.host == name}
         account = servers.hosts.account(name)
         found.add(tablespace_problems(ready.plan, there, account, host))
-
-
-def _managed(ready: Readiness) -> list[ServerPlan]:
-    return [s for s in ready.plan.servers if s.managed]
