@@ -20,14 +20,13 @@ from netns_hosts import TestHosts
 from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB
 from pgbenchlab.campaign import run_campaign as run_plan
-from pgbenchlab.plan.dataset import tablespace_name
 from pgbenchlab.results import RunStatus
 from pgbenchlab.store import Store
 from pgbenchlab.store.server_setup import preparations
 from support import QuietReporter, require_installs
 from test_pooler_real import require_pgbouncer, run_campaign, stored_runs
 from test_remote_campaign import hosts_toml
-from test_tablespaces import CHECK, plan_text
+from test_tablespaces import in_tablespaces, plan_text
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(600)]
 
@@ -102,20 +101,9 @@ def test_tablespaces_and_a_preparation_through_two_load_generators(
 ) -> None:
     places = {k: Path(f"/tmp/{hosts.tag}-ts") / k for k in ("tables", "indexes", "temp")}
     dataset = (
-        f'[dataset]\ntablespace = "{places["tables"]}"\n'
-        f'index_tablespace = "{places["indexes"]}"\ntemp_tablespaces = "{places["temp"]}"\n'
+        in_tablespaces(places, tmp_path)
         + hosts_toml(hosts, "db1", "lg1", "lg2")
         + '[pgbench]\nhosts = ["lg1", "lg2"]\n'
-    )
-    names = {k: tablespace_name(str(v)) for k, v in places.items()}
-    (tmp_path / "check.sql").write_text(
-        CHECK.format(
-            tables=names["tables"],
-            tables_dir=places["tables"],
-            indexes=names["indexes"],
-            indexes_dir=places["indexes"],
-            temp=names["temp"],
-        )
     )
     server = 'install = "15"\nhost = "db1"\nprepare = { duration = "1s", clients = 2 }'
     # each cell's clients split between the two load generators

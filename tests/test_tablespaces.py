@@ -82,6 +82,26 @@ clients = [1, 2]
 """
 
 
+def in_tablespaces(places: dict[str, Path], tmp_path: Path) -> str:
+    """The [dataset] table putting tables, indexes and temporary files in the places named, and
+    check.sql beside the plan, which fails a run unless they lie there as the server sees
+    them."""
+    names = {k: tablespace_name(str(v)) for k, v in places.items()}
+    (tmp_path / "check.sql").write_text(
+        CHECK.format(
+            tables=names["tables"],
+            tables_dir=places["tables"],
+            indexes=names["indexes"],
+            indexes_dir=places["indexes"],
+            temp=names["temp"],
+        )
+    )
+    return (
+        f'[dataset]\ntablespace = "{places["tables"]}"\n'
+        f'index_tablespace = "{places["indexes"]}"\ntemp_tablespaces = "{places["temp"]}"\n'
+    )
+
+
 def parsed(tmp_path: Path, dataset: str, server: str = 'install = "embedded"') -> plan.Plan:
     (tmp_path / "check.sql").write_text("SELECT 1;\n")
     return plan.parse(plan_text(dataset, server), str(tmp_path / "p.toml"), base=tmp_path)
@@ -256,21 +276,8 @@ def test_a_campaign_in_tablespaces_with_a_preparation(
     server's one start, before its two runs; `clean` removes the tablespaces with the cluster."""
     require_installs("embedded")
     places = {k: shared_dir / k for k in ("tables", "indexes", "temp")}
-    dataset = (
-        f'[dataset]\ntablespace = "{places["tables"]}"\n'
-        f'index_tablespace = "{places["indexes"]}"\ntemp_tablespaces = "{places["temp"]}"\n'
-    )
+    dataset = in_tablespaces(places, tmp_path)
     server = 'install = "embedded"\nprepare = { duration = "1s", clients = 2 }'
-    names = {k: tablespace_name(str(v)) for k, v in places.items()}
-    (tmp_path / "check.sql").write_text(
-        CHECK.format(
-            tables=names["tables"],
-            tables_dir=places["tables"],
-            indexes=names["indexes"],
-            indexes_dir=places["indexes"],
-            temp=names["temp"],
-        )
-    )
     the_plan = plan.parse(plan_text(dataset, server), str(tmp_path / "p.toml"), base=tmp_path)
     try:
         outcome = run_campaign(the_plan, results_dir, QuietReporter())
