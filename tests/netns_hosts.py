@@ -290,6 +290,18 @@ class TestHosts:
     def link_up(self, name: str) -> None:
         self.hosts[name].ns("ip", "link", "set", "eth0", "up")
 
+    def slow_sessions(self, name: str, seconds: float | None) -> None:
+        """Every SSH session (a command started, a signal sent) on that host begins `seconds`
+        late (None: on time again): the login's ~/.ssh/rc, which sshd runs before each."""
+        holder = self.hosts[name].holder
+        assert holder is not None
+        rc = self.home / ".ssh" / "rc"
+        if seconds is None:
+            change = f"rm -f {rc}"
+        else:
+            change = f"mkdir -p {rc.parent} && echo 'sleep {seconds}' > {rc} && chmod 644 {rc}"
+        _run("nsenter", f"--mount=/proc/{holder.pid}/ns/mnt", "sh", "-c", change)
+
     def account_processes(self) -> list[str]:
         """What still runs as the test account, on any host (the PID namespace is shared);
         zombies (ended, not yet reaped by init) are not running."""

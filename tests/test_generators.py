@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from pgbenchlab.analysis.diagnosis import Bottleneck, Diagnosis, with_saturated_generators
 from pgbenchlab.campaign.assemble import progress_seconds
 from pgbenchlab.campaign.executor import GeneratorExecutor, log_layout
-from pgbenchlab.campaign.generator_processes import CpuWatch, Started
+from pgbenchlab.campaign.generator_processes import CpuWatch, Started, run_all
 from pgbenchlab.campaign.generators import (
     WAIT_AND_EXEC,
     Part,
@@ -28,7 +29,7 @@ from pgbenchlab.campaign.generators import (
     split,
 )
 from pgbenchlab.hosts import LOCAL_HOST
-from pgbenchlab.invocation.command import Completed, Share
+from pgbenchlab.invocation.command import Call, Completed, Share, execute
 from pgbenchlab.invocation.shares import sum_reports, total_report
 from pgbenchlab.pgbench.report import parse_report
 
@@ -173,3 +174,32 @@ def test_ctrl_c_ends_the_start_wrapper_at_once_whatever_it_was_doing() -> None:
         waiting.send_signal(signal.SIGINT)
         _, stderr = waiting.communicate(timeout=5)
     assert waiting.returncode == -signal.SIGINT and "KeyboardInterrupt" not in stderr
+
+
+class _CtrlCAfterTheFirst(list[Callable[[], Completed]]):
+    """Jobs whose iteration is cut short by a Ctrl-C once the first has been started: the
+    interruption that comes while the main thread is still starting the shares."""
+
+    def __iter__(self) -> Iterator[Callable[[], Completed]]:
+        yield self[0]
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_the_shares_are_still_being_started_stops_those_started() -> None:
+    """The first share's process (a real one, started from its own thread) is asked to stop,
+    even though its start was not yet known when the Ctrl-C came; the second never starts;
+    both outcomes are interrupted."""
+    starts = [Started(None), Started(None)]
+    argvs = [("sleep", "30"), ("sleep", "31")]
+
+    def job(i: int) -> Callable[[], Completed]:
+        call = Call(argvs[i], {}, Path("/"), None, None, starts[i].spawned)
+        return lambda: execute(call)
+
+    began = time.monotonic()
+    done = run_all(_CtrlCAfterTheFirst([job(0), job(1)]), starts, argvs)
+    assert time.monotonic() - began < 10  # the first's sleep did not run its 30 s
+    assert [d.interrupted for d in done] == [True, True]
+    assert done[0].returncode == -signal.SIGINT and starts[0].pid is not None
+    assert done[1] == Completed(argvs[1], 0, "", "", 0.0, 0.0, interrupted=True)
+    assert starts[1].pid is None  # never started

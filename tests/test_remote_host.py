@@ -4,6 +4,7 @@ interface over SSH and SFTP, detached processes, host-key and login refusals."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from pathlib import PurePosixPath
 
@@ -118,6 +119,28 @@ def test_interrupt_and_kill(remote: RemoteHost) -> None:
     proc = remote.start(["sh", "-c", "sleep 300; true"], env={}, cwd="/")
     proc.kill()
     assert proc.wait().returncode == -signal.SIGKILL
+
+
+def test_ctrl_c_while_a_start_is_in_flight_stops_what_it_started(
+    remote: RemoteHost, test_hosts: TestHosts
+) -> None:
+    """A Ctrl-C that comes while the SSH session starting a command is slow to begin: the
+    start is seen through, its command stopped and its directory removed, and the interruption
+    goes on (else the command, detached there, would run its whole duration)."""
+    remote.start(["true"], env={}, cwd="/").wait()  # its directory and login facts known
+    main = threading.main_thread().ident
+    assert main is not None
+    ctrl_c = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+    test_hosts.slow_sessions("r1", 1)
+    try:
+        ctrl_c.start()
+        with pytest.raises(KeyboardInterrupt):
+            remote.start(["sleep", "301"], env={}, cwd="/")
+    finally:
+        ctrl_c.cancel()
+        test_hosts.slow_sessions("r1", None)
+    assert not any("sleep 301" in p for p in test_hosts.account_processes())
+    assert remote.list_dir(remote.own_dir()) == [OWNER_FILE]
 
 
 def test_perf_profiles_a_process_there(remote: RemoteHost) -> None:

@@ -104,21 +104,6 @@ def command_line(pid: int) -> list[str]:
         return []
 
 
-def slow_sessions(hosts: TestHosts, name: str, seconds: float | None) -> None:
-    """Every SSH session (a command started, a signal sent) on that host begins `seconds`
-    late (None: on time again): the login's ~/.ssh/rc, which sshd runs before each."""
-    holder = hosts.hosts[name].holder
-    assert holder is not None
-    rc = hosts.home / ".ssh" / "rc"
-    if seconds is None:
-        change = f"rm -f {rc}"
-    else:
-        change = f"mkdir -p {rc.parent} && echo 'sleep {seconds}' > {rc} && chmod 644 {rc}"
-    subprocess.run(
-        ["nsenter", f"--mount=/proc/{holder.pid}/ns/mnt", "sh", "-c", change], check=True
-    )
-
-
 def scratch_dirs(hosts: TestHosts, name: str) -> list[str]:
     """The runs' scratch directories on that host (pgbench's working directory and logs)."""
     holder = hosts.hosts[name].holder
@@ -213,13 +198,13 @@ def test_ctrl_c_while_a_generator_is_still_starting_stops_its_pgbench_too(
     )
     # lg2's sessions slow while its pgbench is started; Ctrl-C once lg1's runs and lg2's pid is
     # not known yet; its sessions on time again from then on (the start stays late).
-    slow = (lambda: slow_sessions(fleet, "lg2", 1), lambda: slow_sessions(fleet, "lg2", None))
+    slow = (lambda: fleet.slow_sessions("lg2", 1), lambda: fleet.slow_sessions("lg2", None))
     try:
         interrupted, after_s = signal_while_measuring(
             plan_path, tmp_path / "results", 1, signal.SIGINT, only_lg1, around=slow
         )
     finally:
-        slow_sessions(fleet, "lg2", None)
+        fleet.slow_sessions("lg2", None)
     assert interrupted.returncode == 130, interrupted.stderr
     print(f"Ctrl-C to the end: {after_s:.1f} s")
     assert after_s < 30  # lg2's pgbench, unasked, ran its 60 s

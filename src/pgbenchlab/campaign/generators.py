@@ -27,20 +27,18 @@ are ``SERVER@HOST``.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import itertools
-import math
 import secrets
-import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from pgbenchlab import cpusets
 from pgbenchlab.campaign.executor import GeneratorExecutor, LocalExecutor, log_layout
-from pgbenchlab.campaign.generator_processes import CpuWatch, Started
+from pgbenchlab.campaign.generator_processes import CpuWatch, Started, run_all
 from pgbenchlab.campaign.hosts import clock_offset
 from pgbenchlab.cpusets import NumaPolicy
 from pgbenchlab.errors import UserError
@@ -51,8 +49,6 @@ from pgbenchlab.plan.hosts import split_evenly
 SEEDS_SINCE = (11,)  # pgbench --random-seed
 START_LEAD_S = 1.0  # ahead of now: every generator's SSH start comes well within it
 START_MARK = "pgbenchlab: started at"
-INTERRUPT_POLL_S = 0.1  # after Ctrl-C: how often a share still starting is looked at again
-REASK_S = 2.0  # after Ctrl-C: a share still running is asked again (its signal session failed)
 # SIGINT back to its default first: a Ctrl-C caught by Python's own handler just before the
 # exec would be lost, and pgbench would run its whole duration.
 WAIT_AND_EXEC = f"""
@@ -239,36 +235,31 @@ def together(call: Call, planned: list[Planned], pgbench_cpus: str | None) -> Co
     }
     start = time.time() + START_LEAD_S
     timeout = None if call.timeout_s is None else call.timeout_s + START_LEAD_S
-    starts = [Started(p.on_start) for p in planned]
-    asked: dict[int, float] = {}  # share → when it was last asked to stop
+    starts = [Started(p.on_start, p.generator.host) for p in planned]
     labels = [p.label for p in planned]
+    calls = [
+        Call(
+            tuple(share_argv([*argv[:-1], p.target.dbname], p.part, base + i, labels[i])),
+            p.target.env,
+            cwd,
+            timeout,
+            p.on_line or (call.on_stderr_line if i == 0 else None),
+        )
+        for i, p in enumerate(planned)
+    ]
     dirs: list[PurePath | None] = []
     try:
         for p in planned:
             dirs.append(p.generator.work_dir())
-        with ThreadPoolExecutor(len(planned), thread_name_prefix="generator") as pool:
-            futures = [
-                pool.submit(
-                    _share,
-                    p.generator,
-                    Call(
-                        tuple(
-                            share_argv([*argv[:-1], p.target.dbname], p.part, base + i, labels[i])
-                        ),
-                        p.target.env,
-                        cwd,
-                        timeout,
-                        p.on_line or (call.on_stderr_line if i == 0 else None),
-                    ),
-                    start + offsets[p.generator.name],
-                    dirs[i],
-                    starts[i],
-                )
-                for i, p in enumerate(planned)
-            ]
-            hosts = [p.generator.host for p in planned]
-            with CpuWatch(list(zip(hosts, starts, strict=True))) as watch:
-                done = _wait_all(futures, lambda: _interrupt(planned, starts, futures, asked))
+        jobs = [
+            functools.partial(
+                _share, p.generator, c, start + offsets[p.generator.name], there, started
+            )
+            for p, c, there, started in zip(planned, calls, dirs, starts, strict=True)
+        ]
+        hosts = [p.generator.host for p in planned]
+        with CpuWatch(list(zip(hosts, starts, strict=True))) as watch:
+            done = run_all(jobs, starts, [c.argv for c in calls])
         shares = tuple(
             Share(
                 host=p.generator.name,
@@ -322,23 +313,6 @@ def _reduce_all(
             future.result()
 
 
-def _interrupt(
-    planned: list[Planned],
-    starts: list[Started],
-    futures: list[Future[Completed]],
-    asked: dict[int, float],
-) -> None:
-    """Ask every share's pgbench (or its waiting wrapper) that has started and not ended to
-    stop, as Ctrl-C does: once, then again every REASK_S while it runs (`asked` notes when)."""
-    now = time.monotonic()
-    for i, (p, started) in enumerate(zip(planned, starts, strict=True)):
-        if started.pid is None or futures[i].done() or now - asked.get(i, -math.inf) < REASK_S:
-            continue
-        asked[i] = now
-        with contextlib.suppress(OSError, UserError):
-            p.generator.host.signal(started.pid, signal.SIGINT)
-
-
 def _share(
     generator: Generator,
     call: Call,
@@ -385,19 +359,6 @@ def _remove_all(dirs: list[tuple[Host, PurePath | None]]) -> None:
             failure = failure or exc
     if failure is not None:
         raise failure
-
-
-def _wait_all(futures: list[Future[Completed]], interrupt: Callable[[], None]) -> list[Completed]:
-    """Every generator's outcome; an interruption asks them all to stop, waits for them and
-    marks the run interrupted. A share still being started then (its SSH start in flight) is
-    asked once it has started: otherwise its pgbench would run its whole duration."""
-    try:
-        return [f.result() for f in futures]
-    except KeyboardInterrupt:
-        interrupt()
-        while wait(futures, timeout=INTERRUPT_POLL_S).not_done:
-            interrupt()
-        return [replace(f.result(), interrupted=True) for f in futures]
 
 
 def merged(argv: list[str], shares: tuple[Share, ...], *, interrupted: bool) -> Completed:

@@ -30,7 +30,7 @@ from typing import Protocol
 import asyncssh
 
 from pgbenchlab.hosts import ssh
-from pgbenchlab.hosts.host import Exit, LineCallback
+from pgbenchlab.hosts.host import Exit, Finished, LineCallback
 
 STATE_DIR = ".pgbenchlab"  # under the account's home
 PROCS_DIR = "procs"  # under the state directory: a directory per pgbenchlab process there
@@ -283,6 +283,20 @@ class RemoteProcess:
                 await process.wait()
         finally:
             put(None)
+
+
+def started_process(
+    host: DetachedHost,
+    program: str,
+    directory: PurePosixPath,
+    answer: Finished,
+    callbacks: tuple[LineCallback | None, LineCallback | None],
+) -> RemoteProcess:
+    """The command whose monitor answered (`MONITOR`: "command monitor" pids on its stdout)."""
+    pids = answer.stdout.split()
+    if answer.returncode != 0 or len(pids) != 2 or not all(p.isdigit() for p in pids):
+        raise OSError(f"host {host.name}: cannot start {program}: {answer.stderr.strip()}")
+    return RemoteProcess(host, directory, (int(pids[0]), int(pids[1])), callbacks, group=True)
 
 
 def follow_command(directory: PurePosixPath, pid: int, monitor: int) -> str:

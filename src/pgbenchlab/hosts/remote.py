@@ -34,6 +34,7 @@ from pgbenchlab.hosts.detached import (
     monitor_command,
     parse_exit,
     read_files,
+    started_process,
 )
 from pgbenchlab.hosts.host import NODES_DIR, Account, Exit, Finished, LineCallback, nodes_in
 from pgbenchlab.hosts.remote_files import RemoteLockedFile, RemoteTail
@@ -180,15 +181,17 @@ class RemoteHost:
         directory = self.own_dir() / uuid.uuid4().hex
         env_json = {k: v for k, v in env.items() if k not in LOCAL_ONLY_ENV}
         env_json |= {k: v for k, v in self._login_env().items() if k in LOCAL_ONLY_ENV}
-        started = ssh.call(
+        starting = ssh.submit(
             self._run(monitor_command(directory, str(cwd), argv), json.dumps(env_json) + "\n")
         )
-        pids = started.stdout.split()
-        if started.returncode != 0 or len(pids) != 2 or not all(p.isdigit() for p in pids):
-            raise OSError(f"host {self.name}: cannot start {argv[0]}: {started.stderr.strip()}")
-        command, monitor = int(pids[0]), int(pids[1])
         callbacks = (on_stdout_line, on_stderr_line)
-        return RemoteProcess(self, directory, (command, monitor), callbacks, group=True)
+        try:
+            return started_process(self, argv[0], directory, starting.result(), callbacks)
+        except KeyboardInterrupt:  # the start goes on there: its process stopped once it runs
+            started = started_process(self, argv[0], directory, starting.result(), (None, None))
+            started.kill()
+            started.wait()
+            raise
 
     def _login_env(self) -> dict[str, str]:
         if "PATH" not in self._facts:

@@ -145,11 +145,11 @@ def execute(
         on_stdout_line=stdout_lines.append,
         on_stderr_line=on_stderr,
     )
-    if call.on_start is not None:
-        call.on_start(proc.pid)
-    interrupted = False
-    killer = _kill_after(proc, call.timeout_s) if call.timeout_s else None
-    try:
+    interrupted, killer = False, None
+    try:  # from here on a Ctrl-C stops the process
+        killer = _kill_after(proc, call.timeout_s) if call.timeout_s else None
+        if call.on_start is not None:
+            call.on_start(proc.pid)
         end = proc.wait()
     except KeyboardInterrupt:
         interrupted = True
