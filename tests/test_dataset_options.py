@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -11,9 +13,11 @@ from pgbenchlab import plan
 from pgbenchlab.campaign import run_campaign
 from pgbenchlab.campaign.clean import remove_clusters
 from pgbenchlab.campaign.client import require_client_features
+from pgbenchlab.dataset import _init_failed
 from pgbenchlab.errors import PlanError
 from pgbenchlab.records.version import parse_version
 from pgbenchlab.results import RunStatus
+from pgbenchlab.server import Server
 from pgbenchlab.store import Store
 from support import QuietReporter, require_installs
 
@@ -142,3 +146,30 @@ def test_a_setup_that_fails_fails_the_run_saying_why(tmp_path: Path, results_dir
         assert "setup_sql" in error and 'relation "no_such_table" does not exist' in error
     finally:
         remove_clusters(results_dir)
+
+
+@dataclass(frozen=True)
+class _CrashedServer:
+    """A managed server whose log says why pgbench's connection broke (its log's words as a
+    full disk left them in a real one)."""
+
+    name: str = "small"
+    managed: bool = True
+
+    def log_problems(self, lines: int = 3) -> list[str]:
+        return ['PANIC:  could not write to file "pg_wal/xlogtemp.97": No space left on device']
+
+
+def test_an_initialisation_cut_by_a_crash_says_what_the_server_log_says() -> None:
+    """pgbench -i's connection broken by a crashing server (its output as captured when a full
+    disk crashed one) names no cause of the server's: its log's does; words of the server's
+    own in pgbench's output are enough on their own."""
+    broken = (
+        "creating tables...\ngenerating data (client-side)...\npgbench: error: PQputline failed\n"
+    )
+    said = str(_init_failed(cast(Server, _CrashedServer()), 4, broken))
+    assert said.startswith("pgbench -i -s 4 failed on small: ") and "PQputline failed" in said
+    assert said.endswith("[its log: PANIC:  could not write to file \"pg_wal/xlogtemp.97\": "
+                         "No space left on device]")  # fmt: skip
+    refused = 'pgbench: error: ERROR:  could not extend file "base/5/16398": No space left\n'
+    assert "its log" not in str(_init_failed(cast(Server, _CrashedServer()), 4, refused))

@@ -8,6 +8,7 @@ tables of the configured database, and initialises them only with the server's `
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import psycopg
 from pgbenchlab.errors import ServerError
 from pgbenchlab.hosts import LOCAL_HOST, Host
 from pgbenchlab.invocation.command import Call, execute, version_of
-from pgbenchlab.pgbench.progress import error_summary
+from pgbenchlab.pgbench.progress import SERVER_CAUSE, error_summary
 from pgbenchlab.plan import DatasetOptions
 from pgbenchlab.records.version import parse_version
 from pgbenchlab.server import LOST_NETWORK_OPTIONS, Endpoint, Server, client_endpoint
@@ -125,9 +126,7 @@ def ensure(
     if done.interrupted:
         raise KeyboardInterrupt
     if done.returncode != 0:
-        raise ServerError(
-            f"pgbench -i -s {scale} failed on {server.name}: {error_summary(done.stderr)}"
-        )
+        raise _init_failed(server, scale, done.stderr)
     if current_scale(endpoint, exact=True) != scale:
         raise ServerError(f"pgbench -i -s {scale} on {server.name} left an incomplete dataset")
     if options.setup_text.strip():
@@ -135,6 +134,18 @@ def ensure(
     if server.managed:
         _record_state(server.endpoint, endpoint.dbname, ready)
     return Prepared(endpoint, time.monotonic() - started)
+
+
+def _init_failed(server: Server, scale: int, stderr: str) -> ServerError:
+    """pgbench -i's failure in its own words; when they hold none of the server's (its
+    connection broke: a server that crashed, as on a full disk's PANIC), the managed server's
+    log says why."""
+    text = f"pgbench -i -s {scale} failed on {server.name}: {error_summary(stderr)}"
+    problems: list[str] = []
+    if server.managed and not SERVER_CAUSE.search(stderr):
+        with contextlib.suppress(OSError):  # its host unreachable: pgbench's words stand
+            problems = server.log_problems()
+    return ServerError(f"{text} [its log: {' | '.join(problems)}]" if problems else text)
 
 
 def _set_up(endpoint: Endpoint, options: DatasetOptions, server: str) -> None:

@@ -180,7 +180,7 @@ def parse_stderr(stderr: str) -> PgbenchStderr:
     return builder.freeze()
 
 
-_CAUSE = re.compile(r"\b(?:ERROR|FATAL|PANIC):")
+SERVER_CAUSE = re.compile(r"\b(?:ERROR|FATAL|PANIC):")  # a server's own words
 _CONTEXT = re.compile(r"\s*(?:\^|LINE \d+:|DETAIL:|HINT:|CONTEXT:)")
 
 
@@ -193,5 +193,5 @@ def error_summary(text: str, n: int = 3) -> str:
         for line in text.strip().splitlines()
         if line.strip() and not line.startswith("progress:") and not _CONTEXT.match(line)
     ]
-    causes = [line for line in lines if _CAUSE.search(line)]
+    causes = [line for line in lines if SERVER_CAUSE.search(line)]
     return " | ".join(dict.fromkeys([*causes[:1], *lines[-n:]]))
