@@ -87,7 +87,7 @@ def test_each_generators_run_queue_wait_is_read_while_it_runs() -> None:
         started.spawned(pid)
     running.mark(0.0)
     ended.mark(0.0)  # waiting: its wrapper has not exec'd pgbench yet
-    watch = CpuWatch([(LOCAL_HOST, running), (LOCAL_HOST, ended), (LOCAL_HOST, waiting)])
+    watch = CpuWatch([running, ended, waiting])
     watch.read()
     time.sleep(0.01)
     watch.read()

@@ -127,9 +127,7 @@ class CpuWatch:
     """Each watched process's run-queue wait while the block runs: `wait_per_s(i)` for the
     i-th, over its threads (None: read fewer than twice)."""
 
-    def __init__(
-        self, processes: Sequence[tuple[Host, Started]], period_s: float = WATCH_PERIOD_S
-    ) -> None:
+    def __init__(self, processes: Sequence[Started], period_s: float = WATCH_PERIOD_S) -> None:
         self.processes = list(processes)
         self.period_s = period_s
         self.first: list[Reading | None] = [None] * len(self.processes)
@@ -156,12 +154,12 @@ class CpuWatch:
 
     def read(self) -> None:
         """One reading of every process running pgbench (one that has ended keeps its last)."""
-        for i, (host, started) in enumerate(self.processes):
+        for i, started in enumerate(self.processes):
             if started.pid is None or started.at is None:
                 continue
             now = time.monotonic()
             try:
-                times = process_times(PROC, started.pid, host)
+                times = process_times(PROC, started.pid, started.host)
             except (OSError, UserError):  # its host unreachable: the run's failure says so
                 times = None
             if times is not None:

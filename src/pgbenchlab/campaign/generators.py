@@ -257,8 +257,7 @@ def together(call: Call, planned: list[Planned], pgbench_cpus: str | None) -> Co
             )
             for p, c, there, started in zip(planned, calls, dirs, starts, strict=True)
         ]
-        hosts = [p.generator.host for p in planned]
-        with CpuWatch(list(zip(hosts, starts, strict=True))) as watch:
+        with CpuWatch(starts) as watch:
             done = run_all(jobs, starts, [c.argv for c in calls])
         shares = tuple(
             Share(
