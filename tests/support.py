@@ -89,12 +89,17 @@ settings = {{ shared_buffers = "32MB" }}
 """
 
 
+def run_errors(outcome: Outcome) -> list[str]:
+    """What each run that did not complete said: an assertion on `outcome.failed` shows why."""
+    return [f"{r.run_key}: {r.status}: {r.error}" for r in outcome.results if r.error]
+
+
 def decided_runs(text: str, tmp_path: Path, results: Path) -> list[RunRecord]:
     """A `repeats = "auto"` campaign of one answer run for real, checked to have decided it;
     its ok runs."""
     require_installs("embedded")
     outcome = run_campaign(plan.parse(text, "p.toml", base=tmp_path), results, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     assert outcome.answers == ["repeats auto: 1 of 1 answer(s) decided; every answer decided"]
     with Store(results / RESULTS_DB) as store:
         return [r for r in store.run_records(outcome.campaign_id) if r.status == RunStatus.OK]

@@ -30,7 +30,7 @@ from pgbenchlab.invocation import command
 from pgbenchlab.report.views import compare
 from pgbenchlab.report.views import run as runview
 from pgbenchlab.store import Store
-from support import QuietReporter, descendants, group_members, require_installs
+from support import QuietReporter, descendants, group_members, require_installs, run_errors
 
 pytestmark = pytest.mark.server
 
@@ -121,7 +121,7 @@ def test_patched_build_regresses_against_its_base(
     require_installs("embedded")
     the_plan = plan.parse(CAMPAIGN, "patch.toml", base=tmp_path)
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         changes = compare.within_campaign(store, "patch", "base", "patched", threshold=0.02)
         servers = {s.name: s.build for s in store.server_records(outcome.campaign_id)}

@@ -43,7 +43,7 @@ from pgbenchlab.report import load_view, write_report
 from pgbenchlab.report.render import images
 from pgbenchlab.report.views.capacity import CapacityView, capacity_views, compare_capacities
 from pgbenchlab.store import Store
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 from test_capacity_model import RESOLUTION
 
 # alone: latency bounds under offered rates
@@ -127,7 +127,7 @@ def test_searches_find_the_ceilings_resume_and_compare(
     assert len(before) == 3 and statuses == ["ok"] * 3 + ["interrupted"]
 
     done = search_capacity(the_plan, options, results_dir, QuietReporter())
-    assert not done.outcome.interrupted and done.outcome.failed == 0
+    assert not done.outcome.interrupted and done.outcome.failed == 0, run_errors(done.outcome)
     with Store(results_dir / "results.db") as store:
         views = {v.server: v for v in capacity_views(store, done.outcome.campaign_id)}
     assert [p.run_id for p in views["fast"].points][:3] == before  # kept, not run again

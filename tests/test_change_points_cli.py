@@ -25,7 +25,7 @@ from pgbenchlab.report.views import steps
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.report.views.compare_series import within_campaign
 from pgbenchlab.store import Store
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 
 # alone: steps found in measured TPS
 pytestmark = pytest.mark.alone
@@ -60,7 +60,7 @@ def planner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     the_plan = plan.parse(PLANNER, str(base / "planner.toml"), base=base)
     results = base / "results"
     outcome = run_campaign(the_plan, results, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     yield results
     remove_clusters(results)
 

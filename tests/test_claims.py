@@ -26,7 +26,7 @@ from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, Outcome, remove_clusters, run_campaign
 from pgbenchlab.server import ManagedServer
 from pgbenchlab.store import SCHEMA_VERSION, Store
-from support import QuietReporter, embedded_server, require_installs
+from support import QuietReporter, embedded_server, require_installs, run_errors
 from test_faults import CLI, alive, data_dir, db_rows, postmaster_pid, wait_for
 from test_secrets import every_text
 
@@ -234,7 +234,7 @@ def test_stored_plan_has_its_passwords_redacted(
     server, password = protected
     dsn = f"host=127.0.0.1 port={server.port} user=bench dbname=bench password={password}"
     outcome = library_run(tmp_path, external_plan("redact", dsn), results_dir)
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     [stored] = db_rows(results_dir, "SELECT plan_text FROM campaigns")
     assert password not in stored["plan_text"]
     assert f"port={server.port} user=bench dbname=bench password=********" in stored["plan_text"]
@@ -367,7 +367,7 @@ def test_reinit_modes_decide_when_pgbench_i_runs(tmp_path: Path, results_dir: Pa
     ):
         text = plan_text("reinit", clients="[1, 2]", defaults=f'reinit = "{mode}"')
         outcome = library_run(tmp_path, text, results_dir, fresh=fresh)
-        assert outcome.failed == 0
+        assert outcome.failed == 0, run_errors(outcome)
         rows = db_rows(
             results_dir,
             f"SELECT init_seconds FROM datasets WHERE campaign_id = {outcome.campaign_id} "

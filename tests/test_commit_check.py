@@ -17,7 +17,7 @@ from pgbenchlab.plan import RunSpec
 from pgbenchlab.records.telemetry import RunTelemetry, Total
 from pgbenchlab.server import Endpoint
 from pgbenchlab.telemetry.crosscheck import check_commits
-from support import QuietReporter, embedded_server
+from support import QuietReporter, embedded_server, run_errors
 
 OTHER_COMMITS = 3000
 
@@ -139,7 +139,7 @@ clients = [2]
 """
     reporter = OtherClient(shared_server)
     outcome = run_campaign(plan.parse(text, "p.toml", base=tmp_path), results_dir, reporter)
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     with sqlite3.connect(results_dir / RESULTS_DB) as db:
         rows = db.execute("SELECT transactions, warnings_json FROM runs ORDER BY id").fetchall()
     first, second = [(n, json.loads(w)) for n, w in rows]

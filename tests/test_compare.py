@@ -14,7 +14,7 @@ from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.report.views import compare
 from pgbenchlab.store import Store
-from support import INDEX_AGAINST_SEQSCAN, QuietReporter, require_installs
+from support import INDEX_AGAINST_SEQSCAN, QuietReporter, require_installs, run_errors
 
 pytestmark = pytest.mark.server
 
@@ -46,7 +46,7 @@ def test_forced_sequential_scans_regress_against_index_scans(
     require_installs("embedded")
     the_plan = plan.parse(KNOWN_CHANGE, "p.toml", base=tmp_path)
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         changes = compare.within_campaign(store, "scan", "index", "seqscan", threshold=0.02)
     by_metric = {c.metric: c for c in changes}

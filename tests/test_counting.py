@@ -13,7 +13,7 @@ import pytest
 
 from conftest_report import SyntheticPlan, write_synthetic
 from pgbenchlab import plan
-from pgbenchlab.campaign.counting import check_valgrind
+from pgbenchlab.campaign.counting import check_valgrind, read_counts
 from pgbenchlab.cli import main
 from pgbenchlab.errors import PlanError, ServerError
 from pgbenchlab.hosts import LOCAL_HOST
@@ -38,6 +38,20 @@ def test_a_forked_childs_counts_start_at_fork_process() -> None:
     # fork_process, so a backend does not inherit what the postmaster executed.
     assert not parent.client_backend and parent.total == 2657
     assert "spin" not in parent.functions
+
+
+def test_only_the_files_of_processes_started_since_the_mark_are_read(tmp_path: Path) -> None:
+    # The telemetry's backend (alive at the mark) may be writing its file as the run's counts
+    # are collected: half-written, it must not be read.
+    child = (GOLDEN / "child.out").read_text()
+    (tmp_path / "callgrind.15360").write_text(child)
+    half = child[: child.index("pid:") + len("pid: ")]  # cut short as its number is written
+    (tmp_path / "callgrind.77").write_text(half)
+    paths = sorted(tmp_path.iterdir())
+    with pytest.raises(ValueError):  # what reading it would do
+        parse_callgrind(half)
+    (counted,) = read_counts(LOCAL_HOST, paths, before={77})
+    assert counted == parse_callgrind(child)
 
 
 def _backend(pid: int, **functions: int) -> ProcessCounts:

@@ -16,7 +16,7 @@ from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.cli import main
 from pgbenchlab.report.views.profile import compare_profiles, run_profile
 from pgbenchlab.store import Store
-from support import QuietReporter, base_and_patched, one_cell_plan
+from support import QuietReporter, base_and_patched, one_cell_plan, run_errors
 from test_builds_real import FAST
 
 # alone: its callgrind spread bound depends on timing
@@ -43,7 +43,7 @@ def test_a_patch_costing_a_few_per_cent_is_counted_and_named(
 ) -> None:
     the_plan = plan.parse(CAMPAIGN, str(tmp_path / "counted.toml"), base=tmp_path)
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.ran == 4 and outcome.failed == 0
+    assert outcome.ran == 4 and outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         runs = store.run_records(outcome.campaign_id)
         counted = {s: [r for r in runs if r["server"] == s] for s in ("base", "spin")}

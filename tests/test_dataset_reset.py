@@ -31,7 +31,7 @@ from pgbenchlab.server import SUPERUSER
 from pgbenchlab.server.snapshot import FILES, RECORD, SNAPSHOTS
 from pgbenchlab.store import Store
 from pgbenchlab.store.schema import MIGRATIONS
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 from test_faults import data_dir, db_rows
 from test_plan_hosts import HOSTS
 from test_plan_hosts import parse as parse_with_hosts
@@ -302,7 +302,7 @@ def test_on_a_file_system_that_makes_reflinks_the_image_and_each_restore_share_e
             results_dir,
             QuietReporter(),
         )
-        assert outcome.failed == 0
+        assert outcome.failed == 0, run_errors(outcome)
         runs = db_rows(results_dir, "SELECT reset FROM runs ORDER BY id")
         assert [r["reset"] for r in runs] == ["snapshot (reflink)"] * 3
         image = data / SNAPSHOTS / FILES

@@ -26,7 +26,7 @@ from pgbenchlab.report.views import compare
 from pgbenchlab.report.views.advice import likely_cause
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 
 # alone: it loads the machine on purpose, and measures that load
 pytestmark = pytest.mark.alone
@@ -93,7 +93,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
     reporter = Neighbour()
     try:
         outcome = run_campaign(plan.parse(PLAN, "neighbour.toml", base=base), results, reporter)
-        assert outcome.failed == 0
+        assert outcome.failed == 0, run_errors(outcome)
         yield results / RESULTS_DB, reporter.disturbed_key
     finally:
         reporter.stop()

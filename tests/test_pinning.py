@@ -29,7 +29,7 @@ from pgbenchlab.report.views.scalability import scalability_table
 from pgbenchlab.store import Store
 from pgbenchlab.telemetry.affinity import allowed_lists
 from pgbenchlab.telemetry.osstats import child_pids
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 
 # alone: the diagnosis of pinned CPUs' saturation
 pytestmark = pytest.mark.alone
@@ -166,7 +166,7 @@ def pinned_results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     results = base / "results"
     try:
         outcome = run_campaign(the_plan, results, QuietReporter())
-        assert outcome.failed == 0
+        assert outcome.failed == 0, run_errors(outcome)
         yield results
     finally:
         remove_clusters(results)

@@ -14,7 +14,7 @@ from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.report import write_report
 from pgbenchlab.report.views.profile import compare_profiles, run_profile
 from pgbenchlab.store import Store
-from support import QuietReporter, base_and_patched, one_cell_plan
+from support import QuietReporter, base_and_patched, one_cell_plan, run_errors
 from test_builds_real import FAST
 
 # -O0 builds in about half the time; at -O0 nothing is inlined, so the call chain is plain.
@@ -41,7 +41,7 @@ def test_a_patched_hot_loop_tops_the_profile_and_the_diff(
     the_plan = plan.parse(CAMPAIGN, str(tmp_path / "hot.toml"), base=tmp_path)
     assert all(b.profiling for b in the_plan.needed_builds)
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.ran == 2 and outcome.failed == 0
+    assert outcome.ran == 2 and outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         runs = {r["server"]: r.id for r in store.run_records(outcome.campaign_id)}
         servers = {s.name: s.build for s in store.server_records(outcome.campaign_id)}

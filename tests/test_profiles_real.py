@@ -18,7 +18,7 @@ from pgbenchlab.report.views import build
 from pgbenchlab.report.views.profile import RunProfile, run_profile
 from pgbenchlab.store import Store
 from report_browser import Browser
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 
 pytestmark = pytest.mark.server
 
@@ -64,7 +64,7 @@ def test_auto_profiles_one_extra_repeat_of_a_select_only_cell(
     require_installs("15")
     the_plan = plan.parse(AUTO, str(tmp_path / "p.toml"), base=tmp_path)
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.ran == 2 and outcome.failed == 0
+    assert outcome.ran == 2 and outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         ids = [r.id for r in store.run_records(outcome.campaign_id)]
         profiles = store.profiles_by_run(ids)

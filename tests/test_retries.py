@@ -15,7 +15,7 @@ from pgbenchlab.invocation import command
 from pgbenchlab.records.version import parse_version
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 
 # Every client updates the same branch row under REPEATABLE READ: concurrent updates fail with
 # serialization errors, which pgbench retries up to max_tries.
@@ -71,7 +71,7 @@ def test_an_older_pgbench_is_refused_before_anything_starts(tmp_path: Path) -> N
 def test_serialization_failures_are_retried_and_counted(results_dir: Path, tmp_path: Path) -> None:
     require_installs("embedded")
     outcome = run_campaign(parsed(tmp_path), results_dir, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         (run,) = load_view(store, 1, detail=False).runs
     assert run.ok and run.retried and run.retries and run.retries >= run.retried

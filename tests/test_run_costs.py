@@ -46,7 +46,7 @@ from pgbenchlab.telemetry.costs import (
 from pgbenchlab.telemetry.proctree import TreeTimes, seen_cpu_s
 from pgbenchlab.telemetry.statements import buffer_totals
 from pgbenchlab.telemetry.taskstats import ExitListener, TaskExit, messages, task_exits
-from support import QuietReporter, embedded_server, require_installs
+from support import QuietReporter, embedded_server, require_installs, run_errors
 from test_remote_campaign import hosts_toml
 from test_store_schema import older_database
 
@@ -254,7 +254,7 @@ workload = [
 def campaign_runs(tmp_path: Path, results: Path, settings: str = "") -> dict[str, dict[str, Any]]:
     the_plan = plan.parse(PLAN.format(settings=settings), "costs.toml", base=tmp_path)
     outcome = run_campaign(the_plan, results, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     with sqlite3.connect(results / RESULTS_DB) as db:
         db.row_factory = sqlite3.Row
         rows = db.execute("SELECT * FROM runs ORDER BY id").fetchall()

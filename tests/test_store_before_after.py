@@ -14,7 +14,7 @@ from pgbenchlab import exporting, plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.report import summary_text, write_report
 from pgbenchlab.store import RUN_COLUMNS, Store
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 
 pytestmark = pytest.mark.server
 
@@ -58,7 +58,7 @@ def test_a_database_written_before_the_redesign_matches_one_written_now(
     Store(before).close()  # migrates it
     the_plan = plan.load(GOLDEN / "tiny.toml")
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.ran == len(the_plan.specs) == 2 and outcome.failed == 0
+    assert outcome.ran == len(the_plan.specs) == 2 and outcome.failed == 0, run_errors(outcome)
     after = results_dir / RESULTS_DB
 
     old, new = sqlite3.connect(before), sqlite3.connect(after)

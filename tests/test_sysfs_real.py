@@ -18,7 +18,7 @@ from pgbenchlab import plan
 from pgbenchlab.campaign import RESULTS_DB, run_campaign
 from pgbenchlab.store import Store
 from pgbenchlab.tunables import normal
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 from test_tunables_real import cut_while_measuring, knob_plan, start
 
 # alone: one of its campaigns holds the machine's tunables journal, as the tunables tests' do
@@ -80,7 +80,7 @@ def test_applied_read_back_recorded_and_restored(
     read_ahead, before, ahead, thp = knobs.read_ahead, knobs.before, knobs.ahead, knobs.thp
     text = knobs_plan("knobs", read_ahead, f"{ahead}, {before[read_ahead]}", thp)
     outcome = run_campaign(plan.parse(text, "p.toml", base=tmp_path), results_dir, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         recorded = [store.run_sysctl(r.id) for r in store.run_records(outcome.campaign_id)]
     assert sorted(r[str(read_ahead)] for r in recorded) == sorted([ahead, before[read_ahead]])

@@ -41,7 +41,7 @@ from pgbenchlab.campaign.layout import cluster_root
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.server import SUPERUSER, Endpoint
 from pgbenchlab.telemetry.campaign import FSYNC_TEST_ENV
-from support import QuietReporter, require_installs
+from support import QuietReporter, require_installs, run_errors
 
 # alone: each verdict is caused by a run built to cause it
 pytestmark = [pytest.mark.server, pytest.mark.alone]
@@ -199,7 +199,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Conne
             outcome = run_campaign(the_plan, results, reporter)
         for thread in reporter.threads:
             thread.join()
-        assert outcome.failed == 0
+        assert outcome.failed == 0, run_errors(outcome)
         db = sqlite3.connect(results / RESULTS_DB)
         db.row_factory = sqlite3.Row
         yield db

@@ -30,7 +30,7 @@ from pgbenchlab.store import BACKFILLS, Store
 from pgbenchlab.store.columns import COLUMN
 from pgbenchlab.tunables import PARTNERS, KernelTunables, TunableError
 from replay import Replay, ReplayExecutor, StandInServers, client, recorded
-from support import QuietReporter
+from support import QuietReporter, run_errors
 
 PLAN = """
 [campaign]
@@ -268,7 +268,7 @@ def run_tuned(tmp_path: Path, axis: str) -> tuple[PurePosixPath, Path]:
         the_plan, tmp_path / "results", QuietReporter(), client("16"),
         StandInServers(the_plan), ReplayExecutor(replays), tunables=kt,
     )  # fmt: skip
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     return root, tmp_path / "results" / RESULTS_DB
 
 

@@ -27,7 +27,7 @@ from pgbenchlab.cli import main
 from pgbenchlab.plan import RunSpec
 from pgbenchlab.report.views.build import load_view
 from pgbenchlab.store import Store
-from support import QuietReporter, one_cell_plan, require_installs
+from support import QuietReporter, one_cell_plan, require_installs, run_errors
 from test_faults import CLI
 
 # The only file of the two-at-a-time pass that changes a kernel tunable (the sysfs tests and the
@@ -80,7 +80,7 @@ def test_applied_recorded_and_restored_on_a_real_run(
     require_installs("embedded")
     the_plan = plan.parse(tuned_plan("tuned", f"0, {CHANGED}"), "p.toml", base=tmp_path)
     outcome = run_campaign(the_plan, results_dir, QuietReporter())
-    assert outcome.failed == 0
+    assert outcome.failed == 0, run_errors(outcome)
     with Store(results_dir / RESULTS_DB) as store:
         recorded = [store.run_sysctl(r.id) for r in store.run_records(outcome.campaign_id)]
         view = load_view(store, outcome.campaign_id, detail=False)

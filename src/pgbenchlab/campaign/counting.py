@@ -77,9 +77,23 @@ class BackendCounts:
         while self._children() - self.before and time.monotonic() < deadline:
             time.sleep(0.1)
         paths = self._written()
-        found = [parse_callgrind(t) for t in self.server.host.read_texts(paths) if t is not None]
+        found = read_counts(self.server.host, paths, self.before)
         self._remove(paths)
-        return [p for p in found if p.pid not in self.before]
+        return found
+
+
+def read_counts(host: Host, paths: list[PurePath], before: set[int]) -> list[ProcessCounts]:
+    """The counts in the files of processes not in `before`. A process of before (the
+    telemetry's backend, closed just before) may be writing its file at this moment: never
+    read, it cannot be taken half-written."""
+    new = [path for path in paths if _pid_of(path) not in before]
+    return [parse_callgrind(text) for text in host.read_texts(new) if text is not None]
+
+
+def _pid_of(path: PurePath) -> int | None:
+    """callgrind.PID's pid (None for a name of another form)."""
+    _, _, pid = path.name.partition(".")
+    return int(pid) if pid.isdigit() else None
 
 
 def reference_run(
