@@ -40,6 +40,7 @@ from scipy.stats import binomtest
 from figure import Bar, verdict_line, write_figure
 from harness import HERE, Provenance, duration_text
 from pgbenchlab import plan
+from pgbenchlab.analysis.comparison import ComparisonVerdict
 from pgbenchlab.campaign import RESULTS_DB, NullReporter, remove_clusters, run_campaign
 from pgbenchlab.cli import run_seconds
 from pgbenchlab.report.views import compare
@@ -48,7 +49,12 @@ from pgbenchlab.report.views.metrics import METRICS
 from pgbenchlab.store import Store
 
 SETUP_ESTIMATE_S = 20  # two initdbs and two scale-10 datasets
-VERDICTS = ("within_noise", "improved", "regressed", "not_enough_data")
+VERDICTS = (
+    ComparisonVerdict.WITHIN_NOISE,
+    ComparisonVerdict.IMPROVED,
+    ComparisonVerdict.REGRESSED,
+    ComparisonVerdict.NOT_ENOUGH_DATA,
+)
 FALSE_CALLS = Bar("< 5 % called changed", 0.05, at_most=True)
 
 PLAN = """
@@ -125,7 +131,7 @@ def verdict_table(changes: list[CellChange]) -> list[str]:
     groups = [(METRICS[m].label, [c for c in changes if c.metric == m]) for m in compared]
     for label, mine in [*groups, ("all", changes)]:
         counts = Counter(c.verdict for c in mine)
-        decided = len(mine) - counts["not_enough_data"]
+        decided = len(mine) - counts[ComparisonVerdict.NOT_ENOUGH_DATA]
         lines.append(
             f"| {label} | " + " | ".join(str(counts[v]) for v in VERDICTS) + f" | {decided} of "
             f"{len(mine)} |"
@@ -141,8 +147,8 @@ def markdown(
     changes: list[CellChange],
 ) -> str:
     counts = Counter(c.verdict for c in changes)
-    called = counts["improved"] + counts["regressed"]
-    decided = len(changes) - counts["not_enough_data"]
+    called = counts[ComparisonVerdict.IMPROVED] + counts[ComparisonVerdict.REGRESSED]
+    decided = len(changes) - counts[ComparisonVerdict.NOT_ENOUGH_DATA]
     share = f"{called / len(changes):.1%}" if changes else "–"
     interval = binomtest(called, len(changes)).proportion_ci(0.95) if changes else None
     # The bar is strict (< 5 %): an upper end of exactly 5 % does not meet it.
@@ -170,7 +176,7 @@ def markdown(
         f"{called} ({share}; exact 95 % interval {bounds}). Requirement: < 5 %, judged on the "
         "interval's upper end. Decided (within noise, "
         f"improved or regressed): {decided} of {len(changes)}; within noise: "
-        f"{counts['within_noise']}.",
+        f"{counts[ComparisonVerdict.WITHIN_NOISE]}.",
         "",
         *verdict_table(changes),
         "",

@@ -315,9 +315,12 @@ def campaign_wall(hosts: TestHosts, mode: str, round_no: int) -> float:
     finally:
         remove_clusters(results)
         if mode == "remote":
-            db1 = CampaignHosts(plan.load(plan_file))
-            db1.get("db1").remove_tree(db1.get("db1").state_dir() / "clusters" / name)
-            db1.close()
+            hosts_of_plan = CampaignHosts(plan.load(plan_file))
+            db1 = hosts_of_plan.get("db1")
+            state = db1.state_dir()
+            assert state is not None  # a remote host keeps one
+            db1.remove_tree(state / "clusters" / name)
+            hosts_of_plan.close()
         shutil.rmtree(work, ignore_errors=True)
     return wall
 
